@@ -1,0 +1,1 @@
+"""Control plane: tenants, keys, limits, analytics, providers, agent registry, STS."""

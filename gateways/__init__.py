@@ -1,0 +1,1 @@
+"""Strata's gateways: edge proxy (L1), AI gateway (L2), agent gateway (L3)."""

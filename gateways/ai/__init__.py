@@ -1,0 +1,1 @@
+"""AI gateway (L2): OpenAI-compatible chat in front of many LLM providers."""

@@ -1,0 +1,1 @@
+"""Edge proxy (L1): routes, auth plugins, per-tenant rate limits, request logs, admin API."""

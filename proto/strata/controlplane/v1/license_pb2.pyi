@@ -1,0 +1,19 @@
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetLicenseRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetLicenseResponse(_message.Message):
+    __slots__ = ("tier", "valid", "expires_at")
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    tier: str
+    valid: bool
+    expires_at: str
+    def __init__(self, tier: _Optional[str] = ..., valid: _Optional[bool] = ..., expires_at: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Strata's shared runtime: config, errors, stores, auth, telemetry and the one-loop server."""

@@ -1,0 +1,163 @@
+"""Who is calling: bearer JWTs verified against the identity provider's JWKS, the platform
+master key for service-to-service calls, and the edge admin key.
+
+The same `Authenticator` guards both transports: the aiohttp middleware and the gRPC
+interceptor call `authenticate(headers)` with lower-cased header names, and the verified
+`Principal` is put in a context variable that servicers read with `current_principal()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hmac
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import jwt
+
+from runtime.errors import Unauthenticated
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = ("RS256", "ES256")
+INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller. `kind` is `user`, `service` (an IdP service user), `master`
+    (a platform service or operator holding the master key) or `admin` (edge admin key)."""
+
+    kind: str
+    subject: str
+    tenant_id: str | None = None
+    roles: frozenset[str] = frozenset()
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_platform_admin(self) -> bool:
+        return self.kind in ("master", "admin") or "platform-admin" in self.roles
+
+
+_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "strata_principal", default=None
+)
+
+
+def current_principal() -> Principal | None:
+    """The caller of the RPC being served, or None on a public RPC."""
+    return _principal.get()
+
+
+def bind_principal(principal: Principal | None) -> contextvars.Token[Principal | None]:
+    return _principal.set(principal)
+
+
+class JwksCache:
+    """The identity provider's signing keys, fetched lazily and refreshed when a token names a
+    `kid` we have not seen (key rotation), at most once per `min_refresh_secs`."""
+
+    def __init__(self, url: str, *, min_refresh_secs: float = 10.0, timeout: float = 5.0) -> None:
+        self.url = url
+        self._keys: dict[str, jwt.PyJWK] = {}
+        self._fetched_at = 0.0
+        self._min_refresh = min_refresh_secs
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._lock = asyncio.Lock()
+
+    async def key(self, kid: str | None) -> jwt.PyJWK:
+        if kid in self._keys:
+            return self._keys[kid]
+        async with self._lock:
+            if kid not in self._keys and time.monotonic() - self._fetched_at >= self._min_refresh:
+                await self._refresh()
+        if kid in self._keys:
+            return self._keys[kid]
+        if kid is None and len(self._keys) == 1:
+            return next(iter(self._keys.values()))
+        raise Unauthenticated(INVALID_TOKEN)
+
+    async def _refresh(self) -> None:
+        self._fetched_at = time.monotonic()
+        try:
+            async with aiohttp.ClientSession(timeout=self._timeout) as session, \
+                    session.get(self.url) as resp:
+                resp.raise_for_status()
+                document = await resp.json()
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            log.warning("jwks fetch failed", extra={"url": self.url, "error": repr(exc)})
+            return
+        keys = {}
+        for jwk in document.get("keys", []):
+            if jwk.get("use", "sig") != "sig" or jwk.get("alg", "RS256") not in ALGORITHMS:
+                continue
+            try:
+                keys[jwk.get("kid")] = jwt.PyJWK(jwk)
+            except jwt.PyJWTError:
+                continue
+        self._keys = keys
+
+
+class Authenticator:
+    """Verifies the credentials one service accepts.
+
+    Args:
+        jwks: the identity provider's key cache (bearer JWTs).
+        master_key: the platform master key (bearer), accepted by every service.
+        admin_api_key: the edge admin key (`x-api-key`), where the service has one.
+        issuer: when set, a JWT's `iss` must equal it.
+    """
+
+    def __init__(self, jwks: JwksCache, master_key: str, *, admin_api_key: str | None = None,
+                 issuer: str | None = None) -> None:
+        self.jwks = jwks
+        self._master = master_key.encode()
+        self._admin = admin_api_key.encode() if admin_api_key else None
+        self._issuer = issuer
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """Raises Unauthenticated when no accepted credential is present and valid."""
+        api_key = headers.get("x-api-key")
+        if api_key is not None and self._admin is not None:
+            if hmac.compare_digest(api_key.encode(), self._admin):
+                return Principal(kind="admin", subject="edge-admin")
+            raise Unauthenticated("Invalid admin API key")
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("Missing bearer token")
+        token = token.strip()
+        if hmac.compare_digest(token.encode(), self._master):
+            return Principal(kind="master", subject="master-key", roles=frozenset({"platform-admin"}))
+        return await self.verify_jwt(token)
+
+    async def verify_jwt(self, token: str) -> Principal:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(INVALID_TOKEN) from exc
+        if header.get("alg") not in ALGORITHMS:
+            raise Unauthenticated(INVALID_TOKEN)
+        key = await self.jwks.key(header.get("kid"))
+        try:
+            claims = jwt.decode(
+                token, key.key, algorithms=[header["alg"]], issuer=self._issuer,
+                options={"verify_aud": False, "require": ["exp", "sub"]},
+            )
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(INVALID_TOKEN) from exc
+        roles = frozenset(claims.get("realm_access", {}).get("roles", []))
+        is_service = "agent_id" in claims or str(claims.get("preferred_username", "")).startswith(
+            "service-account-"
+        )
+        return Principal(
+            kind="service" if is_service else "user",
+            subject=str(claims["sub"]),
+            tenant_id=claims.get("tenant_id"),
+            roles=roles,
+            claims=claims,
+        )

@@ -1,0 +1,147 @@
+"""Strata's one error tree, and how it maps onto gRPC status codes and HTTP statuses.
+
+    StrataError                 (any failure a servicer raises on purpose)
+    ├── InvalidRequest          INVALID_ARGUMENT    400  bad field, malformed JSON, schema violation
+    ├── Unauthenticated         UNAUTHENTICATED     401  missing, expired or forged credentials
+    ├── PermissionDenied        PERMISSION_DENIED   403  authenticated, but not allowed
+    ├── NotFound                NOT_FOUND           404  unknown resource or path
+    ├── AlreadyExists           ALREADY_EXISTS      409  duplicate resource, naming collision
+    ├── PayloadTooLarge         INVALID_ARGUMENT    413  body over the configured limit
+    ├── ResourceExhausted       RESOURCE_EXHAUSTED  429  rate limit or budget exceeded
+    ├── NotImplementedYet       UNIMPLEMENTED       501  declared in the API, not built yet
+    ├── UpstreamError           UNAVAILABLE         502  an upstream answered badly (retryable)
+    └── Unavailable             UNAVAILABLE         503  a dependency is down (retryable)
+
+Each error carries the spec's identifier (`error`), a human message and extra body fields.
+Over gRPC the identifier and extras travel in trailing metadata so a calling service can
+rebuild the same error (`from_rpc_error`); over HTTP each front door renders its own envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import grpc
+
+ERROR_KEY = "strata-error"
+DETAILS_KEY = "strata-error-details-bin"
+
+
+class StrataError(Exception):
+    """A failure with a spec identifier, a message and optional extra body fields."""
+
+    code: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    http_status: ClassVar[int] = 500
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, *, error: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error = error
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        """The spec's error body: `{error}` alone when the message is the identifier."""
+        if self.error is None:
+            return {"error": self.message, **self.extra}
+        return {"error": self.error, "message": self.message, **self.extra}
+
+
+class InvalidRequest(StrataError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    http_status = 400
+
+
+class Unauthenticated(StrataError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+    http_status = 401
+
+
+class PermissionDenied(StrataError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+    http_status = 403
+
+
+class NotFound(StrataError):
+    code = grpc.StatusCode.NOT_FOUND
+    http_status = 404
+
+
+class AlreadyExists(StrataError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+    http_status = 409
+
+
+class PayloadTooLarge(StrataError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    http_status = 413
+
+
+class ResourceExhausted(StrataError):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    http_status = 429
+
+
+class NotImplementedYet(StrataError):
+    code = grpc.StatusCode.UNIMPLEMENTED
+    http_status = 501
+
+
+class UpstreamError(StrataError):
+    code = grpc.StatusCode.UNAVAILABLE
+    http_status = 502
+    retryable = True
+
+
+class Unavailable(StrataError):
+    code = grpc.StatusCode.UNAVAILABLE
+    http_status = 503
+    retryable = True
+
+
+# gRPC status → HTTP status, for aborts that did not come from a StrataError.
+HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+
+_BY_CODE: dict[grpc.StatusCode, type[StrataError]] = {
+    cls.code: cls
+    for cls in (InvalidRequest, Unauthenticated, PermissionDenied, NotFound, AlreadyExists,
+                ResourceExhausted, NotImplementedYet, Unavailable)
+}
+
+
+def trailing_metadata(err: StrataError) -> tuple[tuple[str, str | bytes], ...]:
+    """Metadata that lets a gRPC caller rebuild `err` with `from_rpc_error`."""
+    details = json.dumps({"http_status": err.http_status, **err.extra}).encode()
+    return ((ERROR_KEY, err.error or ""), (DETAILS_KEY, details))
+
+
+def from_rpc_error(exc: grpc.aio.AioRpcError) -> StrataError:
+    """Rebuild the StrataError a peer service raised, or a generic one for its status code."""
+    meta = {k: v for k, v in (exc.trailing_metadata() or ())}
+    extra: dict[str, Any] = json.loads(meta.get(DETAILS_KEY, b"{}") or b"{}")
+    http_status = extra.pop("http_status", None)
+    cls = _BY_CODE.get(exc.code(), StrataError)
+    if http_status == 502:
+        cls = UpstreamError
+    elif http_status == 413:
+        cls = PayloadTooLarge
+    return cls(exc.details() or exc.code().name, error=meta.get(ERROR_KEY) or None, **extra)

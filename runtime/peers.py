@@ -1,0 +1,40 @@
+"""Calls to other Strata services: gRPC channels with a deadline on every call, the platform
+master key as credentials, trace context propagated, and peer errors rebuilt as StrataError."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+from runtime.errors import Unavailable, from_rpc_error
+
+M = TypeVar("M", bound=Message)
+
+
+class Peer:
+    """One peer service. Channels connect lazily, so peers may start in any order."""
+
+    def __init__(self, target: str, master_key: str, deadline_secs: float) -> None:
+        self.target = target
+        self.channel = grpc.aio.insecure_channel(target, interceptors=aio_client_interceptors())
+        self._metadata = (("authorization", f"Bearer {master_key}"),)
+        self._deadline = deadline_secs
+
+    def stub(self, stub_class: type) -> Any:
+        return stub_class(self.channel)
+
+    async def call(self, method: Any, request: Message, *, timeout: float | None = None) -> Any:
+        """Invoke a stub method; raises the peer's StrataError, or Unavailable."""
+        try:
+            return await method(request, timeout=timeout or self._deadline,
+                                metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise Unavailable(f"{self.target}: {exc.details()}") from exc
+            raise from_rpc_error(exc) from exc
+
+    async def close(self) -> None:
+        await self.channel.close()

@@ -1,0 +1,108 @@
+"""Proto ⇄ JSON in the spec's shapes.
+
+Proto3 JSON differs from the spec's JSON in two ways this module corrects: int64 values are
+written as JSON numbers (not strings), and a field with presence (`optional`, or a message)
+that is unset is written as `null` rather than left out — the spec's nullable fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from runtime.errors import InvalidRequest
+
+_INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
+_INT = _INT64 | {FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32}
+_JSON_TYPES = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+_FLOAT = {FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE}
+
+
+def to_json(message: Message) -> dict[str, Any]:
+    """Render a message as the spec's JSON object."""
+    rendered = json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    return _fix(message, rendered)
+
+
+def _is_well_known(desc: Descriptor) -> bool:
+    return desc.full_name.startswith("google.protobuf.")
+
+
+def _fix(message: Message, rendered: dict[str, Any]) -> dict[str, Any]:
+    for field in message.DESCRIPTOR.fields:
+        name = field.name
+        repeated = field.is_repeated
+        if field.has_presence and not repeated and not message.HasField(name):
+            oneof = field.containing_oneof
+            if oneof is None or oneof.name.startswith("_"):  # "_x": proto3 optional, nullable
+                rendered[name] = None
+            continue
+        if name not in rendered:
+            continue
+        value = getattr(message, name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            if value_field.message_type and not _is_well_known(value_field.message_type):
+                rendered[name] = {k: _fix(value[_key(k, field)], v)
+                                  for k, v in rendered[name].items()}
+            elif value_field.cpp_type in _INT64:
+                rendered[name] = {k: int(v) for k, v in rendered[name].items()}
+        elif field.message_type is not None and field.message_type.full_name in _JSON_TYPES:
+            rendered[name] = _integral(rendered[name])
+        elif field.message_type is not None and not _is_well_known(field.message_type):
+            if repeated:
+                rendered[name] = [_fix(m, r) for m, r in zip(value, rendered[name], strict=True)]
+            else:
+                rendered[name] = _fix(value, rendered[name])
+        elif field.cpp_type in _INT64:
+            rendered[name] = [int(v) for v in rendered[name]] if repeated else int(rendered[name])
+    return rendered
+
+
+def _integral(value: Any) -> Any:
+    """Struct numbers are doubles; write whole ones as JSON integers (2, not 2.0)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def _key(text: str, map_field: FieldDescriptor) -> Any:
+    key_field = map_field.message_type.fields_by_name["key"]
+    return int(text) if key_field.cpp_type in _INT else text
+
+
+def merge_json(message: Message, value: Any, what: str = "request body") -> None:
+    """Parse JSON into `message`; a clear InvalidRequest names the offending field."""
+    if not isinstance(value, Mapping):
+        raise InvalidRequest(f"{what} must be a JSON object")
+    try:
+        json_format.ParseDict(dict(value), message, ignore_unknown_fields=False)
+    except json_format.ParseError as exc:
+        raise InvalidRequest(f"invalid {what}: {exc}") from exc
+
+
+def scalar_from_text(field: FieldDescriptor, text: str) -> Any:
+    """Convert a path or query parameter to the field's type."""
+    try:
+        if field.cpp_type in _INT:
+            return int(text)
+        if field.cpp_type in _FLOAT:
+            return float(text)
+    except ValueError as exc:
+        raise InvalidRequest(f"parameter {field.name!r} must be a number, got {text!r}") from exc
+    if field.cpp_type == FieldDescriptor.CPPTYPE_BOOL:
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise InvalidRequest(f"parameter {field.name!r} must be true or false, got {text!r}")
+    return text

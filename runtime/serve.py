@@ -1,0 +1,185 @@
+"""Run a service: a grpc.aio server (health checking and reflection on, so grpcurl can list and
+call everything) and its aiohttp front door, in one asyncio event loop.
+
+`start()` brings both up and returns a `Running` handle (tests use it on port 0);
+`run()` is what each `__main__` calls: start, serve until SIGTERM/SIGINT, stop gracefully.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from aiohttp import web
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from opentelemetry.instrumentation.aiohttp_server import create_aiohttp_middleware
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+from runtime.auth import bind_principal
+from runtime.errors import StrataError, Unauthenticated, trailing_metadata
+from runtime.frontdoor import build_app
+from runtime.service import ServiceDefinition
+
+log = logging.getLogger(__name__)
+
+_ALWAYS_PUBLIC = (health.SERVICE_NAME, reflection.SERVICE_NAME)
+
+
+class StrataServerInterceptor(grpc.aio.ServerInterceptor):
+    """Authenticates every non-public RPC and turns a raised StrataError into a gRPC status
+    with trailing metadata the caller can rebuild it from. The in-process front door does
+    not pass through here; its middlewares do the same work for HTTP."""
+
+    def __init__(self, defn: ServiceDefinition) -> None:
+        self.defn = defn
+
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        details: grpc.HandlerCallDetails,
+    ) -> Any:
+        handler = await continuation(details)
+        rpc = details.method.lstrip("/")
+        if handler is None or rpc.startswith(_ALWAYS_PUBLIC):
+            return handler
+        metadata = {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
+        public = rpc in self.defn.public_rpcs or self.defn.authenticator is None
+        defn = self.defn
+
+        async def prologue(context: grpc.aio.ServicerContext) -> None:
+            if public:
+                bind_principal(None)
+                return
+            assert defn.authenticator is not None
+            try:
+                bind_principal(await defn.authenticator.authenticate(metadata))
+            except Unauthenticated as err:
+                await _abort(context, err)
+
+        def count(code: grpc.StatusCode) -> None:
+            defn.metrics.grpc_requests.labels(defn.name, rpc, code.name).inc()
+
+        if handler.unary_unary:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await prologue(context)
+                try:
+                    result = inner(request, context)
+                    response = await result if inspect.isawaitable(result) else result
+                except StrataError as err:
+                    count(err.code)
+                    await _abort(context, err)
+                except NotImplementedError:
+                    count(grpc.StatusCode.UNIMPLEMENTED)
+                    await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                        f"{rpc} is declared but not implemented yet")
+                count(grpc.StatusCode.OK)
+                return response
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary, handler.request_deserializer, handler.response_serializer)
+        if handler.unary_stream:
+            inner_stream = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext
+                             ) -> AsyncIterator[Any]:
+                await prologue(context)
+                try:
+                    async for response in inner_stream(request, context):
+                        yield response
+                except StrataError as err:
+                    count(err.code)
+                    await _abort(context, err)
+                except NotImplementedError:
+                    count(grpc.StatusCode.UNIMPLEMENTED)
+                    await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                        f"{rpc} is declared but not implemented yet")
+                count(grpc.StatusCode.OK)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, handler.request_deserializer, handler.response_serializer)
+        return handler
+
+
+async def _abort(context: grpc.aio.ServicerContext, err: StrataError) -> None:
+    await context.abort(err.code, err.message, trailing_metadata=trailing_metadata(err))
+
+
+@dataclass
+class Running:
+    """A started service: where it listens, and how to stop it."""
+
+    definition: ServiceDefinition
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    runners: list[web.AppRunner]
+    http_port: int
+    grpc_port: int
+    extra_ports: list[int]
+
+    async def stop(self, grace: float = 5.0) -> None:
+        await self.health.enter_graceful_shutdown()
+        for runner in self.runners:
+            await runner.cleanup()
+        await self.server.stop(grace)
+        for cleanup in reversed(self.definition.on_cleanup):
+            await cleanup()
+
+
+async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> Running:
+    """Open stores, then serve gRPC on `grpc_port`, the front door on `http_port` and any extra
+    apps on their own ports (0 picks a free port; chosen ports are on the returned handle)."""
+    for startup in defn.on_startup:
+        await startup()
+    server = grpc.aio.server(interceptors=[aio_server_interceptor(),
+                                           StrataServerInterceptor(defn)])
+    for binding in defn.bindings:
+        binding.add_to_server(binding.servicer, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [b.name for b in defn.bindings]
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME],
+                                        server)
+    bound_grpc = server.add_insecure_port(f"{host}:{grpc_port}")
+    await server.start()
+    for name in ["", *names]:
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    front_door = build_app(defn)
+    front_door.middlewares.insert(0, create_aiohttp_middleware())
+    runners, ports = [], []
+    for port, application in [(http_port, front_door), *defn.extra_apps]:
+        # reuse_port lets several edge workers share one listening port.
+        runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        await runner.setup()
+        await web.TCPSite(runner, host, port, reuse_port=True).start()
+        runners.append(runner)
+        ports.append(runner.addresses[0][1])
+    log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": ports})
+    return Running(defn, server, health_servicer, runners, ports[0], bound_grpc, ports[1:])
+
+
+def run(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> None:
+    """Serve until SIGTERM or SIGINT, then drain: health goes NOT_SERVING first so load
+    balancers stop sending, then HTTP closes and in-flight RPCs get a grace period."""
+
+    async def main() -> None:
+        running = await start(defn, host, http_port, grpc_port)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("stopping")
+        await running.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())

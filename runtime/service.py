@@ -1,0 +1,105 @@
+"""What a Strata service is made of: its servicers, its JSON routes, and its meta endpoints.
+
+Each service's `app.py` builds one `ServiceDefinition`; `runtime.serve` runs it (gRPC server
+and aiohttp front door in one event loop) and `runtime.testing` runs the very same object on
+port 0 inside a test.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import grpc
+from aiohttp import web
+
+from runtime.auth import Authenticator
+from runtime.errors import StrataError
+from runtime.routes import Route
+from runtime.telemetry import Metrics
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One gRPC service implementation: its full name, the servicer, and the generated
+    `add_<Name>Servicer_to_server` function."""
+
+    name: str
+    servicer: Any
+    add_to_server: Callable[[Any, grpc.aio.Server], None]
+
+
+def bind(pb2_grpc: ModuleType, servicer: Any) -> Binding:
+    """Bind `servicer` (an instance of a generated `<Name>Servicer`, or a subclass) to its
+    service. An instance of the generated base class answers UNIMPLEMENTED everywhere."""
+    for cls in type(servicer).__mro__:
+        if cls.__module__ == pb2_grpc.__name__ and cls.__name__.endswith("Servicer"):
+            short = cls.__name__.removesuffix("Servicer")
+            break
+    else:
+        raise TypeError(f"{type(servicer).__name__} is not a servicer of {pb2_grpc.__name__}")
+    pb2 = importlib.import_module(pb2_grpc.__name__.removesuffix("_grpc"))
+    full_name = pb2.DESCRIPTOR.services_by_name[short].full_name
+    return Binding(full_name, servicer, getattr(pb2_grpc, f"add_{short}Servicer_to_server"))
+
+
+def unimplemented(*modules: ModuleType) -> list[Binding]:
+    """Bindings of the generated base servicers of every service in `modules`: the whole
+    declared API, answering UNIMPLEMENTED until a real servicer replaces one."""
+    bindings = []
+    for module in modules:
+        for name in dir(module):
+            if name.endswith("Servicer") and isinstance(getattr(module, name), type):
+                bindings.append(bind(module, getattr(module, name)()))
+    return bindings
+
+
+ErrorBody = Callable[[StrataError], Any]
+Lifecycle = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class ServiceDefinition:
+    """Everything `serve` needs to run one service.
+
+    Attributes:
+        name: service name, as the spec's `service` fields write it.
+        bindings: the gRPC services this process serves.
+        routes: the public JSON routes, each bound to one of those RPCs.
+        info: the body of `GET /`.
+        health: returns the body of `GET /health`.
+        authenticator: who may call; None for a service without auth.
+        public_paths: HTTP paths served without credentials.
+        public_rpcs: full RPC names (`pkg.Service/Method`) served without credentials.
+        error_body: this front door's error envelope (default: the spec's `{error, ...}`).
+        metrics: the service's Prometheus registry.
+        extra_apps: more aiohttp apps on their own ports (the edge's admin and metrics).
+        on_startup, on_cleanup: open and close store clients and peer channels.
+        client_max_size: request body limit in bytes (413 beyond it).
+        allowed_origins: browser origins allowed by CORS (none: no CORS headers).
+    """
+
+    name: str
+    bindings: Sequence[Binding]
+    routes: Sequence[Route]
+    info: Mapping[str, Any]
+    health: Callable[[], Awaitable[Mapping[str, Any]]]
+    authenticator: Authenticator | None
+    metrics: Metrics
+    public_paths: frozenset[str] = frozenset({"/", "/health", "/metrics"})
+    public_rpcs: frozenset[str] = frozenset()
+    error_body: ErrorBody | None = None
+    extra_apps: Sequence[tuple[int, web.Application]] = ()
+    on_startup: list[Lifecycle] = field(default_factory=list)
+    on_cleanup: list[Lifecycle] = field(default_factory=list)
+    client_max_size: int = 1024 * 1024
+    allowed_origins: tuple[str, ...] = ()
+
+    def servicer(self, service: str) -> Any:
+        for b in self.bindings:
+            if b.name == service:
+                return b.servicer
+        raise LookupError(f"no servicer bound for {service}")

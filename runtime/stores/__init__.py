@@ -1,0 +1,1 @@
+"""Clients for the real stores: Redis protocol (kv), ClickHouse (analytics), Milvus (vectors)."""

@@ -1,0 +1,150 @@
+"""The analytics store: ClickHouse through clickhouse-connect, `chdb://` embedded or remote.
+
+`Analytics` owns one clickhouse-connect client and runs every call on a single dedicated
+thread: the client is synchronous (chDB has no async client) and chDB is not safe to drive
+from several threads at once. Rows are written as `INSERT ... FORMAT JSONEachRow`.
+
+Who writes: the embedded chDB directory may be opened by one process only, so with a `chdb://`
+URL the control plane owns it and other services ship row batches to it over gRPC
+(`ShippingSink` → `LogIngestService.WriteLogBatch`). With a remote ClickHouse every service
+writes directly (`DirectSink`). `open_sink` picks the right one from the settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+
+from runtime.errors import InvalidRequest, Unavailable
+from runtime.stores.schema import DATABASE, MIGRATIONS, WRITABLE_TABLES
+
+log = logging.getLogger(__name__)
+
+Row = Mapping[str, Any]
+
+
+class Analytics:
+    """A ClickHouse connection whose calls run on one worker thread."""
+
+    def __init__(self, url: str, password: str | None = None) -> None:
+        self.url = url
+        self._password = password
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analytics")
+        self._client: Client | None = None
+
+    def _connect(self) -> Client:
+        if self._client is None:
+            if self.url.startswith("chdb://"):
+                self._client = clickhouse_connect.get_client(dsn=self.url)
+            else:
+                parts = urlsplit(self.url)
+                self._client = clickhouse_connect.get_client(
+                    dsn=self.url, password=self._password or parts.password or "",
+                    connect_timeout=5, send_receive_timeout=30,
+                )
+        return self._client
+
+    async def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        def call() -> Any:
+            return fn(self._connect(), *args, **kwargs)
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        except (InvalidRequest, Unavailable):
+            raise
+        except Exception as exc:  # clickhouse-connect and chDB raise several unrelated types
+            raise Unavailable(f"analytics store error: {exc}") from exc
+
+    async def migrate(self) -> list[str]:
+        """Apply pending migrations; returns the names applied now."""
+        return await self._run(_migrate)  # type: ignore[no-any-return]
+
+    async def insert(self, table: str, rows: Sequence[Row]) -> int:
+        """Insert JSON rows into `gateway.<table>`; returns the number written."""
+        if table not in WRITABLE_TABLES:
+            raise InvalidRequest(f"unknown analytics table {table!r}")
+        if not rows:
+            return 0
+        block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
+        await self._run(lambda c: c.raw_insert(
+            f"{DATABASE}.{table}", insert_block=block.encode(), fmt="JSONEachRow"))
+        return len(rows)
+
+    async def query(self, sql: str, parameters: Mapping[str, Any] | None = None
+                    ) -> list[dict[str, Any]]:
+        """Run a SELECT with server-side parameters (`{name:Type}`); rows as dicts."""
+        def select(c: Client) -> list[dict[str, Any]]:
+            result = c.query(sql, parameters=dict(parameters or {}))
+            return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+
+        return await self._run(select)  # type: ignore[no-any-return]
+
+    async def ping(self) -> bool:
+        try:
+            await self._run(lambda c: c.command("SELECT 1"))
+        except Unavailable:
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await asyncio.get_running_loop().run_in_executor(self._pool, self._client.close)
+        self._pool.shutdown(wait=True)
+
+
+def _migrate(client: Client) -> list[str]:
+    client.command(f"CREATE DATABASE IF NOT EXISTS {DATABASE}")
+    client.command(
+        f"CREATE TABLE IF NOT EXISTS {DATABASE}.schema_migrations "
+        "(version UInt32, name String, applied_at DateTime DEFAULT now()) "
+        "ENGINE = MergeTree ORDER BY version"
+    )
+    done = {r[0] for r in client.query(
+        f"SELECT version FROM {DATABASE}.schema_migrations").result_rows}
+    applied = []
+    for version, name, ddl in MIGRATIONS:
+        if version in done:
+            continue
+        client.command(ddl)
+        client.insert(f"{DATABASE}.schema_migrations", [[version, name]],
+                      column_names=["version", "name"])
+        applied.append(name)
+    return applied
+
+
+class AnalyticsSink(Protocol):
+    """Where a service's log rows go."""
+
+    async def write(self, table: str, rows: Sequence[Row]) -> int: ...
+
+
+class DirectSink:
+    """Writes straight into ClickHouse: the chDB owner, or any service with a remote server."""
+
+    def __init__(self, analytics: Analytics) -> None:
+        self.analytics = analytics
+
+    async def write(self, table: str, rows: Sequence[Row]) -> int:
+        return await self.analytics.insert(table, rows)
+
+
+def parse_rows(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """JSONEachRow lines → row objects; InvalidRequest names the first bad line."""
+    rows = []
+    for i, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise InvalidRequest(f"row {i} is not valid JSON: {exc}") from exc
+        if not isinstance(row, dict):
+            raise InvalidRequest(f"row {i} is not a JSON object")
+        rows.append(row)
+    return rows

@@ -1,0 +1,46 @@
+"""Telemetry: a Prometheus registry per service with the transport metrics every service
+shares, and OpenTelemetry tracing (OTLP over gRPC when OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from runtime.config import VERSION
+
+
+class Metrics:
+    """The service's registry; services add their own metrics (the spec's names) to it."""
+
+    def __init__(self, service: str) -> None:
+        self.registry = CollectorRegistry()
+        self.http_requests = Counter(
+            "strata_http_requests", "HTTP requests served by the front door",
+            ["service", "route", "method", "status"], registry=self.registry)
+        self.http_latency = Histogram(
+            "strata_http_request_duration_seconds", "Front-door request latency",
+            ["service", "route"], registry=self.registry)
+        self.grpc_requests = Counter(
+            "strata_grpc_requests", "gRPC calls served", ["service", "method", "code"],
+            registry=self.registry)
+        self.service = service
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def setup_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider:
+    """A tracer provider for this process; spans are exported only when an endpoint is set,
+    but trace context is always propagated (W3C traceparent) so callers' traces continue."""
+    provider = TracerProvider(resource=Resource.create(
+        {"service.name": service, "service.version": VERSION}))
+    if otlp_endpoint:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        trace.set_tracer_provider(provider)
+    return provider
