@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 ALGORITHMS = ("RS256", "ES256")
 INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
+UNAUTHORIZED = "unauthorized"  # the spec's identifier for a caller without valid credentials
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class JwksCache:
             return self._keys[kid]
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
-        raise Unauthenticated(INVALID_TOKEN)
+        raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED)
 
     async def _refresh(self) -> None:
         self._fetched_at = time.monotonic()
@@ -126,10 +127,10 @@ class Authenticator:
         if api_key is not None and self._admin is not None:
             if hmac.compare_digest(api_key.encode(), self._admin):
                 return Principal(kind="admin", subject="edge-admin")
-            raise Unauthenticated("Invalid admin API key")
+            raise Unauthenticated("Invalid admin API key", error=UNAUTHORIZED)
         scheme, _, token = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("Missing bearer token")
+            raise Unauthenticated("Missing bearer token", error=UNAUTHORIZED)
         token = token.strip()
         if hmac.compare_digest(token.encode(), self._master):
             return Principal(kind="master", subject="master-key", roles=frozenset({"platform-admin"}))
@@ -139,9 +140,9 @@ class Authenticator:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:
-            raise Unauthenticated(INVALID_TOKEN) from exc
+            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from exc
         if header.get("alg") not in ALGORITHMS:
-            raise Unauthenticated(INVALID_TOKEN)
+            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED)
         key = await self.jwks.key(header.get("kid"))
         try:
             claims = jwt.decode(
@@ -149,7 +150,7 @@ class Authenticator:
                 options={"verify_aud": False, "require": ["exp", "sub"]},
             )
         except jwt.PyJWTError as exc:
-            raise Unauthenticated(INVALID_TOKEN) from exc
+            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from exc
         roles = frozenset(claims.get("realm_access", {}).get("roles", []))
         is_service = "agent_id" in claims or str(claims.get("preferred_username", "")).startswith(
             "service-account-"

@@ -22,6 +22,10 @@ PORTS: dict[str, tuple[int, int]] = {
 }
 
 
+# The edge admin API is reachable only from private networks (spec: edge fixed settings).
+PRIVATE_CIDRS = "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,::1/128,fc00::/7"
+
+
 class ConfigError(Exception):
     """Raised with every configuration problem found, one per line."""
 
@@ -38,6 +42,9 @@ class Settings:
     host: str
     http_port: int
     grpc_port: int
+    admin_port: int  # edge admin API
+    metrics_port: int  # edge Prometheus endpoint
+    admin_allow_cidrs: tuple[str, ...]  # who may reach the edge admin API
     # Stores
     redis_url: str
     clickhouse_url: str
@@ -101,6 +108,10 @@ class Settings:
             host=env.str("BIND_HOST", "127.0.0.1"),
             http_port=env.int("HTTP_PORT", http_default),
             grpc_port=env.int("GRPC_PORT", grpc_default),
+            admin_port=env.int("ADMIN_PORT", 9180),
+            metrics_port=env.int("METRICS_PORT", 9091),
+            admin_allow_cidrs=tuple(c.strip() for c in env.str(
+                "ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",") if c.strip()),
             redis_url=env.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
             clickhouse_url=env.str("CLICKHOUSE_URL", "chdb://data/clickhouse"),
             clickhouse_password=env.opt("CLICKHOUSE_PASSWORD"),

@@ -47,7 +47,7 @@ class MethodNotAllowed(StrataError):
 def build_app(defn: ServiceDefinition) -> web.Application:
     """The service's public aiohttp application. Every route is checked against the service
     descriptors here, so a typo in a route table fails at boot, not at the first request."""
-    middlewares = [_access_log, _errors]
+    middlewares = [_access_log, _errors, *defn.middlewares]
     if defn.allowed_origins:
         middlewares.insert(0, _cors(defn.allowed_origins))
     if defn.authenticator is not None:
@@ -78,6 +78,8 @@ def _route_handler(defn: ServiceDefinition, route: Route) -> Handler:
             raise LookupError(f"route {route.path}: no request field for path parameter {param}")
     if route.body not in (None, "*") and route.body not in fields:
         raise LookupError(f"route {route.path}: body field {route.body!r} not in request")
+    if route.passthrough is not None and route.passthrough not in fields:
+        raise LookupError(f"route {route.path}: passthrough field {route.passthrough!r} unknown")
     if route.response_body and route.response_body not in method.output_type.fields_by_name:
         raise LookupError(f"route {route.path}: response field {route.response_body!r} unknown")
     servicer = defn.servicer(route.service)
@@ -88,7 +90,9 @@ def _route_handler(defn: ServiceDefinition, route: Route) -> Handler:
         if route.body is not None:
             body = await _json_body(request)
             target = message if route.body == "*" else getattr(message, route.body)
-            merge_json(target, body)
+            merge_json(target, body, lenient=route.passthrough is not None)
+            if route.passthrough is not None:
+                getattr(message, route.passthrough).update(body)
         for name, text in request.match_info.items():
             setattr(message, name, scalar_from_text(fields[name], text))
         _bind_query(message, fields, request, skip=set(request.match_info))

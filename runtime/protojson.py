@@ -80,14 +80,16 @@ def _key(text: str, map_field: FieldDescriptor) -> Any:
     return int(text) if key_field.cpp_type in _INT else text
 
 
-def merge_json(message: Message, value: Any, what: str = "request body") -> None:
-    """Parse JSON into `message`; a clear InvalidRequest names the offending field."""
+def merge_json(message: Message, value: Any, what: str = "request body", *,
+               lenient: bool = False) -> None:
+    """Parse JSON into `message`; a clear InvalidRequest names the offending field.
+    Unknown keys are rejected unless `lenient`."""
     if not isinstance(value, Mapping):
-        raise InvalidRequest(f"{what} must be a JSON object")
+        raise InvalidRequest(f"{what} must be a JSON object", error="invalid_request")
     try:
-        json_format.ParseDict(dict(value), message, ignore_unknown_fields=False)
+        json_format.ParseDict(dict(value), message, ignore_unknown_fields=lenient)
     except json_format.ParseError as exc:
-        raise InvalidRequest(f"invalid {what}: {exc}") from exc
+        raise InvalidRequest(f"invalid {what}: {exc}", error="invalid_request") from exc
 
 
 def scalar_from_text(field: FieldDescriptor, text: str) -> Any:

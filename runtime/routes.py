@@ -33,6 +33,9 @@ class Route:
         response_body: response field rendered as the answer; None for the whole message.
         render: custom renderer for the rare shapes proto-JSON cannot express.
         stream: the RPC is server-streaming; the answer is sent as server-sent events.
+        passthrough: a Struct request field that receives the whole JSON body, while the
+            typed fields bind leniently (unknown keys kept, not rejected): for OpenAI-style
+            bodies whose fields the gateway does not act on but must forward.
     """
 
     method: str
@@ -43,6 +46,7 @@ class Route:
     response_body: str | None = None
     render: Render | None = None
     stream: bool = False
+    passthrough: str | None = None
 
     @property
     def service(self) -> str:

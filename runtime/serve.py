@@ -20,7 +20,6 @@ import grpc
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry.instrumentation.aiohttp_server import create_aiohttp_middleware
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from runtime.auth import bind_principal
@@ -154,7 +153,6 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
     front_door = build_app(defn)
-    front_door.middlewares.insert(0, create_aiohttp_middleware())
     runners, ports = [], []
     for port, application in [(http_port, front_door), *defn.extra_apps]:
         # reuse_port lets several edge workers share one listening port.

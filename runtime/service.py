@@ -80,6 +80,8 @@ class ServiceDefinition:
         on_startup, on_cleanup: open and close store clients and peer channels.
         client_max_size: request body limit in bytes (413 beyond it).
         allowed_origins: browser origins allowed by CORS (none: no CORS headers).
+        middlewares: service-specific aiohttp middlewares, run inside the error handler and
+            before authentication (the edge admin API's network allowlist).
     """
 
     name: str
@@ -97,6 +99,7 @@ class ServiceDefinition:
     on_cleanup: list[Lifecycle] = field(default_factory=list)
     client_max_size: int = 1024 * 1024
     allowed_origins: tuple[str, ...] = ()
+    middlewares: Sequence[Any] = ()
 
     def servicer(self, service: str) -> Any:
         for b in self.bindings:

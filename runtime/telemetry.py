@@ -43,4 +43,11 @@ def setup_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider:
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         trace.set_tracer_provider(provider)
+    # Server spans for every aiohttp app built from now on (the gRPC server gets its
+    # interceptor in runtime.serve), and client spans with traceparent on outgoing calls.
+    from opentelemetry.instrumentation.aiohttp_client import AioHttpClientInstrumentor
+    from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
+
+    AioHttpServerInstrumentor().instrument(tracer_provider=provider)
+    AioHttpClientInstrumentor().instrument(tracer_provider=provider)
     return provider

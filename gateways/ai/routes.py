@@ -26,6 +26,7 @@ ROUTES: tuple[Route, ...] = (
         "/v1/chat/completions",
         f"{PKG}.ChatService/CreateChatCompletion",
         response_body="completion",
+        passthrough="body",
     ),
     Route("GET", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/GetBudget", body=None),
     Route("POST", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/SetBudget"),
@@ -39,4 +40,5 @@ CHAT_STREAM_ROUTE = Route(
     f"{PKG}.ChatService/StreamChatCompletion",
     response_body="chunk",
     stream=True,
+    passthrough="body",
 )

@@ -1,1 +1,39 @@
-"""Clients for the real stores: Redis protocol (kv), ClickHouse (analytics), Milvus (vectors)."""
+"""Clients for the real stores: Redis protocol (kv), ClickHouse (analytics), Milvus (vectors).
+
+`Stores` is what a service's servicers receive; `open_stores` builds it from the settings the
+way every service's `__main__` does, and tests build it from session fixtures instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis.asyncio as redis
+
+from runtime.config import Settings
+from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
+from runtime.stores.kv import connect_kv
+from runtime.stores.shipping import ShippingSink
+
+
+@dataclass
+class Stores:
+    kv: redis.Redis
+    sink: AnalyticsSink  # where log rows go
+    analytics: Analytics | None = None  # set where this process may query ClickHouse
+
+    async def close(self) -> None:
+        await self.kv.aclose()
+        if isinstance(self.sink, ShippingSink):
+            await self.sink.close()
+        if self.analytics is not None:
+            await self.analytics.close()
+
+
+def open_stores(settings: Settings) -> Stores:
+    kv = connect_kv(settings.redis_url)
+    if settings.owns_analytics:
+        analytics = Analytics(settings.clickhouse_url, settings.clickhouse_password)
+        return Stores(kv=kv, sink=DirectSink(analytics), analytics=analytics)
+    return Stores(kv=kv, sink=ShippingSink(settings.controlplane_grpc, settings.master_key,
+                                           settings.grpc_deadline_secs))

@@ -1,0 +1,99 @@
+"""The control plane service: its servicers, routes and meta endpoints.
+
+Servicers that exist replace the generated base classes; every other RPC of
+`strata.controlplane.v1` is still served, and answers UNIMPLEMENTED (its route 501).
+The agent registry and the STS exist only when `SVC_AGENT_IDENTITY=on` (404 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.log_ingest import LogIngestServicer
+from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.routes import ROUTES
+from runtime.auth import Authenticator, JwksCache
+from runtime.config import VERSION, Settings
+from runtime.service import Binding, ServiceDefinition, bind, unimplemented
+from runtime.stores import Stores
+from runtime.stores.kv import kv_status
+from runtime.telemetry import Metrics
+from strata.controlplane.v1 import (
+    agent_registry_pb2_grpc,
+    analytics_pb2_grpc,
+    api_key_pb2_grpc,
+    audit_pb2_grpc,
+    branding_pb2_grpc,
+    license_pb2_grpc,
+    log_ingest_pb2_grpc,
+    notification_pb2_grpc,
+    platform_health_pb2_grpc,
+    provider_pb2_grpc,
+    rate_limit_pb2_grpc,
+    route_pb2_grpc,
+    settings_pb2_grpc,
+    sts_pb2_grpc,
+    tenant_pb2_grpc,
+    webhook_pb2_grpc,
+)
+
+SERVICE = "controlplane"
+PKG = "strata.controlplane.v1"
+# Behind the SVC_AGENT_IDENTITY feature flag (spec: 404 while the flag is not `on`).
+FLAGGED = frozenset({f"{PKG}.AgentRegistryService", f"{PKG}.TokenExchangeService"})
+PUBLIC_RPCS = frozenset({f"{PKG}.TokenExchangeService/ExchangeToken",
+                         f"{PKG}.TokenExchangeService/GetJwks"})
+
+
+def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+    health_servicer = PlatformHealthServicer([
+        Probe("L1", "edge-proxy", settings.edge_grpc, settings.edge_url),
+        Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
+        Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
+    ], settings.grpc_deadline_secs)
+    implemented = {
+        b.name: b for b in (
+            bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
+            bind(platform_health_pb2_grpc, health_servicer),
+        )
+    }
+    declared = unimplemented(
+        tenant_pb2_grpc, api_key_pb2_grpc, rate_limit_pb2_grpc, analytics_pb2_grpc,
+        audit_pb2_grpc, notification_pb2_grpc, branding_pb2_grpc, settings_pb2_grpc,
+        route_pb2_grpc, provider_pb2_grpc, license_pb2_grpc, webhook_pb2_grpc,
+        agent_registry_pb2_grpc, sts_pb2_grpc, log_ingest_pb2_grpc, platform_health_pb2_grpc)
+    bindings: list[Binding] = [implemented.get(b.name, b) for b in declared
+                               if settings.agent_identity or b.name not in FLAGGED]
+    served = {b.name for b in bindings}
+
+    async def health() -> dict[str, Any]:
+        redis = await kv_status(stores.kv)
+        return {"status": "healthy" if redis == "connected" else "degraded",
+                "service": SERVICE, "version": VERSION, "checks": {"redis": redis}}
+
+    async def migrate() -> None:
+        if stores.analytics is not None:
+            await stores.analytics.migrate()
+
+    async def close() -> None:
+        await health_servicer.close()
+        await stores.close()
+
+    return ServiceDefinition(
+        name=SERVICE,
+        bindings=bindings,
+        routes=[r for r in ROUTES if r.service in served],
+        info={"service": SERVICE, "version": VERSION,
+              "endpoints": {"/health": "service health", "/metrics": "Prometheus metrics",
+                            "/api/*": "control plane API", "/sts/*": "token exchange (flagged)"}},
+        health=health,
+        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
+                                    issuer=settings.idp_issuer),
+        metrics=Metrics(SERVICE),
+        public_paths=frozenset({"/", "/health", "/metrics", "/sts/token", "/sts/jwks"}),
+        public_rpcs=PUBLIC_RPCS,
+        on_startup=[migrate],
+        on_cleanup=[close],
+        client_max_size=settings.max_body_bytes,
+        allowed_origins=settings.allowed_origins,
+    )

@@ -1,0 +1,6 @@
+"""`python -m gateways.agent`: the agent gateway on :5001 (HTTP) and :15001 (gRPC)."""
+
+from gateways.agent.app import build
+from runtime.main import main
+
+main("agent-gateway", build)

@@ -1,0 +1,6 @@
+"""`python -m gateways.ai`: the AI gateway on :4000 (HTTP) and :14000 (gRPC)."""
+
+from gateways.ai.app import build
+from runtime.main import main
+
+main("ai-gateway", build)

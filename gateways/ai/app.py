@@ -1,0 +1,64 @@
+"""The AI gateway service (L2): its servicers, routes and meta endpoints.
+
+Every RPC of `strata.ai.v1` is declared; until a servicer implements one it answers
+UNIMPLEMENTED (its route 501). Errors leave in the OpenAI envelope, since OpenAI SDKs parse it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateways.ai.routes import ROUTES
+from runtime.auth import Authenticator, JwksCache
+from runtime.config import VERSION, Settings
+from runtime.errors import StrataError
+from runtime.service import ServiceDefinition, unimplemented
+from runtime.stores import Stores
+from runtime.stores.vectors import open_vectors
+from runtime.telemetry import Metrics
+from strata.ai.v1 import budget_pb2_grpc, chat_pb2_grpc
+
+SERVICE = "ai-gateway"
+ENGINE = "strata"
+
+
+def openai_error(err: StrataError) -> dict[str, Any]:
+    """The OpenAI error envelope `{error: {message, type, param, code}}`."""
+    kind = err.error or "api_error"
+    return {"error": {"message": err.message, "type": kind, "param": None, "code": kind,
+                      **err.extra}}
+
+
+def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+    vectors: dict[str, Any] = {}
+
+    async def open_vector_store() -> None:
+        # The semantic cache's store; Milvus Lite starts its server on first open.
+        vectors["client"] = await open_vectors(settings.milvus_uri)
+
+    async def close() -> None:
+        if "client" in vectors:
+            vectors["client"].close()
+        await stores.close()
+
+    async def health() -> dict[str, Any]:
+        return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
+
+    return ServiceDefinition(
+        name=SERVICE,
+        bindings=unimplemented(chat_pb2_grpc, budget_pb2_grpc),
+        routes=ROUTES,
+        info={"service": SERVICE, "engine": ENGINE, "version": VERSION, "endpoints": {
+            "/v1/chat/completions": "OpenAI-compatible chat completions (stream or not)",
+            "/v1/models": "models routable through the configured providers",
+            "/v1/budget/{tenant_id}": "tenant token budget (GET, POST)",
+            "/health": "service health", "/metrics": "Prometheus metrics"}},
+        health=health,
+        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
+                                    issuer=settings.idp_issuer),
+        metrics=Metrics(SERVICE),
+        error_body=openai_error,
+        on_startup=[open_vector_store],
+        on_cleanup=[close],
+        client_max_size=settings.max_body_bytes,
+    )

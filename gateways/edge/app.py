@@ -1,0 +1,81 @@
+"""The edge proxy service (L1): admin API on :9180, data plane on :9080, metrics on :9091.
+
+The admin API is the JSON front door of `strata.edge.v1.EdgeAdminService` (APISIX-shaped,
+`X-API-KEY`, private networks only); the data plane and the metrics endpoint are apps of
+their own on their own ports.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from aiohttp import web
+
+from gateways.edge.admin_routes import ROUTES
+from gateways.edge.proxy import build_proxy_app
+from runtime.auth import Authenticator, JwksCache
+from runtime.config import VERSION, Settings
+from runtime.errors import PermissionDenied
+from runtime.service import ServiceDefinition, unimplemented
+from runtime.stores import Stores
+from runtime.stores.kv import kv_status
+from runtime.telemetry import Metrics
+from strata.edge.v1 import admin_pb2_grpc
+
+SERVICE = "edge-proxy"
+METRICS_PATH = "/apisix/prometheus/metrics"
+
+
+def admin_network_guard(cidrs: tuple[str, ...]) -> Any:
+    networks = [ipaddress.ip_network(c) for c in cidrs]
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+        peer = ipaddress.ip_address(request.remote or "0.0.0.0")
+        if not any(peer in net for net in networks):
+            raise PermissionDenied("admin API is reachable from private networks only",
+                                   error="forbidden")
+        return await handler(request)  # type: ignore[no-any-return]
+
+    return guard
+
+
+def build(settings: Settings, stores: Stores, *, proxy_port: int | None = None,
+          metrics_port: int | None = None) -> ServiceDefinition:
+    metrics = Metrics(SERVICE)
+
+    async def prometheus(request: web.Request) -> web.Response:
+        return web.Response(body=metrics.exposition(),
+                            headers={"Content-Type": "text/plain; version=0.0.4"})
+
+    metrics_app = web.Application()
+    metrics_app.router.add_get(METRICS_PATH, prometheus)
+
+    async def health() -> dict[str, Any]:
+        return {"status": "healthy", "service": SERVICE, "version": VERSION,
+                "checks": {"redis": await kv_status(stores.kv)}}
+
+    return ServiceDefinition(
+        name=SERVICE,
+        bindings=unimplemented(admin_pb2_grpc),
+        routes=ROUTES,
+        info={"service": SERVICE, "version": VERSION, "endpoints": {
+            "/apisix/admin/routes": "routes", "/apisix/admin/upstreams": "upstreams",
+            "/apisix/admin/consumers": "consumers",
+            "/apisix/admin/consumer_groups": "consumer groups",
+            "/apisix/admin/plugins/list": "enabled plugins"}},
+        health=health,
+        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
+                                    admin_api_key=settings.admin_api_key,
+                                    issuer=settings.idp_issuer),
+        metrics=metrics,
+        extra_apps=[
+            (settings.http_port if proxy_port is None else proxy_port,
+             build_proxy_app(settings.max_body_bytes)),
+            (settings.metrics_port if metrics_port is None else metrics_port, metrics_app),
+        ],
+        middlewares=[admin_network_guard(settings.admin_allow_cidrs)],
+        on_cleanup=[stores.close],
+        client_max_size=settings.max_body_bytes,
+    )
