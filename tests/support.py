@@ -1,0 +1,38 @@
+"""Helpers shared by the tests: tokens from the dev identity provider, reflection listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+
+async def user_token(issuer: str, username: str = "alice", password: str = "alice") -> str:
+    return await _token(issuer, {"grant_type": "password", "client_id": "strata-portal",
+                                 "username": username, "password": password,
+                                 "scope": "openid tenant"})
+
+
+async def service_token(issuer: str, client_id: str = "agent-planner",
+                        secret: str = "planner-secret") -> str:
+    return await _token(issuer, {"grant_type": "client_credentials", "client_id": client_id,
+                                 "client_secret": secret})
+
+
+async def _token(issuer: str, form: dict[str, Any]) -> str:
+    async with aiohttp.ClientSession() as http, \
+            http.post(f"{issuer}/protocol/openid-connect/token", data=form) as resp:
+        body = await resp.json()
+        assert resp.status == 200, body
+        return str(body["access_token"])
+
+
+async def reflected_services(channel: grpc.aio.Channel) -> set[str]:
+    """The services a server lists through gRPC server reflection (what grpcurl shows)."""
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    async for reply in stub.ServerReflectionInfo(iter([request]), timeout=5):
+        return {s.name for s in reply.list_services_response.service}
+    return set()
