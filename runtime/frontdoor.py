@@ -35,8 +35,8 @@ from runtime.service import ServiceDefinition
 log = logging.getLogger(__name__)
 
 DEFINITION = web.AppKey("definition", ServiceDefinition)
-PRINCIPAL = "strata.principal"
-REQUEST_ID = "strata.request_id"
+PRINCIPAL = web.RequestKey("principal", Principal)
+REQUEST_ID = web.RequestKey("request_id", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 

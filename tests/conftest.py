@@ -102,12 +102,20 @@ def settings_for(valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
     return make
 
 
+class BorrowedStores(Stores):
+    """A service's stores in a test: its own kv client, the session's chDB (which the
+    session, not the service, closes: one process may own one chDB directory)."""
+
+    async def close(self) -> None:
+        await self.kv.aclose()
+
+
 @pytest.fixture
 def stores_for(analytics: Analytics) -> Callable[[Settings], Stores]:
     """Stores for a service under test; every service shares the session's one chDB."""
 
     def make(settings: Settings) -> Stores:
-        return Stores(kv=connect_kv(settings.redis_url), sink=DirectSink(analytics),
-                      analytics=analytics if settings.owns_analytics else None)
+        return BorrowedStores(kv=connect_kv(settings.redis_url), sink=DirectSink(analytics),
+                              analytics=analytics if settings.owns_analytics else None)
 
     return make

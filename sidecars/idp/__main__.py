@@ -1,0 +1,45 @@
+"""Run the dev IdP: `python -m sidecars.idp [--host H] [--port P] [--issuer URL] ...`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from pathlib import Path
+
+from sidecars.httpkit import serve
+from sidecars.idp.app import build_app
+from sidecars.idp.config import DEFAULT_ISSUER, DEFAULT_USERS_FILE, IdpConfig
+from sidecars.jsonlog import configure_logging
+
+
+def parse_args() -> argparse.Namespace:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="python -m sidecars.idp", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--issuer", default=env.get("IDP_ISSUER", DEFAULT_ISSUER))
+    parser.add_argument("--data-dir", type=Path, default=Path(env.get("IDP_DATA_DIR", "data/idp")))
+    parser.add_argument("--users-file", type=Path, default=DEFAULT_USERS_FILE)
+    parser.add_argument("--token-ttl", type=int, default=300, help="token lifetime, seconds")
+    # The default token is for the local dev stack only; set IDP_ADMIN_TOKEN anywhere else.
+    parser.add_argument("--admin-token", default=env.get("IDP_ADMIN_TOKEN", "dev-idp-admin"))
+    parser.add_argument("--log-level", default=env.get("LOG_LEVEL", "INFO"))
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    configure_logging(args.log_level)
+    config = IdpConfig(
+        issuer=args.issuer.rstrip("/"),
+        data_dir=args.data_dir,
+        users_file=args.users_file,
+        admin_token=args.admin_token,
+        token_ttl=args.token_ttl,
+    )
+    asyncio.run(serve(build_app(config), args.host, args.port))
+
+
+if __name__ == "__main__":
+    main()

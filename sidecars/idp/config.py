@@ -1,0 +1,45 @@
+"""The IdP's static configuration, read once by `__main__` and passed down explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+# Keycloak serves each realm under /realms/<name>; the dev stack has one realm, "strata".
+REALM = "strata"
+REALM_PREFIX = f"/realms/{REALM}"
+ADMIN_PREFIX = f"/admin/realms/{REALM}"
+DEFAULT_ISSUER = f"http://127.0.0.1:8080{REALM_PREFIX}"
+DEFAULT_USERS_FILE = Path(__file__).with_name("dev-users.json")
+STATE_FILE_NAME = "idp-state.json"
+
+
+@dataclass(frozen=True)
+class IdpConfig:
+    """Settings of one IdP instance.
+
+    Attributes:
+        issuer: the `iss` of every token; discovery URLs are derived from it, so it must be
+            the address clients use to reach this process.
+        data_dir: where the signing keys (PEM) and the run-time state file are kept.
+        users_file: JSON file of the initial users, clients and organizations.
+        admin_token: bearer token guarding the admin API.
+        token_ttl: access and ID token lifetime in seconds.
+        audience: the `aud` of access tokens (the platform, not the client).
+    """
+
+    issuer: str = DEFAULT_ISSUER
+    data_dir: Path = Path("data/idp")
+    users_file: Path = DEFAULT_USERS_FILE
+    admin_token: str = "dev-idp-admin"
+    token_ttl: int = 300
+    audience: str = "strata"
+
+    @property
+    def state_file(self) -> Path:
+        """The run-time state file inside `data_dir`."""
+        return self.data_dir / STATE_FILE_NAME
+
+    def endpoint(self, suffix: str) -> str:
+        """An absolute URL under the issuer, e.g. `protocol/openid-connect/certs`."""
+        return f"{self.issuer.rstrip('/')}/{suffix}"
