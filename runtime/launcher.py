@@ -213,6 +213,10 @@ async def stop_all(children: list[Child], timeout: float = 10.0) -> None:
             await proc.wait()
 
 
+# Reads the access token out of the IdP's JSON answer, with nothing but Python.
+TOKEN = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\"])'"
+
+
 def print_table(children: list[Child], cold_start: float, offset: int) -> None:
     secrets_ = children[-1].env
     print(f"\nStrata is up in {cold_start:.1f}s. Logs: one JSON file per process under logs/.\n")
@@ -229,9 +233,9 @@ edge proxy        http://127.0.0.1:{9080 + offset}   (admin :{9180 + offset}, me
 master key        {secrets_['MASTER_KEY']}
 edge admin key    {secrets_['ADMIN_API_KEY']}
 user token        curl -s {token_url} -d grant_type=password -d client_id=strata-portal \\
-                    -d username=alice -d password=alice -d 'scope=openid tenant' | jq -r .access_token
+                    -d username=alice -d password=alice -d 'scope=openid tenant' | {TOKEN}
 service token     curl -s {token_url} -d grant_type=client_credentials \\
-                    -d client_id=agent-planner -d client_secret=planner-secret | jq -r .access_token
+                    -d client_id=agent-planner -d client_secret=planner-secret | {TOKEN}
 grpcurl           grpcurl -plaintext 127.0.0.1:{14001 + offset} list
 Press Ctrl-C to stop.
 """, flush=True)
