@@ -21,6 +21,7 @@ lint:
 	$(VENV)/bin/ruff check .
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 run: install

@@ -41,35 +41,60 @@ SERVICE = "controlplane"
 PKG = "strata.controlplane.v1"
 # Behind the SVC_AGENT_IDENTITY feature flag (spec: 404 while the flag is not `on`).
 FLAGGED = frozenset({f"{PKG}.AgentRegistryService", f"{PKG}.TokenExchangeService"})
-PUBLIC_RPCS = frozenset({f"{PKG}.TokenExchangeService/ExchangeToken",
-                         f"{PKG}.TokenExchangeService/GetJwks"})
+PUBLIC_RPCS = frozenset(
+    {f"{PKG}.TokenExchangeService/ExchangeToken", f"{PKG}.TokenExchangeService/GetJwks"}
+)
 
 
 def build(settings: Settings, stores: Stores) -> ServiceDefinition:
-    health_servicer = PlatformHealthServicer([
-        Probe("L1", "edge-proxy", settings.edge_grpc, settings.edge_url),
-        Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
-        Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
-    ], settings.grpc_deadline_secs)
+    health_servicer = PlatformHealthServicer(
+        [
+            Probe("L1", "edge-proxy", settings.edge_grpc, settings.edge_url),
+            Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
+            Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
+        ],
+        settings.grpc_deadline_secs,
+    )
     implemented = {
-        b.name: b for b in (
+        b.name: b
+        for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
         )
     }
     declared = unimplemented(
-        tenant_pb2_grpc, api_key_pb2_grpc, rate_limit_pb2_grpc, analytics_pb2_grpc,
-        audit_pb2_grpc, notification_pb2_grpc, branding_pb2_grpc, settings_pb2_grpc,
-        route_pb2_grpc, provider_pb2_grpc, license_pb2_grpc, webhook_pb2_grpc,
-        agent_registry_pb2_grpc, sts_pb2_grpc, log_ingest_pb2_grpc, platform_health_pb2_grpc)
-    bindings: list[Binding] = [implemented.get(b.name, b) for b in declared
-                               if settings.agent_identity or b.name not in FLAGGED]
+        tenant_pb2_grpc,
+        api_key_pb2_grpc,
+        rate_limit_pb2_grpc,
+        analytics_pb2_grpc,
+        audit_pb2_grpc,
+        notification_pb2_grpc,
+        branding_pb2_grpc,
+        settings_pb2_grpc,
+        route_pb2_grpc,
+        provider_pb2_grpc,
+        license_pb2_grpc,
+        webhook_pb2_grpc,
+        agent_registry_pb2_grpc,
+        sts_pb2_grpc,
+        log_ingest_pb2_grpc,
+        platform_health_pb2_grpc,
+    )
+    bindings: list[Binding] = [
+        implemented.get(b.name, b)
+        for b in declared
+        if settings.agent_identity or b.name not in FLAGGED
+    ]
     served = {b.name for b in bindings}
 
     async def health() -> dict[str, Any]:
         redis = await kv_status(stores.kv)
-        return {"status": "healthy" if redis == "connected" else "degraded",
-                "service": SERVICE, "version": VERSION, "checks": {"redis": redis}}
+        return {
+            "status": "healthy" if redis == "connected" else "degraded",
+            "service": SERVICE,
+            "version": VERSION,
+            "checks": {"redis": redis},
+        }
 
     async def migrate() -> None:
         if stores.analytics is not None:
@@ -83,12 +108,20 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
         name=SERVICE,
         bindings=bindings,
         routes=[r for r in ROUTES if r.service in served],
-        info={"service": SERVICE, "version": VERSION,
-              "endpoints": {"/health": "service health", "/metrics": "Prometheus metrics",
-                            "/api/*": "control plane API", "/sts/*": "token exchange (flagged)"}},
+        info={
+            "service": SERVICE,
+            "version": VERSION,
+            "endpoints": {
+                "/health": "service health",
+                "/metrics": "Prometheus metrics",
+                "/api/*": "control plane API",
+                "/sts/*": "token exchange (flagged)",
+            },
+        },
         health=health,
-        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
-                                    issuer=settings.idp_issuer),
+        authenticator=Authenticator(
+            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
+        ),
         metrics=Metrics(SERVICE),
         public_paths=frozenset({"/", "/health", "/metrics", "/sts/token", "/sts/jwks"}),
         public_rpcs=PUBLIC_RPCS,

@@ -43,8 +43,13 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         except grpc.aio.AioRpcError:
             status = "down"
         latency = int((time.perf_counter() - started) * 1000)
-        return pb.ServiceHealth(layer=probe.layer, service=probe.service, status=status,
-                                latency_ms=latency, url=probe.url)
+        return pb.ServiceHealth(
+            layer=probe.layer,
+            service=probe.service,
+            status=status,
+            latency_ms=latency,
+            url=probe.url,
+        )
 
     async def ListServiceHealth(
         self, request: pb.ListServiceHealthRequest, context: object
@@ -61,13 +66,18 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
             if result.status == "healthy":
                 continue
             alert = struct_pb2.Struct()
-            alert.update({
-                "id": f"health-{result.service}", "type": "health_degraded",
-                "severity": "critical" if result.status == "down" else "warning",
-                "layer": result.layer, "service": result.service, "status": result.status,
-                "message": f"{result.service} ({result.layer}) is {result.status}",
-                "url": result.url,
-            })
+            alert.update(
+                {
+                    "id": f"health-{result.service}",
+                    "type": "health_degraded",
+                    "severity": "critical" if result.status == "down" else "warning",
+                    "layer": result.layer,
+                    "service": result.service,
+                    "status": result.status,
+                    "message": f"{result.service} ({result.layer}) is {result.status}",
+                    "url": result.url,
+                }
+            )
             alerts.append(alert)
         return pb.ListHealthAlertsResponse(alerts=alerts)
 

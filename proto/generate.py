@@ -24,8 +24,15 @@ def generate(out_dir: Path, root: Path = PROTO_ROOT) -> list[Path]:
     """Generate into `out_dir`; returns the files written (generated modules and __init__s)."""
     files = [str(p.relative_to(root)) for p in proto_files(root)]
     well_known = Path(protoc.__file__).parent / "_proto"
-    args = ["grpc_tools.protoc", f"-I{root}", f"-I{well_known}", f"--python_out={out_dir}",
-            f"--pyi_out={out_dir}", f"--grpc_python_out={out_dir}", *files]
+    args = [
+        "grpc_tools.protoc",
+        f"-I{root}",
+        f"-I{well_known}",
+        f"--python_out={out_dir}",
+        f"--pyi_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        *files,
+    ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
     written = []

@@ -86,8 +86,10 @@ class JwksCache:
     async def _refresh(self) -> None:
         self._fetched_at = time.monotonic()
         try:
-            async with aiohttp.ClientSession(timeout=self._timeout) as session, \
-                    session.get(self.url) as resp:
+            async with (
+                aiohttp.ClientSession(timeout=self._timeout) as session,
+                session.get(self.url) as resp,
+            ):
                 resp.raise_for_status()
                 document = await resp.json()
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
@@ -114,8 +116,14 @@ class Authenticator:
         issuer: when set, a JWT's `iss` must equal it.
     """
 
-    def __init__(self, jwks: JwksCache, master_key: str, *, admin_api_key: str | None = None,
-                 issuer: str | None = None) -> None:
+    def __init__(
+        self,
+        jwks: JwksCache,
+        master_key: str,
+        *,
+        admin_api_key: str | None = None,
+        issuer: str | None = None,
+    ) -> None:
         self.jwks = jwks
         self._master = master_key.encode()
         self._admin = admin_api_key.encode() if admin_api_key else None
@@ -133,7 +141,9 @@ class Authenticator:
             raise Unauthenticated("Missing bearer token", error=UNAUTHORIZED)
         token = token.strip()
         if hmac.compare_digest(token.encode(), self._master):
-            return Principal(kind="master", subject="master-key", roles=frozenset({"platform-admin"}))
+            return Principal(
+                kind="master", subject="master-key", roles=frozenset({"platform-admin"})
+            )
         return await self.verify_jwt(token)
 
     async def verify_jwt(self, token: str) -> Principal:
@@ -146,7 +156,10 @@ class Authenticator:
         key = await self.jwks.key(header.get("kid"))
         try:
             claims = jwt.decode(
-                token, key.key, algorithms=[header["alg"]], issuer=self._issuer,
+                token,
+                key.key,
+                algorithms=[header["alg"]],
+                issuer=self._issuer,
                 options={"verify_aud": False, "require": ["exp", "sub"]},
             )
         except jwt.PyJWTError as exc:

@@ -110,8 +110,11 @@ class Settings:
             grpc_port=env.int("GRPC_PORT", grpc_default),
             admin_port=env.int("ADMIN_PORT", 9180),
             metrics_port=env.int("METRICS_PORT", 9091),
-            admin_allow_cidrs=tuple(c.strip() for c in env.str(
-                "ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",") if c.strip()),
+            admin_allow_cidrs=tuple(
+                c.strip()
+                for c in env.str("ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",")
+                if c.strip()
+            ),
             redis_url=env.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
             clickhouse_url=env.str("CLICKHOUSE_URL", "chdb://data/clickhouse"),
             clickhouse_password=env.opt("CLICKHOUSE_PASSWORD"),

@@ -21,8 +21,9 @@ class LocalAbort(Exception):
 
 
 class LocalContext:
-    def __init__(self, headers: Mapping[str, str], peer: str, deadline_secs: float | None = None
-                 ) -> None:
+    def __init__(
+        self, headers: Mapping[str, str], peer: str, deadline_secs: float | None = None
+    ) -> None:
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
         self._peer = peer
         self._deadline = time.monotonic() + deadline_secs if deadline_secs else None
@@ -39,8 +40,12 @@ class LocalContext:
     def time_remaining(self) -> float | None:
         return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
-    async def abort(self, code: grpc.StatusCode, details: str = "",
-                    trailing_metadata: Sequence[tuple[str, Any]] = ()) -> NoReturn:
+    async def abort(
+        self,
+        code: grpc.StatusCode,
+        details: str = "",
+        trailing_metadata: Sequence[tuple[str, Any]] = (),
+    ) -> NoReturn:
         self._trailing = tuple(trailing_metadata)
         raise LocalAbort(code, details)
 

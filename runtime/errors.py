@@ -123,8 +123,16 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
 
 _BY_CODE: dict[grpc.StatusCode, type[StrataError]] = {
     cls.code: cls
-    for cls in (InvalidRequest, Unauthenticated, PermissionDenied, NotFound, AlreadyExists,
-                ResourceExhausted, NotImplementedYet, Unavailable)
+    for cls in (
+        InvalidRequest,
+        Unauthenticated,
+        PermissionDenied,
+        NotFound,
+        AlreadyExists,
+        ResourceExhausted,
+        NotImplementedYet,
+        Unavailable,
+    )
 }
 
 

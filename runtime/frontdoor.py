@@ -153,8 +153,10 @@ async def _stream(request: web.Request, route: Route, messages: Any) -> web.Stre
         first = await anext(iterator)
     except StopAsyncIteration:
         first = None
-    response = web.StreamResponse(status=route.status, headers={
-        "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    response = web.StreamResponse(
+        status=route.status,
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
+    )
     await response.prepare(request)
 
     async def send(message: Message) -> None:
@@ -210,35 +212,50 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except NotImplementedError:
         return error_response(defn, _not_implemented(request))
     except web.HTTPRequestEntityTooLarge:
-        return error_response(defn, PayloadTooLarge(
-            f"request body exceeds the {defn.client_max_size} byte limit",
-            error="payload_too_large"))
+        return error_response(
+            defn,
+            PayloadTooLarge(
+                f"request body exceeds the {defn.client_max_size} byte limit",
+                error="payload_too_large",
+            ),
+        )
     except web.HTTPMethodNotAllowed:
-        return error_response(defn, MethodNotAllowed(
-            f"method {request.method} is not allowed on {request.path}",
-            error="method_not_allowed"))
+        return error_response(
+            defn,
+            MethodNotAllowed(
+                f"method {request.method} is not allowed on {request.path}",
+                error="method_not_allowed",
+            ),
+        )
     except web.HTTPNotFound:
-        return error_response(defn, NotFound(
-            f"no route for {request.method} {request.path}", error="not_found"))
+        return error_response(
+            defn, NotFound(f"no route for {request.method} {request.path}", error="not_found")
+        )
     except web.HTTPException:
         raise
     except Exception:
-        log.exception("unhandled error", extra={"path": request.path,
-                                                 "request_id": request.get(REQUEST_ID)})
+        log.exception(
+            "unhandled error", extra={"path": request.path, "request_id": request.get(REQUEST_ID)}
+        )
         err = StrataError("internal error", error="internal_error")
         return error_response(defn, err)
 
 
 def _not_implemented(request: web.Request) -> StrataError:
-    return NotImplementedYet(f"{request.method} {request.path} is declared but not implemented "
-                             "yet", error="not_implemented")
+    return NotImplementedYet(
+        f"{request.method} {request.path} is declared but not implemented yet",
+        error="not_implemented",
+    )
 
 
 @web.middleware
 async def _authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
     defn = request.app[DEFINITION]
-    if request.match_info.http_exception is None and request.path not in defn.public_paths \
-            and request.method != "OPTIONS":
+    if (
+        request.match_info.http_exception is None
+        and request.path not in defn.public_paths
+        and request.method != "OPTIONS"
+    ):
         assert defn.authenticator is not None
         headers = {k.lower(): v for k, v in request.headers.items()}
         principal: Principal = await defn.authenticator.authenticate(headers)
@@ -261,9 +278,16 @@ async def _access_log(request: web.Request, handler: Handler) -> web.StreamRespo
     route = resource.canonical if resource is not None else "unmatched"
     defn.metrics.http_requests.labels(defn.name, route, request.method, response.status).inc()
     defn.metrics.http_latency.labels(defn.name, route).observe(elapsed)
-    log.info("request", extra={"method": request.method, "path": request.path,
-                               "status": response.status, "latency_ms": round(elapsed * 1000, 2),
-                               "request_id": request_id})
+    log.info(
+        "request",
+        extra={
+            "method": request.method,
+            "path": request.path,
+            "status": response.status,
+            "latency_ms": round(elapsed * 1000, 2),
+            "request_id": request_id,
+        },
+    )
     return response
 
 
@@ -277,10 +301,12 @@ def _cors(origins: tuple[str, ...]) -> Callable[..., Awaitable[web.StreamRespons
             return await handler(request)
         if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
             response: web.StreamResponse = web.Response(status=204)
-            response.headers["Access-Control-Allow-Methods"] = \
+            response.headers["Access-Control-Allow-Methods"] = (
                 "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+            )
             response.headers["Access-Control-Allow-Headers"] = request.headers.get(
-                "Access-Control-Request-Headers", "Authorization, Content-Type")
+                "Access-Control-Request-Headers", "Authorization, Content-Type"
+            )
             response.headers["Access-Control-Max-Age"] = "600"
         else:
             response = await handler(request)

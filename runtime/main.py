@@ -14,8 +14,12 @@ from runtime.stores import Stores, open_stores
 from runtime.telemetry import setup_tracing
 
 
-def main(service: str, build: Callable[[Settings, Stores], ServiceDefinition], *,
-         front_door_port: Callable[[Settings], int] = lambda s: s.http_port) -> None:
+def main(
+    service: str,
+    build: Callable[[Settings, Stores], ServiceDefinition],
+    *,
+    front_door_port: Callable[[Settings], int] = lambda s: s.http_port,
+) -> None:
     """Serve `service` until SIGTERM/SIGINT. The JSON front door listens on
     `front_door_port(settings)` (the edge's is its admin port; its data plane is an extra app)."""
     try:
@@ -24,5 +28,9 @@ def main(service: str, build: Callable[[Settings, Stores], ServiceDefinition], *
         sys.exit(str(exc))
     setup_logging(service, settings.log_level)
     setup_tracing(service, settings.otel_endpoint)
-    run(build(settings, open_stores(settings)), settings.host, front_door_port(settings),
-        settings.grpc_port)
+    run(
+        build(settings, open_stores(settings)),
+        settings.host,
+        front_door_port(settings),
+        settings.grpc_port,
+    )

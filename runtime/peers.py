@@ -26,11 +26,14 @@ class Peer:
     def stub(self, stub_class: type) -> Any:
         return stub_class(self.channel)
 
-    async def call(self, method: Any, request: Message, *, timeout: float | None = None) -> Any:
+    async def call(
+        self, method: Any, request: Message, *, deadline_secs: float | None = None
+    ) -> Any:
         """Invoke a stub method; raises the peer's StrataError, or Unavailable."""
         try:
-            return await method(request, timeout=timeout or self._deadline,
-                                metadata=self._metadata)
+            return await method(
+                request, timeout=deadline_secs or self._deadline, metadata=self._metadata
+            )
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise Unavailable(f"{self.target}: {exc.details()}") from exc

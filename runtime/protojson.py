@@ -25,7 +25,8 @@ _FLOAT = {FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE}
 def to_json(message: Message) -> dict[str, Any]:
     """Render a message as the spec's JSON object."""
     rendered = json_format.MessageToDict(
-        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
     return _fix(message, rendered)
 
 
@@ -48,8 +49,9 @@ def _fix(message: Message, rendered: dict[str, Any]) -> dict[str, Any]:
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
             value_field = field.message_type.fields_by_name["value"]
             if value_field.message_type and not _is_well_known(value_field.message_type):
-                rendered[name] = {k: _fix(value[_key(k, field)], v)
-                                  for k, v in rendered[name].items()}
+                rendered[name] = {
+                    k: _fix(value[_key(k, field)], v) for k, v in rendered[name].items()
+                }
             elif value_field.cpp_type in _INT64:
                 rendered[name] = {k: int(v) for k, v in rendered[name].items()}
         elif field.message_type is not None and field.message_type.full_name in _JSON_TYPES:
@@ -80,8 +82,9 @@ def _key(text: str, map_field: FieldDescriptor) -> Any:
     return int(text) if key_field.cpp_type in _INT else text
 
 
-def merge_json(message: Message, value: Any, what: str = "request body", *,
-               lenient: bool = False) -> None:
+def merge_json(
+    message: Message, value: Any, what: str = "request body", *, lenient: bool = False
+) -> None:
     """Parse JSON into `message`; a clear InvalidRequest names the offending field.
     Unknown keys are rejected unless `lenient`."""
     if not isinstance(value, Mapping):

@@ -41,7 +41,8 @@ class StrataServerInterceptor(grpc.aio.ServerInterceptor):
         self.defn = defn
 
     async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
         details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = await continuation(details)
@@ -78,18 +79,19 @@ class StrataServerInterceptor(grpc.aio.ServerInterceptor):
                     await _abort(context, err)
                 except NotImplementedError:
                     count(grpc.StatusCode.UNIMPLEMENTED)
-                    await context.abort(grpc.StatusCode.UNIMPLEMENTED,
-                                        f"{rpc} is declared but not implemented yet")
+                    await context.abort(
+                        grpc.StatusCode.UNIMPLEMENTED, f"{rpc} is declared but not implemented yet"
+                    )
                 count(grpc.StatusCode.OK)
                 return response
 
             return grpc.unary_unary_rpc_method_handler(
-                unary, handler.request_deserializer, handler.response_serializer)
+                unary, handler.request_deserializer, handler.response_serializer
+            )
         if handler.unary_stream:
             inner_stream = handler.unary_stream
 
-            async def stream(request: Any, context: grpc.aio.ServicerContext
-                             ) -> AsyncIterator[Any]:
+            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 await prologue(context)
                 try:
                     async for response in inner_stream(request, context):
@@ -99,12 +101,14 @@ class StrataServerInterceptor(grpc.aio.ServerInterceptor):
                     await _abort(context, err)
                 except NotImplementedError:
                     count(grpc.StatusCode.UNIMPLEMENTED)
-                    await context.abort(grpc.StatusCode.UNIMPLEMENTED,
-                                        f"{rpc} is declared but not implemented yet")
+                    await context.abort(
+                        grpc.StatusCode.UNIMPLEMENTED, f"{rpc} is declared but not implemented yet"
+                    )
                 count(grpc.StatusCode.OK)
 
             return grpc.unary_stream_rpc_method_handler(
-                stream, handler.request_deserializer, handler.response_serializer)
+                stream, handler.request_deserializer, handler.response_serializer
+            )
         return handler
 
 
@@ -138,15 +142,15 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     apps on their own ports (0 picks a free port; chosen ports are on the returned handle)."""
     for startup in defn.on_startup:
         await startup()
-    server = grpc.aio.server(interceptors=[aio_server_interceptor(),
-                                           StrataServerInterceptor(defn)])
+    server = grpc.aio.server(interceptors=[aio_server_interceptor(), StrataServerInterceptor(defn)])
     for binding in defn.bindings:
         binding.add_to_server(binding.servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [b.name for b in defn.bindings]
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME],
-                                        server)
+    reflection.enable_server_reflection(
+        [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
+    )
     bound_grpc = server.add_insecure_port(f"{host}:{grpc_port}")
     await server.start()
     for name in ["", *names]:

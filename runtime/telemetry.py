@@ -17,14 +17,23 @@ class Metrics:
     def __init__(self, service: str) -> None:
         self.registry = CollectorRegistry()
         self.http_requests = Counter(
-            "strata_http_requests", "HTTP requests served by the front door",
-            ["service", "route", "method", "status"], registry=self.registry)
+            "strata_http_requests",
+            "HTTP requests served by the front door",
+            ["service", "route", "method", "status"],
+            registry=self.registry,
+        )
         self.http_latency = Histogram(
-            "strata_http_request_duration_seconds", "Front-door request latency",
-            ["service", "route"], registry=self.registry)
+            "strata_http_request_duration_seconds",
+            "Front-door request latency",
+            ["service", "route"],
+            registry=self.registry,
+        )
         self.grpc_requests = Counter(
-            "strata_grpc_requests", "gRPC calls served", ["service", "method", "code"],
-            registry=self.registry)
+            "strata_grpc_requests",
+            "gRPC calls served",
+            ["service", "method", "code"],
+            registry=self.registry,
+        )
         self.service = service
 
     def exposition(self) -> bytes:
@@ -34,8 +43,9 @@ class Metrics:
 def setup_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider:
     """A tracer provider for this process; spans are exported only when an endpoint is set,
     but trace context is always propagated (W3C traceparent) so callers' traces continue."""
-    provider = TracerProvider(resource=Resource.create(
-        {"service.name": service, "service.version": VERSION}))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service, "service.version": VERSION})
+    )
     if otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace.export import BatchSpanProcessor

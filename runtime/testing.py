@@ -1,8 +1,8 @@
 """Run a service inside a test exactly as `__main__` builds it, on free ports.
 
-    async with serving(definition) as svc:
-        stub = HealthStub(svc.channel)
-        async with aiohttp.ClientSession(svc.http_url) as http: ...
+async with serving(definition) as svc:
+    stub = HealthStub(svc.channel)
+    async with aiohttp.ClientSession(svc.http_url) as http: ...
 """
 
 from __future__ import annotations

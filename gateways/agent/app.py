@@ -38,27 +38,43 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             servers = int(await stores.kv.hlen(MCP_SERVERS_KEY))
         except (RedisError, OSError):
             servers = 0
-        return {"status": "healthy", "service": SERVICE, "engine": ENGINE,
-                "mcp_servers": servers}
+        return {"status": "healthy", "service": SERVICE, "engine": ENGINE, "mcp_servers": servers}
 
     return ServiceDefinition(
         name=SERVICE,
-        bindings=unimplemented(registry_pb2_grpc, tool_call_pb2_grpc, a2a_pb2_grpc,
-                               session_pb2_grpc, policy_pb2_grpc, approval_pb2_grpc,
-                               elicitation_pb2_grpc),
+        bindings=unimplemented(
+            registry_pb2_grpc,
+            tool_call_pb2_grpc,
+            a2a_pb2_grpc,
+            session_pb2_grpc,
+            policy_pb2_grpc,
+            approval_pb2_grpc,
+            elicitation_pb2_grpc,
+        ),
         routes=ROUTES,
-        info={"service": SERVICE, "engine": ENGINE, "version": VERSION,
-              "protocols": ["mcp", "a2a"],
-              "endpoints": {
-                  "/v1/mcp/servers": "MCP server registry", "/v1/mcp/tools": "all tools",
-                  "/v1/mcp/tools/call": "call a tool", "/v1/a2a/agents": "A2A agent cards",
-                  "/v1/a2a/send": "send an A2A message", "/v1/sessions": "agent sessions",
-                  "/v1/policies/{tenant_id}": "tenant security policy",
-                  "/v1/hitl/pending": "human approvals", "/v1/elicit": "elicitation",
-                  "/health": "service health", "/metrics": "Prometheus metrics"}},
+        info={
+            "service": SERVICE,
+            "engine": ENGINE,
+            "version": VERSION,
+            "protocols": ["mcp", "a2a"],
+            "endpoints": {
+                "/v1/mcp/servers": "MCP server registry",
+                "/v1/mcp/tools": "all tools",
+                "/v1/mcp/tools/call": "call a tool",
+                "/v1/a2a/agents": "A2A agent cards",
+                "/v1/a2a/send": "send an A2A message",
+                "/v1/sessions": "agent sessions",
+                "/v1/policies/{tenant_id}": "tenant security policy",
+                "/v1/hitl/pending": "human approvals",
+                "/v1/elicit": "elicitation",
+                "/health": "service health",
+                "/metrics": "Prometheus metrics",
+            },
+        },
         health=health,
-        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
-                                    issuer=settings.idp_issuer),
+        authenticator=Authenticator(
+            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
+        ),
         metrics=Metrics(SERVICE),
         on_cleanup=[stores.close],
         client_max_size=settings.max_body_bytes,

@@ -25,8 +25,9 @@ ENGINE = "strata"
 def openai_error(err: StrataError) -> dict[str, Any]:
     """The OpenAI error envelope `{error: {message, type, param, code}}`."""
     kind = err.error or "api_error"
-    return {"error": {"message": err.message, "type": kind, "param": None, "code": kind,
-                      **err.extra}}
+    return {
+        "error": {"message": err.message, "type": kind, "param": None, "code": kind, **err.extra}
+    }
 
 
 def build(settings: Settings, stores: Stores) -> ServiceDefinition:
@@ -48,14 +49,22 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
         name=SERVICE,
         bindings=unimplemented(chat_pb2_grpc, budget_pb2_grpc),
         routes=ROUTES,
-        info={"service": SERVICE, "engine": ENGINE, "version": VERSION, "endpoints": {
-            "/v1/chat/completions": "OpenAI-compatible chat completions (stream or not)",
-            "/v1/models": "models routable through the configured providers",
-            "/v1/budget/{tenant_id}": "tenant token budget (GET, POST)",
-            "/health": "service health", "/metrics": "Prometheus metrics"}},
+        info={
+            "service": SERVICE,
+            "engine": ENGINE,
+            "version": VERSION,
+            "endpoints": {
+                "/v1/chat/completions": "OpenAI-compatible chat completions (stream or not)",
+                "/v1/models": "models routable through the configured providers",
+                "/v1/budget/{tenant_id}": "tenant token budget (GET, POST)",
+                "/health": "service health",
+                "/metrics": "Prometheus metrics",
+            },
+        },
         health=health,
-        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
-                                    issuer=settings.idp_issuer),
+        authenticator=Authenticator(
+            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
+        ),
         metrics=Metrics(SERVICE),
         error_body=openai_error,
         on_startup=[open_vector_store],

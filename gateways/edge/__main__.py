@@ -41,8 +41,10 @@ if args.worker:  # a data-plane-only worker, started by the primary
     asyncio.run(serve())
     sys.exit(0)
 
-workers = [subprocess.Popen([sys.executable, "-m", "gateways.edge", "--worker"])
-           for _ in range(args.workers - 1)]
+workers = [
+    subprocess.Popen([sys.executable, "-m", "gateways.edge", "--worker"])
+    for _ in range(args.workers - 1)
+]
 try:
     main("edge-proxy", build, front_door_port=lambda settings: settings.admin_port)
 finally:

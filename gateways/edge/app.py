@@ -34,45 +34,67 @@ def admin_network_guard(cidrs: tuple[str, ...]) -> Any:
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         peer = ipaddress.ip_address(request.remote or "0.0.0.0")
         if not any(peer in net for net in networks):
-            raise PermissionDenied("admin API is reachable from private networks only",
-                                   error="forbidden")
+            raise PermissionDenied(
+                "admin API is reachable from private networks only", error="forbidden"
+            )
         return await handler(request)  # type: ignore[no-any-return]
 
     return guard
 
 
-def build(settings: Settings, stores: Stores, *, proxy_port: int | None = None,
-          metrics_port: int | None = None) -> ServiceDefinition:
+def build(
+    settings: Settings,
+    stores: Stores,
+    *,
+    proxy_port: int | None = None,
+    metrics_port: int | None = None,
+) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
 
     async def prometheus(request: web.Request) -> web.Response:
-        return web.Response(body=metrics.exposition(),
-                            headers={"Content-Type": "text/plain; version=0.0.4"})
+        return web.Response(
+            body=metrics.exposition(), headers={"Content-Type": "text/plain; version=0.0.4"}
+        )
 
     metrics_app = web.Application()
     metrics_app.router.add_get(METRICS_PATH, prometheus)
 
     async def health() -> dict[str, Any]:
-        return {"status": "healthy", "service": SERVICE, "version": VERSION,
-                "checks": {"redis": await kv_status(stores.kv)}}
+        return {
+            "status": "healthy",
+            "service": SERVICE,
+            "version": VERSION,
+            "checks": {"redis": await kv_status(stores.kv)},
+        }
 
     return ServiceDefinition(
         name=SERVICE,
         bindings=unimplemented(admin_pb2_grpc),
         routes=ROUTES,
-        info={"service": SERVICE, "version": VERSION, "endpoints": {
-            "/apisix/admin/routes": "routes", "/apisix/admin/upstreams": "upstreams",
-            "/apisix/admin/consumers": "consumers",
-            "/apisix/admin/consumer_groups": "consumer groups",
-            "/apisix/admin/plugins/list": "enabled plugins"}},
+        info={
+            "service": SERVICE,
+            "version": VERSION,
+            "endpoints": {
+                "/apisix/admin/routes": "routes",
+                "/apisix/admin/upstreams": "upstreams",
+                "/apisix/admin/consumers": "consumers",
+                "/apisix/admin/consumer_groups": "consumer groups",
+                "/apisix/admin/plugins/list": "enabled plugins",
+            },
+        },
         health=health,
-        authenticator=Authenticator(JwksCache(settings.idp_jwks_url), settings.master_key,
-                                    admin_api_key=settings.admin_api_key,
-                                    issuer=settings.idp_issuer),
+        authenticator=Authenticator(
+            JwksCache(settings.idp_jwks_url),
+            settings.master_key,
+            admin_api_key=settings.admin_api_key,
+            issuer=settings.idp_issuer,
+        ),
         metrics=metrics,
         extra_apps=[
-            (settings.http_port if proxy_port is None else proxy_port,
-             build_proxy_app(settings.max_body_bytes)),
+            (
+                settings.http_port if proxy_port is None else proxy_port,
+                build_proxy_app(settings.max_body_bytes),
+            ),
             (settings.metrics_port if metrics_port is None else metrics_port, metrics_app),
         ],
         middlewares=[admin_network_guard(settings.admin_allow_cidrs)],

@@ -16,7 +16,8 @@ async def static_health(request: web.Request) -> web.Response:
 async def no_route(request: web.Request) -> web.Response:
     return web.json_response(
         {"error": "not_found", "message": f"no route matches {request.method} {request.path}"},
-        status=404)
+        status=404,
+    )
 
 
 def build_proxy_app(max_body_bytes: int) -> web.Application:

@@ -35,5 +35,9 @@ def open_stores(settings: Settings) -> Stores:
     if settings.owns_analytics:
         analytics = Analytics(settings.clickhouse_url, settings.clickhouse_password)
         return Stores(kv=kv, sink=DirectSink(analytics), analytics=analytics)
-    return Stores(kv=kv, sink=ShippingSink(settings.controlplane_grpc, settings.master_key,
-                                           settings.grpc_deadline_secs))
+    return Stores(
+        kv=kv,
+        sink=ShippingSink(
+            settings.controlplane_grpc, settings.master_key, settings.grpc_deadline_secs
+        ),
+    )

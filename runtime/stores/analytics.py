@@ -47,8 +47,10 @@ class Analytics:
             else:
                 parts = urlsplit(self.url)
                 self._client = clickhouse_connect.get_client(
-                    dsn=self.url, password=self._password or parts.password or "",
-                    connect_timeout=5, send_receive_timeout=30,
+                    dsn=self.url,
+                    password=self._password or parts.password or "",
+                    connect_timeout=5,
+                    send_receive_timeout=30,
                 )
         return self._client
 
@@ -74,13 +76,18 @@ class Analytics:
         if not rows:
             return 0
         block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
-        await self._run(lambda c: c.raw_insert(
-            f"{DATABASE}.{table}", insert_block=block.encode(), fmt="JSONEachRow"))
+        await self._run(
+            lambda c: c.raw_insert(
+                f"{DATABASE}.{table}", insert_block=block.encode(), fmt="JSONEachRow"
+            )
+        )
         return len(rows)
 
-    async def query(self, sql: str, parameters: Mapping[str, Any] | None = None
-                    ) -> list[dict[str, Any]]:
+    async def query(
+        self, sql: str, parameters: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         """Run a SELECT with server-side parameters (`{name:Type}`); rows as dicts."""
+
         def select(c: Client) -> list[dict[str, Any]]:
             result = c.query(sql, parameters=dict(parameters or {}))
             return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
@@ -107,15 +114,17 @@ def _migrate(client: Client) -> list[str]:
         "(version UInt32, name String, applied_at DateTime DEFAULT now()) "
         "ENGINE = MergeTree ORDER BY version"
     )
-    done = {r[0] for r in client.query(
-        f"SELECT version FROM {DATABASE}.schema_migrations").result_rows}
+    done = {
+        r[0] for r in client.query(f"SELECT version FROM {DATABASE}.schema_migrations").result_rows
+    }
     applied = []
     for version, name, ddl in MIGRATIONS:
         if version in done:
             continue
         client.command(ddl)
-        client.insert(f"{DATABASE}.schema_migrations", [[version, name]],
-                      column_names=["version", "name"])
+        client.insert(
+            f"{DATABASE}.schema_migrations", [[version, name]], column_names=["version", "name"]
+        )
         applied.append(name)
     return applied
 

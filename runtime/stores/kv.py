@@ -11,7 +11,10 @@ def connect_kv(url: str) -> redis.Redis:
     Timeouts are short because every caller on the hot path must fail fast (and fail open
     where the spec says so)."""
     return redis.Redis.from_url(
-        url, decode_responses=True, socket_timeout=1.0, socket_connect_timeout=1.0,
+        url,
+        decode_responses=True,
+        socket_timeout=1.0,
+        socket_connect_timeout=1.0,
         health_check_interval=30,
     )
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 DATABASE = "gateway"
 
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
-    (1, "request_log", """
+    (
+        1,
+        "request_log",
+        """
         CREATE TABLE IF NOT EXISTS gateway.request_log (
             timestamp DateTime64(3) DEFAULT now64(3),
             tenant_id String,
@@ -28,8 +31,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         PARTITION BY toYYYYMM(timestamp)
         ORDER BY (tenant_id, timestamp)
         TTL toDateTime(timestamp) + INTERVAL 90 DAY
-    """),
-    (2, "ai_request_log", """
+    """,
+    ),
+    (
+        2,
+        "ai_request_log",
+        """
         CREATE TABLE IF NOT EXISTS gateway.ai_request_log (
             timestamp DateTime64(3) DEFAULT now64(3),
             tenant_id String,
@@ -45,8 +52,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         PARTITION BY toYYYYMM(timestamp)
         ORDER BY (tenant_id, timestamp)
         TTL toDateTime(timestamp) + INTERVAL 365 DAY
-    """),
-    (3, "agent_audit_log", """
+    """,
+    ),
+    (
+        3,
+        "agent_audit_log",
+        """
         CREATE TABLE IF NOT EXISTS gateway.agent_audit_log (
             timestamp DateTime64(3) DEFAULT now64(3),
             tenant_id String,
@@ -62,8 +73,12 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ) ENGINE = MergeTree
         PARTITION BY toYYYYMM(timestamp)
         ORDER BY (tenant_id, timestamp)
-    """),
-    (4, "sts_token_issuance", """
+    """,
+    ),
+    (
+        4,
+        "sts_token_issuance",
+        """
         CREATE TABLE IF NOT EXISTS gateway.sts_token_issuance (
             timestamp DateTime64(3) DEFAULT now64(3),
             tenant_id String,
@@ -80,7 +95,8 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
         ) ENGINE = MergeTree
         PARTITION BY toYYYYMM(timestamp)
         ORDER BY (tenant_id, timestamp)
-    """),
+    """,
+    ),
 )
 
 # Tables other services may write through the log-ingest RPC; nothing else is accepted.

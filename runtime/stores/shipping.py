@@ -23,7 +23,8 @@ class ShippingSink:
         if not rows:
             return 0
         request = log_ingest_pb2.WriteLogBatchRequest(
-            table=table, rows=[json.dumps(r, separators=(",", ":"), default=str) for r in rows])
+            table=table, rows=[json.dumps(r, separators=(",", ":"), default=str) for r in rows]
+        )
         response = await self.peer.call(self.stub.WriteLogBatch, request)
         return int(response.written)
 

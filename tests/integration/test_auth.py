@@ -55,8 +55,14 @@ async def jwks() -> AsyncIterator[tuple[KeyServer, str]]:
 
 def sign(key: Any, alg: str, **claims: Any) -> str:
     now = int(time.time())
-    payload = {"iss": ISSUER, "sub": "user-1", "tenant_id": "acme", "iat": now,
-               "exp": now + 60, **claims}
+    payload = {
+        "iss": ISSUER,
+        "sub": "user-1",
+        "tenant_id": "acme",
+        "iat": now,
+        "exp": now + 60,
+        **claims,
+    }
     return jose_jwt.encode({"alg": alg, "kid": key.kid}, payload, key)
 
 
@@ -64,15 +70,17 @@ def authenticator(url: str) -> Authenticator:
     return Authenticator(JwksCache(url, min_refresh_secs=0), MASTER_KEY, issuer=ISSUER)
 
 
-@pytest.mark.parametrize(("alg", "make_key"), [
-    ("RS256", lambda: RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})),
-    ("ES256", lambda: ECKey.generate_key("P-256", parameters={"kid": "ec-1"})),
-])
+@pytest.mark.parametrize(
+    ("alg", "make_key"),
+    [
+        ("RS256", lambda: RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})),
+        ("ES256", lambda: ECKey.generate_key("P-256", parameters={"kid": "ec-1"})),
+    ],
+)
 async def test_valid_tokens_give_a_principal_with_the_tenant(jwks, alg, make_key) -> None:
     server, url = jwks
     key = server.add(make_key())
-    principal = await authenticator(url).authenticate(
-        {"authorization": f"Bearer {sign(key, alg)}"})
+    principal = await authenticator(url).authenticate({"authorization": f"Bearer {sign(key, alg)}"})
     assert (principal.kind, principal.subject, principal.tenant_id) == ("user", "user-1", "acme")
 
 
@@ -100,8 +108,9 @@ async def test_refresh_on_unknown_kid_is_rate_limited(jwks) -> None:
     assert server.fetches == 1  # forged kids cannot make us hammer the IdP
 
 
-@pytest.mark.parametrize("case", ["expired", "wrong_issuer", "forged", "hs256", "none",
-                                  "garbage", "no_sub"])
+@pytest.mark.parametrize(
+    "case", ["expired", "wrong_issuer", "forged", "hs256", "none", "garbage", "no_sub"]
+)
 async def test_bad_tokens_are_refused_with_the_spec_message(jwks, case) -> None:
     server, url = jwks
     key = server.add(RSAKey.generate_key(2048, parameters={"kid": "k1"}))
@@ -110,10 +119,11 @@ async def test_bad_tokens_are_refused_with_the_spec_message(jwks, case) -> None:
         "expired": lambda: sign(key, "RS256", exp=int(time.time()) - 120),
         "wrong_issuer": lambda: sign(key, "RS256", iss="http://evil.test"),
         "forged": lambda: sign(other, "RS256"),
-        "hs256": lambda: jose_jwt.encode({"alg": "HS256", "kid": "k1"},
-                                         {"sub": "x", "exp": int(time.time()) + 60,
-                                          "iss": ISSUER},
-                                         OctKey.import_key("s" * 32)),
+        "hs256": lambda: jose_jwt.encode(
+            {"alg": "HS256", "kid": "k1"},
+            {"sub": "x", "exp": int(time.time()) + 60, "iss": ISSUER},
+            OctKey.import_key("s" * 32),
+        ),
         "none": lambda: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.",
         "garbage": lambda: "not-a-jwt",
         "no_sub": lambda: sign(key, "RS256", sub=None),
@@ -144,14 +154,20 @@ async def test_master_key_and_admin_key(jwks) -> None:
 
 
 async def test_dev_idp_user_and_service_tokens_verify(idp: str) -> None:
-    auth = Authenticator(JwksCache(f"{idp}/protocol/openid-connect/certs"), MASTER_KEY,
-                         issuer=idp)
+    auth = Authenticator(JwksCache(f"{idp}/protocol/openid-connect/certs"), MASTER_KEY, issuer=idp)
     user = await auth.authenticate({"authorization": f"Bearer {await user_token(idp)}"})
-    assert (user.kind, user.tenant_id, user.claims["preferred_username"]) == \
-        ("user", "acme", "alice")
+    assert (user.kind, user.tenant_id, user.claims["preferred_username"]) == (
+        "user",
+        "acme",
+        "alice",
+    )
     admin = await auth.authenticate(
-        {"authorization": f"Bearer {await user_token(idp, 'admin', 'admin')}"})
+        {"authorization": f"Bearer {await user_token(idp, 'admin', 'admin')}"}
+    )
     assert admin.is_platform_admin
     agent = await auth.authenticate({"authorization": f"Bearer {await service_token(idp)}"})
-    assert (agent.kind, agent.tenant_id, agent.claims["agent_id"]) == \
-        ("service", "acme", "agent:planner")
+    assert (agent.kind, agent.tenant_id, agent.claims["agent_id"]) == (
+        "service",
+        "acme",
+        "agent:planner",
+    )

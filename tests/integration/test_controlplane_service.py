@@ -30,11 +30,13 @@ BEARER = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 
 @pytest.fixture
-def start(settings_for: Callable[..., Settings], stores_for: Callable[[Settings], Stores]
-          ) -> Callable[..., object]:
+def start(
+    settings_for: Callable[..., Settings], stores_for: Callable[[Settings], Stores]
+) -> Callable[..., object]:
     def make(**env: str) -> object:
         settings = settings_for("controlplane", **env)
         return serving(build(settings, stores_for(settings)))
+
     return make
 
 
@@ -44,11 +46,17 @@ async def cp(start) -> AsyncIterator[Serving]:
         yield svc
 
 
-async def get(svc: Serving, path: str, headers: dict[str, str] | None = None,
-              method: str = "GET", data: str | bytes | None = None
-              ) -> tuple[int, object, aiohttp.typedefs.LooseHeaders]:
-    async with aiohttp.ClientSession(svc.http_url) as http, \
-            http.request(method, path, headers=headers or {}, data=data) as resp:
+async def get(
+    svc: Serving,
+    path: str,
+    headers: dict[str, str] | None = None,
+    method: str = "GET",
+    data: str | bytes | None = None,
+) -> tuple[int, object, aiohttp.typedefs.LooseHeaders]:
+    async with (
+        aiohttp.ClientSession(svc.http_url) as http,
+        http.request(method, path, headers=headers or {}, data=data) as resp,
+    ):
         text = await resp.text()
         body = json.loads(text) if resp.content_type == "application/json" else text
         return resp.status, body, resp.headers
@@ -57,8 +65,12 @@ async def get(svc: Serving, path: str, headers: dict[str, str] | None = None,
 async def test_health_over_http_and_grpc(cp: Serving) -> None:
     status, body, _ = await get(cp, "/health")
     assert status == 200
-    assert body == {"status": "healthy", "service": "controlplane", "version": "0.1.0",
-                    "checks": {"redis": "connected"}}
+    assert body == {
+        "status": "healthy",
+        "service": "controlplane",
+        "version": "0.1.0",
+        "checks": {"redis": "connected"},
+    }
     stub = health_pb2_grpc.HealthStub(cp.channel)
     for service in ("", "strata.controlplane.v1.TenantService"):
         reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
@@ -75,9 +87,13 @@ async def test_health_is_degraded_when_the_kv_store_is_unreachable(start) -> Non
 
 async def test_reflection_lists_the_declared_services(cp: Serving) -> None:
     names = await reflected_services(cp.channel)
-    assert {"strata.controlplane.v1.TenantService", "strata.controlplane.v1.LogIngestService",
-            "strata.controlplane.v1.PlatformHealthService", "grpc.health.v1.Health",
-            "grpc.reflection.v1alpha.ServerReflection"} <= names
+    assert {
+        "strata.controlplane.v1.TenantService",
+        "strata.controlplane.v1.LogIngestService",
+        "strata.controlplane.v1.PlatformHealthService",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1alpha.ServerReflection",
+    } <= names
     assert len([n for n in names if n.startswith("strata.controlplane.v1.")]) == 14
     # Behind SVC_AGENT_IDENTITY (off by default): not served at all.
     assert "strata.controlplane.v1.AgentRegistryService" not in names
@@ -88,7 +104,7 @@ async def test_agent_identity_flag_serves_registry_and_sts(start) -> None:
     async with start(SVC_AGENT_IDENTITY="on") as svc:
         names = await reflected_services(svc.channel)
         assert "strata.controlplane.v1.TokenExchangeService" in names
-        status, body, _ = await get(svc, "/api/agents", BEARER)
+        status, _, _ = await get(svc, "/api/agents", BEARER)
         assert status == 501
         # The STS carries no bearer header: reaching the (unimplemented) servicer proves it.
         status, _, _ = await get(svc, "/sts/jwks")
@@ -105,8 +121,10 @@ async def test_flag_off_answers_404_for_registry_and_sts(cp: Serving) -> None:
 async def test_unimplemented_operation_is_501_json_and_grpc_unimplemented(cp: Serving) -> None:
     status, body, _ = await get(cp, "/api/tenants", BEARER)
     assert status == 501
-    assert body == {"error": "not_implemented",
-                    "message": "GET /api/tenants is declared but not implemented yet"}
+    assert body == {
+        "error": "not_implemented",
+        "message": "GET /api/tenants is declared but not implemented yet",
+    }
     stub = tenant_pb2_grpc.TenantServiceStub(cp.channel)
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stub.ListTenants(tenant_pb2.ListTenantsRequest(), metadata=MASTER, timeout=5)
@@ -139,8 +157,10 @@ async def test_bad_input_is_a_clear_json_error(cp: Serving) -> None:
     status, body, _ = await get(cp, "/api/tenants", BEARER, "POST", b"x" * (1024 * 1024 + 1))
     assert status == 413 and body["error"] == "payload_too_large"
     status, body, _ = await get(cp, "/no/such/path", BEARER)
-    assert status == 404 and body == {"error": "not_found",
-                                      "message": "no route for GET /no/such/path"}
+    assert status == 404 and body == {
+        "error": "not_found",
+        "message": "no route for GET /no/such/path",
+    }
     status, body, _ = await get(cp, "/health", method="DELETE")
     assert status == 405 and body["error"] == "method_not_allowed"
 
@@ -157,65 +177,105 @@ async def test_cors_allows_only_configured_origins(start) -> None:
 
 async def count(analytics: Analytics, table: str, trace_id: str) -> int:
     rows = await analytics.query(
-        f"SELECT count() AS n FROM gateway.{table} WHERE trace_id = {{t:String}}",
-        {"t": trace_id})
+        f"SELECT count() AS n FROM gateway.{table} WHERE trace_id = {{t:String}}", {"t": trace_id}
+    )
     return int(rows[0]["n"])
 
 
-async def test_log_ingest_writes_rows_into_the_analytics_store(cp: Serving,
-                                                               analytics: Analytics) -> None:
+async def test_log_ingest_writes_rows_into_the_analytics_store(
+    cp: Serving, analytics: Analytics
+) -> None:
     stub = log_ingest_pb2_grpc.LogIngestServiceStub(cp.channel)
-    row = {"tenant_id": "acme", "route_id": "r1", "method": "GET", "status_code": 200,
-           "latency_ms": 1.5, "trace_id": "ingest-1", "path": "/api/x", "request_size": 10,
-           "response_size": 20, "client_ip": "127.0.0.1", "user_agent": "curl"}
-    reply = await stub.WriteLogBatch(log_ingest_pb2.WriteLogBatchRequest(
-        table="request_log", rows=[json.dumps(row)] * 2), metadata=MASTER, timeout=10)
+    row = {
+        "tenant_id": "acme",
+        "route_id": "r1",
+        "method": "GET",
+        "status_code": 200,
+        "latency_ms": 1.5,
+        "trace_id": "ingest-1",
+        "path": "/api/x",
+        "request_size": 10,
+        "response_size": 20,
+        "client_ip": "127.0.0.1",
+        "user_agent": "curl",
+    }
+    reply = await stub.WriteLogBatch(
+        log_ingest_pb2.WriteLogBatchRequest(table="request_log", rows=[json.dumps(row)] * 2),
+        metadata=MASTER,
+        timeout=10,
+    )
     assert reply.written == 2
     assert await count(analytics, "request_log", "ingest-1") == 2
 
 
-async def test_log_ingest_rejects_bad_batches_whole(cp: Serving, analytics: Analytics,
-                                                    idp: str) -> None:
+async def test_log_ingest_rejects_bad_batches_whole(
+    cp: Serving, analytics: Analytics, idp: str
+) -> None:
     stub = log_ingest_pb2_grpc.LogIngestServiceStub(cp.channel)
     good = json.dumps({"tenant_id": "acme", "trace_id": "ingest-bad"})
-    for table, rows in (("users", [good]), ("request_log", [good, "{oops"]),
-                        ("request_log", [good, "[1, 2]"])):
+    for table, rows in (
+        ("users", [good]),
+        ("request_log", [good, "{oops"]),
+        ("request_log", [good, "[1, 2]"]),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            await stub.WriteLogBatch(log_ingest_pb2.WriteLogBatchRequest(table=table, rows=rows),
-                                     metadata=MASTER, timeout=10)
+            await stub.WriteLogBatch(
+                log_ingest_pb2.WriteLogBatchRequest(table=table, rows=rows),
+                metadata=MASTER,
+                timeout=10,
+            )
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert await count(analytics, "request_log", "ingest-bad") == 0  # nothing half-written
     user = (("authorization", f"Bearer {await user_token(idp)}"),)
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.WriteLogBatch(log_ingest_pb2.WriteLogBatchRequest(
-            table="request_log", rows=[good]), metadata=user, timeout=10)
+        await stub.WriteLogBatch(
+            log_ingest_pb2.WriteLogBatchRequest(table="request_log", rows=[good]),
+            metadata=user,
+            timeout=10,
+        )
     assert info.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
-async def test_other_services_ship_rows_through_the_control_plane(cp: Serving,
-                                                                  analytics: Analytics) -> None:
+async def test_other_services_ship_rows_through_the_control_plane(
+    cp: Serving, analytics: Analytics
+) -> None:
     sink = ShippingSink(cp.grpc_target, MASTER_KEY, deadline_secs=5)
     try:
-        written = await sink.write("ai_request_log", [{
-            "tenant_id": "acme", "model": "gpt-4o", "tokens_prompt": 12,
-            "tokens_completion": 30, "cache_hit": False, "pii_detected": True,
-            "latency_ms": 210.0, "trace_id": "shipped-1"}])
+        written = await sink.write(
+            "ai_request_log",
+            [
+                {
+                    "tenant_id": "acme",
+                    "model": "gpt-4o",
+                    "tokens_prompt": 12,
+                    "tokens_completion": 30,
+                    "cache_hit": False,
+                    "pii_detected": True,
+                    "latency_ms": 210.0,
+                    "trace_id": "shipped-1",
+                }
+            ],
+        )
     finally:
         await sink.close()
     assert written == 1
     rows = await analytics.query(
         "SELECT model, tokens_completion, pii_detected FROM gateway.ai_request_log "
-        "WHERE trace_id = 'shipped-1'")
+        "WHERE trace_id = 'shipped-1'"
+    )
     assert rows == [{"model": "gpt-4o", "tokens_completion": 30, "pii_detected": True}]
 
 
 async def test_platform_health_probes_each_layer_over_grpc(settings_for, stores_for) -> None:
     ai_settings = settings_for("ai-gateway")
     async with serving(build_ai(ai_settings, stores_for(ai_settings))) as ai:
-        settings = settings_for("controlplane", AI_GATEWAY_GRPC=ai.grpc_target,
-                                EDGE_GRPC=f"127.0.0.1:{free_port()}",
-                                AGENT_GATEWAY_GRPC=f"127.0.0.1:{free_port()}",
-                                GRPC_DEADLINE_SECS="1")
+        settings = settings_for(
+            "controlplane",
+            AI_GATEWAY_GRPC=ai.grpc_target,
+            EDGE_GRPC=f"127.0.0.1:{free_port()}",
+            AGENT_GATEWAY_GRPC=f"127.0.0.1:{free_port()}",
+            GRPC_DEADLINE_SECS="1",
+        )
         async with serving(build(settings, stores_for(settings))) as cp:
             status, body, _ = await get(cp, "/api/health/services", BEARER)
             assert status == 200

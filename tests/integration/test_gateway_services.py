@@ -24,10 +24,17 @@ from runtime.testing import Serving, serving
 from strata.ai.v1 import chat_pb2, chat_pb2_grpc
 
 
-async def call(url: str, path: str, method: str = "GET", headers: dict[str, str] | None = None,
-               body: Any = None) -> tuple[int, Any, str]:
-    async with aiohttp.ClientSession(url) as http, \
-            http.request(method, path, headers=headers or {}, json=body) as resp:
+async def call(
+    url: str,
+    path: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> tuple[int, Any, str]:
+    async with (
+        aiohttp.ClientSession(url) as http,
+        http.request(method, path, headers=headers or {}, json=body) as resp,
+    ):
         text = await resp.text()
         parsed = json.loads(text) if resp.content_type == "application/json" else text
         return resp.status, parsed, resp.content_type
@@ -38,6 +45,7 @@ def start(settings_for: Callable[..., Settings], stores_for: Callable[[Settings]
     def make(service: str, build: Callable[[Settings, Stores], Any], **env: str):
         settings = settings_for(service, **env)
         return serving(build(settings, stores_for(settings)))
+
     return make
 
 
@@ -65,26 +73,32 @@ async def test_ai_gateway_info_health_metrics(ai: Serving, tmp_path) -> None:
     assert set(info) == {"service", "engine", "version", "endpoints"}
     assert info["version"] == "0.1.0" and "/v1/chat/completions" in info["endpoints"]
     assert await call(ai.http_url, "/health") == (
-        200, {"status": "healthy", "service": "ai-gateway", "engine": "strata"},
-        "application/json")
+        200,
+        {"status": "healthy", "service": "ai-gateway", "engine": "strata"},
+        "application/json",
+    )
     await call(ai.http_url, "/health")
     status, text, ctype = await call(ai.http_url, "/metrics")
     assert status == 200 and ctype == "text/plain"
-    assert 'strata_http_requests_total{method="GET",route="/health",service="ai-gateway"' \
-        in text
+    assert 'strata_http_requests_total{method="GET",route="/health",service="ai-gateway"' in text
     assert (tmp_path / "milvus.db").exists()  # the semantic cache's Milvus Lite store
 
 
 async def test_ai_gateway_speaks_the_openai_error_envelope(ai: Serving, idp: str) -> None:
-    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
-            "temperature": 0.2, "user": "u-1"}  # OpenAI keys the gateway just forwards
+    chat = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.2,
+        "user": "u-1",
+    }  # OpenAI keys the gateway just forwards
     status, body, _ = await call(ai.http_url, "/v1/chat/completions", "POST", body=chat)
     assert status == 401
     assert body["error"]["type"] == "unauthorized"
     assert set(body["error"]) >= {"message", "type", "param", "code"}
     token = await user_token(idp)
-    status, body, _ = await call(ai.http_url, "/v1/chat/completions", "POST",
-                                 {"Authorization": f"Bearer {token}"}, chat)
+    status, body, _ = await call(
+        ai.http_url, "/v1/chat/completions", "POST", {"Authorization": f"Bearer {token}"}, chat
+    )
     assert status == 501  # unknown OpenAI keys pass through; the operation is not built yet
     assert body["error"]["type"] == "not_implemented"
 
@@ -92,8 +106,11 @@ async def test_ai_gateway_speaks_the_openai_error_envelope(ai: Serving, idp: str
 async def test_ai_gateway_grpc_is_the_same_operation(ai: Serving) -> None:
     stub = chat_pb2_grpc.ChatServiceStub(ai.channel)
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.ListModels(chat_pb2.ListModelsRequest(), timeout=5,
-                              metadata=(("authorization", f"Bearer {MASTER_KEY}"),))
+        await stub.ListModels(
+            chat_pb2.ListModelsRequest(),
+            timeout=5,
+            metadata=(("authorization", f"Bearer {MASTER_KEY}"),),
+        )
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     names = await reflected_services(ai.channel)
     assert {"strata.ai.v1.ChatService", "strata.ai.v1.BudgetService"} <= names
@@ -105,11 +122,16 @@ async def test_agent_gateway_info_and_health(agent: Serving, idp: str) -> None:
     assert set(info) == {"service", "engine", "version", "protocols", "endpoints"}
     assert info["protocols"] == ["mcp", "a2a"]
     status, health, _ = await call(agent.http_url, "/health")
-    assert health == {"status": "healthy", "service": "agent-gateway", "engine": "strata",
-                      "mcp_servers": 0}
+    assert health == {
+        "status": "healthy",
+        "service": "agent-gateway",
+        "engine": "strata",
+        "mcp_servers": 0,
+    }
     token = await service_token(idp)
-    status, body, _ = await call(agent.http_url, "/v1/mcp/servers",
-                                 headers={"Authorization": f"Bearer {token}"})
+    status, body, _ = await call(
+        agent.http_url, "/v1/mcp/servers", headers={"Authorization": f"Bearer {token}"}
+    )
     assert status == 501 and body["error"] == "not_implemented"
     status, body, _ = await call(agent.http_url, "/v1/mcp/servers")
     assert status == 401 and body["error"] == "unauthorized"
@@ -120,29 +142,36 @@ async def test_agent_gateway_info_and_health(agent: Serving, idp: str) -> None:
 async def test_edge_ports_data_plane_admin_metrics_grpc(edge: Serving) -> None:
     proxy, metrics = edge.extra_url(0), edge.extra_url(1)
     assert await call(proxy, "/") == (
-        200, {"status": "ok", "service": "edge-proxy", "version": "0.1.0"}, "application/json")
+        200,
+        {"status": "ok", "service": "edge-proxy", "version": "0.1.0"},
+        "application/json",
+    )
     status, body, _ = await call(proxy, "/api/orders")
     assert status == 404 and body["error"] == "not_found"
     status, text, _ = await call(metrics, "/apisix/prometheus/metrics")
     assert status == 200 and "strata_http_requests_total" in text
     reply = await health_pb2_grpc.HealthStub(edge.channel).Check(
-        health_pb2.HealthCheckRequest(service="strata.edge.v1.EdgeAdminService"), timeout=5)
+        health_pb2.HealthCheckRequest(service="strata.edge.v1.EdgeAdminService"), timeout=5
+    )
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
 async def test_edge_admin_requires_the_admin_key(edge: Serving) -> None:
     status, body, _ = await call(edge.http_url, "/apisix/admin/routes")
     assert status == 401 and body["error"] == "unauthorized"
-    status, body, _ = await call(edge.http_url, "/apisix/admin/routes",
-                                 headers={"X-API-KEY": "wrong"})
+    status, body, _ = await call(
+        edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": "wrong"}
+    )
     assert status == 401
-    status, body, _ = await call(edge.http_url, "/apisix/admin/routes",
-                                 headers={"X-API-KEY": ADMIN_API_KEY})
+    status, body, _ = await call(
+        edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
+    )
     assert status == 501
 
 
 async def test_edge_admin_is_refused_outside_its_networks(start) -> None:
     async with start("edge-proxy", build_edge, ADMIN_ALLOW_CIDRS="10.0.0.0/8") as edge:
-        status, body, _ = await call(edge.http_url, "/apisix/admin/routes",
-                                     headers={"X-API-KEY": ADMIN_API_KEY})
+        status, body, _ = await call(
+            edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
+        )
     assert status == 403 and body["error"] == "forbidden"

@@ -12,17 +12,55 @@ from runtime.stores.kv import connect_kv, kv_status
 from runtime.stores.vectors import open_vectors, vectors_status
 
 SPEC_COLUMNS = {
-    "request_log": ["timestamp", "tenant_id", "route_id", "method", "status_code",
-                    "latency_ms", "trace_id", "path", "request_size", "response_size",
-                    "client_ip", "user_agent"],
-    "ai_request_log": ["timestamp", "tenant_id", "model", "tokens_prompt",
-                       "tokens_completion", "cache_hit", "pii_detected", "latency_ms",
-                       "trace_id"],
-    "agent_audit_log": ["timestamp", "tenant_id", "session_id", "agent_id", "tool_name",
-                        "action", "status", "trace_id"],
-    "sts_token_issuance": ["timestamp", "tenant_id", "jti", "subject", "audience", "human",
-                           "chain_depth", "act_chain", "purpose", "decision", "deny_reason",
-                           "ttl_secs"],
+    "request_log": [
+        "timestamp",
+        "tenant_id",
+        "route_id",
+        "method",
+        "status_code",
+        "latency_ms",
+        "trace_id",
+        "path",
+        "request_size",
+        "response_size",
+        "client_ip",
+        "user_agent",
+    ],
+    "ai_request_log": [
+        "timestamp",
+        "tenant_id",
+        "model",
+        "tokens_prompt",
+        "tokens_completion",
+        "cache_hit",
+        "pii_detected",
+        "latency_ms",
+        "trace_id",
+    ],
+    "agent_audit_log": [
+        "timestamp",
+        "tenant_id",
+        "session_id",
+        "agent_id",
+        "tool_name",
+        "action",
+        "status",
+        "trace_id",
+    ],
+    "sts_token_issuance": [
+        "timestamp",
+        "tenant_id",
+        "jti",
+        "subject",
+        "audience",
+        "human",
+        "chain_depth",
+        "act_chain",
+        "purpose",
+        "decision",
+        "deny_reason",
+        "ttl_secs",
+    ],
 }
 
 
@@ -38,11 +76,14 @@ async def test_kv_status_reports_connected_and_unreachable(valkey_url: str) -> N
 
 
 @pytest.mark.parametrize("table", sorted(SPEC_COLUMNS))
-async def test_migrations_create_the_spec_tables_and_columns(analytics: Analytics,
-                                                             table: str) -> None:
+async def test_migrations_create_the_spec_tables_and_columns(
+    analytics: Analytics, table: str
+) -> None:
     rows = await analytics.query(
         "SELECT name, type, default_kind FROM system.columns "
-        "WHERE database = 'gateway' AND table = {t:String} ORDER BY position", {"t": table})
+        "WHERE database = 'gateway' AND table = {t:String} ORDER BY position",
+        {"t": table},
+    )
     names = [r["name"] for r in rows]
     assert names[: len(SPEC_COLUMNS[table])] == SPEC_COLUMNS[table]
     timestamp = rows[0]
@@ -52,7 +93,8 @@ async def test_migrations_create_the_spec_tables_and_columns(analytics: Analytic
 async def test_sts_issuance_column_types(analytics: Analytics) -> None:
     rows = await analytics.query(
         "SELECT name, type FROM system.columns "
-        "WHERE database = 'gateway' AND table = 'sts_token_issuance'")
+        "WHERE database = 'gateway' AND table = 'sts_token_issuance'"
+    )
     types = {r["name"]: r["type"] for r in rows}
     assert types["chain_depth"] == "UInt8" and types["ttl_secs"] == "UInt32"
 
@@ -60,19 +102,36 @@ async def test_sts_issuance_column_types(analytics: Analytics) -> None:
 async def test_migrations_are_recorded_and_run_once(analytics: Analytics) -> None:
     assert await analytics.migrate() == []
     rows = await analytics.query("SELECT name FROM gateway.schema_migrations ORDER BY version")
-    assert [r["name"] for r in rows] == ["request_log", "ai_request_log", "agent_audit_log",
-                                         "sts_token_issuance"]
+    assert [r["name"] for r in rows] == [
+        "request_log",
+        "ai_request_log",
+        "agent_audit_log",
+        "sts_token_issuance",
+    ]
 
 
 async def test_insert_uses_default_timestamp_and_refuses_unknown_tables(
-        analytics: Analytics) -> None:
-    written = await analytics.insert("agent_audit_log", [
-        {"tenant_id": "acme", "session_id": "s1", "agent_id": "agent:planner",
-         "tool_name": "search", "action": "tool_call", "status": "ok", "trace_id": "ins-1"}])
+    analytics: Analytics,
+) -> None:
+    written = await analytics.insert(
+        "agent_audit_log",
+        [
+            {
+                "tenant_id": "acme",
+                "session_id": "s1",
+                "agent_id": "agent:planner",
+                "tool_name": "search",
+                "action": "tool_call",
+                "status": "ok",
+                "trace_id": "ins-1",
+            }
+        ],
+    )
     assert written == 1
     rows = await analytics.query(
         "SELECT tool_name, timestamp > now64(3) - INTERVAL 1 MINUTE AS fresh "
-        "FROM gateway.agent_audit_log WHERE trace_id = 'ins-1'")
+        "FROM gateway.agent_audit_log WHERE trace_id = 'ins-1'"
+    )
     assert rows == [{"tool_name": "search", "fresh": 1}]
     with pytest.raises(InvalidRequest):
         await analytics.insert("system_users", [{"a": 1}])
@@ -83,8 +142,10 @@ async def test_milvus_lite_round_trip(tmp_path) -> None:
     try:
         assert await vectors_status(client) == "connected"
         client.create_collection("probe", dimension=4)
-        client.insert("probe", [{"id": 1, "vector": [0.1, 0.2, 0.3, 0.4]},
-                                {"id": 2, "vector": [0.9, 0.1, 0.0, 0.0]}])
+        client.insert(
+            "probe",
+            [{"id": 1, "vector": [0.1, 0.2, 0.3, 0.4]}, {"id": 2, "vector": [0.9, 0.1, 0.0, 0.0]}],
+        )
         hits = client.search("probe", [[0.1, 0.2, 0.3, 0.4]], limit=1)
         assert hits[0][0]["id"] == 1
     finally:

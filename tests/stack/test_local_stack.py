@@ -21,14 +21,26 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
 OFFSET = 20000  # beside a developer's own stack on the default ports
 SERVICES = {  # name: (health URL, gRPC target, a service its reflection must list)
-    "controlplane": (f"http://127.0.0.1:{4001 + OFFSET}/health", f"127.0.0.1:{14001 + OFFSET}",
-                     "strata.controlplane.v1.TenantService"),
-    "ai-gateway": (f"http://127.0.0.1:{4000 + OFFSET}/health", f"127.0.0.1:{14000 + OFFSET}",
-                   "strata.ai.v1.ChatService"),
-    "agent-gateway": (f"http://127.0.0.1:{5001 + OFFSET}/health",
-                      f"127.0.0.1:{15001 + OFFSET}", "strata.agent.v1.McpRegistryService"),
-    "edge-proxy": (f"http://127.0.0.1:{9180 + OFFSET}/health", f"127.0.0.1:{19080 + OFFSET}",
-                   "strata.edge.v1.EdgeAdminService"),
+    "controlplane": (
+        f"http://127.0.0.1:{4001 + OFFSET}/health",
+        f"127.0.0.1:{14001 + OFFSET}",
+        "strata.controlplane.v1.TenantService",
+    ),
+    "ai-gateway": (
+        f"http://127.0.0.1:{4000 + OFFSET}/health",
+        f"127.0.0.1:{14000 + OFFSET}",
+        "strata.ai.v1.ChatService",
+    ),
+    "agent-gateway": (
+        f"http://127.0.0.1:{5001 + OFFSET}/health",
+        f"127.0.0.1:{15001 + OFFSET}",
+        "strata.agent.v1.McpRegistryService",
+    ),
+    "edge-proxy": (
+        f"http://127.0.0.1:{9180 + OFFSET}/health",
+        f"127.0.0.1:{19080 + OFFSET}",
+        "strata.edge.v1.EdgeAdminService",
+    ),
 }
 
 
@@ -36,9 +48,20 @@ SERVICES = {  # name: (health URL, gRPC target, a service its reflection must li
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Path]:
     data = tmp_path_factory.mktemp("stack")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "runtime.launcher", "--data-dir", str(data),
-        "--port-offset", str(OFFSET), "--edge-workers", "2", "--timeout", "150",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        sys.executable,
+        "-m",
+        "runtime.launcher",
+        "--data-dir",
+        str(data),
+        "--port-offset",
+        str(OFFSET),
+        "--edge-workers",
+        "2",
+        "--timeout",
+        "150",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     output = []
     while True:
@@ -51,27 +74,30 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Path]
     proc.send_signal(signal.SIGINT)
     await asyncio.wait_for(proc.wait(), 60)
     assert proc.returncode == 0, _logs(data)
-    for url, target, _ in SERVICES.values():  # everything stopped: nothing listens any more
+    for url, _, _ in SERVICES.values():  # everything stopped: nothing listens any more
         with pytest.raises(aiohttp.ClientConnectionError):
             async with aiohttp.ClientSession() as http, http.get(url):
                 pass
 
 
 def _logs(data: Path) -> str:
-    return "\n".join(f"--- {p.name}\n{p.read_text()[-2000:]}"
-                     for p in sorted((data / "logs").glob("*.log")))
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((data / "logs").glob("*.log"))
+    )
 
 
 @pytest.mark.parametrize("service", sorted(SERVICES))
-async def test_service_is_healthy_over_http_and_grpc_with_reflection(stack: Path,
-                                                                     service: str) -> None:
+async def test_service_is_healthy_over_http_and_grpc_with_reflection(
+    stack: Path, service: str
+) -> None:
     url, target, api = SERVICES[service]
     async with aiohttp.ClientSession() as http, http.get(url) as resp:
         assert resp.status == 200
         assert (await resp.json())["status"] == "healthy"
     async with grpc.aio.insecure_channel(target) as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=api), timeout=5)
+            health_pb2.HealthCheckRequest(service=api), timeout=5
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
         assert api in await reflected_services(channel)
 
@@ -81,12 +107,16 @@ async def test_platform_view_and_tokens_across_the_stack(stack: Path) -> None:
     issuer = f"http://127.0.0.1:{8080 + OFFSET}/realms/strata"
     token = await user_token(issuer)
     async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{4001 + OFFSET}/api/health/services",
-                            headers={"Authorization": f"Bearer {secrets['MASTER_KEY']}"}) as r:
+        async with http.get(
+            f"http://127.0.0.1:{4001 + OFFSET}/api/health/services",
+            headers={"Authorization": f"Bearer {secrets['MASTER_KEY']}"},
+        ) as r:
             layers = {s["layer"]: s["status"] for s in await r.json()}
         assert layers == {"L1": "healthy", "L2": "healthy", "L3": "healthy"}
-        async with http.get(f"http://127.0.0.1:{5001 + OFFSET}/v1/sessions",
-                            headers={"Authorization": f"Bearer {token}"}) as r:
+        async with http.get(
+            f"http://127.0.0.1:{5001 + OFFSET}/v1/sessions",
+            headers={"Authorization": f"Bearer {token}"},
+        ) as r:
             assert r.status == 501  # the user token verified against the IdP's JWKS
         for _ in range(4):  # both edge workers answer the data plane port
             async with http.get(f"http://127.0.0.1:{9080 + OFFSET}/") as r:

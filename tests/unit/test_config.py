@@ -18,8 +18,10 @@ def test_defaults_match_the_spec_ports_and_flags() -> None:
 
 def test_every_problem_is_collected_into_one_error() -> None:
     with pytest.raises(ConfigError) as info:
-        Settings.from_env({"HTTP_PORT": "eighty", "SVC_AGENT_IDENTITY": "maybe",
-                           "STS_TOKEN_TTL_SECS": "600"}, "edge-proxy")
+        Settings.from_env(
+            {"HTTP_PORT": "eighty", "SVC_AGENT_IDENTITY": "maybe", "STS_TOKEN_TTL_SECS": "600"},
+            "edge-proxy",
+        )
     problems = "\n".join(info.value.problems)
     assert "HTTP_PORT must be a int" in problems
     assert "SVC_AGENT_IDENTITY" in problems
@@ -38,6 +40,7 @@ def test_chdb_is_owned_by_the_control_plane_and_remote_clickhouse_by_everyone() 
 
 
 def test_allowed_origins_is_a_comma_list() -> None:
-    s = Settings.from_env({"MASTER_KEY": "k", "ALLOWED_ORIGINS": "http://a, http://b"},
-                          "controlplane")
+    s = Settings.from_env(
+        {"MASTER_KEY": "k", "ALLOWED_ORIGINS": "http://a, http://b"}, "controlplane"
+    )
     assert s.allowed_origins == ("http://a", "http://b")

@@ -8,6 +8,7 @@ import pytest
 from aiohttp import web
 from google.protobuf import descriptor_pool
 
+import strata
 from controlplane.routes import ROUTES as CONTROLPLANE
 from gateways.agent.routes import ROUTES as AGENT
 from gateways.ai.routes import CHAT_STREAM_ROUTE
@@ -15,57 +16,108 @@ from gateways.ai.routes import ROUTES as AI
 from gateways.edge.admin_routes import ROUTES as EDGE
 from runtime.frontdoor import method_descriptor
 from runtime.routes import Route
-import strata
 
 # Load every generated module so the descriptor pool knows the whole declared API.
 for module in pkgutil.walk_packages(strata.__path__, "strata."):
     if module.name.endswith("_pb2"):
         importlib.import_module(module.name)
 
-TABLES = {"controlplane": CONTROLPLANE, "agent": AGENT, "ai": (*AI, CHAT_STREAM_ROUTE),
-          "edge": EDGE}
+TABLES = {
+    "controlplane": CONTROLPLANE,
+    "agent": AGENT,
+    "ai": (*AI, CHAT_STREAM_ROUTE),
+    "edge": EDGE,
+}
 INTERNAL_RPCS = {"strata.controlplane.v1.LogIngestService/WriteLogBatch"}
 
 # Spec endpoints (method, path) per service, with `:param` written as `{param}`.
 SPEC_ENDPOINTS = {
-    "ai": {("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
-           ("GET", "/v1/budget/{tenant_id}"), ("POST", "/v1/budget/{tenant_id}")},
+    "ai": {
+        ("GET", "/v1/models"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/budget/{tenant_id}"),
+        ("POST", "/v1/budget/{tenant_id}"),
+    },
     "agent": {
-        ("GET", "/v1/mcp/servers"), ("POST", "/v1/mcp/servers"),
-        ("GET", "/v1/mcp/servers/{server_id}"), ("DELETE", "/v1/mcp/servers/{server_id}"),
-        ("GET", "/v1/mcp/servers/{server_id}/auth"), ("PUT", "/v1/mcp/servers/{server_id}/auth"),
-        ("GET", "/v1/mcp/servers/{server_id}/tools"), ("GET", "/v1/mcp/tools"),
-        ("POST", "/v1/mcp/tools/call"), ("GET", "/v1/a2a/agents"), ("POST", "/v1/a2a/agents"),
-        ("POST", "/v1/a2a/send"), ("GET", "/v1/a2a/tasks/{task_id}"), ("GET", "/v1/sessions"),
-        ("POST", "/v1/sessions"), ("GET", "/v1/sessions/{session_id}"),
-        ("DELETE", "/v1/sessions/{session_id}"), ("GET", "/v1/sessions/{session_id}/tools"),
-        ("POST", "/v1/sessions/{session_id}/execute"), ("GET", "/v1/policies/{tenant_id}"),
-        ("PUT", "/v1/policies/{tenant_id}"), ("GET", "/v1/hitl/pending"),
-        ("POST", "/v1/hitl/{approval_id}/approve"), ("POST", "/v1/hitl/{approval_id}/deny"),
-        ("POST", "/v1/elicit"), ("POST", "/v1/elicit/{elicit_id}/respond")},
+        ("GET", "/v1/mcp/servers"),
+        ("POST", "/v1/mcp/servers"),
+        ("GET", "/v1/mcp/servers/{server_id}"),
+        ("DELETE", "/v1/mcp/servers/{server_id}"),
+        ("GET", "/v1/mcp/servers/{server_id}/auth"),
+        ("PUT", "/v1/mcp/servers/{server_id}/auth"),
+        ("GET", "/v1/mcp/servers/{server_id}/tools"),
+        ("GET", "/v1/mcp/tools"),
+        ("POST", "/v1/mcp/tools/call"),
+        ("GET", "/v1/a2a/agents"),
+        ("POST", "/v1/a2a/agents"),
+        ("POST", "/v1/a2a/send"),
+        ("GET", "/v1/a2a/tasks/{task_id}"),
+        ("GET", "/v1/sessions"),
+        ("POST", "/v1/sessions"),
+        ("GET", "/v1/sessions/{session_id}"),
+        ("DELETE", "/v1/sessions/{session_id}"),
+        ("GET", "/v1/sessions/{session_id}/tools"),
+        ("POST", "/v1/sessions/{session_id}/execute"),
+        ("GET", "/v1/policies/{tenant_id}"),
+        ("PUT", "/v1/policies/{tenant_id}"),
+        ("GET", "/v1/hitl/pending"),
+        ("POST", "/v1/hitl/{approval_id}/approve"),
+        ("POST", "/v1/hitl/{approval_id}/deny"),
+        ("POST", "/v1/elicit"),
+        ("POST", "/v1/elicit/{elicit_id}/respond"),
+    },
     "controlplane": {
-        ("GET", "/api/health/services"), ("GET", "/api/health/alerts"), ("GET", "/api/tenants"),
-        ("POST", "/api/tenants"), ("GET", "/api/tenants/{id}"), ("PATCH", "/api/tenants/{id}"),
-        ("DELETE", "/api/tenants/{id}"), ("GET", "/api/keys"), ("POST", "/api/keys/request"),
-        ("GET", "/api/keys/requests"), ("POST", "/api/keys/requests/{id}/approve"),
-        ("POST", "/api/keys/requests/{id}/deny"), ("DELETE", "/api/keys/{id}"),
-        ("GET", "/api/rate-limits/{tenant_id}"), ("PUT", "/api/rate-limits/{tenant_id}"),
+        ("GET", "/api/health/services"),
+        ("GET", "/api/health/alerts"),
+        ("GET", "/api/tenants"),
+        ("POST", "/api/tenants"),
+        ("GET", "/api/tenants/{id}"),
+        ("PATCH", "/api/tenants/{id}"),
+        ("DELETE", "/api/tenants/{id}"),
+        ("GET", "/api/keys"),
+        ("POST", "/api/keys/request"),
+        ("GET", "/api/keys/requests"),
+        ("POST", "/api/keys/requests/{id}/approve"),
+        ("POST", "/api/keys/requests/{id}/deny"),
+        ("DELETE", "/api/keys/{id}"),
+        ("GET", "/api/rate-limits/{tenant_id}"),
+        ("PUT", "/api/rate-limits/{tenant_id}"),
         ("PUT", "/api/rate-limits/{tenant_id}/routes/{route_id}"),
-        ("GET", "/api/analytics/traffic"), ("GET", "/api/analytics/llm"),
-        ("GET", "/api/analytics/agents"), ("GET", "/api/analytics/consumers"),
-        ("GET", "/api/audit"), ("GET", "/api/export/{table}"), ("GET", "/api/notifications"),
-        ("POST", "/api/notifications"), ("POST", "/api/notifications/{id}/read"),
-        ("GET", "/api/notifications/preferences"), ("PUT", "/api/notifications/preferences"),
-        ("GET", "/api/tenants/{id}/branding"), ("POST", "/api/tenants/{id}/branding"),
-        ("GET", "/api/settings"), ("PUT", "/api/settings"),
-        ("PATCH", "/api/routes/{id}/lifecycle"), ("GET", "/api/providers"),
-        ("POST", "/api/providers"), ("DELETE", "/api/providers/{id}"),
-        ("POST", "/api/providers/{id}/test"), ("POST", "/api/agents"), ("GET", "/api/agents"),
-        ("GET", "/api/agents/{agent_id}"), ("DELETE", "/api/agents/{agent_id}"),
-        ("GET", "/api/agent-topology"), ("POST", "/sts/token"), ("GET", "/sts/jwks"),
-        ("PATCH", "/api/routes/{id}/canary"), ("GET", "/api/license"),
-        ("GET", "/api/tenants/{id}/ip-allowlist"), ("PUT", "/api/tenants/{id}/ip-allowlist"),
-        ("GET", "/api/webhooks"), ("POST", "/api/webhooks"), ("DELETE", "/api/webhooks/{id}")},
+        ("GET", "/api/analytics/traffic"),
+        ("GET", "/api/analytics/llm"),
+        ("GET", "/api/analytics/agents"),
+        ("GET", "/api/analytics/consumers"),
+        ("GET", "/api/audit"),
+        ("GET", "/api/export/{table}"),
+        ("GET", "/api/notifications"),
+        ("POST", "/api/notifications"),
+        ("POST", "/api/notifications/{id}/read"),
+        ("GET", "/api/notifications/preferences"),
+        ("PUT", "/api/notifications/preferences"),
+        ("GET", "/api/tenants/{id}/branding"),
+        ("POST", "/api/tenants/{id}/branding"),
+        ("GET", "/api/settings"),
+        ("PUT", "/api/settings"),
+        ("PATCH", "/api/routes/{id}/lifecycle"),
+        ("GET", "/api/providers"),
+        ("POST", "/api/providers"),
+        ("DELETE", "/api/providers/{id}"),
+        ("POST", "/api/providers/{id}/test"),
+        ("POST", "/api/agents"),
+        ("GET", "/api/agents"),
+        ("GET", "/api/agents/{agent_id}"),
+        ("DELETE", "/api/agents/{agent_id}"),
+        ("GET", "/api/agent-topology"),
+        ("POST", "/sts/token"),
+        ("GET", "/sts/jwks"),
+        ("PATCH", "/api/routes/{id}/canary"),
+        ("GET", "/api/license"),
+        ("GET", "/api/tenants/{id}/ip-allowlist"),
+        ("PUT", "/api/tenants/{id}/ip-allowlist"),
+        ("GET", "/api/webhooks"),
+        ("POST", "/api/webhooks"),
+        ("DELETE", "/api/webhooks/{id}"),
+    },
 }
 
 
@@ -100,8 +152,7 @@ def test_every_declared_rpc_is_routed_or_internal() -> None:
     declared = set()
     for module in pkgutil.walk_packages(strata.__path__, "strata."):
         if module.name.endswith("_pb2"):
-            fd = pool.FindFileByName(module.name.replace(".", "/").removesuffix("_pb2")
-                                     + ".proto")
+            fd = pool.FindFileByName(module.name.replace(".", "/").removesuffix("_pb2") + ".proto")
             for service in fd.services_by_name.values():
                 declared |= {f"{service.full_name}/{m.name}" for m in service.methods}
     assert declared - routed == INTERNAL_RPCS
