@@ -92,63 +92,63 @@ class Settings:
         problems: list[str] = []
         env = _Reader(environ, problems)
         http_default, grpc_default = PORTS[service]
-        agent_identity = env.str("SVC_AGENT_IDENTITY", "off")
+        agent_identity = env.text("SVC_AGENT_IDENTITY", "off")
         if agent_identity not in ("on", "off"):
             problems.append(f"SVC_AGENT_IDENTITY must be 'on' or 'off', got {agent_identity!r}")
-        master_key = env.str("MASTER_KEY", "")
+        master_key = env.text("MASTER_KEY", "")
         if not master_key:
             problems.append("MASTER_KEY is required (the platform master key)")
-        admin_api_key = env.opt("ADMIN_API_KEY")
+        admin_api_key = env.optional("ADMIN_API_KEY")
         if service == "edge-proxy" and not admin_api_key:
             problems.append("ADMIN_API_KEY is required by the edge proxy admin API")
         settings = cls(
             service=service,
-            environment=env.str("ENVIRONMENT", "development"),
-            svc_env=env.str("SVC_ENV", "local"),
-            host=env.str("BIND_HOST", "127.0.0.1"),
-            http_port=env.int("HTTP_PORT", http_default),
-            grpc_port=env.int("GRPC_PORT", grpc_default),
-            admin_port=env.int("ADMIN_PORT", 9180),
-            metrics_port=env.int("METRICS_PORT", 9091),
+            environment=env.text("ENVIRONMENT", "development"),
+            svc_env=env.text("SVC_ENV", "local"),
+            host=env.text("BIND_HOST", "127.0.0.1"),
+            http_port=env.integer("HTTP_PORT", http_default),
+            grpc_port=env.integer("GRPC_PORT", grpc_default),
+            admin_port=env.integer("ADMIN_PORT", 9180),
+            metrics_port=env.integer("METRICS_PORT", 9091),
             admin_allow_cidrs=tuple(
                 c.strip()
-                for c in env.str("ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",")
+                for c in env.text("ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",")
                 if c.strip()
             ),
-            redis_url=env.str("REDIS_URL", "redis://127.0.0.1:6379/0"),
-            clickhouse_url=env.str("CLICKHOUSE_URL", "chdb://data/clickhouse"),
-            clickhouse_password=env.opt("CLICKHOUSE_PASSWORD"),
-            milvus_uri=env.str("MILVUS_URI", "data/milvus.db"),
-            idp_jwks_url=env.str(
+            redis_url=env.text("REDIS_URL", "redis://127.0.0.1:6379/0"),
+            clickhouse_url=env.text("CLICKHOUSE_URL", "chdb://data/clickhouse"),
+            clickhouse_password=env.optional("CLICKHOUSE_PASSWORD"),
+            milvus_uri=env.text("MILVUS_URI", "data/milvus.db"),
+            idp_jwks_url=env.text(
                 "IDP_JWKS_URL", "http://127.0.0.1:8080/realms/strata/protocol/openid-connect/certs"
             ),
-            idp_issuer=env.opt("IDP_ISSUER"),
-            idp_token_url=env.opt("IDP_TOKEN_URL"),
-            idp_admin_url=env.opt("IDP_ADMIN_URL"),
-            idp_admin_token=env.opt("IDP_ADMIN_TOKEN"),
+            idp_issuer=env.optional("IDP_ISSUER"),
+            idp_token_url=env.optional("IDP_TOKEN_URL"),
+            idp_admin_url=env.optional("IDP_ADMIN_URL"),
+            idp_admin_token=env.optional("IDP_ADMIN_TOKEN"),
             master_key=master_key,
             admin_api_key=admin_api_key,
             allowed_origins=tuple(
-                o.strip() for o in env.str("ALLOWED_ORIGINS", "").split(",") if o.strip()
+                o.strip() for o in env.text("ALLOWED_ORIGINS", "").split(",") if o.strip()
             ),
             agent_identity=agent_identity == "on",
-            sts_private_der_b64=env.opt("STS_ED25519_PRIVATE_DER_B64"),
-            sts_jwks_url=env.opt("STS_JWKS_URL"),
-            sts_signing_key=env.opt("STS_SIGNING_KEY"),
-            sts_issuer=env.str("STS_ISSUER", "http://127.0.0.1:4001/sts"),
-            sts_token_ttl_secs=env.int("STS_TOKEN_TTL_SECS", 120),
-            controlplane_grpc=env.str("CONTROLPLANE_GRPC", "127.0.0.1:14001"),
-            ai_gateway_grpc=env.str("AI_GATEWAY_GRPC", "127.0.0.1:14000"),
-            agent_gateway_grpc=env.str("AGENT_GATEWAY_GRPC", "127.0.0.1:15001"),
-            edge_grpc=env.str("EDGE_GRPC", "127.0.0.1:19080"),
-            controlplane_url=env.str("CONTROLPLANE_URL", "http://127.0.0.1:4001"),
-            ai_gateway_url=env.str("AI_GATEWAY_URL", "http://127.0.0.1:4000"),
-            agent_gateway_url=env.str("AGENT_GATEWAY_URL", "http://127.0.0.1:5001"),
-            edge_url=env.str("EDGE_URL", "http://127.0.0.1:9080"),
-            grpc_deadline_secs=env.float("GRPC_DEADLINE_SECS", 5.0),
-            max_body_bytes=env.int("MAX_BODY_BYTES", 1024 * 1024),
-            log_level=env.str("LOG_LEVEL", "info"),
-            otel_endpoint=env.opt("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            sts_private_der_b64=env.optional("STS_ED25519_PRIVATE_DER_B64"),
+            sts_jwks_url=env.optional("STS_JWKS_URL"),
+            sts_signing_key=env.optional("STS_SIGNING_KEY"),
+            sts_issuer=env.text("STS_ISSUER", "http://127.0.0.1:4001/sts"),
+            sts_token_ttl_secs=env.integer("STS_TOKEN_TTL_SECS", 120),
+            controlplane_grpc=env.text("CONTROLPLANE_GRPC", "127.0.0.1:14001"),
+            ai_gateway_grpc=env.text("AI_GATEWAY_GRPC", "127.0.0.1:14000"),
+            agent_gateway_grpc=env.text("AGENT_GATEWAY_GRPC", "127.0.0.1:15001"),
+            edge_grpc=env.text("EDGE_GRPC", "127.0.0.1:19080"),
+            controlplane_url=env.text("CONTROLPLANE_URL", "http://127.0.0.1:4001"),
+            ai_gateway_url=env.text("AI_GATEWAY_URL", "http://127.0.0.1:4000"),
+            agent_gateway_url=env.text("AGENT_GATEWAY_URL", "http://127.0.0.1:5001"),
+            edge_url=env.text("EDGE_URL", "http://127.0.0.1:9080"),
+            grpc_deadline_secs=env.decimal("GRPC_DEADLINE_SECS", 5.0),
+            max_body_bytes=env.integer("MAX_BODY_BYTES", 1024 * 1024),
+            log_level=env.text("LOG_LEVEL", "info"),
+            otel_endpoint=env.optional("OTEL_EXPORTER_OTLP_ENDPOINT"),
         )
         if settings.sts_token_ttl_secs <= 0 or settings.sts_token_ttl_secs > 120:
             problems.append("STS_TOKEN_TTL_SECS must be between 1 and 120")
@@ -164,16 +164,16 @@ class _Reader:
         self._env = environ
         self._problems = problems
 
-    def str(self, name: str, default: str) -> str:
+    def text(self, name: str, default: str) -> str:
         return self._env.get(name, "") or default
 
-    def opt(self, name: str) -> str | None:
+    def optional(self, name: str) -> str | None:
         return self._env.get(name) or None
 
-    def int(self, name: str, default: int) -> int:
+    def integer(self, name: str, default: int) -> int:
         return self._cast(name, default, int)
 
-    def float(self, name: str, default: float) -> float:
+    def decimal(self, name: str, default: float) -> float:
         return self._cast(name, default, float)
 
     def _cast(self, name: str, default: Any, cast: Callable[[str], Any]) -> Any:
@@ -183,5 +183,6 @@ class _Reader:
         try:
             return cast(raw)
         except ValueError:
-            self._problems.append(f"{name} must be a {cast.__name__}, got {raw!r}")
+            kind = "an integer" if cast is int else "a number"
+            self._problems.append(f"{name} must be {kind}, got {raw!r}")
             return default

@@ -205,8 +205,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except StrataError as err:
         return error_response(defn, err)
     except LocalAbort as abort:
-        err = StrataError(abort.details or abort.code.name)
-        response = error_response(defn, err)
+        response = error_response(defn, StrataError(abort.details or abort.code.name))
         response.set_status(HTTP_STATUS.get(abort.code, 500))
         return response
     except NotImplementedError:
@@ -237,8 +236,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         log.exception(
             "unhandled error", extra={"path": request.path, "request_id": request.get(REQUEST_ID)}
         )
-        err = StrataError("internal error", error="internal_error")
-        return error_response(defn, err)
+        return error_response(defn, StrataError("internal error", error="internal_error"))
 
 
 def _not_implemented(request: web.Request) -> StrataError:

@@ -23,7 +23,7 @@ def test_every_problem_is_collected_into_one_error() -> None:
             "edge-proxy",
         )
     problems = "\n".join(info.value.problems)
-    assert "HTTP_PORT must be a int" in problems
+    assert "HTTP_PORT must be an integer, got 'eighty'" in problems
     assert "SVC_AGENT_IDENTITY" in problems
     assert "MASTER_KEY is required" in problems
     assert "ADMIN_API_KEY is required" in problems
