@@ -12,7 +12,7 @@ from typing import Any
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from controlplane.routes import ROUTES
-from runtime.auth import Authenticator, JwksCache
+from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
@@ -119,9 +119,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=Authenticator(
-            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
-        ),
+        authenticator=authenticator_for(settings),
         metrics=Metrics(SERVICE),
         public_paths=frozenset({"/", "/health", "/metrics", "/sts/token", "/sts/jwks"}),
         public_rpcs=PUBLIC_RPCS,

@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import jwt
 
+from runtime.config import Settings
 from runtime.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
@@ -175,3 +176,13 @@ class Authenticator:
             roles=roles,
             claims=claims,
         )
+
+
+def authenticator_for(settings: Settings, *, admin_api_key: str | None = None) -> Authenticator:
+    """The authenticator a service builds from its settings (IdP JWKS, issuer, master key)."""
+    return Authenticator(
+        JwksCache(settings.idp_jwks_url),
+        settings.master_key,
+        admin_api_key=admin_api_key,
+        issuer=settings.idp_issuer,
+    )

@@ -23,7 +23,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from runtime.auth import bind_principal
-from runtime.errors import StrataError, Unauthenticated, trailing_metadata
+from runtime.errors import StrataError, trailing_metadata
 from runtime.frontdoor import build_app
 from runtime.service import ServiceDefinition
 
@@ -50,40 +50,15 @@ class StrataServerInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or rpc.startswith(_ALWAYS_PUBLIC):
             return handler
         metadata = {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
-        public = rpc in self.defn.public_rpcs or self.defn.authenticator is None
-        defn = self.defn
-
-        async def prologue(context: grpc.aio.ServicerContext) -> None:
-            if public:
-                bind_principal(None)
-                return
-            assert defn.authenticator is not None
-            try:
-                bind_principal(await defn.authenticator.authenticate(metadata))
-            except Unauthenticated as err:
-                await _abort(context, err)
-
-        def count(code: grpc.StatusCode) -> None:
-            defn.metrics.grpc_requests.labels(defn.name, rpc, code.name).inc()
+        served = self._served
 
         if handler.unary_unary:
             inner = handler.unary_unary
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await prologue(context)
-                try:
+                async with served(rpc, metadata, context):
                     result = inner(request, context)
-                    response = await result if inspect.isawaitable(result) else result
-                except StrataError as err:
-                    count(err.code)
-                    await _abort(context, err)
-                except NotImplementedError:
-                    count(grpc.StatusCode.UNIMPLEMENTED)
-                    await context.abort(
-                        grpc.StatusCode.UNIMPLEMENTED, f"{rpc} is declared but not implemented yet"
-                    )
-                count(grpc.StatusCode.OK)
-                return response
+                    return await result if inspect.isawaitable(result) else result
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, handler.request_deserializer, handler.response_serializer
@@ -92,24 +67,40 @@ class StrataServerInterceptor(grpc.aio.ServerInterceptor):
             inner_stream = handler.unary_stream
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                await prologue(context)
-                try:
+                async with served(rpc, metadata, context):
                     async for response in inner_stream(request, context):
                         yield response
-                except StrataError as err:
-                    count(err.code)
-                    await _abort(context, err)
-                except NotImplementedError:
-                    count(grpc.StatusCode.UNIMPLEMENTED)
-                    await context.abort(
-                        grpc.StatusCode.UNIMPLEMENTED, f"{rpc} is declared but not implemented yet"
-                    )
-                count(grpc.StatusCode.OK)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, handler.request_deserializer, handler.response_serializer
             )
         return handler
+
+    @contextlib.asynccontextmanager
+    async def _served(
+        self, rpc: str, metadata: dict[str, str], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[None]:
+        """Authenticate the caller, then turn what the servicer raises into a gRPC status."""
+        defn = self.defn
+        code = grpc.StatusCode.OK
+        try:
+            authenticator = defn.authenticator
+            if authenticator is None or rpc in defn.public_rpcs:
+                bind_principal(None)
+            else:
+                bind_principal(await authenticator.authenticate(metadata))
+            yield
+        except StrataError as err:  # Unauthenticated included
+            code = err.code
+            await _abort(context, err)
+        except NotImplementedError:
+            code = grpc.StatusCode.UNIMPLEMENTED
+            await context.abort(code, f"{rpc} is declared but not implemented yet")
+        except Exception:
+            code = grpc.StatusCode.UNKNOWN  # grpc.aio answers UNKNOWN and logs the traceback
+            raise
+        finally:
+            defn.metrics.grpc_requests.labels(defn.name, rpc, code.name).inc()
 
 
 async def _abort(context: grpc.aio.ServicerContext, err: StrataError) -> None:

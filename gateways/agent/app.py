@@ -11,7 +11,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from gateways.agent.routes import ROUTES
-from runtime.auth import Authenticator, JwksCache
+from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.service import ServiceDefinition, unimplemented
 from runtime.stores import Stores
@@ -72,9 +72,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=Authenticator(
-            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
-        ),
+        authenticator=authenticator_for(settings),
         metrics=Metrics(SERVICE),
         on_cleanup=[stores.close],
         client_max_size=settings.max_body_bytes,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateways.ai.routes import ROUTES
-from runtime.auth import Authenticator, JwksCache
+from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.errors import StrataError
 from runtime.service import ServiceDefinition, unimplemented
@@ -62,9 +62,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=Authenticator(
-            JwksCache(settings.idp_jwks_url), settings.master_key, issuer=settings.idp_issuer
-        ),
+        authenticator=authenticator_for(settings),
         metrics=Metrics(SERVICE),
         error_body=openai_error,
         on_startup=[open_vector_store],

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from gateways.edge.admin_routes import ROUTES
 from gateways.edge.proxy import build_proxy_app
-from runtime.auth import Authenticator, JwksCache
+from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.errors import PermissionDenied
 from runtime.service import ServiceDefinition, unimplemented
@@ -83,12 +83,7 @@ def build(
             },
         },
         health=health,
-        authenticator=Authenticator(
-            JwksCache(settings.idp_jwks_url),
-            settings.master_key,
-            admin_api_key=settings.admin_api_key,
-            issuer=settings.idp_issuer,
-        ),
+        authenticator=authenticator_for(settings, admin_api_key=settings.admin_api_key),
         metrics=metrics,
         extra_apps=[
             (

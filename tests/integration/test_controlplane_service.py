@@ -129,6 +129,11 @@ async def test_unimplemented_operation_is_501_json_and_grpc_unimplemented(cp: Se
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stub.ListTenants(tenant_pb2.ListTenantsRequest(), metadata=MASTER, timeout=5)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    _, metrics, _ = await get(cp, "/metrics")
+    assert (
+        'strata_grpc_requests_total{code="UNIMPLEMENTED",'
+        'method="strata.controlplane.v1.TenantService/ListTenants",service="controlplane"} 1.0'
+    ) in metrics
 
 
 async def test_missing_and_bad_tokens_get_401_json_on_both_transports(cp: Serving) -> None:
