@@ -11,6 +11,10 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# xds-protos ships an old copy of opentelemetry/proto over opentelemetry-proto's files,
+	@# which breaks the OTLP exporter: put the real one back (tests/unit/test_telemetry.py).
+	$(PY) -m pip install --quiet --force-reinstall --no-deps \
+	  "opentelemetry-proto==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opentelemetry-proto"))')"
 
 gen:
 	$(PY) proto/generate.py

@@ -53,6 +53,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
             Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
         ],
+        settings.master_key,
         settings.grpc_deadline_secs,
     )
     implemented = {

@@ -6,10 +6,11 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-import grpc
 from google.protobuf import struct_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from runtime.errors import StrataError
+from runtime.peers import Peer
 from strata.controlplane.v1 import platform_health_pb2 as pb
 from strata.controlplane.v1 import platform_health_pb2_grpc
 
@@ -23,24 +24,21 @@ class Probe:
 
 
 class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServicer):
-    def __init__(self, probes: list[Probe], deadline_secs: float) -> None:
+    def __init__(self, probes: list[Probe], master_key: str, deadline_secs: float) -> None:
         self.probes = probes
-        self.deadline = deadline_secs
-        self._channels: dict[str, grpc.aio.Channel] = {}
-
-    def _channel(self, target: str) -> grpc.aio.Channel:
-        if target not in self._channels:
-            self._channels[target] = grpc.aio.insecure_channel(target)
-        return self._channels[target]
+        self._peers = {
+            p.grpc_target: Peer(p.grpc_target, master_key, deadline_secs) for p in probes
+        }
 
     async def _probe(self, probe: Probe) -> pb.ServiceHealth:
         started = time.perf_counter()
-        stub = health_pb2_grpc.HealthStub(self._channel(probe.grpc_target))
+        peer = self._peers[probe.grpc_target]
+        stub = health_pb2_grpc.HealthStub(peer.channel)
         try:
-            reply = await stub.Check(health_pb2.HealthCheckRequest(), timeout=self.deadline)
+            reply = await peer.call(stub.Check, health_pb2.HealthCheckRequest())
             serving = reply.status == health_pb2.HealthCheckResponse.SERVING
             status = "healthy" if serving else "degraded"
-        except grpc.aio.AioRpcError:
+        except StrataError:
             status = "down"
         latency = int((time.perf_counter() - started) * 1000)
         return pb.ServiceHealth(
@@ -82,5 +80,5 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         return pb.ListHealthAlertsResponse(alerts=alerts)
 
     async def close(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
+        for peer in self._peers.values():
+            await peer.close()

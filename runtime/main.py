@@ -29,7 +29,7 @@ def main(
     setup_logging(service, settings.log_level)
     setup_tracing(service, settings.otel_endpoint)
     run(
-        build(settings, open_stores(settings)),
+        lambda: build(settings, open_stores(settings)),
         settings.host,
         front_door_port(settings),
         settings.grpc_port,

@@ -15,13 +15,23 @@ M = TypeVar("M", bound=Message)
 
 
 class Peer:
-    """One peer service. Channels connect lazily, so peers may start in any order."""
+    """One peer service. The channel is opened on first use, inside the running event loop
+    (a grpc.aio channel belongs to the loop it was created in), and connects lazily, so peers
+    may start in any order."""
 
     def __init__(self, target: str, master_key: str, deadline_secs: float) -> None:
         self.target = target
-        self.channel = grpc.aio.insecure_channel(target, interceptors=aio_client_interceptors())
+        self._channel: grpc.aio.Channel | None = None
         self._metadata = (("authorization", f"Bearer {master_key}"),)
         self._deadline = deadline_secs
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        if self._channel is None:
+            self._channel = grpc.aio.insecure_channel(
+                self.target, interceptors=aio_client_interceptors()
+            )
+        return self._channel
 
     def stub(self, stub_class: type) -> Any:
         return stub_class(self.channel)
@@ -40,4 +50,5 @@ class Peer:
             raise from_rpc_error(exc) from exc
 
     async def close(self) -> None:
-        await self.channel.close()
+        if self._channel is not None:
+            await self._channel.close()

@@ -160,12 +160,14 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     return Running(defn, server, health_servicer, runners, ports[0], bound_grpc, ports[1:])
 
 
-def run(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> None:
-    """Serve until SIGTERM or SIGINT, then drain: health goes NOT_SERVING first so load
-    balancers stop sending, then HTTP closes and in-flight RPCs get a grace period."""
+def run(build: Callable[[], ServiceDefinition], host: str, http_port: int, grpc_port: int) -> None:
+    """Build the service inside the event loop (as tests do: clients and channels belong to
+    the loop that creates them), serve until SIGTERM or SIGINT, then drain: health goes
+    NOT_SERVING first so load balancers stop sending, then HTTP closes and in-flight RPCs get
+    a grace period."""
 
     async def main() -> None:
-        running = await start(defn, host, http_port, grpc_port)
+        running = await start(build(), host, http_port, grpc_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

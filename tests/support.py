@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: tokens from the dev identity provider, reflection listing."""
+"""Helpers shared by the tests: tokens from the dev identity provider, reflection listing,
+an OTLP trace receiver."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import aiohttp
 import grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 
 async def user_token(issuer: str, username: str = "alice", password: str = "alice") -> str:
@@ -48,3 +50,23 @@ async def reflected_services(channel: grpc.aio.Channel) -> set[str]:
     async for reply in stub.ServerReflectionInfo(iter([request]), timeout=5):
         return {s.name for s in reply.list_services_response.service}
     return set()
+
+
+class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+    """A real OTLP/gRPC trace receiver on loopback: what an OpenTelemetry collector sees."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, str, str]] = []  # (service.name, span name, trace id hex)
+        self.server = grpc.aio.server()
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(self, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    async def Export(self, request: Any, context: Any) -> Any:
+        for resource_spans in request.resource_spans:
+            attributes = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
+            for scope in resource_spans.scope_spans:
+                for span in scope.spans:
+                    self.spans.append(
+                        (attributes.get("service.name", ""), span.name, span.trace_id.hex())
+                    )
+        return trace_service_pb2.ExportTraceServiceResponse()

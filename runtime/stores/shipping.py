@@ -17,7 +17,6 @@ class ShippingSink:
 
     def __init__(self, target: str, master_key: str, deadline_secs: float) -> None:
         self.peer = Peer(target, master_key, deadline_secs)
-        self.stub = log_ingest_pb2_grpc.LogIngestServiceStub(self.peer.channel)
 
     async def write(self, table: str, rows: Sequence[Row]) -> int:
         if not rows:
@@ -25,7 +24,8 @@ class ShippingSink:
         request = log_ingest_pb2.WriteLogBatchRequest(
             table=table, rows=[json.dumps(r, separators=(",", ":"), default=str) for r in rows]
         )
-        response = await self.peer.call(self.stub.WriteLogBatch, request)
+        stub = log_ingest_pb2_grpc.LogIngestServiceStub(self.peer.channel)
+        response = await self.peer.call(stub.WriteLogBatch, request)
         return int(response.written)
 
     async def close(self) -> None:

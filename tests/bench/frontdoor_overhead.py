@@ -35,7 +35,7 @@ KEY = "bench-master-key"
 
 
 def definition() -> ServiceDefinition:
-    servicer = bind(platform_health_pb2_grpc, PlatformHealthServicer([], 1.0))
+    servicer = bind(platform_health_pb2_grpc, PlatformHealthServicer([], KEY, 1.0))
 
     async def health() -> dict[str, str]:
         return {"status": "healthy"}

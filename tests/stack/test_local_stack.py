@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -15,7 +16,7 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import reflected_services, user_token
+from support import OtlpCollector, reflected_services, user_token
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
@@ -45,8 +46,23 @@ SERVICES = {  # name: (health URL, gRPC target, a service its reflection must li
 
 
 @pytest.fixture(scope="module")
-async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Path]:
+async def collector() -> AsyncIterator[OtlpCollector]:
+    receiver = OtlpCollector()
+    await receiver.server.start()
+    yield receiver
+    await receiver.server.stop(0)
+
+
+@pytest.fixture(scope="module")
+async def stack(
+    tmp_path_factory: pytest.TempPathFactory, collector: OtlpCollector
+) -> AsyncIterator[Path]:
     data = tmp_path_factory.mktemp("stack")
+    env = {
+        **os.environ,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }  # export spans every 200 ms, not every 5 s
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -61,6 +77,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Path]
         "150",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        env=env,
     )
     assert proc.stdout is not None
     output = []
@@ -121,3 +138,30 @@ async def test_platform_view_and_tokens_across_the_stack(stack: Path) -> None:
         for _ in range(4):  # both edge workers answer the data plane port
             async with http.get(f"http://127.0.0.1:{9080 + OFFSET}/") as r:
                 assert (await r.json())["service"] == "edge-proxy"
+
+
+async def test_one_trace_crosses_the_services_and_reaches_the_collector(
+    stack: Path, collector: OtlpCollector
+) -> None:
+    """A W3C traceparent sent to the control plane continues through its gRPC health probes
+    into the three gateways, and every process exports its spans over OTLP/gRPC."""
+    secrets = json.loads((stack / "secrets.json").read_text())
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    headers = {
+        "Authorization": f"Bearer {secrets['MASTER_KEY']}",
+        "traceparent": f"00-{trace_id}-00f067aa0ba902b7-01",
+    }
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"http://127.0.0.1:{4001 + OFFSET}/api/health/services", headers=headers) as resp,
+    ):
+        assert resp.status == 200
+    services: set[str] = set()
+    for _ in range(50):
+        services = {svc for svc, _, trace in collector.spans if trace == trace_id}
+        if len(services) == 4:
+            break
+        await asyncio.sleep(0.2)
+    assert services == {"controlplane", "edge-proxy", "ai-gateway", "agent-gateway"}
+    names = {name for svc, name, trace in collector.spans if trace == trace_id}
+    assert "/grpc.health.v1.Health/Check" in names
