@@ -132,15 +132,18 @@ def _bind_query(message: Message, fields: Any, request: web.Request, skip: set[s
             setattr(message, name, scalar_from_text(field, values[-1]))
 
 
-def _render(route: Route, response: Message) -> web.StreamResponse:
+def _value(route: Route, message: Message) -> Any:
+    """The JSON value of one response message (or one streamed message) of `route`."""
     if route.render is not None:
-        value = route.render(response)
-        if isinstance(value, web.StreamResponse):
-            return value
-    else:
-        value = to_json(response)
-        if route.response_body:
-            value = value[route.response_body]
+        return route.render(message)
+    value = to_json(message)
+    return value[route.response_body] if route.response_body else value
+
+
+def _render(route: Route, response: Message) -> web.StreamResponse:
+    value = _value(route, response)
+    if isinstance(value, web.StreamResponse):
+        return value
     return web.json_response(value, status=route.status)
 
 
@@ -160,8 +163,7 @@ async def _stream(request: web.Request, route: Route, messages: Any) -> web.Stre
     await response.prepare(request)
 
     async def send(message: Message) -> None:
-        value = route.render(message) if route.render else to_json(message)
-        await response.write(f"data: {json.dumps(value)}\n\n".encode())
+        await response.write(f"data: {json.dumps(_value(route, message))}\n\n".encode())
 
     try:
         if first is not None:

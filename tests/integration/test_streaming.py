@@ -1,0 +1,117 @@
+"""Server-streaming RPCs on both transports: server-sent events from the front door (one
+`data:` event per message, then `data: [DONE]`), a gRPC stream through the interceptor, and
+errors before the first message keeping their status code."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from conftest import MASTER_KEY
+
+from gateways.ai.routes import CHAT_STREAM_ROUTE
+from runtime.auth import Authenticator, JwksCache
+from runtime.errors import ResourceExhausted
+from runtime.service import ServiceDefinition, bind
+from runtime.telemetry import Metrics
+from runtime.testing import serving
+from strata.ai.v1 import chat_pb2, chat_pb2_grpc
+
+
+class Words(chat_pb2_grpc.ChatServiceServicer):
+    """Streams the last message back one word per chunk; refuses the model `over-budget`."""
+
+    async def StreamChatCompletion(
+        self, request: chat_pb2.StreamChatCompletionRequest, context: Any
+    ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
+        if request.model == "over-budget":
+            raise ResourceExhausted("tenant token budget exceeded", error="budget_exceeded")
+        for word in request.messages[-1].content.split():
+            chunk = chat_pb2.ChatCompletionChunk(id="c1", model=request.model)
+            chunk.choices.add().update({"index": 0, "delta": {"content": word}})
+            yield chat_pb2.StreamChatCompletionResponse(chunk=chunk, cache="MISS")
+
+
+@pytest.fixture
+async def words(idp: str):
+    definition = ServiceDefinition(
+        name="stream-test",
+        bindings=[bind(chat_pb2_grpc, Words())],
+        routes=[CHAT_STREAM_ROUTE],
+        info={},
+        health=_healthy,
+        authenticator=Authenticator(JwksCache(f"{idp}/protocol/openid-connect/certs"), MASTER_KEY),
+        metrics=Metrics("stream-test"),
+    )
+    async with serving(definition) as svc:
+        yield svc
+
+
+async def _healthy() -> dict[str, str]:
+    return {"status": "healthy"}
+
+
+def chat(model: str, text: str) -> dict[str, Any]:
+    return {
+        "model": model,
+        "stream": True,
+        "messages": [{"role": "user", "content": text}],
+        "temperature": 0,
+    }
+
+
+async def test_front_door_renders_server_sent_events(words) -> None:
+    async with (
+        aiohttp.ClientSession(words.http_url) as http,
+        http.post(
+            "/v1/chat/completions",
+            json=chat("echo-1", "hello strata world"),
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        ) as resp,
+    ):
+        assert resp.status == 200
+        assert resp.content_type == "text/event-stream"
+        body = (await resp.read()).decode()
+    events = [line.removeprefix("data: ") for line in body.split("\n\n") if line]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hello", "strata", "world"]
+    assert "cache" not in chunks[0]  # only the `chunk` field is the event payload
+
+
+async def test_error_before_the_first_event_keeps_its_status(words) -> None:
+    async with (
+        aiohttp.ClientSession(words.http_url) as http,
+        http.post(
+            "/v1/chat/completions",
+            json=chat("over-budget", "hi"),
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        ) as resp,
+    ):
+        assert resp.status == 429
+        assert await resp.json() == {
+            "error": "budget_exceeded",
+            "message": "tenant token budget exceeded",
+        }
+
+
+async def test_grpc_stream_and_its_errors(words) -> None:
+    stub = chat_pb2_grpc.ChatServiceStub(words.channel)
+    auth = (("authorization", f"Bearer {MASTER_KEY}"),)
+    request = chat_pb2.StreamChatCompletionRequest(
+        model="echo-1", messages=[chat_pb2.ChatMessage(role="user", content="a b")]
+    )
+    replies = [r async for r in stub.StreamChatCompletion(request, metadata=auth, timeout=5)]
+    assert [r.chunk.choices[0]["delta"]["content"] for r in replies] == ["a", "b"]
+    request.model = "over-budget"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        [r async for r in stub.StreamChatCompletion(request, metadata=auth, timeout=5)]
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert dict(info.value.trailing_metadata())["strata-error"] == "budget_exceeded"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        [r async for r in stub.StreamChatCompletion(request, timeout=5)]
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
