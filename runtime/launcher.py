@@ -50,6 +50,7 @@ class Child:
     name: str
     argv: list[str]
     env: dict[str, str]
+    url: str = ""  # where users reach it, for the table
     health_url: str | None = None
     grpc_target: str | None = None
     process: asyncio.subprocess.Process | None = field(default=None, repr=False)
@@ -124,6 +125,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
                 "warning",
             ],
             env,
+            url=f"redis://127.0.0.1:{port['valkey']}",
         ),
         Child(
             "idp",
@@ -139,24 +141,28 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
                 str(data_dir / "idp"),
             ],
             env,
+            url=idp,
             health_url=f"{idp}/.well-known/openid-configuration",
         ),
         Child(
             "mock-backend",
             [py, "-m", "sidecars.mock_backend", "--port", str(port["mock-backend"])],
             env,
+            url=f"http://127.0.0.1:{port['mock-backend']}",
             health_url=f"http://127.0.0.1:{port['mock-backend']}/health",
         ),
         Child(
             "echo-llm",
             [py, "-m", "sidecars.echo_llm", "--port", str(port["echo-llm"])],
             env,
+            url=f"http://127.0.0.1:{port['echo-llm']}/v1",
             health_url=f"http://127.0.0.1:{port['echo-llm']}/health",
         ),
         Child(
             "controlplane",
             [py, "-m", "controlplane"],
             svc_env("controlplane", "controlplane-grpc"),
+            url=f"http://127.0.0.1:{port['controlplane']}",
             health_url=f"http://127.0.0.1:{port['controlplane']}/health",
             grpc_target=f"127.0.0.1:{port['controlplane-grpc']}",
         ),
@@ -164,6 +170,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
             "ai-gateway",
             [py, "-m", "gateways.ai"],
             svc_env("ai-gateway", "ai-gateway-grpc"),
+            url=f"http://127.0.0.1:{port['ai-gateway']}",
             health_url=f"http://127.0.0.1:{port['ai-gateway']}/health",
             grpc_target=f"127.0.0.1:{port['ai-gateway-grpc']}",
         ),
@@ -171,6 +178,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
             "agent-gateway",
             [py, "-m", "gateways.agent"],
             svc_env("agent-gateway", "agent-gateway-grpc"),
+            url=f"http://127.0.0.1:{port['agent-gateway']}",
             health_url=f"http://127.0.0.1:{port['agent-gateway']}/health",
             grpc_target=f"127.0.0.1:{port['agent-gateway-grpc']}",
         ),
@@ -183,6 +191,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
                 ADMIN_PORT=str(port["edge-admin"]),
                 METRICS_PORT=str(port["edge-metrics"]),
             ),
+            url=f"http://127.0.0.1:{port['edge-proxy']}  admin :{port['edge-admin']}",
             health_url=f"http://127.0.0.1:{port['edge-admin']}/health",
             grpc_target=f"127.0.0.1:{port['edge-grpc']}",
         ),
@@ -291,25 +300,19 @@ TOKEN = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\
 
 
 def print_table(children: list[Child], cold_start: float, offset: int) -> None:
-    secrets_ = children[-1].env
+    secrets_ = children[0].env  # every child shares the platform environment
     print(f"\nStrata is up in {cold_start:.1f}s. Logs: one JSON file per process under logs/.\n")
-    print(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'http':<32}grpc")
+    print(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'url':<40}grpc")
     for c in children:
         assert c.process is not None
-        url = (
-            c.health_url.rsplit("/", 1)[0]
-            if c.health_url
-            else "redis://127.0.0.1:" + c.argv[c.argv.index("--port") + 1]
-        )
         print(
-            f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {url:<32}"
+            f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {c.url:<40}"
             f"{c.grpc_target or ''}"
         )
     token_url = secrets_["IDP_TOKEN_URL"]
     print(
         f"""
-edge proxy        http://127.0.0.1:{9080 + offset}   (admin :{9180 + offset}, \
-metrics :{9091 + offset})
+edge metrics      http://127.0.0.1:{9091 + offset}/apisix/prometheus/metrics
 master key        {secrets_["MASTER_KEY"]}
 edge admin key    {secrets_["ADMIN_API_KEY"]}
 user token        curl -s {token_url} -d grant_type=password -d client_id=strata-portal \\
