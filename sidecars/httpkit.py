@@ -7,15 +7,17 @@ HTML/text errors (404, 405, 413, unhandled exceptions) into each sidecar's JSON 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
+import os
 import signal
 from collections.abc import Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from sidecars.jsonlog import JsonAccessLogger
+from sidecars.jsonlog import JsonAccessLogger, configure_logging
 
 # Renders (status, machine-readable code, human message) into the sidecar's error body.
 ErrorRenderer = Callable[[int, str, str], web.Response]
@@ -73,3 +75,15 @@ async def serve(app: web.Application, host: str, port: int) -> None:
         _log.info("stopping")
     finally:
         await runner.cleanup()
+
+
+def main(name: str, build_app: Callable[[], web.Application], default_port: int) -> None:
+    """The whole `__main__` of a sidecar without options of its own: `--host`, `--port`,
+    `--log-level`, JSON logs, serve until a signal."""
+    parser = argparse.ArgumentParser(prog=f"python -m sidecars.{name}")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=default_port)
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "INFO"))
+    args = parser.parse_args()
+    configure_logging(args.log_level)
+    asyncio.run(serve(build_app(), args.host, args.port))

@@ -3,6 +3,11 @@ an OTLP trace receiver."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -70,3 +75,36 @@ class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignor
                         (attributes.get("service.name", ""), span.name, span.trace_id.hex())
                     )
         return trace_service_pb2.ExportTraceServiceResponse()
+
+
+async def launch_stack(
+    data: Path, offset: int, *args: str, env: Mapping[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, str]:
+    """Start `python -m runtime.launcher` and wait until it reports the stack is up; returns
+    the process and what it printed. Fails with the launcher's output if it gives up."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "runtime.launcher",
+        "--data-dir",
+        str(data),
+        "--port-offset",
+        str(offset),
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    output = ""
+    while "Press Ctrl-C" not in output:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 180)).decode()
+        assert line, f"launcher stopped:\n{output}"
+        output += line
+    return proc, output
+
+
+async def stop_stack(proc: asyncio.subprocess.Process) -> int:
+    """Ctrl-C, as a person would; returns the launcher's exit code."""
+    proc.send_signal(signal.SIGINT)
+    return await asyncio.wait_for(proc.wait(), 60)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import OtlpCollector, reflected_services, user_token
+from support import OtlpCollector, launch_stack, reflected_services, stop_stack, user_token
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
@@ -63,34 +61,12 @@ async def stack(
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
         "OTEL_BSP_SCHEDULE_DELAY": "200",
     }  # export spans every 200 ms, not every 5 s
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "runtime.launcher",
-        "--data-dir",
-        str(data),
-        "--port-offset",
-        str(OFFSET),
-        "--edge-workers",
-        "2",
-        "--timeout",
-        "150",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=env,
+    proc, output = await launch_stack(
+        data, OFFSET, "--edge-workers", "2", "--timeout", "150", env=env
     )
-    assert proc.stdout is not None
-    output = []
-    while True:
-        line = (await asyncio.wait_for(proc.stdout.readline(), 180)).decode()
-        output.append(line)
-        if not line or "Press Ctrl-C" in line:
-            break
-    assert any("Strata is up" in line for line in output), "".join(output) + _logs(data)
+    assert "Strata is up" in output, output + _logs(data)
     yield data
-    proc.send_signal(signal.SIGINT)
-    await asyncio.wait_for(proc.wait(), 60)
-    assert proc.returncode == 0, _logs(data)
+    assert await stop_stack(proc) == 0, _logs(data)
     for url, _, _ in SERVICES.values():  # everything stopped: nothing listens any more
         with pytest.raises(aiohttp.ClientConnectionError):
             async with aiohttp.ClientSession() as http, http.get(url):
