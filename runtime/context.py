@@ -69,11 +69,3 @@ class LocalContext:
 
     def cancelled(self) -> bool:
         return False
-
-
-def metadata_value(context: Any, key: str) -> str | None:
-    """One metadata value by lower-case key, from a gRPC or a local context."""
-    for k, v in context.invocation_metadata() or ():
-        if k == key:
-            return str(v)
-    return None

@@ -121,35 +121,37 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
 
-_BY_CODE: dict[grpc.StatusCode, type[StrataError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidRequest,
-        Unauthenticated,
-        PermissionDenied,
-        NotFound,
-        AlreadyExists,
-        ResourceExhausted,
-        NotImplementedYet,
-        Unavailable,
-    )
-}
-
 
 def trailing_metadata(err: StrataError) -> tuple[tuple[str, str | bytes], ...]:
     """Metadata that lets a gRPC caller rebuild `err` with `from_rpc_error`."""
-    details = json.dumps({"http_status": err.http_status, **err.extra}).encode()
+    details = json.dumps({"kind": type(err).__name__, **err.extra}).encode()
     return ((ERROR_KEY, err.error or ""), (DETAILS_KEY, details))
 
 
-def from_rpc_error(exc: grpc.aio.AioRpcError) -> StrataError:
-    """Rebuild the StrataError a peer service raised, or a generic one for its status code."""
-    meta = {k: v for k, v in (exc.trailing_metadata() or ())}
+def from_rpc_error(exc: grpc.aio.AioRpcError, peer: str = "") -> StrataError:
+    """Rebuild the StrataError a peer service raised (same class, identifier and extra
+    fields). A status the peer did not raise itself (transport failure, deadline, unknown
+    method) maps by its code and names the peer."""
+    meta = dict(exc.trailing_metadata() or ())
     extra: dict[str, Any] = json.loads(meta.get(DETAILS_KEY, b"{}") or b"{}")
-    http_status = extra.pop("http_status", None)
-    cls = _BY_CODE.get(exc.code(), StrataError)
-    if http_status == 502:
-        cls = UpstreamError
-    elif http_status == 413:
-        cls = PayloadTooLarge
-    return cls(exc.details() or exc.code().name, error=meta.get(ERROR_KEY) or None, **extra)
+    kind = extra.pop("kind", None)
+    message = exc.details() or exc.code().name
+    if kind is None:
+        return _BY_CODE.get(exc.code(), StrataError)(f"{peer}: {message}" if peer else message)
+    cls = _BY_NAME.get(kind, StrataError)
+    return cls(message, error=meta.get(ERROR_KEY) or None, **extra)
+
+
+_KINDS: list[type[StrataError]] = [StrataError, *StrataError.__subclasses__()]
+_BY_NAME: dict[str, type[StrataError]] = {cls.__name__: cls for cls in _KINDS}
+_BY_CODE: dict[grpc.StatusCode, type[StrataError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNIMPLEMENTED: NotImplementedYet,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: Unavailable,
+}

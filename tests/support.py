@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +15,15 @@ import aiohttp
 import grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+MASTER_KEY = "test-master-key"
+ADMIN_API_KEY = "test-edge-admin-key"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def user_token(issuer: str, username: str = "alice", password: str = "alice") -> str:

@@ -94,13 +94,6 @@ class Analytics:
 
         return await self._run(select)  # type: ignore[no-any-return]
 
-    async def ping(self) -> bool:
-        try:
-            await self._run(lambda c: c.command("SELECT 1"))
-        except Unavailable:
-            return False
-        return True
-
     async def close(self) -> None:
         if self._client is not None:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._client.close)

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from conftest import MASTER_KEY, free_port
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import ECKey, KeySet, OctKey, RSAKey
-from support import service_token, user_token
+from support import MASTER_KEY, free_port, service_token, user_token
 
 from runtime.auth import Authenticator, JwksCache
 from runtime.errors import Unauthenticated

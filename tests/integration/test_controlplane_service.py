@@ -11,9 +11,8 @@ from collections.abc import AsyncIterator, Callable
 import aiohttp
 import grpc
 import pytest
-from conftest import MASTER_KEY, free_port
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import reflected_services, user_token
+from support import MASTER_KEY, free_port, reflected_services, user_token
 
 from controlplane.app import build
 from gateways.ai.app import build as build_ai

@@ -11,9 +11,8 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from conftest import ADMIN_API_KEY, MASTER_KEY
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import reflected_services, service_token, user_token
+from support import ADMIN_API_KEY, MASTER_KEY, reflected_services, service_token, user_token
 
 from gateways.agent.app import build as build_agent
 from gateways.ai.app import build as build_ai

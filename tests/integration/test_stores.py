@@ -4,7 +4,7 @@ the spec's columns) and Milvus Lite."""
 from __future__ import annotations
 
 import pytest
-from conftest import free_port
+from support import free_port
 
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics

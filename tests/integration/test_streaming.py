@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from conftest import MASTER_KEY
+from support import MASTER_KEY
 
 from gateways.ai.routes import CHAT_STREAM_ROUTE
 from runtime.auth import Authenticator, JwksCache
