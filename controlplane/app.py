@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
-from controlplane.routes import ROUTES
 from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
@@ -41,9 +41,6 @@ SERVICE = "controlplane"
 PKG = "strata.controlplane.v1"
 # Behind the SVC_AGENT_IDENTITY feature flag (spec: 404 while the flag is not `on`).
 FLAGGED = frozenset({f"{PKG}.AgentRegistryService", f"{PKG}.TokenExchangeService"})
-PUBLIC_RPCS = frozenset(
-    {f"{PKG}.TokenExchangeService/ExchangeToken", f"{PKG}.TokenExchangeService/GetJwks"}
-)
 
 
 def build(settings: Settings, stores: Stores) -> ServiceDefinition:
@@ -108,7 +105,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
     return ServiceDefinition(
         name=SERVICE,
         bindings=bindings,
-        routes=[r for r in ROUTES if r.service in served],
+        http_rules=[r for r in HTTP_RULES if r.service in served],
         info={
             "service": SERVICE,
             "version": VERSION,
@@ -122,8 +119,6 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
         health=health,
         authenticator=authenticator_for(settings),
         metrics=Metrics(SERVICE),
-        public_paths=frozenset({"/", "/health", "/metrics", "/sts/token", "/sts/jwks"}),
-        public_rpcs=PUBLIC_RPCS,
         on_startup=[migrate],
         on_cleanup=[close],
         client_max_size=settings.max_body_bytes,

@@ -1,10 +1,9 @@
 """LogIngestService: the analytics write path for services that cannot open the embedded
-ClickHouse themselves (chDB allows one owning process; the control plane is it)."""
+ClickHouse themselves (chDB allows one owning process; the control plane is it). Only
+platform services (the master key) may write: the RPC's declared rule is ACCESS_INTERNAL."""
 
 from __future__ import annotations
 
-from runtime.auth import current_principal
-from runtime.errors import PermissionDenied
 from runtime.stores.analytics import AnalyticsSink, parse_rows
 from strata.controlplane.v1 import log_ingest_pb2, log_ingest_pb2_grpc
 
@@ -16,10 +15,6 @@ class LogIngestServicer(log_ingest_pb2_grpc.LogIngestServiceServicer):
     async def WriteLogBatch(
         self, request: log_ingest_pb2.WriteLogBatchRequest, context: object
     ) -> log_ingest_pb2.WriteLogBatchResponse:
-        principal = current_principal()
-        if principal is None or principal.kind != "master":
-            # Only platform services (holding the master key) write the audit trail.
-            raise PermissionDenied("log ingest is reserved to platform services")
         rows = parse_rows(request.rows)  # all rows are checked before any is written
         written = await self.sink.write(request.table, rows)
         return log_ingest_pb2.WriteLogBatchResponse(written=written)

@@ -1,15 +1,14 @@
 """Who is calling: bearer JWTs verified against the identity provider's JWKS, the platform
 master key for service-to-service calls, and the edge admin key.
 
-The same `Authenticator` guards both transports: the aiohttp middleware and the gRPC
-interceptor call `authenticate(headers)` with lower-cased header names, and the verified
-`Principal` is put in a context variable that servicers read with `current_principal()`.
+The same `Authenticator` serves both transports: the guard (`runtime.guard`) calls
+`authenticate(headers)` with lower-cased header names for every RPC that is not public, and
+`runtime.access` decides what the verified `Principal` may do.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hmac
 import logging
 import time
@@ -43,21 +42,9 @@ class Principal:
 
     @property
     def is_platform_admin(self) -> bool:
-        return self.kind in ("master", "admin") or "platform-admin" in self.roles
-
-
-_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
-    "strata_principal", default=None
-)
-
-
-def current_principal() -> Principal | None:
-    """The caller of the RPC being served, or None on a public RPC."""
-    return _principal.get()
-
-
-def bind_principal(principal: Principal | None) -> contextvars.Token[Principal | None]:
-    return _principal.set(principal)
+        """The master key, or a JWT with the `platform-admin` realm role. The edge admin key
+        is not: it opens the edge's admin API and nothing else."""
+        return self.kind == "master" or "platform-admin" in self.roles
 
 
 class JwksCache:

@@ -1,14 +1,70 @@
-"""`LocalContext`: the subset of `grpc.aio.ServicerContext` a servicer uses, for in-process calls
-from the front door. Auth and tenant extraction read `invocation_metadata()` the same way on
-both transports, so they exist once, in the servicer's path."""
+"""A servicer's context on both transports.
+
+`LocalContext` is the subset of `grpc.aio.ServicerContext` a servicer uses, for in-process
+calls from the front door. `respond(context, status=, headers=)` sets the HTTP status and
+response headers of a call through either context: they are trailing metadata (the status as
+`strata-http-status`), which gRPC callers read and the front door turns into its response.
+`time_left()` is the deadline of the call being served, which peer calls inherit.
+"""
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import grpc
+
+HTTP_STATUS_KEY = "strata-http-status"
+
+
+class Context(Protocol):
+    """What `respond` needs of a servicer context (grpc.aio's or `LocalContext`)."""
+
+    def trailing_metadata(self) -> Any: ...
+
+    def set_trailing_metadata(self, metadata: Sequence[tuple[str, Any]]) -> None: ...
+
+
+def respond(
+    context: Context, *, status: int | None = None, headers: Mapping[str, str] = {}
+) -> None:
+    """Set this call's HTTP status (e.g. 202 for a pending approval, 201 for a created object)
+    and response headers (`x-cache`, `X-RateLimit-*`, `Location`). Repeated calls add up."""
+    merged = dict(context.trailing_metadata() or ())
+    merged.update((name.lower(), value) for name, value in headers.items())
+    if status is not None:
+        merged[HTTP_STATUS_KEY] = str(status)
+    context.set_trailing_metadata(tuple(merged.items()))
+
+
+def http_reply(metadata: Sequence[tuple[str, Any]]) -> tuple[int | None, dict[str, str]]:
+    """The status and headers a servicer set with `respond`, read back from trailing metadata
+    (binary `-bin` entries, which carry error details, are not headers)."""
+    status, headers = None, {}
+    for name, value in metadata:
+        if name == HTTP_STATUS_KEY:
+            status = int(value)
+        elif not name.endswith("-bin") and isinstance(value, str):
+            headers[name] = value
+    return status, headers
+
+
+# Absolute deadline (time.monotonic) of the call being served, bound by the guard.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "strata_deadline", default=None
+)
+
+
+def bind_deadline(seconds_left: float | None) -> None:
+    _deadline.set(None if seconds_left is None else time.monotonic() + seconds_left)
+
+
+def time_left() -> float | None:
+    """Seconds left before the deadline of the call being served; None when it has none."""
+    deadline = _deadline.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 class LocalAbort(Exception):

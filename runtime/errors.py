@@ -7,6 +7,7 @@
     ├── NotFound                NOT_FOUND           404  unknown resource or path
     ├── AlreadyExists           ALREADY_EXISTS      409  duplicate resource, naming collision
     ├── PayloadTooLarge         INVALID_ARGUMENT    413  body over the configured limit
+    ├── MethodNotAllowed        UNIMPLEMENTED       405  known path, other method (HTTP only)
     ├── ResourceExhausted       RESOURCE_EXHAUSTED  429  rate limit or budget exceeded
     ├── NotImplementedYet       UNIMPLEMENTED       501  declared in the API, not built yet
     ├── UpstreamError           UNAVAILABLE         502  an upstream answered badly (retryable)
@@ -14,7 +15,9 @@
 
 Each error carries the spec's identifier (`error`), a human message and extra body fields.
 Over gRPC the identifier and extras travel in trailing metadata so a calling service can
-rebuild the same error (`from_rpc_error`); over HTTP each front door renders its own envelope.
+rebuild the same error (`from_rpc_error`); over HTTP each route renders its own envelope.
+Services subclass these for their own errors, at any depth; a peer that does not know such a
+class rebuilds the nearest one of this tree by the gRPC code.
 """
 
 from __future__ import annotations
@@ -78,6 +81,11 @@ class PayloadTooLarge(StrataError):
     http_status = 413
 
 
+class MethodNotAllowed(StrataError):
+    code = grpc.StatusCode.UNIMPLEMENTED
+    http_status = 405
+
+
 class ResourceExhausted(StrataError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
     http_status = 429
@@ -100,7 +108,7 @@ class Unavailable(StrataError):
     retryable = True
 
 
-# gRPC status → HTTP status, for aborts that did not come from a StrataError.
+# gRPC status → HTTP status, for statuses that did not come from a StrataError.
 HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.OK: 200,
     grpc.StatusCode.CANCELLED: 499,
@@ -136,14 +144,46 @@ def from_rpc_error(exc: grpc.aio.AioRpcError, peer: str = "") -> StrataError:
     extra: dict[str, Any] = json.loads(meta.get(DETAILS_KEY, b"{}") or b"{}")
     kind = extra.pop("kind", None)
     message = exc.details() or exc.code().name
+    by_code = _BY_CODE.get(exc.code(), StrataError)
     if kind is None:
-        return _BY_CODE.get(exc.code(), StrataError)(f"{peer}: {message}" if peer else message)
-    cls = _BY_NAME.get(kind, StrataError)
+        return by_code(f"{peer}: {message}" if peer else message)
+    cls = error_classes().get(kind, by_code)
     return cls(message, error=meta.get(ERROR_KEY) or None, **extra)
 
 
-_KINDS: list[type[StrataError]] = [StrataError, *StrataError.__subclasses__()]
-_BY_NAME: dict[str, type[StrataError]] = {cls.__name__: cls for cls in _KINDS}
+def error_for_code(code: grpc.StatusCode, message: str) -> StrataError:
+    """The error of this tree that a bare gRPC status stands for."""
+    cls = _BY_CODE.get(code)
+    if cls is not None:
+        return cls(message)
+    err = StrataError(message)
+    err.http_status = HTTP_STATUS.get(code, 500)  # type: ignore[misc]
+    return err
+
+
+def error_for_status(status: int, message: str) -> StrataError:
+    """The error of this tree that an HTTP status stands for (for failures raised by the HTTP
+    stack itself rather than by a servicer)."""
+    for cls in (StrataError, *StrataError.__subclasses__()):
+        if cls.http_status == status:
+            return cls(message, error=message.lower().replace(" ", "_"))
+    err = StrataError(message, error=message.lower().replace(" ", "_"))
+    err.http_status = status  # type: ignore[misc]
+    return err
+
+
+def error_classes() -> dict[str, type[StrataError]]:
+    """Every class of the tree by name, at any depth, including subclasses that services
+    define after this module was imported (so it is walked at each call, on the error path)."""
+    found: dict[str, type[StrataError]] = {}
+    pending: list[type[StrataError]] = [StrataError]
+    while pending:
+        cls = pending.pop()
+        found[cls.__name__] = cls
+        pending.extend(cls.__subclasses__())
+    return found
+
+
 _BY_CODE: dict[grpc.StatusCode, type[StrataError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,

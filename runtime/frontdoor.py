@@ -1,7 +1,16 @@
-"""The aiohttp front door: one generic handler that serves every `Route` of a service by
-translating JSON to the RPC's request message, calling the servicer in-process, and rendering
-the response back — plus the meta endpoints (`/`, `/health`, `/metrics`) and the middlewares
-every front door shares (errors as JSON, authentication, CORS, request ids, access log).
+"""The aiohttp front door: one generic handler serves every `HttpRule` of a service by
+translating JSON to the RPC's request message, passing the guard, calling the servicer
+in-process, and rendering the answer — plus the meta endpoints (`/`, `/health`, `/metrics`)
+and the middlewares every front door shares (errors as JSON, CORS, request ids, access log).
+
+Per request:
+1. the guard authenticates the caller (401 before the body is even read),
+2. the body picks the rule (`"stream": true` → the rule's `when_streaming` variant) and
+   becomes the request message (400 naming the bad field),
+3. the guard authorizes the caller against the RPC's declared rule (403),
+4. the servicer runs with a `LocalContext`; the status and headers it sets with `respond`
+   go on the response, a JSON body or server-sent events,
+5. an error leaves in the endpoint's envelope, with the headers the servicer had set.
 """
 
 from __future__ import annotations
@@ -10,7 +19,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -18,90 +28,121 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
-from runtime.auth import Principal, bind_principal
-from runtime.context import LocalAbort, LocalContext
+from runtime.access import authorize, bind_caller
+from runtime.config import VERSION
+from runtime.context import LocalAbort, LocalContext, http_reply
 from runtime.errors import (
-    HTTP_STATUS,
     InvalidRequest,
+    MethodNotAllowed,
     NotFound,
     NotImplementedYet,
     PayloadTooLarge,
     StrataError,
+    error_for_code,
+    error_for_status,
 )
+from runtime.guard import Guard
+from runtime.http_rules import Envelope, HttpRule
 from runtime.protojson import merge_json, scalar_from_text, to_json
-from runtime.routes import Route
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
 
 DEFINITION = web.AppKey("definition", ServiceDefinition)
-PRINCIPAL = web.RequestKey("principal", Principal)
 REQUEST_ID = web.RequestKey("request_id", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class MethodNotAllowed(StrataError):
-    http_status = 405
-
-
-def build_app(defn: ServiceDefinition) -> web.Application:
-    """The service's public aiohttp application. Every route is checked against the service
-    descriptors here, so a typo in a route table fails at boot, not at the first request."""
+def build_app(defn: ServiceDefinition, guard: Guard | None = None) -> web.Application:
+    """The service's public aiohttp application. Every rule is checked against the service
+    descriptors here, so a typo in a rule table fails at boot, not at the first request."""
+    guard = guard or defn.guard()
     middlewares = [_access_log, _errors, *defn.middlewares]
     if defn.allowed_origins:
-        middlewares.insert(0, _cors(defn.allowed_origins))
-    if defn.authenticator is not None:
-        middlewares.append(_authenticate)
+        middlewares.insert(0, _preflight(frozenset(defn.allowed_origins)))
     app = web.Application(middlewares=middlewares, client_max_size=defn.client_max_size)
     app[DEFINITION] = defn
+    app.on_response_prepare.append(_response_headers)
     app.router.add_get("/", _info)
     app.router.add_get("/health", _health)
     app.router.add_get("/metrics", _metrics)
-    for route in defn.routes:
-        app.router.add_route(route.method, route.path, _route_handler(defn, route))
+    for rule in defn.http_rules:
+        app.router.add_route(rule.method, rule.path, _rule_handler(defn, guard, rule))
     return app
 
 
-def method_descriptor(route: Route) -> MethodDescriptor:
+def method_descriptor(rule: HttpRule) -> MethodDescriptor:
     try:
-        return descriptor_pool.Default().FindMethodByName(route.rpc.replace("/", "."))
+        return descriptor_pool.Default().FindMethodByName(rule.rpc.replace("/", "."))
     except KeyError:
-        raise LookupError(f"route {route.method} {route.path}: unknown rpc {route.rpc}") from None
+        raise LookupError(f"{rule.method} {rule.path}: unknown rpc {rule.rpc}") from None
 
 
-def _route_handler(defn: ServiceDefinition, route: Route) -> Handler:
-    method = method_descriptor(route)
-    request_cls = message_factory.GetMessageClass(method.input_type)
-    fields = method.input_type.fields_by_name
-    for param in _path_params(route.path):
-        if param not in fields:
-            raise LookupError(f"route {route.path}: no request field for path parameter {param}")
-    if route.body not in (None, "*") and route.body not in fields:
-        raise LookupError(f"route {route.path}: body field {route.body!r} not in request")
-    if route.passthrough is not None and route.passthrough not in fields:
-        raise LookupError(f"route {route.path}: passthrough field {route.passthrough!r} unknown")
-    if route.response_body and route.response_body not in method.output_type.fields_by_name:
-        raise LookupError(f"route {route.path}: response field {route.response_body!r} unknown")
-    servicer = defn.servicer(route.service)
-    call = getattr(servicer, route.method_name)
+@dataclass(frozen=True)
+class _Binding:
+    """One rule, checked against its RPC's descriptors and bound to its servicer method."""
+
+    rule: HttpRule
+    request_class: type[Message]
+    fields: Any
+    call: Callable[[Message, LocalContext], Any]
+
+    @classmethod
+    def of(cls, defn: ServiceDefinition, rule: HttpRule) -> _Binding:
+        method = method_descriptor(rule)
+        fields = method.input_type.fields_by_name
+        where = f"{rule.method} {rule.path}"
+        for param in _path_params(rule.path):
+            if param not in fields:
+                raise LookupError(f"{where}: no request field for path parameter {param}")
+        if rule.body not in (None, "*") and rule.body not in fields:
+            raise LookupError(f"{where}: body field {rule.body!r} not in request")
+        if rule.passthrough is not None and rule.passthrough not in fields:
+            raise LookupError(f"{where}: passthrough field {rule.passthrough!r} unknown")
+        if rule.response_body and rule.response_body not in method.output_type.fields_by_name:
+            raise LookupError(f"{where}: response field {rule.response_body!r} unknown")
+        if rule.stream != method.server_streaming:
+            raise LookupError(f"{where}: stream={rule.stream} but {rule.rpc} disagrees")
+        call = getattr(defn.servicer(rule.service), rule.method_name)
+        return cls(rule, message_factory.GetMessageClass(method.input_type), fields, call)
+
+    def message(self, request: web.Request, body: Any) -> Message:
+        """The request message: JSON body, then path parameters, then query parameters."""
+        rule, message = self.rule, self.request_class()
+        if rule.body is not None:
+            target = message if rule.body == "*" else getattr(message, rule.body)
+            merge_json(target, body, lenient=rule.passthrough is not None)
+            if rule.passthrough is not None:
+                getattr(message, rule.passthrough).update(body)
+        for name, text in request.match_info.items():
+            setattr(message, name, scalar_from_text(self.fields[name], text))
+        _bind_query(message, self.fields, request, skip=set(request.match_info))
+        return message
+
+
+def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Handler:
+    plain = _Binding.of(defn, rule)
+    streaming = _Binding.of(defn, rule.when_streaming) if rule.when_streaming else None
+    envelope = rule.envelope or defn.envelope
+    rpc_rules = guard.rules
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        message = request_cls()
-        if route.body is not None:
-            body = await _json_body(request)
-            target = message if route.body == "*" else getattr(message, route.body)
-            merge_json(target, body, lenient=route.passthrough is not None)
-            if route.passthrough is not None:
-                getattr(message, route.passthrough).update(body)
-        for name, text in request.match_info.items():
-            setattr(message, name, scalar_from_text(fields[name], text))
-        _bind_query(message, fields, request, skip=set(request.match_info))
-        context = LocalContext(request.headers, request.remote or "", None)
-        bind_principal(request.get(PRINCIPAL))
-        if route.stream:
-            return await _stream(request, route, call(message, context))
-        response = await call(message, context)
-        return _render(route, response)
+        context = LocalContext(request.headers, request.remote or "")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            principal = await guard.authenticate(rpc_rules[rule.rpc], headers)
+            body = await _body(request, rule) if rule.body is not None else None
+            chosen = plain
+            if streaming is not None and isinstance(body, dict) and body.get("stream") is True:
+                chosen = streaming
+            message = chosen.message(request, body)
+            bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+            if chosen.rule.stream:
+                return await _stream(request, chosen, message, context, envelope)
+            response = await chosen.call(message, context)
+            return _render(chosen.rule, response, context)
+        except Exception as exc:  # every failure leaves in this endpoint's envelope
+            return error_response(envelope, as_error(exc, request), context)
 
     return handle
 
@@ -110,7 +151,10 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1].split(":")[0] for part in path.split("/") if part.startswith("{")]
 
 
-async def _json_body(request: web.Request) -> Any:
+async def _body(request: web.Request, rule: HttpRule) -> Any:
+    """The JSON body (an empty body is `{}`), or a form where the rule accepts one."""
+    if rule.form and request.content_type == "application/x-www-form-urlencoded":
+        return dict(await request.post())
     raw = await request.read()
     if not raw.strip():
         return {}
@@ -132,57 +176,80 @@ def _bind_query(message: Message, fields: Any, request: web.Request, skip: set[s
             setattr(message, name, scalar_from_text(field, values[-1]))
 
 
-def _value(route: Route, message: Message) -> Any:
-    """The JSON value of one response message (or one streamed message) of `route`."""
-    if route.render is not None:
-        return route.render(message)
+def _value(rule: HttpRule, message: Message) -> Any:
+    """The JSON value of one response message (or one streamed message) of `rule`."""
+    if rule.render is not None:
+        return rule.render(message)
     value = to_json(message)
-    return value[route.response_body] if route.response_body else value
+    return value[rule.response_body] if rule.response_body else value
 
 
-def _render(route: Route, response: Message) -> web.StreamResponse:
-    value = _value(route, response)
+def _render(rule: HttpRule, response: Message, context: LocalContext) -> web.StreamResponse:
+    status, headers = http_reply(context.trailing_metadata())
+    value = _value(rule, response)
     if isinstance(value, web.StreamResponse):
-        return value
-    return web.json_response(value, status=route.status)
+        answer = value
+    else:
+        answer = web.json_response(value, status=status or rule.status)
+    answer.headers.update(headers)
+    return answer
 
 
-async def _stream(request: web.Request, route: Route, messages: Any) -> web.StreamResponse:
-    """Server-streaming RPC → server-sent events, closed by `data: [DONE]` (OpenAI framing).
-    The first message is awaited before the response starts, so an early error keeps its
-    status code; a client disconnect cancels this task and with it the servicer's stream."""
-    iterator = aiter(messages)
+async def _stream(
+    request: web.Request,
+    binding: _Binding,
+    message: Message,
+    context: LocalContext,
+    envelope: Envelope,
+) -> web.StreamResponse:
+    """Server-streaming RPC → server-sent events, one `data:` event per message, closed by the
+    rule's terminator. The first message is awaited before the response starts, so an early
+    error keeps its status code and the servicer's headers make it onto the response; a later
+    error becomes one last event in the endpoint's envelope. A client that disconnects
+    cancels this task, and closing the servicer's stream cancels its upstream work."""
+    rule = binding.rule
+    messages: AsyncIterator[Message] = aiter(binding.call(message, context))
     try:
-        first = await anext(iterator)
-    except StopAsyncIteration:
-        first = None
-    response = web.StreamResponse(
-        status=route.status,
-        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
-    )
-    await response.prepare(request)
+        try:
+            first: Message | None = await anext(messages)
+        except StopAsyncIteration:
+            first = None
+        status, headers = http_reply(context.trailing_metadata())
+        response = web.StreamResponse(
+            status=status or rule.status,
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",  # proxies must pass events as they come
+                **headers,
+            },
+        )
+        await response.prepare(request)
 
-    async def send(message: Message) -> None:
-        await response.write(f"data: {json.dumps(_value(route, message))}\n\n".encode())
+        async def send(value: Any) -> None:
+            await response.write(f"data: {json.dumps(value)}\n\n".encode())
 
-    try:
-        if first is not None:
-            await send(first)
-            async for message in iterator:
-                await send(message)
-    except StrataError as err:
-        await response.write(f"data: {json.dumps(err.body())}\n\n".encode())
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
-    return response
+        try:
+            if first is not None:
+                await send(_value(rule, first))
+                async for item in messages:
+                    await send(_value(rule, item))
+        except Exception as exc:
+            await send(envelope(as_error(exc, request)))
+        if rule.sse_done is not None:
+            await response.write(f"data: {rule.sse_done}\n\n".encode())
+        await response.write_eof()
+        return response
+    finally:
+        await messages.aclose()  # type: ignore[attr-defined]
 
 
 async def _info(request: web.Request) -> web.Response:
-    return web.json_response(dict(request.app[DEFINITION].info))
+    return web.json_response({"version": VERSION, **request.app[DEFINITION].info})
 
 
 async def _health(request: web.Request) -> web.Response:
-    return web.json_response(dict(await request.app[DEFINITION].health()))
+    return web.json_response({"version": VERSION, **await request.app[DEFINITION].health()})
 
 
 async def _metrics(request: web.Request) -> web.Response:
@@ -190,77 +257,66 @@ async def _metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4"})
 
 
+# --- errors ------------------------------------------------------------------------------
+
+
+def as_error(exc: BaseException, request: web.Request) -> StrataError:
+    """Any failure as the StrataError it answers with; a bug is logged, never leaked."""
+    if isinstance(exc, StrataError):
+        return exc
+    if isinstance(exc, LocalAbort):
+        return error_for_code(exc.code, exc.details or exc.code.name)
+    if isinstance(exc, NotImplementedError):
+        return NotImplementedYet(
+            f"{request.method} {request.path} is declared but not implemented yet",
+            error="not_implemented",
+        )
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return PayloadTooLarge(
+            f"request body exceeds the {request.app[DEFINITION].client_max_size} byte limit",
+            error="payload_too_large",
+        )
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        return MethodNotAllowed(
+            f"method {request.method} is not allowed on {request.path}",
+            error="method_not_allowed",
+        )
+    if isinstance(exc, web.HTTPNotFound):
+        return NotFound(f"no route for {request.method} {request.path}", error="not_found")
+    if isinstance(exc, web.HTTPException):
+        return error_for_status(exc.status, exc.reason)
+    log.error(
+        "unhandled error",
+        exc_info=exc,
+        extra={"path": request.path, "request_id": request.get(REQUEST_ID)},
+    )
+    return StrataError("internal error", error="internal_error")
+
+
+def error_response(
+    envelope: Envelope, err: StrataError, context: LocalContext | None = None
+) -> web.Response:
+    headers = http_reply(context.trailing_metadata())[1] if context else {}
+    response = web.json_response(envelope(err), status=err.http_status)
+    response.headers.update(headers)  # e.g. X-RateLimit-* on a 429
+    return response
+
+
 # --- middlewares -------------------------------------------------------------------------
-
-
-def error_response(defn: ServiceDefinition, err: StrataError) -> web.Response:
-    body = defn.error_body(err) if defn.error_body else err.body()
-    return web.json_response(body, status=err.http_status)
 
 
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure leaves as JSON in the service's envelope; nothing leaks a traceback."""
-    defn = request.app[DEFINITION]
+    """Failures outside an endpoint (unknown path, wrong method, a service middleware) leave
+    as JSON in the service's envelope; endpoints render their own."""
     try:
         return await handler(request)
-    except StrataError as err:
-        return error_response(defn, err)
-    except LocalAbort as abort:
-        response = error_response(defn, StrataError(abort.details or abort.code.name))
-        response.set_status(HTTP_STATUS.get(abort.code, 500))
-        return response
-    except NotImplementedError:
-        return error_response(defn, _not_implemented(request))
-    except web.HTTPRequestEntityTooLarge:
-        return error_response(
-            defn,
-            PayloadTooLarge(
-                f"request body exceeds the {defn.client_max_size} byte limit",
-                error="payload_too_large",
-            ),
-        )
-    except web.HTTPMethodNotAllowed:
-        return error_response(
-            defn,
-            MethodNotAllowed(
-                f"method {request.method} is not allowed on {request.path}",
-                error="method_not_allowed",
-            ),
-        )
-    except web.HTTPNotFound:
-        return error_response(
-            defn, NotFound(f"no route for {request.method} {request.path}", error="not_found")
-        )
-    except web.HTTPException:
-        raise
-    except Exception:
-        log.exception(
-            "unhandled error", extra={"path": request.path, "request_id": request.get(REQUEST_ID)}
-        )
-        return error_response(defn, StrataError("internal error", error="internal_error"))
-
-
-def _not_implemented(request: web.Request) -> StrataError:
-    return NotImplementedYet(
-        f"{request.method} {request.path} is declared but not implemented yet",
-        error="not_implemented",
-    )
-
-
-@web.middleware
-async def _authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    defn = request.app[DEFINITION]
-    if (
-        request.match_info.http_exception is None
-        and request.path not in defn.public_paths
-        and request.method != "OPTIONS"
-    ):
-        assert defn.authenticator is not None
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        principal: Principal = await defn.authenticator.authenticate(headers)
-        request[PRINCIPAL] = principal
-    return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(request.app[DEFINITION].envelope, as_error(exc, request))
+    except Exception as exc:
+        return error_response(request.app[DEFINITION].envelope, as_error(exc, request))
 
 
 @web.middleware
@@ -272,7 +328,6 @@ async def _access_log(request: web.Request, handler: Handler) -> web.StreamRespo
     started = time.perf_counter()
     response = await handler(request)
     elapsed = time.perf_counter() - started
-    response.headers.setdefault("x-request-id", request_id)
     defn = request.app[DEFINITION]
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
@@ -291,28 +346,38 @@ async def _access_log(request: web.Request, handler: Handler) -> web.StreamRespo
     return response
 
 
-def _cors(origins: tuple[str, ...]) -> Callable[..., Awaitable[web.StreamResponse]]:
-    allowed = set(origins)
-
-    @web.middleware
-    async def cors(request: web.Request, handler: Handler) -> web.StreamResponse:
-        origin = request.headers.get("Origin")
-        if origin not in allowed:
-            return await handler(request)
-        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-            response: web.StreamResponse = web.Response(status=204)
-            response.headers["Access-Control-Allow-Methods"] = (
-                "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-            )
-            response.headers["Access-Control-Allow-Headers"] = request.headers.get(
-                "Access-Control-Request-Headers", "Authorization, Content-Type"
-            )
-            response.headers["Access-Control-Max-Age"] = "600"
-        else:
-            response = await handler(request)
+async def _response_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Headers every answer carries, streams included (this runs just before they are sent):
+    the request id, and CORS for the allowed portal origins."""
+    if REQUEST_ID in request:
+        response.headers.setdefault("x-request-id", request[REQUEST_ID])
+    origin = request.headers.get("Origin")
+    if origin is not None and origin in request.app[DEFINITION].allowed_origins:
         response.headers["Access-Control-Allow-Origin"] = origin
         response.headers["Access-Control-Allow-Credentials"] = "true"
-        response.headers["Vary"] = "Origin"
-        return response
+        response.headers.add("Vary", "Origin")
 
-    return cors
+
+def _preflight(origins: frozenset[str]) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """CORS preflight requests from the allowed origins are answered here, before any auth."""
+
+    @web.middleware
+    async def preflight(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if (
+            request.method == "OPTIONS"
+            and request.headers.get("Origin") in origins
+            and "Access-Control-Request-Method" in request.headers
+        ):
+            return web.Response(
+                status=204,
+                headers={
+                    "Access-Control-Allow-Methods": "GET, POST, PUT, PATCH, DELETE, OPTIONS",
+                    "Access-Control-Allow-Headers": request.headers.get(
+                        "Access-Control-Request-Headers", "Authorization, Content-Type"
+                    ),
+                    "Access-Control-Max-Age": "600",
+                },
+            )
+        return await handler(request)
+
+    return preflight

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 from aiohttp import web
@@ -22,89 +20,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from runtime.auth import bind_principal
-from runtime.errors import StrataError, trailing_metadata
 from runtime.frontdoor import build_app
+from runtime.guard import GuardInterceptor
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
-
-_ALWAYS_PUBLIC = (health.SERVICE_NAME, reflection.SERVICE_NAME)
-
-
-class StrataServerInterceptor(grpc.aio.ServerInterceptor):
-    """Authenticates every non-public RPC and turns a raised StrataError into a gRPC status
-    with trailing metadata the caller can rebuild it from. The in-process front door does
-    not pass through here; its middlewares do the same work for HTTP."""
-
-    def __init__(self, defn: ServiceDefinition) -> None:
-        self.defn = defn
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(details)
-        rpc = details.method.lstrip("/")
-        if handler is None or rpc.startswith(_ALWAYS_PUBLIC):
-            return handler
-        metadata = {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
-        served = self._served
-
-        if handler.unary_unary:
-            inner = handler.unary_unary
-
-            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                async with served(rpc, metadata, context):
-                    result = inner(request, context)
-                    return await result if inspect.isawaitable(result) else result
-
-            return grpc.unary_unary_rpc_method_handler(
-                unary, handler.request_deserializer, handler.response_serializer
-            )
-        if handler.unary_stream:
-            inner_stream = handler.unary_stream
-
-            async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                async with served(rpc, metadata, context):
-                    async for response in inner_stream(request, context):
-                        yield response
-
-            return grpc.unary_stream_rpc_method_handler(
-                stream, handler.request_deserializer, handler.response_serializer
-            )
-        return handler
-
-    @contextlib.asynccontextmanager
-    async def _served(
-        self, rpc: str, metadata: dict[str, str], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[None]:
-        """Authenticate the caller, then turn what the servicer raises into a gRPC status."""
-        defn = self.defn
-        code = grpc.StatusCode.OK
-        try:
-            authenticator = defn.authenticator
-            if authenticator is None or rpc in defn.public_rpcs:
-                bind_principal(None)
-            else:
-                bind_principal(await authenticator.authenticate(metadata))
-            yield
-        except StrataError as err:  # Unauthenticated included
-            code = err.code
-            await _abort(context, err)
-        except NotImplementedError:
-            code = grpc.StatusCode.UNIMPLEMENTED
-            await context.abort(code, f"{rpc} is declared but not implemented yet")
-        except Exception:
-            code = grpc.StatusCode.UNKNOWN  # grpc.aio answers UNKNOWN and logs the traceback
-            raise
-        finally:
-            defn.metrics.grpc_requests.labels(defn.name, rpc, code.name).inc()
-
-
-async def _abort(context: grpc.aio.ServicerContext, err: StrataError) -> None:
-    await context.abort(err.code, err.message, trailing_metadata=trailing_metadata(err))
 
 
 @dataclass
@@ -133,7 +53,8 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     apps on their own ports (0 picks a free port; chosen ports are on the returned handle)."""
     for startup in defn.on_startup:
         await startup()
-    server = grpc.aio.server(interceptors=[aio_server_interceptor(), StrataServerInterceptor(defn)])
+    guard = defn.guard()  # every RPC's declared access rule, or no start at all
+    server = grpc.aio.server(interceptors=[aio_server_interceptor(), GuardInterceptor(guard)])
     for binding in defn.bindings:
         binding.add_to_server(binding.servicer, server)
     health_servicer = health.aio.HealthServicer()
@@ -147,7 +68,7 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
-    front_door = build_app(defn)
+    front_door = build_app(defn, guard)
     runners, ports = [], []
     for port, application in [(http_port, front_door), *defn.extra_apps]:
         # reuse_port lets several edge workers share one listening port.

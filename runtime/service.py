@@ -1,4 +1,5 @@
-"""What a Strata service is made of: its servicers, its JSON routes, and its meta endpoints.
+"""What a Strata service is made of: its servicers, its JSON endpoints (`HttpRule` rows) and
+its meta endpoints.
 
 Each service's `app.py` builds one `ServiceDefinition`; `runtime.serve` runs it (gRPC server
 and aiohttp front door in one event loop) and `runtime.testing` runs the very same object on
@@ -18,23 +19,28 @@ from aiohttp import web
 
 from runtime.auth import Authenticator
 from runtime.errors import StrataError
-from runtime.routes import Route
+from runtime.guard import Guard
+from runtime.http_rules import Envelope, HttpRule
 from runtime.telemetry import Metrics
+from strata.access.v1.access_pb2 import Access
 
 
 @dataclass(frozen=True)
 class Binding:
-    """One gRPC service implementation: its full name, the servicer, and the generated
-    `add_<Name>Servicer_to_server` function."""
+    """One gRPC service implementation: its full name, the servicer, the generated
+    `add_<Name>Servicer_to_server` function, and the access of its RPCs when their protos are
+    not Strata's and declare none (Envoy's xDS); Strata RPCs declare their own rule."""
 
     name: str
     servicer: Any
     add_to_server: Callable[[Any, grpc.aio.Server], None]
+    default_access: Access.ValueType | None = None
 
 
-def bind(pb2_grpc: ModuleType, servicer: Any) -> Binding:
+def bind(pb2_grpc: ModuleType, servicer: Any, *, access: Access.ValueType | None = None) -> Binding:
     """Bind `servicer` (an instance of a generated `<Name>Servicer`, or a subclass) to its
-    service. An instance of the generated base class answers UNIMPLEMENTED everywhere."""
+    service. An instance of the generated base class answers UNIMPLEMENTED everywhere.
+    `access` is for foreign protos only (see `Binding`)."""
     for cls in type(servicer).__mro__:
         if cls.__module__ == pb2_grpc.__name__ and cls.__name__.endswith("Servicer"):
             short = cls.__name__.removesuffix("Servicer")
@@ -43,7 +49,8 @@ def bind(pb2_grpc: ModuleType, servicer: Any) -> Binding:
         raise TypeError(f"{type(servicer).__name__} is not a servicer of {pb2_grpc.__name__}")
     pb2 = importlib.import_module(pb2_grpc.__name__.removesuffix("_grpc"))
     full_name = pb2.DESCRIPTOR.services_by_name[short].full_name
-    return Binding(full_name, servicer, getattr(pb2_grpc, f"add_{short}Servicer_to_server"))
+    add = getattr(pb2_grpc, f"add_{short}Servicer_to_server")
+    return Binding(full_name, servicer, add, access)
 
 
 def unimplemented(*modules: ModuleType) -> list[Binding]:
@@ -57,7 +64,11 @@ def unimplemented(*modules: ModuleType) -> list[Binding]:
     return bindings
 
 
-ErrorBody = Callable[[StrataError], Any]
+def spec_error(err: StrataError) -> Any:
+    """The spec's error body: `{error, message, ...}` (or `{error}` alone)."""
+    return err.body()
+
+
 Lifecycle = Callable[[], Awaitable[None]]
 
 
@@ -68,13 +79,11 @@ class ServiceDefinition:
     Attributes:
         name: service name, as the spec's `service` fields write it.
         bindings: the gRPC services this process serves.
-        routes: the public JSON routes, each bound to one of those RPCs.
-        info: the body of `GET /`.
-        health: returns the body of `GET /health`.
-        authenticator: who may call; None for a service without auth.
-        public_paths: HTTP paths served without credentials.
-        public_rpcs: full RPC names (`pkg.Service/Method`) served without credentials.
-        error_body: this front door's error envelope (default: the spec's `{error, ...}`).
+        http_rules: the public JSON endpoints, each bound to one of those RPCs.
+        info: the body of `GET /` (`version` is added when missing).
+        health: returns the body of `GET /health` (`version` is added when missing).
+        authenticator: verifies credentials; what each caller may do is each RPC's rule.
+        envelope: the front door's error body (an endpoint may have its own).
         metrics: the service's Prometheus registry.
         extra_apps: more aiohttp apps on their own ports (the edge's admin and metrics).
         on_startup, on_cleanup: open and close store clients and peer channels.
@@ -86,20 +95,28 @@ class ServiceDefinition:
 
     name: str
     bindings: Sequence[Binding]
-    routes: Sequence[Route]
+    http_rules: Sequence[HttpRule]
     info: Mapping[str, Any]
     health: Callable[[], Awaitable[Mapping[str, Any]]]
-    authenticator: Authenticator | None
+    authenticator: Authenticator
     metrics: Metrics
-    public_paths: frozenset[str] = frozenset({"/", "/health", "/metrics"})
-    public_rpcs: frozenset[str] = frozenset()
-    error_body: ErrorBody | None = None
+    envelope: Envelope = spec_error
     extra_apps: Sequence[tuple[int, web.Application]] = ()
     on_startup: list[Lifecycle] = field(default_factory=list)
     on_cleanup: list[Lifecycle] = field(default_factory=list)
     client_max_size: int = 1024 * 1024
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()
+
+    def guard(self) -> Guard:
+        """Authentication and access for every RPC this service binds (LookupError for an
+        RPC without a declared rule: the service does not start)."""
+        return Guard.of(
+            self.name,
+            [(b.name, b.default_access) for b in self.bindings],
+            self.authenticator,
+            self.metrics,
+        )
 
     def servicer(self, service: str) -> Any:
         for b in self.bindings:

@@ -10,7 +10,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from gateways.agent.routes import ROUTES
+from gateways.agent.http_rules import HTTP_RULES
 from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.service import ServiceDefinition, unimplemented
@@ -51,7 +51,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             approval_pb2_grpc,
             elicitation_pb2_grpc,
         ),
-        routes=ROUTES,
+        http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
             "engine": ENGINE,

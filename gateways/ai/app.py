@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateways.ai.routes import ROUTES
+from gateways.ai.http_rules import HTTP_RULES
 from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
 from runtime.errors import StrataError
@@ -48,7 +48,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
     return ServiceDefinition(
         name=SERVICE,
         bindings=unimplemented(chat_pb2_grpc, budget_pb2_grpc),
-        routes=ROUTES,
+        http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
             "engine": ENGINE,
@@ -64,7 +64,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
         health=health,
         authenticator=authenticator_for(settings),
         metrics=Metrics(SERVICE),
-        error_body=openai_error,
+        envelope=openai_error,
         on_startup=[open_vector_store],
         on_cleanup=[close],
         client_max_size=settings.max_body_bytes,

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateways.edge.admin_routes import ROUTES
+from gateways.edge.admin_http_rules import HTTP_RULES
 from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
 from runtime.config import VERSION, Settings
@@ -70,7 +70,7 @@ def build(
     return ServiceDefinition(
         name=SERVICE,
         bindings=unimplemented(admin_pb2_grpc),
-        routes=ROUTES,
+        http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
             "version": VERSION,

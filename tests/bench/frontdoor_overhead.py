@@ -22,8 +22,8 @@ import time
 import aiohttp
 from aiohttp import web
 
+from controlplane.http_rules import HTTP_RULES
 from controlplane.platform_health import PlatformHealthServicer
-from controlplane.routes import ROUTES
 from runtime.auth import Authenticator, JwksCache
 from runtime.serve import start
 from runtime.service import ServiceDefinition, bind
@@ -43,7 +43,7 @@ def definition() -> ServiceDefinition:
     return ServiceDefinition(
         name="bench",
         bindings=[servicer],
-        routes=[r for r in ROUTES if r.service == servicer.name],
+        http_rules=[r for r in HTTP_RULES if r.service == servicer.name],
         info={},
         health=health,
         authenticator=Authenticator(JwksCache("http://127.0.0.1:9/none"), KEY),

@@ -73,7 +73,7 @@ async def test_ai_gateway_info_health_metrics(ai: Serving, tmp_path) -> None:
     assert info["version"] == "0.1.0" and "/v1/chat/completions" in info["endpoints"]
     assert await call(ai.http_url, "/health") == (
         200,
-        {"status": "healthy", "service": "ai-gateway", "engine": "strata"},
+        {"status": "healthy", "service": "ai-gateway", "engine": "strata", "version": "0.1.0"},
         "application/json",
     )
     await call(ai.http_url, "/health")
@@ -126,6 +126,7 @@ async def test_agent_gateway_info_and_health(agent: Serving, idp: str) -> None:
         "service": "agent-gateway",
         "engine": "strata",
         "mcp_servers": 0,
+        "version": "0.1.0",
     }
     token = await service_token(idp)
     status, body, _ = await call(

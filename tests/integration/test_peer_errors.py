@@ -44,7 +44,7 @@ async def peer(idp: str):
     definition = ServiceDefinition(
         name="failing",
         bindings=[bind(chat_pb2_grpc, Failing())],
-        routes=[],
+        http_rules=[],
         info={},
         health=_healthy,
         metrics=Metrics("failing"),

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from support import MASTER_KEY
 
-from gateways.ai.routes import CHAT_STREAM_ROUTE
+from gateways.ai.http_rules import HTTP_RULES
 from runtime.auth import Authenticator, JwksCache
 from runtime.errors import ResourceExhausted
 from runtime.service import ServiceDefinition, bind
@@ -41,7 +41,7 @@ async def words(idp: str):
     definition = ServiceDefinition(
         name="stream-test",
         bindings=[bind(chat_pb2_grpc, Words())],
-        routes=[CHAT_STREAM_ROUTE],
+        http_rules=[r for r in HTTP_RULES if r.service == "strata.ai.v1.ChatService"],
         info={},
         health=_healthy,
         authenticator=Authenticator(JwksCache(f"{idp}/protocol/openid-connect/certs"), MASTER_KEY),

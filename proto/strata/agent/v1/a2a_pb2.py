@@ -23,33 +23,42 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19strata/agent/v1/a2a.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\"p\n\tAgentCard\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"\x13\n\x11ListAgentsRequest\"]\n\x12ListAgentsResponse\x12*\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x1a.strata.agent.v1.AgentCard\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x0c\n\x04note\x18\x03 \x01(\t\"{\n\x14RegisterAgentRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"3\n\x15RegisterAgentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\"\xdf\x01\n\x12SendMessageRequest\x12\x12\n\nfrom_agent\x18\x01 \x01(\t\x12\x10\n\x08to_agent\x18\x02 \x01(\t\x12(\n\x07message\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x17\n\nsession_id\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x10\x64\x65legation_chain\x18\x06 \x03(\t\x12\x16\n\tsts_token\x18\x07 \x01(\tH\x01\x88\x01\x01\x42\r\n\x0b_session_idB\x0c\n\n_sts_token\"\xae\x01\n\x13SendMessageResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0c\n\x04\x66rom\x18\x03 \x01(\t\x12\n\n\x02to\x18\x04 \x01(\t\x12\x18\n\x10\x64\x65legation_chain\x18\x05 \x03(\t\x12&\n\x06result\x18\x06 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x11\n\x04note\x18\x07 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_note\"!\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"C\n\x0fGetTaskResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t2\xeb\x02\n\nA2AService\x12U\n\nListAgents\x12\".strata.agent.v1.ListAgentsRequest\x1a#.strata.agent.v1.ListAgentsResponse\x12^\n\rRegisterAgent\x12%.strata.agent.v1.RegisterAgentRequest\x1a&.strata.agent.v1.RegisterAgentResponse\x12X\n\x0bSendMessage\x12#.strata.agent.v1.SendMessageRequest\x1a$.strata.agent.v1.SendMessageResponse\x12L\n\x07GetTask\x12\x1f.strata.agent.v1.GetTaskRequest\x1a .strata.agent.v1.GetTaskResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19strata/agent/v1/a2a.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"p\n\tAgentCard\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"\x13\n\x11ListAgentsRequest\"]\n\x12ListAgentsResponse\x12*\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x1a.strata.agent.v1.AgentCard\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x0c\n\x04note\x18\x03 \x01(\t\"{\n\x14RegisterAgentRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x05 \x03(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"3\n\x15RegisterAgentResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\"\xdf\x01\n\x12SendMessageRequest\x12\x12\n\nfrom_agent\x18\x01 \x01(\t\x12\x10\n\x08to_agent\x18\x02 \x01(\t\x12(\n\x07message\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x17\n\nsession_id\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x10\x64\x65legation_chain\x18\x06 \x03(\t\x12\x16\n\tsts_token\x18\x07 \x01(\tH\x01\x88\x01\x01\x42\r\n\x0b_session_idB\x0c\n\n_sts_token\"\xae\x01\n\x13SendMessageResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0c\n\x04\x66rom\x18\x03 \x01(\t\x12\n\n\x02to\x18\x04 \x01(\t\x12\x18\n\x10\x64\x65legation_chain\x18\x05 \x03(\t\x12&\n\x06result\x18\x06 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x11\n\x04note\x18\x07 \x01(\tH\x00\x88\x01\x01\x42\x07\n\x05_note\"!\n\x0eGetTaskRequest\x12\x0f\n\x07task_id\x18\x01 \x01(\t\"C\n\x0fGetTaskResponse\x12\x0f\n\x07task_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t2\x8b\x03\n\nA2AService\x12]\n\nListAgents\x12\".strata.agent.v1.ListAgentsRequest\x1a#.strata.agent.v1.ListAgentsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rRegisterAgent\x12%.strata.agent.v1.RegisterAgentRequest\x1a&.strata.agent.v1.RegisterAgentResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12`\n\x0bSendMessage\x12#.strata.agent.v1.SendMessageRequest\x1a$.strata.agent.v1.SendMessageResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12T\n\x07GetTask\x12\x1f.strata.agent.v1.GetTaskRequest\x1a .strata.agent.v1.GetTaskResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.a2a_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_AGENTCARD']._serialized_start=76
-  _globals['_AGENTCARD']._serialized_end=188
-  _globals['_LISTAGENTSREQUEST']._serialized_start=190
-  _globals['_LISTAGENTSREQUEST']._serialized_end=209
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=211
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=304
-  _globals['_REGISTERAGENTREQUEST']._serialized_start=306
-  _globals['_REGISTERAGENTREQUEST']._serialized_end=429
-  _globals['_REGISTERAGENTRESPONSE']._serialized_start=431
-  _globals['_REGISTERAGENTRESPONSE']._serialized_end=482
-  _globals['_SENDMESSAGEREQUEST']._serialized_start=485
-  _globals['_SENDMESSAGEREQUEST']._serialized_end=708
-  _globals['_SENDMESSAGERESPONSE']._serialized_start=711
-  _globals['_SENDMESSAGERESPONSE']._serialized_end=885
-  _globals['_GETTASKREQUEST']._serialized_start=887
-  _globals['_GETTASKREQUEST']._serialized_end=920
-  _globals['_GETTASKRESPONSE']._serialized_start=922
-  _globals['_GETTASKRESPONSE']._serialized_end=989
-  _globals['_A2ASERVICE']._serialized_start=992
-  _globals['_A2ASERVICE']._serialized_end=1355
+  _globals['_A2ASERVICE'].methods_by_name['ListAgents']._loaded_options = None
+  _globals['_A2ASERVICE'].methods_by_name['ListAgents']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_A2ASERVICE'].methods_by_name['RegisterAgent']._loaded_options = None
+  _globals['_A2ASERVICE'].methods_by_name['RegisterAgent']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_A2ASERVICE'].methods_by_name['SendMessage']._loaded_options = None
+  _globals['_A2ASERVICE'].methods_by_name['SendMessage']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_A2ASERVICE'].methods_by_name['GetTask']._loaded_options = None
+  _globals['_A2ASERVICE'].methods_by_name['GetTask']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_AGENTCARD']._serialized_start=107
+  _globals['_AGENTCARD']._serialized_end=219
+  _globals['_LISTAGENTSREQUEST']._serialized_start=221
+  _globals['_LISTAGENTSREQUEST']._serialized_end=240
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=242
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=335
+  _globals['_REGISTERAGENTREQUEST']._serialized_start=337
+  _globals['_REGISTERAGENTREQUEST']._serialized_end=460
+  _globals['_REGISTERAGENTRESPONSE']._serialized_start=462
+  _globals['_REGISTERAGENTRESPONSE']._serialized_end=513
+  _globals['_SENDMESSAGEREQUEST']._serialized_start=516
+  _globals['_SENDMESSAGEREQUEST']._serialized_end=739
+  _globals['_SENDMESSAGERESPONSE']._serialized_start=742
+  _globals['_SENDMESSAGERESPONSE']._serialized_end=916
+  _globals['_GETTASKREQUEST']._serialized_start=918
+  _globals['_GETTASKREQUEST']._serialized_end=951
+  _globals['_GETTASKRESPONSE']._serialized_start=953
+  _globals['_GETTASKRESPONSE']._serialized_end=1020
+  _globals['_A2ASERVICE']._serialized_start=1023
+  _globals['_A2ASERVICE']._serialized_end=1418
 # @@protoc_insertion_point(module_scope)

@@ -23,29 +23,36 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1estrata/agent/v1/approval.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xe0\x01\n\x08\x41pproval\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12*\n\targuments\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x14\n\x0crequest_type\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\t\x12\x18\n\x0bresolved_at\x18\t \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_resolved_at\"\x1d\n\x1bListPendingApprovalsRequest\"Y\n\x1cListPendingApprovalsResponse\x12*\n\x07pending\x18\x01 \x03(\x0b\x32\x19.strata.agent.v1.Approval\x12\r\n\x05total\x18\x02 \x01(\x03\"+\n\x14GrantApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"H\n\x15GrantApprovalResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x13\n\x0bresolved_at\x18\x03 \x01(\t\"*\n\x13\x44\x65nyApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"G\n\x14\x44\x65nyApprovalResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x13\n\x0bresolved_at\x18\x03 \x01(\t2\xc3\x02\n\x0f\x41pprovalService\x12s\n\x14ListPendingApprovals\x12,.strata.agent.v1.ListPendingApprovalsRequest\x1a-.strata.agent.v1.ListPendingApprovalsResponse\x12^\n\rGrantApproval\x12%.strata.agent.v1.GrantApprovalRequest\x1a&.strata.agent.v1.GrantApprovalResponse\x12[\n\x0c\x44\x65nyApproval\x12$.strata.agent.v1.DenyApprovalRequest\x1a%.strata.agent.v1.DenyApprovalResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1estrata/agent/v1/approval.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\xe0\x01\n\x08\x41pproval\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12*\n\targuments\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x14\n\x0crequest_type\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\t\x12\x18\n\x0bresolved_at\x18\t \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_resolved_at\"\x1d\n\x1bListPendingApprovalsRequest\"Y\n\x1cListPendingApprovalsResponse\x12*\n\x07pending\x18\x01 \x03(\x0b\x32\x19.strata.agent.v1.Approval\x12\r\n\x05total\x18\x02 \x01(\x03\"+\n\x14GrantApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"H\n\x15GrantApprovalResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x13\n\x0bresolved_at\x18\x03 \x01(\t\"*\n\x13\x44\x65nyApprovalRequest\x12\x13\n\x0b\x61pproval_id\x18\x01 \x01(\t\"G\n\x14\x44\x65nyApprovalResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x13\n\x0bresolved_at\x18\x03 \x01(\t2\xdb\x02\n\x0f\x41pprovalService\x12{\n\x14ListPendingApprovals\x12,.strata.agent.v1.ListPendingApprovalsRequest\x1a-.strata.agent.v1.ListPendingApprovalsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rGrantApproval\x12%.strata.agent.v1.GrantApprovalRequest\x1a&.strata.agent.v1.GrantApprovalResponse\"\x06\x8a\xb5\x18\x02\x08\x04\x12\x63\n\x0c\x44\x65nyApproval\x12$.strata.agent.v1.DenyApprovalRequest\x1a%.strata.agent.v1.DenyApprovalResponse\"\x06\x8a\xb5\x18\x02\x08\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.approval_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_APPROVAL']._serialized_start=82
-  _globals['_APPROVAL']._serialized_end=306
-  _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_start=308
-  _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_end=337
-  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_start=339
-  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_end=428
-  _globals['_GRANTAPPROVALREQUEST']._serialized_start=430
-  _globals['_GRANTAPPROVALREQUEST']._serialized_end=473
-  _globals['_GRANTAPPROVALRESPONSE']._serialized_start=475
-  _globals['_GRANTAPPROVALRESPONSE']._serialized_end=547
-  _globals['_DENYAPPROVALREQUEST']._serialized_start=549
-  _globals['_DENYAPPROVALREQUEST']._serialized_end=591
-  _globals['_DENYAPPROVALRESPONSE']._serialized_start=593
-  _globals['_DENYAPPROVALRESPONSE']._serialized_end=664
-  _globals['_APPROVALSERVICE']._serialized_start=667
-  _globals['_APPROVALSERVICE']._serialized_end=990
+  _globals['_APPROVALSERVICE'].methods_by_name['ListPendingApprovals']._loaded_options = None
+  _globals['_APPROVALSERVICE'].methods_by_name['ListPendingApprovals']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_APPROVALSERVICE'].methods_by_name['GrantApproval']._loaded_options = None
+  _globals['_APPROVALSERVICE'].methods_by_name['GrantApproval']._serialized_options = b'\212\265\030\002\010\004'
+  _globals['_APPROVALSERVICE'].methods_by_name['DenyApproval']._loaded_options = None
+  _globals['_APPROVALSERVICE'].methods_by_name['DenyApproval']._serialized_options = b'\212\265\030\002\010\004'
+  _globals['_APPROVAL']._serialized_start=113
+  _globals['_APPROVAL']._serialized_end=337
+  _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_start=339
+  _globals['_LISTPENDINGAPPROVALSREQUEST']._serialized_end=368
+  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_start=370
+  _globals['_LISTPENDINGAPPROVALSRESPONSE']._serialized_end=459
+  _globals['_GRANTAPPROVALREQUEST']._serialized_start=461
+  _globals['_GRANTAPPROVALREQUEST']._serialized_end=504
+  _globals['_GRANTAPPROVALRESPONSE']._serialized_start=506
+  _globals['_GRANTAPPROVALRESPONSE']._serialized_end=578
+  _globals['_DENYAPPROVALREQUEST']._serialized_start=580
+  _globals['_DENYAPPROVALREQUEST']._serialized_end=622
+  _globals['_DENYAPPROVALRESPONSE']._serialized_start=624
+  _globals['_DENYAPPROVALRESPONSE']._serialized_end=695
+  _globals['_APPROVALSERVICE']._serialized_start=698
+  _globals['_APPROVALSERVICE']._serialized_end=1045
 # @@protoc_insertion_point(module_scope)

@@ -23,23 +23,28 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!strata/agent/v1/elicitation.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x8e\x01\n\x18\x43reateElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\'\n\x06schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"b\n\x19\x43reateElicitationResponse\x12\x16\n\x0e\x65licitation_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"Y\n\x19RespondElicitationRequest\x12\x11\n\telicit_id\x18\x01 \x01(\t\x12)\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"o\n\x1aRespondElicitationResponse\x12\x16\n\x0e\x65licitation_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12)\n\x08response\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct2\xef\x01\n\x12\x45licitationService\x12j\n\x11\x43reateElicitation\x12).strata.agent.v1.CreateElicitationRequest\x1a*.strata.agent.v1.CreateElicitationResponse\x12m\n\x12RespondElicitation\x12*.strata.agent.v1.RespondElicitationRequest\x1a+.strata.agent.v1.RespondElicitationResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!strata/agent/v1/elicitation.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\x8e\x01\n\x18\x43reateElicitationRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\'\n\x06schema\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"b\n\x19\x43reateElicitationResponse\x12\x16\n\x0e\x65licitation_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"Y\n\x19RespondElicitationRequest\x12\x11\n\telicit_id\x18\x01 \x01(\t\x12)\n\x08response\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"o\n\x1aRespondElicitationResponse\x12\x16\n\x0e\x65licitation_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12)\n\x08response\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct2\xff\x01\n\x12\x45licitationService\x12r\n\x11\x43reateElicitation\x12).strata.agent.v1.CreateElicitationRequest\x1a*.strata.agent.v1.CreateElicitationResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12u\n\x12RespondElicitation\x12*.strata.agent.v1.RespondElicitationRequest\x1a+.strata.agent.v1.RespondElicitationResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.elicitation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATEELICITATIONREQUEST']._serialized_start=85
-  _globals['_CREATEELICITATIONREQUEST']._serialized_end=227
-  _globals['_CREATEELICITATIONRESPONSE']._serialized_start=229
-  _globals['_CREATEELICITATIONRESPONSE']._serialized_end=327
-  _globals['_RESPONDELICITATIONREQUEST']._serialized_start=329
-  _globals['_RESPONDELICITATIONREQUEST']._serialized_end=418
-  _globals['_RESPONDELICITATIONRESPONSE']._serialized_start=420
-  _globals['_RESPONDELICITATIONRESPONSE']._serialized_end=531
-  _globals['_ELICITATIONSERVICE']._serialized_start=534
-  _globals['_ELICITATIONSERVICE']._serialized_end=773
+  _globals['_ELICITATIONSERVICE'].methods_by_name['CreateElicitation']._loaded_options = None
+  _globals['_ELICITATIONSERVICE'].methods_by_name['CreateElicitation']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_ELICITATIONSERVICE'].methods_by_name['RespondElicitation']._loaded_options = None
+  _globals['_ELICITATIONSERVICE'].methods_by_name['RespondElicitation']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_CREATEELICITATIONREQUEST']._serialized_start=116
+  _globals['_CREATEELICITATIONREQUEST']._serialized_end=258
+  _globals['_CREATEELICITATIONRESPONSE']._serialized_start=260
+  _globals['_CREATEELICITATIONRESPONSE']._serialized_end=358
+  _globals['_RESPONDELICITATIONREQUEST']._serialized_start=360
+  _globals['_RESPONDELICITATIONREQUEST']._serialized_end=449
+  _globals['_RESPONDELICITATIONRESPONSE']._serialized_start=451
+  _globals['_RESPONDELICITATIONRESPONSE']._serialized_end=562
+  _globals['_ELICITATIONSERVICE']._serialized_start=565
+  _globals['_ELICITATIONSERVICE']._serialized_end=820
 # @@protoc_insertion_point(module_scope)

@@ -22,25 +22,30 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cstrata/agent/v1/policy.proto\x12\x0fstrata.agent.v1\"\xcc\x01\n\x0eSecurityPolicy\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1b\n\x13hitl_required_tools\x18\x02 \x03(\t\x12\x1f\n\x17max_concurrent_sessions\x18\x03 \x01(\x03\x12\"\n\x1amax_tool_calls_per_session\x18\x04 \x01(\x03\x12\x1d\n\x15\x61llowed_network_hosts\x18\x05 \x03(\t\x12\x17\n\nupdated_at\x18\x06 \x01(\tH\x00\x88\x01\x01\x42\r\n\x0b_updated_at\"%\n\x10GetPolicyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"D\n\x11GetPolicyResponse\x12/\n\x06policy\x18\x01 \x01(\x0b\x32\x1f.strata.agent.v1.SecurityPolicy\"\xeb\x01\n\x10PutPolicyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1b\n\x13hitl_required_tools\x18\x02 \x03(\t\x12$\n\x17max_concurrent_sessions\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x1amax_tool_calls_per_session\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x1d\n\x15\x61llowed_network_hosts\x18\x05 \x03(\tB\x1a\n\x18_max_concurrent_sessionsB\x1d\n\x1b_max_tool_calls_per_session\"D\n\x11PutPolicyResponse\x12/\n\x06policy\x18\x01 \x01(\x0b\x32\x1f.strata.agent.v1.SecurityPolicy2\xb7\x01\n\rPolicyService\x12R\n\tGetPolicy\x12!.strata.agent.v1.GetPolicyRequest\x1a\".strata.agent.v1.GetPolicyResponse\x12R\n\tPutPolicy\x12!.strata.agent.v1.PutPolicyRequest\x1a\".strata.agent.v1.PutPolicyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cstrata/agent/v1/policy.proto\x12\x0fstrata.agent.v1\x1a\x1dstrata/access/v1/access.proto\"\xcc\x01\n\x0eSecurityPolicy\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1b\n\x13hitl_required_tools\x18\x02 \x03(\t\x12\x1f\n\x17max_concurrent_sessions\x18\x03 \x01(\x03\x12\"\n\x1amax_tool_calls_per_session\x18\x04 \x01(\x03\x12\x1d\n\x15\x61llowed_network_hosts\x18\x05 \x03(\t\x12\x17\n\nupdated_at\x18\x06 \x01(\tH\x00\x88\x01\x01\x42\r\n\x0b_updated_at\"%\n\x10GetPolicyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"D\n\x11GetPolicyResponse\x12/\n\x06policy\x18\x01 \x01(\x0b\x32\x1f.strata.agent.v1.SecurityPolicy\"\xeb\x01\n\x10PutPolicyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1b\n\x13hitl_required_tools\x18\x02 \x03(\t\x12$\n\x17max_concurrent_sessions\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\'\n\x1amax_tool_calls_per_session\x18\x04 \x01(\x03H\x01\x88\x01\x01\x12\x1d\n\x15\x61llowed_network_hosts\x18\x05 \x03(\tB\x1a\n\x18_max_concurrent_sessionsB\x1d\n\x1b_max_tool_calls_per_session\"D\n\x11PutPolicyResponse\x12/\n\x06policy\x18\x01 \x01(\x0b\x32\x1f.strata.agent.v1.SecurityPolicy2\xc7\x01\n\rPolicyService\x12Z\n\tGetPolicy\x12!.strata.agent.v1.GetPolicyRequest\x1a\".strata.agent.v1.GetPolicyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12Z\n\tPutPolicy\x12!.strata.agent.v1.PutPolicyRequest\x1a\".strata.agent.v1.PutPolicyResponse\"\x06\x8a\xb5\x18\x02\x08\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.policy_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SECURITYPOLICY']._serialized_start=50
-  _globals['_SECURITYPOLICY']._serialized_end=254
-  _globals['_GETPOLICYREQUEST']._serialized_start=256
-  _globals['_GETPOLICYREQUEST']._serialized_end=293
-  _globals['_GETPOLICYRESPONSE']._serialized_start=295
-  _globals['_GETPOLICYRESPONSE']._serialized_end=363
-  _globals['_PUTPOLICYREQUEST']._serialized_start=366
-  _globals['_PUTPOLICYREQUEST']._serialized_end=601
-  _globals['_PUTPOLICYRESPONSE']._serialized_start=603
-  _globals['_PUTPOLICYRESPONSE']._serialized_end=671
-  _globals['_POLICYSERVICE']._serialized_start=674
-  _globals['_POLICYSERVICE']._serialized_end=857
+  _globals['_POLICYSERVICE'].methods_by_name['GetPolicy']._loaded_options = None
+  _globals['_POLICYSERVICE'].methods_by_name['GetPolicy']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_POLICYSERVICE'].methods_by_name['PutPolicy']._loaded_options = None
+  _globals['_POLICYSERVICE'].methods_by_name['PutPolicy']._serialized_options = b'\212\265\030\002\010\004'
+  _globals['_SECURITYPOLICY']._serialized_start=81
+  _globals['_SECURITYPOLICY']._serialized_end=285
+  _globals['_GETPOLICYREQUEST']._serialized_start=287
+  _globals['_GETPOLICYREQUEST']._serialized_end=324
+  _globals['_GETPOLICYRESPONSE']._serialized_start=326
+  _globals['_GETPOLICYRESPONSE']._serialized_end=394
+  _globals['_PUTPOLICYREQUEST']._serialized_start=397
+  _globals['_PUTPOLICYREQUEST']._serialized_end=632
+  _globals['_PUTPOLICYRESPONSE']._serialized_start=634
+  _globals['_PUTPOLICYRESPONSE']._serialized_end=702
+  _globals['_POLICYSERVICE']._serialized_start=705
+  _globals['_POLICYSERVICE']._serialized_end=904
 # @@protoc_insertion_point(module_scope)

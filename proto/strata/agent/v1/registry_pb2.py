@@ -23,55 +23,72 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1estrata/agent/v1/registry.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12,\n\x0binputSchema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xa7\x01\n\tMcpServer\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12$\n\x05tools\x18\x05 \x03(\x0b\x32\x15.strata.agent.v1.Tool\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x15\n\rregistered_at\x18\x07 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x08 \x01(\t\"Y\n\nServerTool\x12#\n\x04tool\x18\x01 \x01(\x0b\x32\x15.strata.agent.v1.Tool\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x13\n\x0bserver_name\x18\x03 \x01(\t\"\xc6\x01\n\nAuthConfig\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x16\n\toauth_url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tclient_id\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rclient_secret\x18\x04 \x01(\t\x12\x17\n\x0frequired_scopes\x18\x05 \x03(\t\x12\x1b\n\x0etoken_endpoint\x18\x06 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_oauth_urlB\x0c\n\n_client_idB\x11\n\x0f_token_endpoint\"\x14\n\x12ListServersRequest\"Q\n\x13ListServersResponse\x12+\n\x07servers\x18\x01 \x03(\x0b\x32\x1a.strata.agent.v1.McpServer\x12\r\n\x05total\x18\x02 \x01(\x03\"\x83\x01\n\x15RegisterServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12$\n\x05tools\x18\x04 \x03(\x0b\x32\x15.strata.agent.v1.Tool\x12\x0f\n\x02id\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x05\n\x03_id\">\n\x16RegisterServerResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10tools_registered\x18\x02 \x01(\x03\"%\n\x10GetServerRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"?\n\x11GetServerResponse\x12*\n\x06server\x18\x01 \x01(\x0b\x32\x1a.strata.agent.v1.McpServer\"(\n\x13\x44\x65leteServerRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteServerResponse\x12\x0f\n\x07removed\x18\x01 \x01(\t\")\n\x14GetServerAuthRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"\\\n\x15GetServerAuthResponse\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x30\n\x0b\x61uth_config\x18\x02 \x01(\x0b\x32\x1b.strata.agent.v1.AuthConfig\"\xe3\x01\n\x14PutServerAuthRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x16\n\toauth_url\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tclient_id\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rclient_secret\x18\x05 \x01(\t\x12\x17\n\x0frequired_scopes\x18\x06 \x03(\t\x12\x1b\n\x0etoken_endpoint\x18\x07 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_oauth_urlB\x0c\n\n_client_idB\x11\n\x0f_token_endpoint\"H\n\x15PutServerAuthResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\"+\n\x16ListServerToolsRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"?\n\x17ListServerToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.strata.agent.v1.Tool\"\x12\n\x10ListToolsRequest\"N\n\x11ListToolsResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.strata.agent.v1.ServerTool\x12\r\n\x05total\x18\x02 \x01(\x03\x32\xfc\x05\n\x12McpRegistryService\x12X\n\x0bListServers\x12#.strata.agent.v1.ListServersRequest\x1a$.strata.agent.v1.ListServersResponse\x12\x61\n\x0eRegisterServer\x12&.strata.agent.v1.RegisterServerRequest\x1a\'.strata.agent.v1.RegisterServerResponse\x12R\n\tGetServer\x12!.strata.agent.v1.GetServerRequest\x1a\".strata.agent.v1.GetServerResponse\x12[\n\x0c\x44\x65leteServer\x12$.strata.agent.v1.DeleteServerRequest\x1a%.strata.agent.v1.DeleteServerResponse\x12^\n\rGetServerAuth\x12%.strata.agent.v1.GetServerAuthRequest\x1a&.strata.agent.v1.GetServerAuthResponse\x12^\n\rPutServerAuth\x12%.strata.agent.v1.PutServerAuthRequest\x1a&.strata.agent.v1.PutServerAuthResponse\x12\x64\n\x0fListServerTools\x12\'.strata.agent.v1.ListServerToolsRequest\x1a(.strata.agent.v1.ListServerToolsResponse\x12R\n\tListTools\x12!.strata.agent.v1.ListToolsRequest\x1a\".strata.agent.v1.ListToolsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1estrata/agent/v1/registry.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"W\n\x04Tool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12,\n\x0binputSchema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"\xa7\x01\n\tMcpServer\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12$\n\x05tools\x18\x05 \x03(\x0b\x32\x15.strata.agent.v1.Tool\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x15\n\rregistered_at\x18\x07 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x08 \x01(\t\"Y\n\nServerTool\x12#\n\x04tool\x18\x01 \x01(\x0b\x32\x15.strata.agent.v1.Tool\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x13\n\x0bserver_name\x18\x03 \x01(\t\"\xc6\x01\n\nAuthConfig\x12\x0c\n\x04mode\x18\x01 \x01(\t\x12\x16\n\toauth_url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tclient_id\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rclient_secret\x18\x04 \x01(\t\x12\x17\n\x0frequired_scopes\x18\x05 \x03(\t\x12\x1b\n\x0etoken_endpoint\x18\x06 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_oauth_urlB\x0c\n\n_client_idB\x11\n\x0f_token_endpoint\"\x14\n\x12ListServersRequest\"Q\n\x13ListServersResponse\x12+\n\x07servers\x18\x01 \x03(\x0b\x32\x1a.strata.agent.v1.McpServer\x12\r\n\x05total\x18\x02 \x01(\x03\"\x83\x01\n\x15RegisterServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12$\n\x05tools\x18\x04 \x03(\x0b\x32\x15.strata.agent.v1.Tool\x12\x0f\n\x02id\x18\x05 \x01(\tH\x00\x88\x01\x01\x42\x05\n\x03_id\">\n\x16RegisterServerResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x10tools_registered\x18\x02 \x01(\x03\"%\n\x10GetServerRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"?\n\x11GetServerResponse\x12*\n\x06server\x18\x01 \x01(\x0b\x32\x1a.strata.agent.v1.McpServer\"(\n\x13\x44\x65leteServerRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"\'\n\x14\x44\x65leteServerResponse\x12\x0f\n\x07removed\x18\x01 \x01(\t\")\n\x14GetServerAuthRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"\\\n\x15GetServerAuthResponse\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x30\n\x0b\x61uth_config\x18\x02 \x01(\x0b\x32\x1b.strata.agent.v1.AuthConfig\"\xe3\x01\n\x14PutServerAuthRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x0c\n\x04mode\x18\x02 \x01(\t\x12\x16\n\toauth_url\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tclient_id\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\rclient_secret\x18\x05 \x01(\t\x12\x17\n\x0frequired_scopes\x18\x06 \x03(\t\x12\x1b\n\x0etoken_endpoint\x18\x07 \x01(\tH\x02\x88\x01\x01\x42\x0c\n\n_oauth_urlB\x0c\n\n_client_idB\x11\n\x0f_token_endpoint\"H\n\x15PutServerAuthResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\"+\n\x16ListServerToolsRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\"?\n\x17ListServerToolsResponse\x12$\n\x05tools\x18\x01 \x03(\x0b\x32\x15.strata.agent.v1.Tool\"\x12\n\x10ListToolsRequest\"N\n\x11ListToolsResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.strata.agent.v1.ServerTool\x12\r\n\x05total\x18\x02 \x01(\x03\x32\xbc\x06\n\x12McpRegistryService\x12`\n\x0bListServers\x12#.strata.agent.v1.ListServersRequest\x1a$.strata.agent.v1.ListServersResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12i\n\x0eRegisterServer\x12&.strata.agent.v1.RegisterServerRequest\x1a\'.strata.agent.v1.RegisterServerResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12Z\n\tGetServer\x12!.strata.agent.v1.GetServerRequest\x1a\".strata.agent.v1.GetServerResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x63\n\x0c\x44\x65leteServer\x12$.strata.agent.v1.DeleteServerRequest\x1a%.strata.agent.v1.DeleteServerResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rGetServerAuth\x12%.strata.agent.v1.GetServerAuthRequest\x1a&.strata.agent.v1.GetServerAuthResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rPutServerAuth\x12%.strata.agent.v1.PutServerAuthRequest\x1a&.strata.agent.v1.PutServerAuthResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12l\n\x0fListServerTools\x12\'.strata.agent.v1.ListServerToolsRequest\x1a(.strata.agent.v1.ListServerToolsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12Z\n\tListTools\x12!.strata.agent.v1.ListToolsRequest\x1a\".strata.agent.v1.ListToolsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.registry_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TOOL']._serialized_start=81
-  _globals['_TOOL']._serialized_end=168
-  _globals['_MCPSERVER']._serialized_start=171
-  _globals['_MCPSERVER']._serialized_end=338
-  _globals['_SERVERTOOL']._serialized_start=340
-  _globals['_SERVERTOOL']._serialized_end=429
-  _globals['_AUTHCONFIG']._serialized_start=432
-  _globals['_AUTHCONFIG']._serialized_end=630
-  _globals['_LISTSERVERSREQUEST']._serialized_start=632
-  _globals['_LISTSERVERSREQUEST']._serialized_end=652
-  _globals['_LISTSERVERSRESPONSE']._serialized_start=654
-  _globals['_LISTSERVERSRESPONSE']._serialized_end=735
-  _globals['_REGISTERSERVERREQUEST']._serialized_start=738
-  _globals['_REGISTERSERVERREQUEST']._serialized_end=869
-  _globals['_REGISTERSERVERRESPONSE']._serialized_start=871
-  _globals['_REGISTERSERVERRESPONSE']._serialized_end=933
-  _globals['_GETSERVERREQUEST']._serialized_start=935
-  _globals['_GETSERVERREQUEST']._serialized_end=972
-  _globals['_GETSERVERRESPONSE']._serialized_start=974
-  _globals['_GETSERVERRESPONSE']._serialized_end=1037
-  _globals['_DELETESERVERREQUEST']._serialized_start=1039
-  _globals['_DELETESERVERREQUEST']._serialized_end=1079
-  _globals['_DELETESERVERRESPONSE']._serialized_start=1081
-  _globals['_DELETESERVERRESPONSE']._serialized_end=1120
-  _globals['_GETSERVERAUTHREQUEST']._serialized_start=1122
-  _globals['_GETSERVERAUTHREQUEST']._serialized_end=1163
-  _globals['_GETSERVERAUTHRESPONSE']._serialized_start=1165
-  _globals['_GETSERVERAUTHRESPONSE']._serialized_end=1257
-  _globals['_PUTSERVERAUTHREQUEST']._serialized_start=1260
-  _globals['_PUTSERVERAUTHREQUEST']._serialized_end=1487
-  _globals['_PUTSERVERAUTHRESPONSE']._serialized_start=1489
-  _globals['_PUTSERVERAUTHRESPONSE']._serialized_end=1561
-  _globals['_LISTSERVERTOOLSREQUEST']._serialized_start=1563
-  _globals['_LISTSERVERTOOLSREQUEST']._serialized_end=1606
-  _globals['_LISTSERVERTOOLSRESPONSE']._serialized_start=1608
-  _globals['_LISTSERVERTOOLSRESPONSE']._serialized_end=1671
-  _globals['_LISTTOOLSREQUEST']._serialized_start=1673
-  _globals['_LISTTOOLSREQUEST']._serialized_end=1691
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=1693
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=1771
-  _globals['_MCPREGISTRYSERVICE']._serialized_start=1774
-  _globals['_MCPREGISTRYSERVICE']._serialized_end=2538
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListServers']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListServers']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['RegisterServer']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['RegisterServer']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['GetServer']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['GetServer']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['DeleteServer']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['DeleteServer']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['GetServerAuth']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['GetServerAuth']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['PutServerAuth']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['PutServerAuth']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListServerTools']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListServerTools']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListTools']._loaded_options = None
+  _globals['_MCPREGISTRYSERVICE'].methods_by_name['ListTools']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_TOOL']._serialized_start=112
+  _globals['_TOOL']._serialized_end=199
+  _globals['_MCPSERVER']._serialized_start=202
+  _globals['_MCPSERVER']._serialized_end=369
+  _globals['_SERVERTOOL']._serialized_start=371
+  _globals['_SERVERTOOL']._serialized_end=460
+  _globals['_AUTHCONFIG']._serialized_start=463
+  _globals['_AUTHCONFIG']._serialized_end=661
+  _globals['_LISTSERVERSREQUEST']._serialized_start=663
+  _globals['_LISTSERVERSREQUEST']._serialized_end=683
+  _globals['_LISTSERVERSRESPONSE']._serialized_start=685
+  _globals['_LISTSERVERSRESPONSE']._serialized_end=766
+  _globals['_REGISTERSERVERREQUEST']._serialized_start=769
+  _globals['_REGISTERSERVERREQUEST']._serialized_end=900
+  _globals['_REGISTERSERVERRESPONSE']._serialized_start=902
+  _globals['_REGISTERSERVERRESPONSE']._serialized_end=964
+  _globals['_GETSERVERREQUEST']._serialized_start=966
+  _globals['_GETSERVERREQUEST']._serialized_end=1003
+  _globals['_GETSERVERRESPONSE']._serialized_start=1005
+  _globals['_GETSERVERRESPONSE']._serialized_end=1068
+  _globals['_DELETESERVERREQUEST']._serialized_start=1070
+  _globals['_DELETESERVERREQUEST']._serialized_end=1110
+  _globals['_DELETESERVERRESPONSE']._serialized_start=1112
+  _globals['_DELETESERVERRESPONSE']._serialized_end=1151
+  _globals['_GETSERVERAUTHREQUEST']._serialized_start=1153
+  _globals['_GETSERVERAUTHREQUEST']._serialized_end=1194
+  _globals['_GETSERVERAUTHRESPONSE']._serialized_start=1196
+  _globals['_GETSERVERAUTHRESPONSE']._serialized_end=1288
+  _globals['_PUTSERVERAUTHREQUEST']._serialized_start=1291
+  _globals['_PUTSERVERAUTHREQUEST']._serialized_end=1518
+  _globals['_PUTSERVERAUTHRESPONSE']._serialized_start=1520
+  _globals['_PUTSERVERAUTHRESPONSE']._serialized_end=1592
+  _globals['_LISTSERVERTOOLSREQUEST']._serialized_start=1594
+  _globals['_LISTSERVERTOOLSREQUEST']._serialized_end=1637
+  _globals['_LISTSERVERTOOLSRESPONSE']._serialized_start=1639
+  _globals['_LISTSERVERTOOLSRESPONSE']._serialized_end=1702
+  _globals['_LISTTOOLSREQUEST']._serialized_start=1704
+  _globals['_LISTTOOLSREQUEST']._serialized_end=1722
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=1724
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=1802
+  _globals['_MCPREGISTRYSERVICE']._serialized_start=1805
+  _globals['_MCPREGISTRYSERVICE']._serialized_end=2633
 # @@protoc_insertion_point(module_scope)

@@ -23,40 +23,51 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 from strata.agent.v1 import registry_pb2 as strata_dot_agent_dot_v1_dot_registry__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dstrata/agent/v1/session.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1estrata/agent/v1/registry.proto\"\xe0\x01\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x04 \x03(\t\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12\x13\n\x0btokens_used\x18\x06 \x01(\x03\x12\x12\n\ntool_calls\x18\x07 \x01(\x03\x12\x0e\n\x06status\x18\x08 \x01(\t\x12\x12\n\ncreated_at\x18\t \x01(\t\x12)\n\x08metadata\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\"}\n\x0eSessionSummary\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x04 \x03(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\"\x15\n\x13ListSessionsRequest\"X\n\x14ListSessionsResponse\x12\x31\n\x08sessions\x18\x01 \x03(\x0b\x32\x1f.strata.agent.v1.SessionSummary\x12\r\n\x05total\x18\x02 \x01(\x03\"\x94\x01\n\x14\x43reateSessionRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x03 \x03(\t\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\x03\x12)\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x15\x43reateSessionResponse\x12)\n\x07session\x18\x01 \x01(\x0b\x32\x18.strata.agent.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"?\n\x12GetSessionResponse\x12)\n\x07session\x18\x01 \x01(\x0b\x32\x18.strata.agent.v1.Session\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"F\n\x15\x44\x65leteSessionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"-\n\x17ListSessionToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"U\n\x18ListSessionToolsResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.strata.agent.v1.ServerTool\x12\r\n\x05total\x18\x02 \x01(\x03\x32\xed\x03\n\x0eSessionService\x12[\n\x0cListSessions\x12$.strata.agent.v1.ListSessionsRequest\x1a%.strata.agent.v1.ListSessionsResponse\x12^\n\rCreateSession\x12%.strata.agent.v1.CreateSessionRequest\x1a&.strata.agent.v1.CreateSessionResponse\x12U\n\nGetSession\x12\".strata.agent.v1.GetSessionRequest\x1a#.strata.agent.v1.GetSessionResponse\x12^\n\rDeleteSession\x12%.strata.agent.v1.DeleteSessionRequest\x1a&.strata.agent.v1.DeleteSessionResponse\x12g\n\x10ListSessionTools\x12(.strata.agent.v1.ListSessionToolsRequest\x1a).strata.agent.v1.ListSessionToolsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dstrata/agent/v1/session.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\x1a\x1estrata/agent/v1/registry.proto\"\xe0\x01\n\x07Session\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x04 \x03(\t\x12\x14\n\x0ctoken_budget\x18\x05 \x01(\x03\x12\x13\n\x0btokens_used\x18\x06 \x01(\x03\x12\x12\n\ntool_calls\x18\x07 \x01(\x03\x12\x0e\n\x06status\x18\x08 \x01(\t\x12\x12\n\ncreated_at\x18\t \x01(\t\x12)\n\x08metadata\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct\"}\n\x0eSessionSummary\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x04 \x03(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x12\n\ncreated_at\x18\x06 \x01(\t\"\x15\n\x13ListSessionsRequest\"X\n\x14ListSessionsResponse\x12\x31\n\x08sessions\x18\x01 \x03(\x0b\x32\x1f.strata.agent.v1.SessionSummary\x12\r\n\x05total\x18\x02 \x01(\x03\"\x94\x01\n\x14\x43reateSessionRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x16\n\x0etool_allowlist\x18\x03 \x03(\t\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\x03\x12)\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x15\x43reateSessionResponse\x12)\n\x07session\x18\x01 \x01(\x0b\x32\x18.strata.agent.v1.Session\"\'\n\x11GetSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"?\n\x12GetSessionResponse\x12)\n\x07session\x18\x01 \x01(\x0b\x32\x18.strata.agent.v1.Session\"*\n\x14\x44\x65leteSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"F\n\x15\x44\x65leteSessionResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"-\n\x17ListSessionToolsRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"U\n\x18ListSessionToolsResponse\x12*\n\x05tools\x18\x01 \x03(\x0b\x32\x1b.strata.agent.v1.ServerTool\x12\r\n\x05total\x18\x02 \x01(\x03\x32\x95\x04\n\x0eSessionService\x12\x63\n\x0cListSessions\x12$.strata.agent.v1.ListSessionsRequest\x1a%.strata.agent.v1.ListSessionsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rCreateSession\x12%.strata.agent.v1.CreateSessionRequest\x1a&.strata.agent.v1.CreateSessionResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12]\n\nGetSession\x12\".strata.agent.v1.GetSessionRequest\x1a#.strata.agent.v1.GetSessionResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x66\n\rDeleteSession\x12%.strata.agent.v1.DeleteSessionRequest\x1a&.strata.agent.v1.DeleteSessionResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12o\n\x10ListSessionTools\x12(.strata.agent.v1.ListSessionToolsRequest\x1a).strata.agent.v1.ListSessionToolsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.session_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SESSION']._serialized_start=113
-  _globals['_SESSION']._serialized_end=337
-  _globals['_SESSIONSUMMARY']._serialized_start=339
-  _globals['_SESSIONSUMMARY']._serialized_end=464
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=466
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=487
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=489
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=577
-  _globals['_CREATESESSIONREQUEST']._serialized_start=580
-  _globals['_CREATESESSIONREQUEST']._serialized_end=728
-  _globals['_CREATESESSIONRESPONSE']._serialized_start=730
-  _globals['_CREATESESSIONRESPONSE']._serialized_end=796
-  _globals['_GETSESSIONREQUEST']._serialized_start=798
-  _globals['_GETSESSIONREQUEST']._serialized_end=837
-  _globals['_GETSESSIONRESPONSE']._serialized_start=839
-  _globals['_GETSESSIONRESPONSE']._serialized_end=902
-  _globals['_DELETESESSIONREQUEST']._serialized_start=904
-  _globals['_DELETESESSIONREQUEST']._serialized_end=946
-  _globals['_DELETESESSIONRESPONSE']._serialized_start=948
-  _globals['_DELETESESSIONRESPONSE']._serialized_end=1018
-  _globals['_LISTSESSIONTOOLSREQUEST']._serialized_start=1020
-  _globals['_LISTSESSIONTOOLSREQUEST']._serialized_end=1065
-  _globals['_LISTSESSIONTOOLSRESPONSE']._serialized_start=1067
-  _globals['_LISTSESSIONTOOLSRESPONSE']._serialized_end=1152
-  _globals['_SESSIONSERVICE']._serialized_start=1155
-  _globals['_SESSIONSERVICE']._serialized_end=1648
+  _globals['_SESSIONSERVICE'].methods_by_name['ListSessions']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['ListSessions']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_SESSIONSERVICE'].methods_by_name['CreateSession']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['CreateSession']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_SESSIONSERVICE'].methods_by_name['GetSession']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['GetSession']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_SESSIONSERVICE'].methods_by_name['DeleteSession']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['DeleteSession']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_SESSIONSERVICE'].methods_by_name['ListSessionTools']._loaded_options = None
+  _globals['_SESSIONSERVICE'].methods_by_name['ListSessionTools']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_SESSION']._serialized_start=144
+  _globals['_SESSION']._serialized_end=368
+  _globals['_SESSIONSUMMARY']._serialized_start=370
+  _globals['_SESSIONSUMMARY']._serialized_end=495
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=497
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=518
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=520
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=608
+  _globals['_CREATESESSIONREQUEST']._serialized_start=611
+  _globals['_CREATESESSIONREQUEST']._serialized_end=759
+  _globals['_CREATESESSIONRESPONSE']._serialized_start=761
+  _globals['_CREATESESSIONRESPONSE']._serialized_end=827
+  _globals['_GETSESSIONREQUEST']._serialized_start=829
+  _globals['_GETSESSIONREQUEST']._serialized_end=868
+  _globals['_GETSESSIONRESPONSE']._serialized_start=870
+  _globals['_GETSESSIONRESPONSE']._serialized_end=933
+  _globals['_DELETESESSIONREQUEST']._serialized_start=935
+  _globals['_DELETESESSIONREQUEST']._serialized_end=977
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=979
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=1049
+  _globals['_LISTSESSIONTOOLSREQUEST']._serialized_start=1051
+  _globals['_LISTSESSIONTOOLSREQUEST']._serialized_end=1096
+  _globals['_LISTSESSIONTOOLSRESPONSE']._serialized_start=1098
+  _globals['_LISTSESSIONTOOLSRESPONSE']._serialized_end=1183
+  _globals['_SESSIONSERVICE']._serialized_start=1186
+  _globals['_SESSIONSERVICE']._serialized_end=1719
 # @@protoc_insertion_point(module_scope)

@@ -23,23 +23,28 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fstrata/agent/v1/tool_call.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xc4\x01\n\x0f\x43\x61llToolRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12*\n\targuments\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x17\n\nsession_id\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tsts_token\x18\x06 \x01(\tH\x01\x88\x01\x01\x42\r\n\x0b_session_idB\x0c\n\n_sts_token\"\xaa\x01\n\x10\x43\x61llToolResponse\x12&\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x12\n\nlatency_ms\x18\x02 \x01(\x03\x12\x11\n\tserver_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\"\x94\x01\n\x19\x45xecuteSessionToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12*\n\targuments\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x05 \x01(\t\"\xb4\x01\n\x1a\x45xecuteSessionToolResponse\x12&\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x12\n\nlatency_ms\x18\x02 \x01(\x03\x12\x11\n\tserver_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t2\xd1\x01\n\x0fToolCallService\x12O\n\x08\x43\x61llTool\x12 .strata.agent.v1.CallToolRequest\x1a!.strata.agent.v1.CallToolResponse\x12m\n\x12\x45xecuteSessionTool\x12*.strata.agent.v1.ExecuteSessionToolRequest\x1a+.strata.agent.v1.ExecuteSessionToolResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fstrata/agent/v1/tool_call.proto\x12\x0fstrata.agent.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\xc4\x01\n\x0f\x43\x61llToolRequest\x12\x11\n\tserver_id\x18\x01 \x01(\t\x12\x11\n\ttool_name\x18\x02 \x01(\t\x12*\n\targuments\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x17\n\nsession_id\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tsts_token\x18\x06 \x01(\tH\x01\x88\x01\x01\x42\r\n\x0b_session_idB\x0c\n\n_sts_token\"\xaa\x01\n\x10\x43\x61llToolResponse\x12&\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x12\n\nlatency_ms\x18\x02 \x01(\x03\x12\x11\n\tserver_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\"\x94\x01\n\x19\x45xecuteSessionToolRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x11\n\tserver_id\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12*\n\targuments\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x11\n\ttenant_id\x18\x05 \x01(\t\"\xb4\x01\n\x1a\x45xecuteSessionToolResponse\x12&\n\x06result\x18\x01 \x01(\x0b\x32\x16.google.protobuf.Value\x12\x12\n\nlatency_ms\x18\x02 \x01(\x03\x12\x11\n\tserver_id\x18\x03 \x01(\t\x12\x11\n\ttool_name\x18\x04 \x01(\t\x12\x0e\n\x06status\x18\x05 \x01(\t\x12\x13\n\x0b\x61pproval_id\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t2\xe1\x01\n\x0fToolCallService\x12W\n\x08\x43\x61llTool\x12 .strata.agent.v1.CallToolRequest\x1a!.strata.agent.v1.CallToolResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12u\n\x12\x45xecuteSessionTool\x12*.strata.agent.v1.ExecuteSessionToolRequest\x1a+.strata.agent.v1.ExecuteSessionToolResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.agent.v1.tool_call_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CALLTOOLREQUEST']._serialized_start=83
-  _globals['_CALLTOOLREQUEST']._serialized_end=279
-  _globals['_CALLTOOLRESPONSE']._serialized_start=282
-  _globals['_CALLTOOLRESPONSE']._serialized_end=452
-  _globals['_EXECUTESESSIONTOOLREQUEST']._serialized_start=455
-  _globals['_EXECUTESESSIONTOOLREQUEST']._serialized_end=603
-  _globals['_EXECUTESESSIONTOOLRESPONSE']._serialized_start=606
-  _globals['_EXECUTESESSIONTOOLRESPONSE']._serialized_end=786
-  _globals['_TOOLCALLSERVICE']._serialized_start=789
-  _globals['_TOOLCALLSERVICE']._serialized_end=998
+  _globals['_TOOLCALLSERVICE'].methods_by_name['CallTool']._loaded_options = None
+  _globals['_TOOLCALLSERVICE'].methods_by_name['CallTool']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_TOOLCALLSERVICE'].methods_by_name['ExecuteSessionTool']._loaded_options = None
+  _globals['_TOOLCALLSERVICE'].methods_by_name['ExecuteSessionTool']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_CALLTOOLREQUEST']._serialized_start=114
+  _globals['_CALLTOOLREQUEST']._serialized_end=310
+  _globals['_CALLTOOLRESPONSE']._serialized_start=313
+  _globals['_CALLTOOLRESPONSE']._serialized_end=483
+  _globals['_EXECUTESESSIONTOOLREQUEST']._serialized_start=486
+  _globals['_EXECUTESESSIONTOOLREQUEST']._serialized_end=634
+  _globals['_EXECUTESESSIONTOOLRESPONSE']._serialized_start=637
+  _globals['_EXECUTESESSIONTOOLRESPONSE']._serialized_end=817
+  _globals['_TOOLCALLSERVICE']._serialized_start=820
+  _globals['_TOOLCALLSERVICE']._serialized_end=1045
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from google.protobuf import struct_pb2 as _struct_pb2
+from strata.access.v1 import access_pb2 as _access_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Mapping as _Mapping

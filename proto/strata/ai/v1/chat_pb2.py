@@ -23,37 +23,44 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17strata/ai/v1/chat.proto\x12\x0cstrata.ai.v1\x1a\x1cgoogle/protobuf/struct.proto\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x90\x01\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12+\n\x08messages\x18\x02 \x03(\x0b\x32\x19.strata.ai.v1.ChatMessage\x12\x0e\n\x06stream\x18\x03 \x01(\x08\x12%\n\x04\x62ody\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"r\n\x1c\x43reateChatCompletionResponse\x12\x30\n\ncompletion\x18\x01 \x01(\x0b\x32\x1c.strata.ai.v1.ChatCompletion\x12\r\n\x05\x63\x61\x63he\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"\x9a\x01\n\x0e\x43hatCompletion\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12(\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\"\n\x05usage\x18\x06 \x01(\x0b\x32\x13.strata.ai.v1.Usage\"O\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x03\"\x90\x01\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12+\n\x08messages\x18\x02 \x03(\x0b\x32\x19.strata.ai.v1.ChatMessage\x12\x0e\n\x06stream\x18\x03 \x01(\x08\x12%\n\x04\x62ody\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"r\n\x1cStreamChatCompletionResponse\x12\x30\n\x05\x63hunk\x18\x01 \x01(\x0b\x32!.strata.ai.v1.ChatCompletionChunk\x12\r\n\x05\x63\x61\x63he\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"{\n\x13\x43hatCompletionChunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12(\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x17.google.protobuf.Struct\"\x13\n\x11ListModelsRequest\"G\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12!\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x13.strata.ai.v1.Model\"5\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x10\n\x08provider\x18\x03 \x01(\t2\xbe\x02\n\x0b\x43hatService\x12m\n\x14\x43reateChatCompletion\x12).strata.ai.v1.CreateChatCompletionRequest\x1a*.strata.ai.v1.CreateChatCompletionResponse\x12o\n\x14StreamChatCompletion\x12).strata.ai.v1.StreamChatCompletionRequest\x1a*.strata.ai.v1.StreamChatCompletionResponse0\x01\x12O\n\nListModels\x12\x1f.strata.ai.v1.ListModelsRequest\x1a .strata.ai.v1.ListModelsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17strata/ai/v1/chat.proto\x12\x0cstrata.ai.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"\x90\x01\n\x1b\x43reateChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12+\n\x08messages\x18\x02 \x03(\x0b\x32\x19.strata.ai.v1.ChatMessage\x12\x0e\n\x06stream\x18\x03 \x01(\x08\x12%\n\x04\x62ody\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"r\n\x1c\x43reateChatCompletionResponse\x12\x30\n\ncompletion\x18\x01 \x01(\x0b\x32\x1c.strata.ai.v1.ChatCompletion\x12\r\n\x05\x63\x61\x63he\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"\x9a\x01\n\x0e\x43hatCompletion\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12(\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x17.google.protobuf.Struct\x12\"\n\x05usage\x18\x06 \x01(\x0b\x32\x13.strata.ai.v1.Usage\"O\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x03\"\x90\x01\n\x1bStreamChatCompletionRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12+\n\x08messages\x18\x02 \x03(\x0b\x32\x19.strata.ai.v1.ChatMessage\x12\x0e\n\x06stream\x18\x03 \x01(\x08\x12%\n\x04\x62ody\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"r\n\x1cStreamChatCompletionResponse\x12\x30\n\x05\x63hunk\x18\x01 \x01(\x0b\x32!.strata.ai.v1.ChatCompletionChunk\x12\r\n\x05\x63\x61\x63he\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\"{\n\x13\x43hatCompletionChunk\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12(\n\x07\x63hoices\x18\x05 \x03(\x0b\x32\x17.google.protobuf.Struct\"\x13\n\x11ListModelsRequest\"G\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12!\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x13.strata.ai.v1.Model\"5\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x10\n\x08provider\x18\x03 \x01(\t2\xd6\x02\n\x0b\x43hatService\x12u\n\x14\x43reateChatCompletion\x12).strata.ai.v1.CreateChatCompletionRequest\x1a*.strata.ai.v1.CreateChatCompletionResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12w\n\x14StreamChatCompletion\x12).strata.ai.v1.StreamChatCompletionRequest\x1a*.strata.ai.v1.StreamChatCompletionResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x30\x01\x12W\n\nListModels\x12\x1f.strata.ai.v1.ListModelsRequest\x1a .strata.ai.v1.ListModelsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.ai.v1.chat_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CHATMESSAGE']._serialized_start=71
-  _globals['_CHATMESSAGE']._serialized_end=115
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=118
-  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=262
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=264
-  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=378
-  _globals['_CHATCOMPLETION']._serialized_start=381
-  _globals['_CHATCOMPLETION']._serialized_end=535
-  _globals['_USAGE']._serialized_start=537
-  _globals['_USAGE']._serialized_end=616
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=619
-  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=763
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=765
-  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=879
-  _globals['_CHATCOMPLETIONCHUNK']._serialized_start=881
-  _globals['_CHATCOMPLETIONCHUNK']._serialized_end=1004
-  _globals['_LISTMODELSREQUEST']._serialized_start=1006
-  _globals['_LISTMODELSREQUEST']._serialized_end=1025
-  _globals['_LISTMODELSRESPONSE']._serialized_start=1027
-  _globals['_LISTMODELSRESPONSE']._serialized_end=1098
-  _globals['_MODEL']._serialized_start=1100
-  _globals['_MODEL']._serialized_end=1153
-  _globals['_CHATSERVICE']._serialized_start=1156
-  _globals['_CHATSERVICE']._serialized_end=1474
+  _globals['_CHATSERVICE'].methods_by_name['CreateChatCompletion']._loaded_options = None
+  _globals['_CHATSERVICE'].methods_by_name['CreateChatCompletion']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._loaded_options = None
+  _globals['_CHATSERVICE'].methods_by_name['StreamChatCompletion']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_CHATSERVICE'].methods_by_name['ListModels']._loaded_options = None
+  _globals['_CHATSERVICE'].methods_by_name['ListModels']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_CHATMESSAGE']._serialized_start=102
+  _globals['_CHATMESSAGE']._serialized_end=146
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_start=149
+  _globals['_CREATECHATCOMPLETIONREQUEST']._serialized_end=293
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_start=295
+  _globals['_CREATECHATCOMPLETIONRESPONSE']._serialized_end=409
+  _globals['_CHATCOMPLETION']._serialized_start=412
+  _globals['_CHATCOMPLETION']._serialized_end=566
+  _globals['_USAGE']._serialized_start=568
+  _globals['_USAGE']._serialized_end=647
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_start=650
+  _globals['_STREAMCHATCOMPLETIONREQUEST']._serialized_end=794
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_start=796
+  _globals['_STREAMCHATCOMPLETIONRESPONSE']._serialized_end=910
+  _globals['_CHATCOMPLETIONCHUNK']._serialized_start=912
+  _globals['_CHATCOMPLETIONCHUNK']._serialized_end=1035
+  _globals['_LISTMODELSREQUEST']._serialized_start=1037
+  _globals['_LISTMODELSREQUEST']._serialized_end=1056
+  _globals['_LISTMODELSRESPONSE']._serialized_start=1058
+  _globals['_LISTMODELSRESPONSE']._serialized_end=1129
+  _globals['_MODEL']._serialized_start=1131
+  _globals['_MODEL']._serialized_end=1184
+  _globals['_CHATSERVICE']._serialized_start=1187
+  _globals['_CHATSERVICE']._serialized_end=1529
 # @@protoc_insertion_point(module_scope)

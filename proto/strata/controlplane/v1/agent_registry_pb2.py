@@ -22,33 +22,42 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+strata/controlplane/v1/agent_registry.proto\x12\x16strata.controlplane.v1\"\x97\x01\n\x11\x41gentRegistration\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x19\n\x11\x61llowed_audiences\x18\x03 \x03(\t\x12\x15\n\rallowed_tools\x18\x04 \x03(\t\x12\x16\n\x0e\x63redential_ref\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"P\n\x14RegisterAgentRequest\x12\x38\n\x05\x61gent\x18\x01 \x01(\x0b\x32).strata.controlplane.v1.AgentRegistration\"9\n\x15RegisterAgentResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"\x13\n\x11ListAgentsRequest\"O\n\x12ListAgentsResponse\x12\x39\n\x06\x61gents\x18\x01 \x03(\x0b\x32).strata.controlplane.v1.AgentRegistration\"#\n\x0fGetAgentRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\"L\n\x10GetAgentResponse\x12\x38\n\x05\x61gent\x18\x01 \x01(\x0b\x32).strata.controlplane.v1.AgentRegistration\"&\n\x12\x44\x65leteAgentRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\"7\n\x13\x44\x65leteAgentResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t2\xb0\x03\n\x14\x41gentRegistryService\x12l\n\rRegisterAgent\x12,.strata.controlplane.v1.RegisterAgentRequest\x1a-.strata.controlplane.v1.RegisterAgentResponse\x12\x63\n\nListAgents\x12).strata.controlplane.v1.ListAgentsRequest\x1a*.strata.controlplane.v1.ListAgentsResponse\x12]\n\x08GetAgent\x12\'.strata.controlplane.v1.GetAgentRequest\x1a(.strata.controlplane.v1.GetAgentResponse\x12\x66\n\x0b\x44\x65leteAgent\x12*.strata.controlplane.v1.DeleteAgentRequest\x1a+.strata.controlplane.v1.DeleteAgentResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n+strata/controlplane/v1/agent_registry.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x97\x01\n\x11\x41gentRegistration\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x19\n\x11\x61llowed_audiences\x18\x03 \x03(\t\x12\x15\n\rallowed_tools\x18\x04 \x03(\t\x12\x16\n\x0e\x63redential_ref\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x06 \x01(\t\"P\n\x14RegisterAgentRequest\x12\x38\n\x05\x61gent\x18\x01 \x01(\x0b\x32).strata.controlplane.v1.AgentRegistration\"9\n\x15RegisterAgentResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"\x13\n\x11ListAgentsRequest\"O\n\x12ListAgentsResponse\x12\x39\n\x06\x61gents\x18\x01 \x03(\x0b\x32).strata.controlplane.v1.AgentRegistration\"#\n\x0fGetAgentRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\"L\n\x10GetAgentResponse\x12\x38\n\x05\x61gent\x18\x01 \x01(\x0b\x32).strata.controlplane.v1.AgentRegistration\"&\n\x12\x44\x65leteAgentRequest\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\"7\n\x13\x44\x65leteAgentResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t2\xd0\x03\n\x14\x41gentRegistryService\x12t\n\rRegisterAgent\x12,.strata.controlplane.v1.RegisterAgentRequest\x1a-.strata.controlplane.v1.RegisterAgentResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12k\n\nListAgents\x12).strata.controlplane.v1.ListAgentsRequest\x1a*.strata.controlplane.v1.ListAgentsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x65\n\x08GetAgent\x12\'.strata.controlplane.v1.GetAgentRequest\x1a(.strata.controlplane.v1.GetAgentResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12n\n\x0b\x44\x65leteAgent\x12*.strata.controlplane.v1.DeleteAgentRequest\x1a+.strata.controlplane.v1.DeleteAgentResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.agent_registry_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_AGENTREGISTRATION']._serialized_start=72
-  _globals['_AGENTREGISTRATION']._serialized_end=223
-  _globals['_REGISTERAGENTREQUEST']._serialized_start=225
-  _globals['_REGISTERAGENTREQUEST']._serialized_end=305
-  _globals['_REGISTERAGENTRESPONSE']._serialized_start=307
-  _globals['_REGISTERAGENTRESPONSE']._serialized_end=364
-  _globals['_LISTAGENTSREQUEST']._serialized_start=366
-  _globals['_LISTAGENTSREQUEST']._serialized_end=385
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=387
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=466
-  _globals['_GETAGENTREQUEST']._serialized_start=468
-  _globals['_GETAGENTREQUEST']._serialized_end=503
-  _globals['_GETAGENTRESPONSE']._serialized_start=505
-  _globals['_GETAGENTRESPONSE']._serialized_end=581
-  _globals['_DELETEAGENTREQUEST']._serialized_start=583
-  _globals['_DELETEAGENTREQUEST']._serialized_end=621
-  _globals['_DELETEAGENTRESPONSE']._serialized_start=623
-  _globals['_DELETEAGENTRESPONSE']._serialized_end=678
-  _globals['_AGENTREGISTRYSERVICE']._serialized_start=681
-  _globals['_AGENTREGISTRYSERVICE']._serialized_end=1113
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['RegisterAgent']._loaded_options = None
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['RegisterAgent']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['ListAgents']._loaded_options = None
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['ListAgents']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['GetAgent']._loaded_options = None
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['GetAgent']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['DeleteAgent']._loaded_options = None
+  _globals['_AGENTREGISTRYSERVICE'].methods_by_name['DeleteAgent']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_AGENTREGISTRATION']._serialized_start=103
+  _globals['_AGENTREGISTRATION']._serialized_end=254
+  _globals['_REGISTERAGENTREQUEST']._serialized_start=256
+  _globals['_REGISTERAGENTREQUEST']._serialized_end=336
+  _globals['_REGISTERAGENTRESPONSE']._serialized_start=338
+  _globals['_REGISTERAGENTRESPONSE']._serialized_end=395
+  _globals['_LISTAGENTSREQUEST']._serialized_start=397
+  _globals['_LISTAGENTSREQUEST']._serialized_end=416
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=418
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=497
+  _globals['_GETAGENTREQUEST']._serialized_start=499
+  _globals['_GETAGENTREQUEST']._serialized_end=534
+  _globals['_GETAGENTRESPONSE']._serialized_start=536
+  _globals['_GETAGENTRESPONSE']._serialized_end=612
+  _globals['_DELETEAGENTREQUEST']._serialized_start=614
+  _globals['_DELETEAGENTREQUEST']._serialized_end=652
+  _globals['_DELETEAGENTRESPONSE']._serialized_start=654
+  _globals['_DELETEAGENTRESPONSE']._serialized_end=709
+  _globals['_AGENTREGISTRYSERVICE']._serialized_start=712
+  _globals['_AGENTREGISTRYSERVICE']._serialized_end=1176
 # @@protoc_insertion_point(module_scope)

@@ -22,45 +22,56 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&strata/controlplane/v1/analytics.proto\x12\x16strata.controlplane.v1\"n\n\x0cTrafficPoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\x10\n\x08requests\x18\x02 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x04 \x01(\x01\x12\x16\n\x0ep99_latency_ms\x18\x05 \x01(\x01\"\xca\x01\n\rLlmUsagePoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08provider\x18\x03 \x01(\t\x12\x15\n\rprompt_tokens\x18\x04 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x05 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x06 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x07 \x01(\x01\x12\x12\n\ncache_hits\x18\x08 \x01(\x03\x12\x16\n\x0etotal_requests\x18\t \x01(\x03\"d\n\x12\x41gentActivityPoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12\r\n\x05total\x18\x04 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x05 \x01(\x03\"\x8d\x01\n\x14\x43onsumerTrafficPoint\x12\x15\n\rconsumer_name\x18\x01 \x01(\t\x12\x0c\n\x04hour\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x05 \x01(\x01\x12\x16\n\x0ep99_latency_ms\x18\x06 \x01(\x01\"\x8e\x01\n\x0cTopologyEdge\x12\x12\n\nfrom_agent\x18\x01 \x01(\t\x12\x10\n\x08to_agent\x18\x02 \x01(\t\x12\x12\n\ntask_count\x18\x03 \x01(\t\x12\x0e\n\x06issued\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65nied\x18\x05 \x01(\t\x12\x11\n\tmax_depth\x18\x06 \x01(\x05\x12\x11\n\tlast_seen\x18\x07 \x01(\x03\"`\n\x1aGetTrafficAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"Q\n\x1bGetTrafficAnalyticsResponse\x12\x32\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.TrafficPoint\"\\\n\x16GetLlmAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"N\n\x17GetLlmAnalyticsResponse\x12\x33\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.LlmUsagePoint\"^\n\x18GetAgentAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"U\n\x19GetAgentAnalyticsResponse\x12\x38\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32*.strata.controlplane.v1.AgentActivityPoint\"\xc3\x01\n\x1bGetConsumerAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rconsumer_name\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x0f\n\x02to\x18\x05 \x01(\tH\x04\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_rangeB\x10\n\x0e_consumer_nameB\x07\n\x05_fromB\x05\n\x03_to\"Z\n\x1cGetConsumerAnalyticsResponse\x12:\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32,.strata.controlplane.v1.ConsumerTrafficPoint\"J\n\x17GetAgentTopologyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x12\n\x05range\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_range\"O\n\x18GetAgentTopologyResponse\x12\x33\n\x05\x65\x64ges\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.TopologyEdge2\xfb\x04\n\x10\x41nalyticsService\x12~\n\x13GetTrafficAnalytics\x12\x32.strata.controlplane.v1.GetTrafficAnalyticsRequest\x1a\x33.strata.controlplane.v1.GetTrafficAnalyticsResponse\x12r\n\x0fGetLlmAnalytics\x12..strata.controlplane.v1.GetLlmAnalyticsRequest\x1a/.strata.controlplane.v1.GetLlmAnalyticsResponse\x12x\n\x11GetAgentAnalytics\x12\x30.strata.controlplane.v1.GetAgentAnalyticsRequest\x1a\x31.strata.controlplane.v1.GetAgentAnalyticsResponse\x12\x81\x01\n\x14GetConsumerAnalytics\x12\x33.strata.controlplane.v1.GetConsumerAnalyticsRequest\x1a\x34.strata.controlplane.v1.GetConsumerAnalyticsResponse\x12u\n\x10GetAgentTopology\x12/.strata.controlplane.v1.GetAgentTopologyRequest\x1a\x30.strata.controlplane.v1.GetAgentTopologyResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n&strata/controlplane/v1/analytics.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"n\n\x0cTrafficPoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\x10\n\x08requests\x18\x02 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x03 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x04 \x01(\x01\x12\x16\n\x0ep99_latency_ms\x18\x05 \x01(\x01\"\xca\x01\n\rLlmUsagePoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x10\n\x08provider\x18\x03 \x01(\t\x12\x15\n\rprompt_tokens\x18\x04 \x01(\x03\x12\x19\n\x11\x63ompletion_tokens\x18\x05 \x01(\x03\x12\x14\n\x0ctotal_tokens\x18\x06 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x07 \x01(\x01\x12\x12\n\ncache_hits\x18\x08 \x01(\x03\x12\x16\n\x0etotal_requests\x18\t \x01(\x03\"d\n\x12\x41gentActivityPoint\x12\x0c\n\x04hour\x18\x01 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x02 \x01(\t\x12\x11\n\ttool_name\x18\x03 \x01(\t\x12\r\n\x05total\x18\x04 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x05 \x01(\x03\"\x8d\x01\n\x14\x43onsumerTrafficPoint\x12\x15\n\rconsumer_name\x18\x01 \x01(\t\x12\x0c\n\x04hour\x18\x02 \x01(\t\x12\x10\n\x08requests\x18\x03 \x01(\x03\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x03\x12\x16\n\x0e\x61vg_latency_ms\x18\x05 \x01(\x01\x12\x16\n\x0ep99_latency_ms\x18\x06 \x01(\x01\"\x8e\x01\n\x0cTopologyEdge\x12\x12\n\nfrom_agent\x18\x01 \x01(\t\x12\x10\n\x08to_agent\x18\x02 \x01(\t\x12\x12\n\ntask_count\x18\x03 \x01(\t\x12\x0e\n\x06issued\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65nied\x18\x05 \x01(\t\x12\x11\n\tmax_depth\x18\x06 \x01(\x05\x12\x11\n\tlast_seen\x18\x07 \x01(\x03\"`\n\x1aGetTrafficAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"Q\n\x1bGetTrafficAnalyticsResponse\x12\x32\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.TrafficPoint\"\\\n\x16GetLlmAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"N\n\x17GetLlmAnalyticsResponse\x12\x33\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.LlmUsagePoint\"^\n\x18GetAgentAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_range\"U\n\x19GetAgentAnalyticsResponse\x12\x38\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32*.strata.controlplane.v1.AgentActivityPoint\"\xc3\x01\n\x1bGetConsumerAnalyticsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05range\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rconsumer_name\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x0f\n\x02to\x18\x05 \x01(\tH\x04\x88\x01\x01\x42\x0c\n\n_tenant_idB\x08\n\x06_rangeB\x10\n\x0e_consumer_nameB\x07\n\x05_fromB\x05\n\x03_to\"Z\n\x1cGetConsumerAnalyticsResponse\x12:\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32,.strata.controlplane.v1.ConsumerTrafficPoint\"J\n\x17GetAgentTopologyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x12\n\x05range\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_range\"O\n\x18GetAgentTopologyResponse\x12\x33\n\x05\x65\x64ges\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.TopologyEdge2\xa5\x05\n\x10\x41nalyticsService\x12\x86\x01\n\x13GetTrafficAnalytics\x12\x32.strata.controlplane.v1.GetTrafficAnalyticsRequest\x1a\x33.strata.controlplane.v1.GetTrafficAnalyticsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12z\n\x0fGetLlmAnalytics\x12..strata.controlplane.v1.GetLlmAnalyticsRequest\x1a/.strata.controlplane.v1.GetLlmAnalyticsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x80\x01\n\x11GetAgentAnalytics\x12\x30.strata.controlplane.v1.GetAgentAnalyticsRequest\x1a\x31.strata.controlplane.v1.GetAgentAnalyticsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x89\x01\n\x14GetConsumerAnalytics\x12\x33.strata.controlplane.v1.GetConsumerAnalyticsRequest\x1a\x34.strata.controlplane.v1.GetConsumerAnalyticsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12}\n\x10GetAgentTopology\x12/.strata.controlplane.v1.GetAgentTopologyRequest\x1a\x30.strata.controlplane.v1.GetAgentTopologyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.analytics_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRAFFICPOINT']._serialized_start=66
-  _globals['_TRAFFICPOINT']._serialized_end=176
-  _globals['_LLMUSAGEPOINT']._serialized_start=179
-  _globals['_LLMUSAGEPOINT']._serialized_end=381
-  _globals['_AGENTACTIVITYPOINT']._serialized_start=383
-  _globals['_AGENTACTIVITYPOINT']._serialized_end=483
-  _globals['_CONSUMERTRAFFICPOINT']._serialized_start=486
-  _globals['_CONSUMERTRAFFICPOINT']._serialized_end=627
-  _globals['_TOPOLOGYEDGE']._serialized_start=630
-  _globals['_TOPOLOGYEDGE']._serialized_end=772
-  _globals['_GETTRAFFICANALYTICSREQUEST']._serialized_start=774
-  _globals['_GETTRAFFICANALYTICSREQUEST']._serialized_end=870
-  _globals['_GETTRAFFICANALYTICSRESPONSE']._serialized_start=872
-  _globals['_GETTRAFFICANALYTICSRESPONSE']._serialized_end=953
-  _globals['_GETLLMANALYTICSREQUEST']._serialized_start=955
-  _globals['_GETLLMANALYTICSREQUEST']._serialized_end=1047
-  _globals['_GETLLMANALYTICSRESPONSE']._serialized_start=1049
-  _globals['_GETLLMANALYTICSRESPONSE']._serialized_end=1127
-  _globals['_GETAGENTANALYTICSREQUEST']._serialized_start=1129
-  _globals['_GETAGENTANALYTICSREQUEST']._serialized_end=1223
-  _globals['_GETAGENTANALYTICSRESPONSE']._serialized_start=1225
-  _globals['_GETAGENTANALYTICSRESPONSE']._serialized_end=1310
-  _globals['_GETCONSUMERANALYTICSREQUEST']._serialized_start=1313
-  _globals['_GETCONSUMERANALYTICSREQUEST']._serialized_end=1508
-  _globals['_GETCONSUMERANALYTICSRESPONSE']._serialized_start=1510
-  _globals['_GETCONSUMERANALYTICSRESPONSE']._serialized_end=1600
-  _globals['_GETAGENTTOPOLOGYREQUEST']._serialized_start=1602
-  _globals['_GETAGENTTOPOLOGYREQUEST']._serialized_end=1676
-  _globals['_GETAGENTTOPOLOGYRESPONSE']._serialized_start=1678
-  _globals['_GETAGENTTOPOLOGYRESPONSE']._serialized_end=1757
-  _globals['_ANALYTICSSERVICE']._serialized_start=1760
-  _globals['_ANALYTICSSERVICE']._serialized_end=2395
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetTrafficAnalytics']._loaded_options = None
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetTrafficAnalytics']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetLlmAnalytics']._loaded_options = None
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetLlmAnalytics']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetAgentAnalytics']._loaded_options = None
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetAgentAnalytics']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetConsumerAnalytics']._loaded_options = None
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetConsumerAnalytics']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetAgentTopology']._loaded_options = None
+  _globals['_ANALYTICSSERVICE'].methods_by_name['GetAgentTopology']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_TRAFFICPOINT']._serialized_start=97
+  _globals['_TRAFFICPOINT']._serialized_end=207
+  _globals['_LLMUSAGEPOINT']._serialized_start=210
+  _globals['_LLMUSAGEPOINT']._serialized_end=412
+  _globals['_AGENTACTIVITYPOINT']._serialized_start=414
+  _globals['_AGENTACTIVITYPOINT']._serialized_end=514
+  _globals['_CONSUMERTRAFFICPOINT']._serialized_start=517
+  _globals['_CONSUMERTRAFFICPOINT']._serialized_end=658
+  _globals['_TOPOLOGYEDGE']._serialized_start=661
+  _globals['_TOPOLOGYEDGE']._serialized_end=803
+  _globals['_GETTRAFFICANALYTICSREQUEST']._serialized_start=805
+  _globals['_GETTRAFFICANALYTICSREQUEST']._serialized_end=901
+  _globals['_GETTRAFFICANALYTICSRESPONSE']._serialized_start=903
+  _globals['_GETTRAFFICANALYTICSRESPONSE']._serialized_end=984
+  _globals['_GETLLMANALYTICSREQUEST']._serialized_start=986
+  _globals['_GETLLMANALYTICSREQUEST']._serialized_end=1078
+  _globals['_GETLLMANALYTICSRESPONSE']._serialized_start=1080
+  _globals['_GETLLMANALYTICSRESPONSE']._serialized_end=1158
+  _globals['_GETAGENTANALYTICSREQUEST']._serialized_start=1160
+  _globals['_GETAGENTANALYTICSREQUEST']._serialized_end=1254
+  _globals['_GETAGENTANALYTICSRESPONSE']._serialized_start=1256
+  _globals['_GETAGENTANALYTICSRESPONSE']._serialized_end=1341
+  _globals['_GETCONSUMERANALYTICSREQUEST']._serialized_start=1344
+  _globals['_GETCONSUMERANALYTICSREQUEST']._serialized_end=1539
+  _globals['_GETCONSUMERANALYTICSRESPONSE']._serialized_start=1541
+  _globals['_GETCONSUMERANALYTICSRESPONSE']._serialized_end=1631
+  _globals['_GETAGENTTOPOLOGYREQUEST']._serialized_start=1633
+  _globals['_GETAGENTTOPOLOGYREQUEST']._serialized_end=1707
+  _globals['_GETAGENTTOPOLOGYRESPONSE']._serialized_start=1709
+  _globals['_GETAGENTTOPOLOGYRESPONSE']._serialized_end=1788
+  _globals['_ANALYTICSSERVICE']._serialized_start=1791
+  _globals['_ANALYTICSSERVICE']._serialized_end=2468
 # @@protoc_insertion_point(module_scope)

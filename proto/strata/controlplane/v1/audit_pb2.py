@@ -22,29 +22,34 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"strata/controlplane/v1/audit.proto\x12\x16strata.controlplane.v1\"\x9e\x01\n\x0b\x41uditRecord\x12\x11\n\ttimestamp\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x11\n\ttool_name\x18\x05 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x10\n\x08trace_id\x18\x08 \x01(\t\"K\n\x08\x41uditLog\x12\x31\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32#.strata.controlplane.v1.AuditRecord\x12\x0c\n\x04rows\x18\x02 \x01(\x03\"?\n\x07\x43svFile\x12\x14\n\x0c\x63ontent_type\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\xcb\x01\n\x11QueryAuditRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06\x61\x63tion\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x0f\n\x02to\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x04\x88\x01\x01\x12\x13\n\x06\x66ormat\x18\x06 \x01(\tH\x05\x88\x01\x01\x42\x0c\n\n_tenant_idB\t\n\x07_actionB\x07\n\x05_fromB\x05\n\x03_toB\x08\n\x06_limitB\t\n\x07_format\"\x7f\n\x12QueryAuditResponse\x12/\n\x03log\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.AuditLogH\x00\x12.\n\x03\x63sv\x18\x02 \x01(\x0b\x32\x1f.strata.controlplane.v1.CsvFileH\x00\x42\x08\n\x06\x61nswer\"\x9b\x01\n\x12\x45xportTableRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x16\n\ttenant_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x02to\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x03\x88\x01\x01\x42\x0c\n\n_tenant_idB\x07\n\x05_fromB\x05\n\x03_toB\x08\n\x06_limit\"C\n\x13\x45xportTableResponse\x12,\n\x03\x63sv\x18\x01 \x01(\x0b\x32\x1f.strata.controlplane.v1.CsvFile2\xdb\x01\n\x0c\x41uditService\x12\x63\n\nQueryAudit\x12).strata.controlplane.v1.QueryAuditRequest\x1a*.strata.controlplane.v1.QueryAuditResponse\x12\x66\n\x0b\x45xportTable\x12*.strata.controlplane.v1.ExportTableRequest\x1a+.strata.controlplane.v1.ExportTableResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"strata/controlplane/v1/audit.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x9e\x01\n\x0b\x41uditRecord\x12\x11\n\ttimestamp\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x11\n\ttool_name\x18\x05 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x10\n\x08trace_id\x18\x08 \x01(\t\"K\n\x08\x41uditLog\x12\x31\n\x04\x64\x61ta\x18\x01 \x03(\x0b\x32#.strata.controlplane.v1.AuditRecord\x12\x0c\n\x04rows\x18\x02 \x01(\x03\"?\n\x07\x43svFile\x12\x14\n\x0c\x63ontent_type\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\xcb\x01\n\x11QueryAuditRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06\x61\x63tion\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x0f\n\x02to\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x04\x88\x01\x01\x12\x13\n\x06\x66ormat\x18\x06 \x01(\tH\x05\x88\x01\x01\x42\x0c\n\n_tenant_idB\t\n\x07_actionB\x07\n\x05_fromB\x05\n\x03_toB\x08\n\x06_limitB\t\n\x07_format\"\x7f\n\x12QueryAuditResponse\x12/\n\x03log\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.AuditLogH\x00\x12.\n\x03\x63sv\x18\x02 \x01(\x0b\x32\x1f.strata.controlplane.v1.CsvFileH\x00\x42\x08\n\x06\x61nswer\"\x9b\x01\n\x12\x45xportTableRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x16\n\ttenant_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04\x66rom\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x0f\n\x02to\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x12\n\x05limit\x18\x05 \x01(\x05H\x03\x88\x01\x01\x42\x0c\n\n_tenant_idB\x07\n\x05_fromB\x05\n\x03_toB\x08\n\x06_limit\"C\n\x13\x45xportTableResponse\x12,\n\x03\x63sv\x18\x01 \x01(\x0b\x32\x1f.strata.controlplane.v1.CsvFile2\xeb\x01\n\x0c\x41uditService\x12k\n\nQueryAudit\x12).strata.controlplane.v1.QueryAuditRequest\x1a*.strata.controlplane.v1.QueryAuditResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12n\n\x0b\x45xportTable\x12*.strata.controlplane.v1.ExportTableRequest\x1a+.strata.controlplane.v1.ExportTableResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.audit_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_AUDITRECORD']._serialized_start=63
-  _globals['_AUDITRECORD']._serialized_end=221
-  _globals['_AUDITLOG']._serialized_start=223
-  _globals['_AUDITLOG']._serialized_end=298
-  _globals['_CSVFILE']._serialized_start=300
-  _globals['_CSVFILE']._serialized_end=363
-  _globals['_QUERYAUDITREQUEST']._serialized_start=366
-  _globals['_QUERYAUDITREQUEST']._serialized_end=569
-  _globals['_QUERYAUDITRESPONSE']._serialized_start=571
-  _globals['_QUERYAUDITRESPONSE']._serialized_end=698
-  _globals['_EXPORTTABLEREQUEST']._serialized_start=701
-  _globals['_EXPORTTABLEREQUEST']._serialized_end=856
-  _globals['_EXPORTTABLERESPONSE']._serialized_start=858
-  _globals['_EXPORTTABLERESPONSE']._serialized_end=925
-  _globals['_AUDITSERVICE']._serialized_start=928
-  _globals['_AUDITSERVICE']._serialized_end=1147
+  _globals['_AUDITSERVICE'].methods_by_name['QueryAudit']._loaded_options = None
+  _globals['_AUDITSERVICE'].methods_by_name['QueryAudit']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_AUDITSERVICE'].methods_by_name['ExportTable']._loaded_options = None
+  _globals['_AUDITSERVICE'].methods_by_name['ExportTable']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_AUDITRECORD']._serialized_start=94
+  _globals['_AUDITRECORD']._serialized_end=252
+  _globals['_AUDITLOG']._serialized_start=254
+  _globals['_AUDITLOG']._serialized_end=329
+  _globals['_CSVFILE']._serialized_start=331
+  _globals['_CSVFILE']._serialized_end=394
+  _globals['_QUERYAUDITREQUEST']._serialized_start=397
+  _globals['_QUERYAUDITREQUEST']._serialized_end=600
+  _globals['_QUERYAUDITRESPONSE']._serialized_start=602
+  _globals['_QUERYAUDITRESPONSE']._serialized_end=729
+  _globals['_EXPORTTABLEREQUEST']._serialized_start=732
+  _globals['_EXPORTTABLEREQUEST']._serialized_end=887
+  _globals['_EXPORTTABLERESPONSE']._serialized_start=889
+  _globals['_EXPORTTABLERESPONSE']._serialized_end=956
+  _globals['_AUDITSERVICE']._serialized_start=959
+  _globals['_AUDITSERVICE']._serialized_end=1194
 # @@protoc_insertion_point(module_scope)

@@ -22,25 +22,30 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/branding.proto\x12\x16strata.controlplane.v1\"\xb3\x01\n\x08\x42randing\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x18\n\x0blogo_base64\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x0cportal_title\x18\x03 \x01(\t\x12\x1a\n\rprimary_color\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x17\n\nupdated_at\x18\x05 \x01(\tH\x02\x88\x01\x01\x42\x0e\n\x0c_logo_base64B\x10\n\x0e_primary_colorB\r\n\x0b_updated_at\" \n\x12GetBrandingRequest\x12\n\n\x02id\x18\x01 \x01(\t\"I\n\x13GetBrandingResponse\x12\x32\n\x08\x62randing\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Branding\"\xa7\x01\n\x15UpdateBrandingRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x0blogo_base64\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cportal_title\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rprimary_color\x18\x04 \x01(\tH\x02\x88\x01\x01\x42\x0e\n\x0c_logo_base64B\x0f\n\r_portal_titleB\x10\n\x0e_primary_color\"L\n\x16UpdateBrandingResponse\x12\x32\n\x08\x62randing\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Branding2\xea\x01\n\x0f\x42randingService\x12\x66\n\x0bGetBranding\x12*.strata.controlplane.v1.GetBrandingRequest\x1a+.strata.controlplane.v1.GetBrandingResponse\x12o\n\x0eUpdateBranding\x12-.strata.controlplane.v1.UpdateBrandingRequest\x1a..strata.controlplane.v1.UpdateBrandingResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/branding.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xb3\x01\n\x08\x42randing\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x18\n\x0blogo_base64\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x0cportal_title\x18\x03 \x01(\t\x12\x1a\n\rprimary_color\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x17\n\nupdated_at\x18\x05 \x01(\tH\x02\x88\x01\x01\x42\x0e\n\x0c_logo_base64B\x10\n\x0e_primary_colorB\r\n\x0b_updated_at\" \n\x12GetBrandingRequest\x12\n\n\x02id\x18\x01 \x01(\t\"I\n\x13GetBrandingResponse\x12\x32\n\x08\x62randing\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Branding\"\xa7\x01\n\x15UpdateBrandingRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x18\n\x0blogo_base64\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x19\n\x0cportal_title\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rprimary_color\x18\x04 \x01(\tH\x02\x88\x01\x01\x42\x0e\n\x0c_logo_base64B\x0f\n\r_portal_titleB\x10\n\x0e_primary_color\"L\n\x16UpdateBrandingResponse\x12\x32\n\x08\x62randing\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Branding2\x82\x02\n\x0f\x42randingService\x12r\n\x0bGetBranding\x12*.strata.controlplane.v1.GetBrandingRequest\x1a+.strata.controlplane.v1.GetBrandingResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02id\x12{\n\x0eUpdateBranding\x12-.strata.controlplane.v1.UpdateBrandingRequest\x1a..strata.controlplane.v1.UpdateBrandingResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.branding_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BRANDING']._serialized_start=66
-  _globals['_BRANDING']._serialized_end=245
-  _globals['_GETBRANDINGREQUEST']._serialized_start=247
-  _globals['_GETBRANDINGREQUEST']._serialized_end=279
-  _globals['_GETBRANDINGRESPONSE']._serialized_start=281
-  _globals['_GETBRANDINGRESPONSE']._serialized_end=354
-  _globals['_UPDATEBRANDINGREQUEST']._serialized_start=357
-  _globals['_UPDATEBRANDINGREQUEST']._serialized_end=524
-  _globals['_UPDATEBRANDINGRESPONSE']._serialized_start=526
-  _globals['_UPDATEBRANDINGRESPONSE']._serialized_end=602
-  _globals['_BRANDINGSERVICE']._serialized_start=605
-  _globals['_BRANDINGSERVICE']._serialized_end=839
+  _globals['_BRANDINGSERVICE'].methods_by_name['GetBranding']._loaded_options = None
+  _globals['_BRANDINGSERVICE'].methods_by_name['GetBranding']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_BRANDINGSERVICE'].methods_by_name['UpdateBranding']._loaded_options = None
+  _globals['_BRANDINGSERVICE'].methods_by_name['UpdateBranding']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_BRANDING']._serialized_start=97
+  _globals['_BRANDING']._serialized_end=276
+  _globals['_GETBRANDINGREQUEST']._serialized_start=278
+  _globals['_GETBRANDINGREQUEST']._serialized_end=310
+  _globals['_GETBRANDINGRESPONSE']._serialized_start=312
+  _globals['_GETBRANDINGRESPONSE']._serialized_end=385
+  _globals['_UPDATEBRANDINGREQUEST']._serialized_start=388
+  _globals['_UPDATEBRANDINGREQUEST']._serialized_end=555
+  _globals['_UPDATEBRANDINGRESPONSE']._serialized_start=557
+  _globals['_UPDATEBRANDINGRESPONSE']._serialized_end=633
+  _globals['_BRANDINGSERVICE']._serialized_start=636
+  _globals['_BRANDINGSERVICE']._serialized_end=894
 # @@protoc_insertion_point(module_scope)

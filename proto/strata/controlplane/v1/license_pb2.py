@@ -22,19 +22,22 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/license.proto\x12\x16strata.controlplane.v1\"\x13\n\x11GetLicenseRequest\"Y\n\x12GetLicenseResponse\x12\x0c\n\x04tier\x18\x01 \x01(\t\x12\r\n\x05valid\x18\x02 \x01(\x08\x12\x17\n\nexpires_at\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\r\n\x0b_expires_at2u\n\x0eLicenseService\x12\x63\n\nGetLicense\x12).strata.controlplane.v1.GetLicenseRequest\x1a*.strata.controlplane.v1.GetLicenseResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/license.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x13\n\x11GetLicenseRequest\"Y\n\x12GetLicenseResponse\x12\x0c\n\x04tier\x18\x01 \x01(\t\x12\r\n\x05valid\x18\x02 \x01(\x08\x12\x17\n\nexpires_at\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\r\n\x0b_expires_at2}\n\x0eLicenseService\x12k\n\nGetLicense\x12).strata.controlplane.v1.GetLicenseRequest\x1a*.strata.controlplane.v1.GetLicenseResponse\"\x06\x8a\xb5\x18\x02\x08\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.license_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_GETLICENSEREQUEST']._serialized_start=64
-  _globals['_GETLICENSEREQUEST']._serialized_end=83
-  _globals['_GETLICENSERESPONSE']._serialized_start=85
-  _globals['_GETLICENSERESPONSE']._serialized_end=174
-  _globals['_LICENSESERVICE']._serialized_start=176
-  _globals['_LICENSESERVICE']._serialized_end=293
+  _globals['_LICENSESERVICE'].methods_by_name['GetLicense']._loaded_options = None
+  _globals['_LICENSESERVICE'].methods_by_name['GetLicense']._serialized_options = b'\212\265\030\002\010\002'
+  _globals['_GETLICENSEREQUEST']._serialized_start=95
+  _globals['_GETLICENSEREQUEST']._serialized_end=114
+  _globals['_GETLICENSERESPONSE']._serialized_start=116
+  _globals['_GETLICENSERESPONSE']._serialized_end=205
+  _globals['_LICENSESERVICE']._serialized_start=207
+  _globals['_LICENSESERVICE']._serialized_end=332
 # @@protoc_insertion_point(module_scope)

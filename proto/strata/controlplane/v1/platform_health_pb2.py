@@ -23,25 +23,30 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,strata/controlplane/v1/platform_health.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\"`\n\rServiceHealth\x12\r\n\x05layer\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x05\x12\x0b\n\x03url\x18\x05 \x01(\t\"\x1a\n\x18ListServiceHealthRequest\"T\n\x19ListServiceHealthResponse\x12\x37\n\x08services\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.ServiceHealth\"\x19\n\x17ListHealthAlertsRequest\"C\n\x18ListHealthAlertsResponse\x12\'\n\x06\x61lerts\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct2\x88\x02\n\x15PlatformHealthService\x12x\n\x11ListServiceHealth\x12\x30.strata.controlplane.v1.ListServiceHealthRequest\x1a\x31.strata.controlplane.v1.ListServiceHealthResponse\x12u\n\x10ListHealthAlerts\x12/.strata.controlplane.v1.ListHealthAlertsRequest\x1a\x30.strata.controlplane.v1.ListHealthAlertsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,strata/controlplane/v1/platform_health.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"`\n\rServiceHealth\x12\r\n\x05layer\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x05\x12\x0b\n\x03url\x18\x05 \x01(\t\"\x1a\n\x18ListServiceHealthRequest\"T\n\x19ListServiceHealthResponse\x12\x37\n\x08services\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.ServiceHealth\"\x19\n\x17ListHealthAlertsRequest\"C\n\x18ListHealthAlertsResponse\x12\'\n\x06\x61lerts\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct2\x99\x02\n\x15PlatformHealthService\x12\x80\x01\n\x11ListServiceHealth\x12\x30.strata.controlplane.v1.ListServiceHealthRequest\x1a\x31.strata.controlplane.v1.ListServiceHealthResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12}\n\x10ListHealthAlerts\x12/.strata.controlplane.v1.ListHealthAlertsRequest\x1a\x30.strata.controlplane.v1.ListHealthAlertsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.platform_health_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SERVICEHEALTH']._serialized_start=102
-  _globals['_SERVICEHEALTH']._serialized_end=198
-  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_start=200
-  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_end=226
-  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_start=228
-  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_end=312
-  _globals['_LISTHEALTHALERTSREQUEST']._serialized_start=314
-  _globals['_LISTHEALTHALERTSREQUEST']._serialized_end=339
-  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_start=341
-  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_end=408
-  _globals['_PLATFORMHEALTHSERVICE']._serialized_start=411
-  _globals['_PLATFORMHEALTHSERVICE']._serialized_end=675
+  _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListServiceHealth']._loaded_options = None
+  _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListServiceHealth']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListHealthAlerts']._loaded_options = None
+  _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListHealthAlerts']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_SERVICEHEALTH']._serialized_start=133
+  _globals['_SERVICEHEALTH']._serialized_end=229
+  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_start=231
+  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_end=257
+  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_start=259
+  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_end=343
+  _globals['_LISTHEALTHALERTSREQUEST']._serialized_start=345
+  _globals['_LISTHEALTHALERTSREQUEST']._serialized_end=370
+  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_start=372
+  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_end=439
+  _globals['_PLATFORMHEALTHSERVICE']._serialized_start=442
+  _globals['_PLATFORMHEALTHSERVICE']._serialized_end=723
 # @@protoc_insertion_point(module_scope)

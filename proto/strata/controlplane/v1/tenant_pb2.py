@@ -23,53 +23,72 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#strata/controlplane/v1/tenant.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xd2\x01\n\x06Tenant\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04plan\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12\x16\n\x0erate_limit_max\x18\x05 \x01(\x03\x12\x18\n\x10rate_limit_usage\x18\x06 \x01(\x03\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x03\x12\x19\n\x11token_budget_used\x18\x08 \x01(\x03\x12\x19\n\x11request_count_24h\x18\t \x01(\x03\x12\x12\n\ncreated_at\x18\n \x01(\t\"\x14\n\x12ListTenantsRequest\"F\n\x13ListTenantsResponse\x12/\n\x07tenants\x18\x01 \x03(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\xe7\x01\n\x13\x43reateTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04plan\x18\x02 \x01(\t\x12\x0f\n\x02id\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0b\x61\x64min_email\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08org_name\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x17\n\nrealm_name\x18\x06 \x01(\tH\x03\x88\x01\x01\x12\x17\n\nclaim_path\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x05\n\x03_idB\x0e\n\x0c_admin_emailB\x0b\n\t_org_nameB\r\n\x0b_realm_nameB\r\n\x0b_claim_path\"F\n\x14\x43reateTenantResponse\x12.\n\x06tenant\x18\x01 \x01(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\x1e\n\x10GetTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\"C\n\x11GetTenantResponse\x12.\n\x06tenant\x18\x01 \x01(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\xb9\x01\n\x13UpdateTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\x04plan\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06status\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x1b\n\x0erate_limit_max\x18\x04 \x01(\x03H\x02\x88\x01\x01\x12\x19\n\x0ctoken_budget\x18\x05 \x01(\x03H\x03\x88\x01\x01\x42\x07\n\x05_planB\t\n\x07_statusB\x11\n\x0f_rate_limit_maxB\x0f\n\r_token_budget\"&\n\x14UpdateTenantResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"!\n\x13\x44\x65leteTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\"&\n\x14\x44\x65leteTenantResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"#\n\x15GetIpAllowlistRequest\x12\n\n\x02id\x18\x01 \x01(\t\":\n\x16GetIpAllowlistResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05\x63idrs\x18\x02 \x03(\t\"2\n\x15PutIpAllowlistRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x63idrs\x18\x02 \x03(\t\"J\n\x16PutIpAllowlistResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\r\n\x05\x63idrs\x18\x03 \x03(\t\"$\n\x16GetPromptConfigRequest\x12\n\n\x02id\x18\x01 \x01(\t\"B\n\x17GetPromptConfigResponse\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\"M\n\x16PutPromptConfigRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\'\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x17PutPromptConfigResponse\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct2\xe4\x07\n\rTenantService\x12\x66\n\x0bListTenants\x12*.strata.controlplane.v1.ListTenantsRequest\x1a+.strata.controlplane.v1.ListTenantsResponse\x12i\n\x0c\x43reateTenant\x12+.strata.controlplane.v1.CreateTenantRequest\x1a,.strata.controlplane.v1.CreateTenantResponse\x12`\n\tGetTenant\x12(.strata.controlplane.v1.GetTenantRequest\x1a).strata.controlplane.v1.GetTenantResponse\x12i\n\x0cUpdateTenant\x12+.strata.controlplane.v1.UpdateTenantRequest\x1a,.strata.controlplane.v1.UpdateTenantResponse\x12i\n\x0c\x44\x65leteTenant\x12+.strata.controlplane.v1.DeleteTenantRequest\x1a,.strata.controlplane.v1.DeleteTenantResponse\x12o\n\x0eGetIpAllowlist\x12-.strata.controlplane.v1.GetIpAllowlistRequest\x1a..strata.controlplane.v1.GetIpAllowlistResponse\x12o\n\x0ePutIpAllowlist\x12-.strata.controlplane.v1.PutIpAllowlistRequest\x1a..strata.controlplane.v1.PutIpAllowlistResponse\x12r\n\x0fGetPromptConfig\x12..strata.controlplane.v1.GetPromptConfigRequest\x1a/.strata.controlplane.v1.GetPromptConfigResponse\x12r\n\x0fPutPromptConfig\x12..strata.controlplane.v1.PutPromptConfigRequest\x1a/.strata.controlplane.v1.PutPromptConfigResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#strata/controlplane/v1/tenant.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\xd2\x01\n\x06Tenant\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04plan\x18\x03 \x01(\t\x12\x0e\n\x06status\x18\x04 \x01(\t\x12\x16\n\x0erate_limit_max\x18\x05 \x01(\x03\x12\x18\n\x10rate_limit_usage\x18\x06 \x01(\x03\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x03\x12\x19\n\x11token_budget_used\x18\x08 \x01(\x03\x12\x19\n\x11request_count_24h\x18\t \x01(\x03\x12\x12\n\ncreated_at\x18\n \x01(\t\"\x14\n\x12ListTenantsRequest\"F\n\x13ListTenantsResponse\x12/\n\x07tenants\x18\x01 \x03(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\xe7\x01\n\x13\x43reateTenantRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04plan\x18\x02 \x01(\t\x12\x0f\n\x02id\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x18\n\x0b\x61\x64min_email\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x15\n\x08org_name\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x17\n\nrealm_name\x18\x06 \x01(\tH\x03\x88\x01\x01\x12\x17\n\nclaim_path\x18\x07 \x01(\tH\x04\x88\x01\x01\x42\x05\n\x03_idB\x0e\n\x0c_admin_emailB\x0b\n\t_org_nameB\r\n\x0b_realm_nameB\r\n\x0b_claim_path\"F\n\x14\x43reateTenantResponse\x12.\n\x06tenant\x18\x01 \x01(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\x1e\n\x10GetTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\"C\n\x11GetTenantResponse\x12.\n\x06tenant\x18\x01 \x01(\x0b\x32\x1e.strata.controlplane.v1.Tenant\"\xb9\x01\n\x13UpdateTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\x04plan\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06status\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x1b\n\x0erate_limit_max\x18\x04 \x01(\x03H\x02\x88\x01\x01\x12\x19\n\x0ctoken_budget\x18\x05 \x01(\x03H\x03\x88\x01\x01\x42\x07\n\x05_planB\t\n\x07_statusB\x11\n\x0f_rate_limit_maxB\x0f\n\r_token_budget\"&\n\x14UpdateTenantResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"!\n\x13\x44\x65leteTenantRequest\x12\n\n\x02id\x18\x01 \x01(\t\"&\n\x14\x44\x65leteTenantResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"#\n\x15GetIpAllowlistRequest\x12\n\n\x02id\x18\x01 \x01(\t\":\n\x16GetIpAllowlistResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05\x63idrs\x18\x02 \x03(\t\"2\n\x15PutIpAllowlistRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x63idrs\x18\x02 \x03(\t\"J\n\x16PutIpAllowlistResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\r\n\x05\x63idrs\x18\x03 \x03(\t\"$\n\x16GetPromptConfigRequest\x12\n\n\x02id\x18\x01 \x01(\t\"B\n\x17GetPromptConfigResponse\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct\"M\n\x16PutPromptConfigRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\'\n\x06\x63onfig\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\"B\n\x17PutPromptConfigResponse\x12\'\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x17.google.protobuf.Struct2\xc0\x08\n\rTenantService\x12n\n\x0bListTenants\x12*.strata.controlplane.v1.ListTenantsRequest\x1a+.strata.controlplane.v1.ListTenantsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12q\n\x0c\x43reateTenant\x12+.strata.controlplane.v1.CreateTenantRequest\x1a,.strata.controlplane.v1.CreateTenantResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12l\n\tGetTenant\x12(.strata.controlplane.v1.GetTenantRequest\x1a).strata.controlplane.v1.GetTenantResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02id\x12q\n\x0cUpdateTenant\x12+.strata.controlplane.v1.UpdateTenantRequest\x1a,.strata.controlplane.v1.UpdateTenantResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12q\n\x0c\x44\x65leteTenant\x12+.strata.controlplane.v1.DeleteTenantRequest\x1a,.strata.controlplane.v1.DeleteTenantResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12{\n\x0eGetIpAllowlist\x12-.strata.controlplane.v1.GetIpAllowlistRequest\x1a..strata.controlplane.v1.GetIpAllowlistResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02id\x12{\n\x0ePutIpAllowlist\x12-.strata.controlplane.v1.PutIpAllowlistRequest\x1a..strata.controlplane.v1.PutIpAllowlistResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02id\x12~\n\x0fGetPromptConfig\x12..strata.controlplane.v1.GetPromptConfigRequest\x1a/.strata.controlplane.v1.GetPromptConfigResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02id\x12~\n\x0fPutPromptConfig\x12..strata.controlplane.v1.PutPromptConfigRequest\x1a/.strata.controlplane.v1.PutPromptConfigResponse\"\n\x8a\xb5\x18\x06\x08\x03\x12\x02idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.controlplane.v1.tenant_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TENANT']._serialized_start=94
-  _globals['_TENANT']._serialized_end=304
-  _globals['_LISTTENANTSREQUEST']._serialized_start=306
-  _globals['_LISTTENANTSREQUEST']._serialized_end=326
-  _globals['_LISTTENANTSRESPONSE']._serialized_start=328
-  _globals['_LISTTENANTSRESPONSE']._serialized_end=398
-  _globals['_CREATETENANTREQUEST']._serialized_start=401
-  _globals['_CREATETENANTREQUEST']._serialized_end=632
-  _globals['_CREATETENANTRESPONSE']._serialized_start=634
-  _globals['_CREATETENANTRESPONSE']._serialized_end=704
-  _globals['_GETTENANTREQUEST']._serialized_start=706
-  _globals['_GETTENANTREQUEST']._serialized_end=736
-  _globals['_GETTENANTRESPONSE']._serialized_start=738
-  _globals['_GETTENANTRESPONSE']._serialized_end=805
-  _globals['_UPDATETENANTREQUEST']._serialized_start=808
-  _globals['_UPDATETENANTREQUEST']._serialized_end=993
-  _globals['_UPDATETENANTRESPONSE']._serialized_start=995
-  _globals['_UPDATETENANTRESPONSE']._serialized_end=1033
-  _globals['_DELETETENANTREQUEST']._serialized_start=1035
-  _globals['_DELETETENANTREQUEST']._serialized_end=1068
-  _globals['_DELETETENANTRESPONSE']._serialized_start=1070
-  _globals['_DELETETENANTRESPONSE']._serialized_end=1108
-  _globals['_GETIPALLOWLISTREQUEST']._serialized_start=1110
-  _globals['_GETIPALLOWLISTREQUEST']._serialized_end=1145
-  _globals['_GETIPALLOWLISTRESPONSE']._serialized_start=1147
-  _globals['_GETIPALLOWLISTRESPONSE']._serialized_end=1205
-  _globals['_PUTIPALLOWLISTREQUEST']._serialized_start=1207
-  _globals['_PUTIPALLOWLISTREQUEST']._serialized_end=1257
-  _globals['_PUTIPALLOWLISTRESPONSE']._serialized_start=1259
-  _globals['_PUTIPALLOWLISTRESPONSE']._serialized_end=1333
-  _globals['_GETPROMPTCONFIGREQUEST']._serialized_start=1335
-  _globals['_GETPROMPTCONFIGREQUEST']._serialized_end=1371
-  _globals['_GETPROMPTCONFIGRESPONSE']._serialized_start=1373
-  _globals['_GETPROMPTCONFIGRESPONSE']._serialized_end=1439
-  _globals['_PUTPROMPTCONFIGREQUEST']._serialized_start=1441
-  _globals['_PUTPROMPTCONFIGREQUEST']._serialized_end=1518
-  _globals['_PUTPROMPTCONFIGRESPONSE']._serialized_start=1520
-  _globals['_PUTPROMPTCONFIGRESPONSE']._serialized_end=1586
-  _globals['_TENANTSERVICE']._serialized_start=1589
-  _globals['_TENANTSERVICE']._serialized_end=2585
+  _globals['_TENANTSERVICE'].methods_by_name['ListTenants']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['ListTenants']._serialized_options = b'\212\265\030\002\010\003'
+  _globals['_TENANTSERVICE'].methods_by_name['CreateTenant']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['CreateTenant']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_TENANTSERVICE'].methods_by_name['GetTenant']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['GetTenant']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_TENANTSERVICE'].methods_by_name['UpdateTenant']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['UpdateTenant']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_TENANTSERVICE'].methods_by_name['DeleteTenant']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['DeleteTenant']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_TENANTSERVICE'].methods_by_name['GetIpAllowlist']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['GetIpAllowlist']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_TENANTSERVICE'].methods_by_name['PutIpAllowlist']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['PutIpAllowlist']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_TENANTSERVICE'].methods_by_name['GetPromptConfig']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['GetPromptConfig']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_TENANTSERVICE'].methods_by_name['PutPromptConfig']._loaded_options = None
+  _globals['_TENANTSERVICE'].methods_by_name['PutPromptConfig']._serialized_options = b'\212\265\030\006\010\003\022\002id'
+  _globals['_TENANT']._serialized_start=125
+  _globals['_TENANT']._serialized_end=335
+  _globals['_LISTTENANTSREQUEST']._serialized_start=337
+  _globals['_LISTTENANTSREQUEST']._serialized_end=357
+  _globals['_LISTTENANTSRESPONSE']._serialized_start=359
+  _globals['_LISTTENANTSRESPONSE']._serialized_end=429
+  _globals['_CREATETENANTREQUEST']._serialized_start=432
+  _globals['_CREATETENANTREQUEST']._serialized_end=663
+  _globals['_CREATETENANTRESPONSE']._serialized_start=665
+  _globals['_CREATETENANTRESPONSE']._serialized_end=735
+  _globals['_GETTENANTREQUEST']._serialized_start=737
+  _globals['_GETTENANTREQUEST']._serialized_end=767
+  _globals['_GETTENANTRESPONSE']._serialized_start=769
+  _globals['_GETTENANTRESPONSE']._serialized_end=836
+  _globals['_UPDATETENANTREQUEST']._serialized_start=839
+  _globals['_UPDATETENANTREQUEST']._serialized_end=1024
+  _globals['_UPDATETENANTRESPONSE']._serialized_start=1026
+  _globals['_UPDATETENANTRESPONSE']._serialized_end=1064
+  _globals['_DELETETENANTREQUEST']._serialized_start=1066
+  _globals['_DELETETENANTREQUEST']._serialized_end=1099
+  _globals['_DELETETENANTRESPONSE']._serialized_start=1101
+  _globals['_DELETETENANTRESPONSE']._serialized_end=1139
+  _globals['_GETIPALLOWLISTREQUEST']._serialized_start=1141
+  _globals['_GETIPALLOWLISTREQUEST']._serialized_end=1176
+  _globals['_GETIPALLOWLISTRESPONSE']._serialized_start=1178
+  _globals['_GETIPALLOWLISTRESPONSE']._serialized_end=1236
+  _globals['_PUTIPALLOWLISTREQUEST']._serialized_start=1238
+  _globals['_PUTIPALLOWLISTREQUEST']._serialized_end=1288
+  _globals['_PUTIPALLOWLISTRESPONSE']._serialized_start=1290
+  _globals['_PUTIPALLOWLISTRESPONSE']._serialized_end=1364
+  _globals['_GETPROMPTCONFIGREQUEST']._serialized_start=1366
+  _globals['_GETPROMPTCONFIGREQUEST']._serialized_end=1402
+  _globals['_GETPROMPTCONFIGRESPONSE']._serialized_start=1404
+  _globals['_GETPROMPTCONFIGRESPONSE']._serialized_end=1470
+  _globals['_PUTPROMPTCONFIGREQUEST']._serialized_start=1472
+  _globals['_PUTPROMPTCONFIGREQUEST']._serialized_end=1549
+  _globals['_PUTPROMPTCONFIGRESPONSE']._serialized_start=1551
+  _globals['_PUTPROMPTCONFIGRESPONSE']._serialized_end=1617
+  _globals['_TENANTSERVICE']._serialized_start=1620
+  _globals['_TENANTSERVICE']._serialized_end=2708
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,4 @@
-"""Every public JSON route is bound to a declared RPC, and the declared API is fully routed."""
+"""Every public JSON endpoint is bound to a declared RPC, and the declared API is fully bound."""
 
 import importlib
 import pkgutil
@@ -9,13 +9,13 @@ from aiohttp import web
 from google.protobuf import descriptor_pool
 
 import strata
-from controlplane.routes import ROUTES as CONTROLPLANE
-from gateways.agent.routes import ROUTES as AGENT
-from gateways.ai.routes import CHAT_STREAM_ROUTE
-from gateways.ai.routes import ROUTES as AI
-from gateways.edge.admin_routes import ROUTES as EDGE
+from controlplane.http_rules import HTTP_RULES as CONTROLPLANE
+from gateways.agent.http_rules import HTTP_RULES as AGENT
+from gateways.ai.http_rules import HTTP_RULES as AI
+from gateways.ai.http_rules import STREAM_CHAT
+from gateways.edge.admin_http_rules import HTTP_RULES as EDGE
 from runtime.frontdoor import method_descriptor
-from runtime.routes import Route
+from runtime.http_rules import HttpRule
 
 # Load every generated module so the descriptor pool knows the whole declared API.
 for module in pkgutil.walk_packages(strata.__path__, "strata."):
@@ -25,7 +25,7 @@ for module in pkgutil.walk_packages(strata.__path__, "strata."):
 TABLES = {
     "controlplane": CONTROLPLANE,
     "agent": AGENT,
-    "ai": (*AI, CHAT_STREAM_ROUTE),
+    "ai": (*AI, STREAM_CHAT),
     "edge": EDGE,
 }
 INTERNAL_RPCS = {"strata.controlplane.v1.LogIngestService/WriteLogBatch"}
@@ -121,12 +121,12 @@ SPEC_ENDPOINTS = {
 }
 
 
-def _rows() -> list[tuple[str, Route]]:
+def _rows() -> list[tuple[str, HttpRule]]:
     return [(name, route) for name, table in TABLES.items() for route in table]
 
 
 @pytest.mark.parametrize(("table", "route"), _rows(), ids=lambda v: getattr(v, "path", v))
-def test_route_binds_a_declared_rpc_with_real_fields(table: str, route: Route) -> None:
+def test_rule_binds_a_declared_rpc_with_real_fields(table: str, route: HttpRule) -> None:
     method = method_descriptor(route)
     fields = method.input_type.fields_by_name
     for param in re.findall(r"{(\w+)}", route.path):
@@ -141,12 +141,12 @@ def test_route_binds_a_declared_rpc_with_real_fields(table: str, route: Route) -
 
 
 @pytest.mark.parametrize("table", sorted(SPEC_ENDPOINTS))
-def test_every_spec_endpoint_has_a_route(table: str) -> None:
+def test_every_spec_endpoint_has_a_rule(table: str) -> None:
     routed = {(r.method, r.path) for r in TABLES[table]}
     assert SPEC_ENDPOINTS[table] - routed == set()
 
 
-def test_every_declared_rpc_is_routed_or_internal() -> None:
+def test_every_declared_rpc_is_bound_or_internal() -> None:
     pool = descriptor_pool.Default()
     routed = {r.rpc for table in TABLES.values() for r in table}
     declared = set()
@@ -158,15 +158,25 @@ def test_every_declared_rpc_is_routed_or_internal() -> None:
     assert declared - routed == INTERNAL_RPCS
 
 
-def test_a_route_naming_an_unknown_rpc_fails_at_boot() -> None:
+def test_a_rule_naming_an_unknown_rpc_fails_at_boot() -> None:
     with pytest.raises(LookupError, match="unknown rpc"):
-        method_descriptor(Route("GET", "/x", "strata.ai.v1.ChatService/Nope"))
+        method_descriptor(HttpRule("GET", "/x", "strata.ai.v1.ChatService/Nope"))
+
+
+def test_streaming_variant_shares_its_endpoint() -> None:
+    chat = next(r for r in AI if r.path == "/v1/chat/completions")
+    assert chat.when_streaming is STREAM_CHAT
+    assert (STREAM_CHAT.method, STREAM_CHAT.path, STREAM_CHAT.stream) == (
+        chat.method,
+        chat.path,
+        True,
+    )
 
 
 def test_aiohttp_accepts_every_table() -> None:
     for name, table in TABLES.items():
         app = web.Application()
         for route in table:
-            if route is not CHAT_STREAM_ROUTE:
+            if route is not STREAM_CHAT:  # served through the chat rule's `when_streaming`
                 app.router.add_route(route.method, route.path, lambda r: web.Response())
         assert len(app.router.routes()) >= len(table) - 1, name

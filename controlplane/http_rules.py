@@ -1,6 +1,6 @@
 """The control plane's public JSON routes, bound to the RPCs of `strata.controlplane.v1`.
 
-One row per route of the spec's control plane table and of its "additional endpoints" paragraph;
+One row per endpoint of the spec's control plane table and of its "additional endpoints" paragraph;
 `/health`, `/metrics` and `/` are served by the runtime, and `LogIngestService/WriteLogBatch` is
 internal (gRPC only). Every RPC named here is declared in `proto/strata/controlplane/v1/`; one
 not yet implemented answers UNIMPLEMENTED (HTTP 501) through its generated base servicer.
@@ -17,13 +17,20 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web
 from google.protobuf.message import Message
 
+from runtime.errors import StrataError
+from runtime.http_rules import HttpRule
 from runtime.protojson import to_json
-from runtime.routes import Route
 
 if TYPE_CHECKING:
     from strata.controlplane.v1 import audit_pb2, provider_pb2
 
 PKG = "strata.controlplane.v1"
+
+
+def oauth_error(err: StrataError) -> dict[str, Any]:
+    """RFC 6749 section 5.2's error body, which the STS answers in (RFC 8693 section 2.2.2):
+    `{error, error_description}`."""
+    return {"error": err.error or "invalid_request", "error_description": err.message}
 
 
 def _csv_response(csv: audit_pb2.CsvFile) -> web.Response:
@@ -88,109 +95,111 @@ def _render_provider_test(response: Message) -> dict[str, Any]:
     return {"status": answer.status, "message": answer.message}
 
 
-# One row per route, grouped by resource; kept as a table rather than in ruff's layout.
+# One row per endpoint, grouped by resource; kept as a table rather than in ruff's layout.
 # fmt: off
-ROUTES: tuple[Route, ...] = (
+HTTP_RULES: tuple[HttpRule, ...] = (
     # Platform health (L1/L2/L3 probes and alerts).
-    Route("GET", "/api/health/services", f"{PKG}.PlatformHealthService/ListServiceHealth",
+    HttpRule("GET", "/api/health/services", f"{PKG}.PlatformHealthService/ListServiceHealth",
           body=None, response_body="services"),
-    Route("GET", "/api/health/alerts", f"{PKG}.PlatformHealthService/ListHealthAlerts",
+    HttpRule("GET", "/api/health/alerts", f"{PKG}.PlatformHealthService/ListHealthAlerts",
           body=None, response_body="alerts"),
     # Tenants, their IP allowlist and prompt configuration.
-    Route("GET", "/api/tenants", f"{PKG}.TenantService/ListTenants",
+    HttpRule("GET", "/api/tenants", f"{PKG}.TenantService/ListTenants",
           body=None, response_body="tenants"),
-    Route("POST", "/api/tenants", f"{PKG}.TenantService/CreateTenant",
+    HttpRule("POST", "/api/tenants", f"{PKG}.TenantService/CreateTenant",
           status=201, response_body="tenant"),
-    Route("GET", "/api/tenants/{id}", f"{PKG}.TenantService/GetTenant",
+    HttpRule("GET", "/api/tenants/{id}", f"{PKG}.TenantService/GetTenant",
           body=None, response_body="tenant"),
-    Route("PATCH", "/api/tenants/{id}", f"{PKG}.TenantService/UpdateTenant"),
-    Route("DELETE", "/api/tenants/{id}", f"{PKG}.TenantService/DeleteTenant", body=None),
-    Route("GET", "/api/tenants/{id}/ip-allowlist", f"{PKG}.TenantService/GetIpAllowlist",
+    HttpRule("PATCH", "/api/tenants/{id}", f"{PKG}.TenantService/UpdateTenant"),
+    HttpRule("DELETE", "/api/tenants/{id}", f"{PKG}.TenantService/DeleteTenant", body=None),
+    HttpRule("GET", "/api/tenants/{id}/ip-allowlist", f"{PKG}.TenantService/GetIpAllowlist",
           body=None),
-    Route("PUT", "/api/tenants/{id}/ip-allowlist", f"{PKG}.TenantService/PutIpAllowlist"),
-    Route("GET", "/api/tenants/{id}/prompt-config", f"{PKG}.TenantService/GetPromptConfig",
+    HttpRule("PUT", "/api/tenants/{id}/ip-allowlist", f"{PKG}.TenantService/PutIpAllowlist"),
+    HttpRule("GET", "/api/tenants/{id}/prompt-config", f"{PKG}.TenantService/GetPromptConfig",
           body=None, response_body="config"),
-    Route("PUT", "/api/tenants/{id}/prompt-config", f"{PKG}.TenantService/PutPromptConfig",
+    HttpRule("PUT", "/api/tenants/{id}/prompt-config", f"{PKG}.TenantService/PutPromptConfig",
           body="config", response_body="config"),
     # API keys and the key request workflow.
-    Route("GET", "/api/keys", f"{PKG}.ApiKeyService/ListApiKeys",
+    HttpRule("GET", "/api/keys", f"{PKG}.ApiKeyService/ListApiKeys",
           body=None, response_body="keys"),
-    Route("POST", "/api/keys/request", f"{PKG}.ApiKeyService/RequestApiKey",
+    HttpRule("POST", "/api/keys/request", f"{PKG}.ApiKeyService/RequestApiKey",
           status=201, response_body="key_request"),
-    Route("GET", "/api/keys/requests", f"{PKG}.ApiKeyService/ListKeyRequests",
+    HttpRule("GET", "/api/keys/requests", f"{PKG}.ApiKeyService/ListKeyRequests",
           body=None, response_body="key_requests"),
-    Route("POST", "/api/keys/requests/{id}/approve", f"{PKG}.ApiKeyService/ApproveKeyRequest",
+    HttpRule("POST", "/api/keys/requests/{id}/approve", f"{PKG}.ApiKeyService/ApproveKeyRequest",
           body=None),
-    Route("POST", "/api/keys/requests/{id}/deny", f"{PKG}.ApiKeyService/DenyKeyRequest",
+    HttpRule("POST", "/api/keys/requests/{id}/deny", f"{PKG}.ApiKeyService/DenyKeyRequest",
           body=None),
-    Route("DELETE", "/api/keys/{id}", f"{PKG}.ApiKeyService/RevokeApiKey", body=None),
+    HttpRule("DELETE", "/api/keys/{id}", f"{PKG}.ApiKeyService/RevokeApiKey", body=None),
     # Rate limits: the tenant's hierarchy, its override, its per-route overrides.
-    Route("GET", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/GetRateLimitHierarchy",
+    HttpRule("GET", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/GetRateLimitHierarchy",
           body=None, response_body="hierarchy"),
-    Route("PUT", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/PutTenantRateLimit"),
-    Route("PUT", "/api/rate-limits/{tenant_id}/routes/{route_id}",
+    HttpRule("PUT", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/PutTenantRateLimit"),
+    HttpRule("PUT", "/api/rate-limits/{tenant_id}/routes/{route_id}",
           f"{PKG}.RateLimitService/PutRouteRateLimit"),
     # Analytics and the agent topology.
-    Route("GET", "/api/analytics/traffic", f"{PKG}.AnalyticsService/GetTrafficAnalytics",
+    HttpRule("GET", "/api/analytics/traffic", f"{PKG}.AnalyticsService/GetTrafficAnalytics",
           body=None),
-    Route("GET", "/api/analytics/llm", f"{PKG}.AnalyticsService/GetLlmAnalytics", body=None),
-    Route("GET", "/api/analytics/agents", f"{PKG}.AnalyticsService/GetAgentAnalytics",
+    HttpRule("GET", "/api/analytics/llm", f"{PKG}.AnalyticsService/GetLlmAnalytics", body=None),
+    HttpRule("GET", "/api/analytics/agents", f"{PKG}.AnalyticsService/GetAgentAnalytics",
           body=None),
-    Route("GET", "/api/analytics/consumers", f"{PKG}.AnalyticsService/GetConsumerAnalytics",
+    HttpRule("GET", "/api/analytics/consumers", f"{PKG}.AnalyticsService/GetConsumerAnalytics",
           body=None),
-    Route("GET", "/api/agent-topology", f"{PKG}.AnalyticsService/GetAgentTopology", body=None),
+    HttpRule("GET", "/api/agent-topology", f"{PKG}.AnalyticsService/GetAgentTopology", body=None),
     # Audit query (JSON or CSV) and table export (CSV).
-    Route("GET", "/api/audit", f"{PKG}.AuditService/QueryAudit",
+    HttpRule("GET", "/api/audit", f"{PKG}.AuditService/QueryAudit",
           body=None, render=_render_audit),
-    Route("GET", "/api/export/{table}", f"{PKG}.AuditService/ExportTable",
+    HttpRule("GET", "/api/export/{table}", f"{PKG}.AuditService/ExportTable",
           body=None, render=_render_export),
     # Notifications and delivery preferences.
-    Route("GET", "/api/notifications", f"{PKG}.NotificationService/ListNotifications",
+    HttpRule("GET", "/api/notifications", f"{PKG}.NotificationService/ListNotifications",
           body=None),
-    Route("POST", "/api/notifications", f"{PKG}.NotificationService/CreateNotification",
+    HttpRule("POST", "/api/notifications", f"{PKG}.NotificationService/CreateNotification",
           status=201),
-    Route("POST", "/api/notifications/{id}/read",
+    HttpRule("POST", "/api/notifications/{id}/read",
           f"{PKG}.NotificationService/MarkNotificationRead", body=None),
-    Route("GET", "/api/notifications/preferences",
+    HttpRule("GET", "/api/notifications/preferences",
           f"{PKG}.NotificationService/GetNotificationPreferences",
           body=None, response_body="preferences"),
-    Route("PUT", "/api/notifications/preferences",
+    HttpRule("PUT", "/api/notifications/preferences",
           f"{PKG}.NotificationService/PutNotificationPreferences", body="preferences"),
     # Tenant branding.
-    Route("GET", "/api/tenants/{id}/branding", f"{PKG}.BrandingService/GetBranding",
+    HttpRule("GET", "/api/tenants/{id}/branding", f"{PKG}.BrandingService/GetBranding",
           body=None, response_body="branding"),
-    Route("POST", "/api/tenants/{id}/branding", f"{PKG}.BrandingService/UpdateBranding",
+    HttpRule("POST", "/api/tenants/{id}/branding", f"{PKG}.BrandingService/UpdateBranding",
           response_body="branding"),
     # Platform settings and license.
-    Route("GET", "/api/settings", f"{PKG}.SettingsService/GetSettings",
+    HttpRule("GET", "/api/settings", f"{PKG}.SettingsService/GetSettings",
           body=None, response_body="settings"),
-    Route("PUT", "/api/settings", f"{PKG}.SettingsService/PutSettings", body="settings"),
-    Route("GET", "/api/license", f"{PKG}.LicenseService/GetLicense", body=None),
+    HttpRule("PUT", "/api/settings", f"{PKG}.SettingsService/PutSettings", body="settings"),
+    HttpRule("GET", "/api/license", f"{PKG}.LicenseService/GetLicense", body=None),
     # Edge route lifecycle and canary split.
-    Route("PATCH", "/api/routes/{id}/lifecycle", f"{PKG}.RouteService/UpdateRouteLifecycle"),
-    Route("PATCH", "/api/routes/{id}/canary", f"{PKG}.RouteService/UpdateRouteCanary"),
+    HttpRule("PATCH", "/api/routes/{id}/lifecycle", f"{PKG}.RouteService/UpdateRouteLifecycle"),
+    HttpRule("PATCH", "/api/routes/{id}/canary", f"{PKG}.RouteService/UpdateRouteCanary"),
     # LLM providers (platform admins only).
-    Route("GET", "/api/providers", f"{PKG}.ProviderService/ListProviders",
+    HttpRule("GET", "/api/providers", f"{PKG}.ProviderService/ListProviders",
           body=None, render=_render_providers),
-    Route("POST", "/api/providers", f"{PKG}.ProviderService/UpsertProvider",
+    HttpRule("POST", "/api/providers", f"{PKG}.ProviderService/UpsertProvider",
           body="provider", render=_render_provider_saved),
-    Route("DELETE", "/api/providers/{id}", f"{PKG}.ProviderService/DeleteProvider", body=None),
-    Route("POST", "/api/providers/{id}/test", f"{PKG}.ProviderService/TestProvider",
+    HttpRule("DELETE", "/api/providers/{id}", f"{PKG}.ProviderService/DeleteProvider", body=None),
+    HttpRule("POST", "/api/providers/{id}/test", f"{PKG}.ProviderService/TestProvider",
           body=None, render=_render_provider_test),
     # Webhooks.
-    Route("GET", "/api/webhooks", f"{PKG}.WebhookService/ListWebhooks", body=None),
-    Route("POST", "/api/webhooks", f"{PKG}.WebhookService/CreateWebhook",
+    HttpRule("GET", "/api/webhooks", f"{PKG}.WebhookService/ListWebhooks", body=None),
+    HttpRule("POST", "/api/webhooks", f"{PKG}.WebhookService/CreateWebhook",
           response_body="webhook"),
-    Route("DELETE", "/api/webhooks/{id}", f"{PKG}.WebhookService/DeleteWebhook", body=None),
+    HttpRule("DELETE", "/api/webhooks/{id}", f"{PKG}.WebhookService/DeleteWebhook", body=None),
     # Agent registry (feature-flagged, platform admins only).
-    Route("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent"),
-    Route("GET", "/api/agents", f"{PKG}.AgentRegistryService/ListAgents", body=None),
-    Route("GET", "/api/agents/{agent_id}", f"{PKG}.AgentRegistryService/GetAgent",
+    HttpRule("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent"),
+    HttpRule("GET", "/api/agents", f"{PKG}.AgentRegistryService/ListAgents", body=None),
+    HttpRule("GET", "/api/agents/{agent_id}", f"{PKG}.AgentRegistryService/GetAgent",
           body=None, response_body="agent"),
-    Route("DELETE", "/api/agents/{agent_id}", f"{PKG}.AgentRegistryService/DeleteAgent",
+    HttpRule("DELETE", "/api/agents/{agent_id}", f"{PKG}.AgentRegistryService/DeleteAgent",
           body=None),
     # Token exchange service (feature-flagged; no bearer header).
-    Route("POST", "/sts/token", f"{PKG}.TokenExchangeService/ExchangeToken"),
-    Route("GET", "/sts/jwks", f"{PKG}.TokenExchangeService/GetJwks", body=None),
+    HttpRule("POST", "/sts/token", f"{PKG}.TokenExchangeService/ExchangeToken",
+             envelope=oauth_error, form=True),
+    HttpRule("GET", "/sts/jwks", f"{PKG}.TokenExchangeService/GetJwks", body=None,
+             envelope=oauth_error),
 )
 # fmt: on

@@ -1,0 +1,92 @@
+"""JSON rule table of the agent gateway (L3): the spec's `/v1/...` endpoints bound to RPCs.
+
+Header-borne inputs (`x-tenant-id` on the list routes, `authorization`) are not bound here; the
+servicers read them from invocation metadata.
+
+Two routes answer two success shapes from one response message and still need a custom
+renderer (the `render` column):
+- tool call and session execute: 200 `{result, latency_ms, server_id, tool_name}`, or 202
+  `{status:'pending_approval', approval_id, message}` when the response's `status` is set;
+- A2A send: 200 `{..., result}` when `status` is `completed`, 202 `{..., note}` when `pending`.
+
+`/`, `/health` and `/metrics` are served by the front door itself, not by RPCs.
+"""
+
+from __future__ import annotations
+
+from runtime.http_rules import HttpRule
+
+PKG = "strata.agent.v1"
+
+_REGISTRY = f"{PKG}.McpRegistryService"
+_TOOLS = f"{PKG}.ToolCallService"
+_A2A = f"{PKG}.A2AService"
+_SESSIONS = f"{PKG}.SessionService"
+_POLICIES = f"{PKG}.PolicyService"
+_APPROVALS = f"{PKG}.ApprovalService"
+_ELICIT = f"{PKG}.ElicitationService"
+
+HTTP_RULES: tuple[HttpRule, ...] = (
+    # MCP registry
+    HttpRule("GET", "/v1/mcp/servers", f"{_REGISTRY}/ListServers", body=None),
+    HttpRule("POST", "/v1/mcp/servers", f"{_REGISTRY}/RegisterServer", status=201),
+    HttpRule(
+        "GET",
+        "/v1/mcp/servers/{server_id}",
+        f"{_REGISTRY}/GetServer",
+        body=None,
+        response_body="server",
+    ),
+    HttpRule("DELETE", "/v1/mcp/servers/{server_id}", f"{_REGISTRY}/DeleteServer", body=None),
+    HttpRule("GET", "/v1/mcp/servers/{server_id}/auth", f"{_REGISTRY}/GetServerAuth", body=None),
+    HttpRule("PUT", "/v1/mcp/servers/{server_id}/auth", f"{_REGISTRY}/PutServerAuth"),
+    HttpRule("GET", "/v1/mcp/servers/{server_id}/tools", f"{_REGISTRY}/ListServerTools", body=None),
+    HttpRule("GET", "/v1/mcp/tools", f"{_REGISTRY}/ListTools", body=None),
+    # Tool execution (200 or 202 `pending_approval`: custom renderer pending)
+    HttpRule("POST", "/v1/mcp/tools/call", f"{_TOOLS}/CallTool"),
+    HttpRule("POST", "/v1/sessions/{session_id}/execute", f"{_TOOLS}/ExecuteSessionTool"),
+    # A2A (send: 200 `completed` or 202 `pending`: custom renderer pending)
+    HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),
+    HttpRule("POST", "/v1/a2a/agents", f"{_A2A}/RegisterAgent", status=201),
+    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage"),
+    HttpRule("GET", "/v1/a2a/tasks/{task_id}", f"{_A2A}/GetTask", body=None),
+    # Sessions
+    HttpRule("GET", "/v1/sessions", f"{_SESSIONS}/ListSessions", body=None),
+    HttpRule(
+        "POST",
+        "/v1/sessions",
+        f"{_SESSIONS}/CreateSession",
+        status=201,
+        response_body="session",
+    ),
+    HttpRule(
+        "GET",
+        "/v1/sessions/{session_id}",
+        f"{_SESSIONS}/GetSession",
+        body=None,
+        response_body="session",
+    ),
+    HttpRule("DELETE", "/v1/sessions/{session_id}", f"{_SESSIONS}/DeleteSession", body=None),
+    HttpRule("GET", "/v1/sessions/{session_id}/tools", f"{_SESSIONS}/ListSessionTools", body=None),
+    # Security policies
+    HttpRule(
+        "GET",
+        "/v1/policies/{tenant_id}",
+        f"{_POLICIES}/GetPolicy",
+        body=None,
+        response_body="policy",
+    ),
+    HttpRule("PUT", "/v1/policies/{tenant_id}", f"{_POLICIES}/PutPolicy", response_body="policy"),
+    # HITL approvals
+    HttpRule("GET", "/v1/hitl/pending", f"{_APPROVALS}/ListPendingApprovals", body=None),
+    HttpRule("POST", "/v1/hitl/{approval_id}/approve", f"{_APPROVALS}/GrantApproval", body=None),
+    HttpRule("POST", "/v1/hitl/{approval_id}/deny", f"{_APPROVALS}/DenyApproval", body=None),
+    # Elicitation
+    HttpRule("POST", "/v1/elicit", f"{_ELICIT}/CreateElicitation", status=202),
+    HttpRule(
+        "POST",
+        "/v1/elicit/{elicit_id}/respond",
+        f"{_ELICIT}/RespondElicitation",
+        body="response",
+    ),
+)

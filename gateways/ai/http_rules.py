@@ -1,0 +1,43 @@
+"""JSON rule table of the AI gateway (L2): the spec's `/v1/...` endpoints bound to RPCs.
+
+`POST /v1/chat/completions` is served by two RPCs, chosen per request by the body's `stream`
+flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_streaming` variant
+`StreamChatCompletion`, rendered as server-sent events ending with `data: [DONE]`.
+
+Chat requests are passthrough: the front door binds the typed fields (`model`, `messages`,
+`stream`) while ignoring unknown OpenAI keys, and puts the whole JSON body into the request's
+`body` Struct. Answers render `completion` / `chunk`; the servicer sets the `x-cache` and
+`x-tenant-id` headers through its context (`runtime.context.respond`).
+
+`/`, `/health` and `/metrics` are served by the front door itself, not by RPCs.
+"""
+
+from __future__ import annotations
+
+from runtime.http_rules import HttpRule
+
+PKG = "strata.ai.v1"
+
+# `stream: true` bodies of POST /v1/chat/completions: one SSE `data:` event per message.
+STREAM_CHAT = HttpRule(
+    "POST",
+    "/v1/chat/completions",
+    f"{PKG}.ChatService/StreamChatCompletion",
+    response_body="chunk",
+    stream=True,
+    passthrough="body",
+)
+
+HTTP_RULES: tuple[HttpRule, ...] = (
+    HttpRule("GET", "/v1/models", f"{PKG}.ChatService/ListModels", body=None),
+    HttpRule(
+        "POST",
+        "/v1/chat/completions",
+        f"{PKG}.ChatService/CreateChatCompletion",
+        response_body="completion",
+        passthrough="body",
+        when_streaming=STREAM_CHAT,
+    ),
+    HttpRule("GET", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/GetBudget", body=None),
+    HttpRule("POST", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/SetBudget"),
+)
