@@ -1,17 +1,47 @@
 """Calls to other Strata services: gRPC channels with a deadline on every call, the platform
-master key as credentials, trace context propagated, and peer errors rebuilt as StrataError."""
+master key as credentials, trace context propagated, and peer errors rebuilt as StrataError.
+
+Two call forms:
+- `call(stub.Method, request)`: one unary call. Its deadline is the peer's default, or what is
+  left of the deadline of the call being served, whichever is sooner.
+- `stream(stub.Method, requests)`: a long-lived stream (configuration push, xDS) that
+  reconnects when the peer goes away, with exponential backoff and jitter; the backoff starts
+  over once a connection has delivered a message.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
+from runtime.context import time_left
 from runtime.errors import from_rpc_error
 
+log = logging.getLogger(__name__)
+
 M = TypeVar("M", bound=Message)
+
+# Statuses after which a long-lived stream is opened again; any other status (bad
+# credentials, a refused or unknown call) is a fault that reconnecting would only repeat.
+RECONNECT = frozenset(
+    {
+        grpc.StatusCode.OK,  # the peer closed the stream (a restart drains it this way)
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
 
 
 class Peer:
@@ -41,12 +71,52 @@ class Peer:
     ) -> Any:
         """Invoke a stub method; raises the peer's StrataError, or Unavailable when the peer
         cannot be reached in time."""
+        timeout = deadline_secs or self._deadline
+        inherited = time_left()
+        if inherited is not None:
+            timeout = min(timeout, inherited)
         try:
-            return await method(
-                request, timeout=deadline_secs or self._deadline, metadata=self._metadata
-            )
+            return await method(request, timeout=timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, peer=self.target) from exc
+
+    async def stream(
+        self,
+        method: Any,
+        requests: Callable[[], Any],
+        *,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 10.0,
+    ) -> AsyncIterator[Any]:
+        """The responses of a server- or bidirectional-streaming call, across reconnects.
+
+        `requests()` is called for every connection: it returns the request message (server
+        streaming) or a fresh async iterator of requests (bidirectional), so a subscription is
+        sent again after a reconnect. A status outside `RECONNECT` ends the stream with the
+        peer's StrataError; the caller stops it by closing the iterator or cancelling."""
+        failures = 0
+        while True:
+            call = method(requests(), metadata=self._metadata)
+            try:
+                async for response in call:
+                    failures = 0
+                    yield response
+                code, error = grpc.StatusCode.OK, None
+            except grpc.aio.AioRpcError as exc:
+                code, error = exc.code(), exc
+            finally:
+                call.cancel()  # no-op once finished; ends the call when the consumer stops
+            if code not in RECONNECT:
+                assert error is not None
+                raise from_rpc_error(error, peer=self.target) from error
+            # Full jitter (AWS architecture blog): spreads the reconnects of many replicas.
+            delay = random.uniform(0, min(max_backoff, initial_backoff * 2**failures))
+            failures += 1
+            log.info(
+                "stream to peer ended; reconnecting",
+                extra={"peer": self.target, "code": code.name, "delay_s": round(delay, 3)},
+            )
+            await asyncio.sleep(delay)
 
     async def close(self) -> None:
         if self._channel is not None:

@@ -7,6 +7,7 @@ that is unset is written as `null` rather than left out — the spec's nullable 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,14 +86,67 @@ def _key(text: str, map_field: FieldDescriptor) -> Any:
 def merge_json(
     message: Message, value: Any, what: str = "request body", *, lenient: bool = False
 ) -> None:
-    """Parse JSON into `message`; a clear InvalidRequest names the offending field.
-    Unknown keys are rejected unless `lenient`."""
+    """Parse JSON into `message`; a clear InvalidRequest names the offending field as the
+    public API writes it (snake_case, never protobuf's camelCase JSON names). Unknown keys are
+    rejected unless `lenient`."""
     if not isinstance(value, Mapping):
         raise InvalidRequest(f"{what} must be a JSON object", error="invalid_request")
+    descriptor = message.DESCRIPTOR
+    if not lenient:
+        unknown = _unknown_field(value, descriptor)
+        if unknown is not None:
+            path, known = unknown
+            raise InvalidRequest(
+                f"unknown field {path!r} in {what}; known fields: {', '.join(known)}",
+                error="invalid_request",
+            )
     try:
         json_format.ParseDict(dict(value), message, ignore_unknown_fields=lenient)
     except json_format.ParseError as exc:
-        raise InvalidRequest(f"invalid {what}: {exc}", error="invalid_request") from exc
+        raise InvalidRequest(
+            f"invalid {what}: {_snake_case(str(exc), descriptor)}", error="invalid_request"
+        ) from exc
+
+
+def _unknown_field(
+    value: Mapping[str, Any], descriptor: Descriptor, prefix: str = ""
+) -> tuple[str, list[str]] | None:
+    """The first key of `value` (nested objects included) that names no field, with the
+    field names known at that level."""
+    for key, item in value.items():
+        field = descriptor.fields_by_name.get(key) or descriptor.fields_by_camelcase_name.get(key)
+        if field is None:
+            return f"{prefix}{key}", sorted(descriptor.fields_by_name)
+        nested = field.message_type
+        if nested is None or _is_well_known(nested) or nested.GetOptions().map_entry:
+            continue
+        items = item if field.is_repeated and isinstance(item, list) else [item]
+        for element in items:
+            if isinstance(element, Mapping):
+                found = _unknown_field(element, nested, f"{prefix}{field.name}.")
+                if found is not None:
+                    return found
+    return None
+
+
+def _snake_case(text: str, descriptor: Descriptor) -> str:
+    """Protobuf's parse errors name fields by their JSON (camelCase) names: use ours."""
+    names: dict[str, str] = {}
+    pending, seen = [descriptor], set()
+    while pending:
+        desc = pending.pop()
+        if desc.full_name in seen:
+            continue
+        seen.add(desc.full_name)
+        for field in desc.fields:
+            if field.json_name != field.name:
+                names[field.json_name] = field.name
+            if field.message_type is not None and not _is_well_known(field.message_type):
+                pending.append(field.message_type)
+    if not names:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    return pattern.sub(lambda m: names[m.group(1)], text)
 
 
 def scalar_from_text(field: FieldDescriptor, text: str) -> Any:

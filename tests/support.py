@@ -26,7 +26,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def user_token(issuer: str, username: str = "alice", password: str = "alice") -> str:
+async def user_token(
+    issuer: str, username: str = "alice", password: str = "alice", scope: str = "openid tenant"
+) -> str:
+    """A person's token; with the `tenant` scope it carries the user's `tenant_id`."""
     return await _token(
         issuer,
         {
@@ -34,7 +37,7 @@ async def user_token(issuer: str, username: str = "alice", password: str = "alic
             "client_id": "strata-portal",
             "username": username,
             "password": password,
-            "scope": "openid tenant",
+            "scope": scope,
         },
     )
 
