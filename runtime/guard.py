@@ -73,9 +73,13 @@ class Guard:
         bind_caller(authorize(rule, principal, metadata, request))
 
 
+# Served without a rule: what load balancers and grpcurl need before any credential.
+OPEN_SERVICES = ("grpc.health.v1.Health/", "grpc.reflection.")
+
+
 class GuardInterceptor(grpc.aio.ServerInterceptor):
-    """Runs the guard around every RPC of the service, whatever its call shape. RPCs with no
-    rule (gRPC health checking and reflection) pass through: they are public by nature."""
+    """Runs the guard around every RPC of the service, whatever its call shape. gRPC health
+    checking and reflection pass through; any other method without a rule is not served."""
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
@@ -86,9 +90,10 @@ class GuardInterceptor(grpc.aio.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = await continuation(details)
-        rule = self.guard.rules.get(details.method.lstrip("/"))
+        rpc = details.method.lstrip("/")
+        rule = self.guard.rules.get(rpc)
         if handler is None or rule is None:
-            return handler
+            return handler if rpc.startswith(OPEN_SERVICES) else None  # None: UNIMPLEMENTED
         metadata = {k: v for k, v in details.invocation_metadata or () if isinstance(v, str)}
         served = self._served
         wrap: Any

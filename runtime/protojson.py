@@ -114,7 +114,7 @@ def _unknown_field(
     """The first key of `value` (nested objects included) that names no field, with the
     field names known at that level."""
     for key, item in value.items():
-        field = descriptor.fields_by_name.get(key) or descriptor.fields_by_camelcase_name.get(key)
+        field = descriptor.fields_by_name.get(key)  # snake_case only, as the spec writes them
         if field is None:
             return f"{prefix}{key}", sorted(descriptor.fields_by_name)
         nested = field.message_type

@@ -3,19 +3,26 @@ class (even where two classes share a status code), identifier, message and extr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import grpc
 import pytest
 from support import MASTER_KEY, free_port
 
 from runtime.auth import Authenticator, JwksCache
 from runtime.errors import (
+    DETAILS_KEY,
+    ERROR_KEY,
     AlreadyExists,
     InvalidRequest,
     PayloadTooLarge,
+    PermissionDenied,
+    ResourceExhausted,
     StrataError,
     Unavailable,
     UpstreamError,
+    from_rpc_error,
 )
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind
@@ -23,7 +30,19 @@ from runtime.telemetry import Metrics
 from runtime.testing import serving
 from strata.ai.v1 import chat_pb2, chat_pb2_grpc
 
+
+class ToolDenied(PermissionDenied):
+    """A service's own error, one level below the tree's PermissionDenied."""
+
+
+class HopDenied(ToolDenied):
+    """Two levels below: the registry must find it at any depth."""
+
+
 FAILURES: dict[str, StrataError] = {
+    "depth-two": HopDenied(
+        "the acting agent may not call the tool", error="tool_not_allowed", tool="rm"
+    ),
     "upstream": UpstreamError("provider answered 500", error="provider_error", provider="openai"),
     "unavailable": Unavailable("all breakers open", error="all_providers_unavailable"),
     "too-large": PayloadTooLarge("prompt too large", error="payload_too_large"),
@@ -86,3 +105,18 @@ async def test_unreachable_peer_is_unavailable_and_named() -> None:
         await client.close()
     assert info.value.message.startswith(f"{target}: ")
     assert info.value.retryable
+
+
+def test_an_unknown_class_is_rebuilt_by_its_code() -> None:
+    """A peer's class the caller does not have (another service's module) becomes the tree's
+    class for the status code, identifier and fields intact."""
+    metadata = grpc.aio.Metadata(
+        (ERROR_KEY, "budget_exceeded"),
+        (DETAILS_KEY, json.dumps({"kind": "SessionBudgetExceeded", "used": 9}).encode()),
+    )
+    exc = grpc.aio.AioRpcError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.aio.Metadata(), metadata, "over budget"
+    )
+    rebuilt = from_rpc_error(exc)
+    assert type(rebuilt) is ResourceExhausted
+    assert rebuilt.body() == {"error": "budget_exceeded", "message": "over budget", "used": 9}
