@@ -36,7 +36,7 @@ class RpcRule:
     """The resolved rule of one RPC: its access kind and where its request names a tenant."""
 
     rpc: str
-    access: Access.ValueType
+    access: int  # an `Access` value
     tenant_path: tuple[str, ...] = ()  # request field path; () when the request names none
 
     @property
@@ -76,7 +76,7 @@ def bind_caller(caller: Caller) -> contextvars.Token[Caller]:
     return _caller.set(caller)
 
 
-def rule_of(method: MethodDescriptor, default: Access.ValueType | None = None) -> RpcRule:
+def rule_of(method: MethodDescriptor, default: int | None = None) -> RpcRule:
     """The rule declared on `method`; `default` serves services whose protos are not ours
     (Envoy's xDS). A Strata RPC without a rule is a boot error, never an open door."""
     rpc = f"{method.containing_service.full_name}/{method.name}"
@@ -94,7 +94,7 @@ def rule_of(method: MethodDescriptor, default: Access.ValueType | None = None) -
     return RpcRule(rpc, access, path)
 
 
-def rules_for(services: Iterable[tuple[object, Access.ValueType | None]]) -> dict[str, RpcRule]:
+def rules_for(services: Iterable[tuple[object, int | None]]) -> dict[str, RpcRule]:
     """Every RPC of the given `(ServiceDescriptor, default access)` pairs, by full name."""
     rules = {}
     for service, default in services:

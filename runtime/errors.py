@@ -164,7 +164,8 @@ def error_for_code(code: grpc.StatusCode, message: str) -> StrataError:
 def error_for_status(status: int, message: str) -> StrataError:
     """The error of this tree that an HTTP status stands for (for failures raised by the HTTP
     stack itself rather than by a servicer)."""
-    for cls in (StrataError, *StrataError.__subclasses__()):
+    kinds: list[type[StrataError]] = [StrataError, *StrataError.__subclasses__()]
+    for cls in kinds:
         if cls.http_status == status:
             return cls(message, error=message.lower().replace(" ", "_"))
     err = StrataError(message, error=message.lower().replace(" ", "_"))

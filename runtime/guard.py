@@ -29,7 +29,6 @@ from runtime.auth import Authenticator, Principal
 from runtime.context import bind_deadline
 from runtime.errors import StrataError, trailing_metadata
 from runtime.telemetry import Metrics
-from strata.access.v1.access_pb2 import Access
 
 
 class Guard:
@@ -51,7 +50,7 @@ class Guard:
     def of(
         cls,
         service: str,
-        bindings: Sequence[tuple[str, Access.ValueType | None]],
+        bindings: Sequence[tuple[str, int | None]],
         authenticator: Authenticator,
         metrics: Metrics,
     ) -> Guard:

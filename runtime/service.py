@@ -22,7 +22,6 @@ from runtime.errors import StrataError
 from runtime.guard import Guard
 from runtime.http_rules import Envelope, HttpRule
 from runtime.telemetry import Metrics
-from strata.access.v1.access_pb2 import Access
 
 
 @dataclass(frozen=True)
@@ -34,10 +33,10 @@ class Binding:
     name: str
     servicer: Any
     add_to_server: Callable[[Any, grpc.aio.Server], None]
-    default_access: Access.ValueType | None = None
+    default_access: int | None = None  # an `Access` value (strata.access.v1)
 
 
-def bind(pb2_grpc: ModuleType, servicer: Any, *, access: Access.ValueType | None = None) -> Binding:
+def bind(pb2_grpc: ModuleType, servicer: Any, *, access: int | None = None) -> Binding:
     """Bind `servicer` (an instance of a generated `<Name>Servicer`, or a subclass) to its
     service. An instance of the generated base class answers UNIMPLEMENTED everywhere.
     `access` is for foreign protos only (see `Binding`)."""
