@@ -19,7 +19,8 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from google.protobuf import descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from support import ADMIN_API_KEY, MASTER_KEY, service_token, user_token
 
 import strata
@@ -33,6 +34,7 @@ from runtime.http_rules import HttpRule
 from runtime.service import ServiceDefinition, unimplemented
 from runtime.telemetry import Metrics
 from runtime.testing import Serving, serving
+from strata.access.v1 import access_pb2
 from strata.access.v1.access_pb2 import Access
 
 PACKAGES: dict[str, tuple[str, tuple[HttpRule, ...]]] = {
@@ -358,3 +360,22 @@ async def test_request_naming_another_tenant_is_refused_on_both_transports(
                 if got != want:
                     wrong.append(f"HTTP {http_rule.method} {http_rule.path} {caller}: {got}")
     assert wrong == []
+
+
+async def test_rules_are_visible_through_reflection(stack: Stack) -> None:
+    """What grpcurl describes: the RPC's rule option and the proto that declares it."""
+    stub = reflection_pb2_grpc.ServerReflectionStub(stack.services["ai"].channel)
+    ask = reflection_pb2.ServerReflectionRequest(
+        file_containing_symbol="strata.ai.v1.BudgetService"
+    )
+    async for reply in stub.ServerReflectionInfo(iter([ask]), timeout=5):
+        files = {}
+        for raw in reply.file_descriptor_response.file_descriptor_proto:
+            proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            files[proto.name] = proto
+        break
+    budget = files["strata/ai/v1/budget.proto"]
+    assert "strata/access/v1/access.proto" in budget.dependency
+    method = next(m for m in budget.service[0].method if m.name == "SetBudget")
+    options = descriptor_pb2.MethodOptions.FromString(method.options.SerializeToString())
+    assert options.Extensions[access_pb2.rule].access == Access.ACCESS_PLATFORM_ADMIN
