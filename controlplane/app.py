@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.config import ControlPlaneConfig
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from controlplane.routes import ROUTES
 from runtime.auth import authenticator_for
-from runtime.config import VERSION, Settings
+from runtime.config import VERSION
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
@@ -46,15 +47,15 @@ PUBLIC_RPCS = frozenset(
 )
 
 
-def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     health_servicer = PlatformHealthServicer(
         [
-            Probe("L1", "edge-proxy", settings.edge_grpc, settings.edge_url),
-            Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
-            Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
+            Probe("L1", "edge-proxy", config.edge_grpc, config.edge_url),
+            Probe("L2", "ai-gateway", config.ai_gateway_grpc, config.ai_gateway_url),
+            Probe("L3", "agent-gateway", config.agent_gateway_grpc, config.agent_gateway_url),
         ],
-        settings.master_key,
-        settings.grpc_deadline_secs,
+        config.master_key,
+        config.grpc_deadline_secs,
     )
     implemented = {
         b.name: b
@@ -84,7 +85,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
     bindings: list[Binding] = [
         implemented.get(b.name, b)
         for b in declared
-        if settings.agent_identity or b.name not in FLAGGED
+        if config.agent_identity or b.name not in FLAGGED
     ]
     served = {b.name for b in bindings}
 
@@ -120,12 +121,12 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(settings),
+        authenticator=authenticator_for(config),
         metrics=Metrics(SERVICE),
         public_paths=frozenset({"/", "/health", "/metrics", "/sts/token", "/sts/jwks"}),
         public_rpcs=PUBLIC_RPCS,
         on_startup=[migrate],
         on_cleanup=[close],
-        client_max_size=settings.max_body_bytes,
-        allowed_origins=settings.allowed_origins,
+        client_max_size=config.max_body_bytes,
+        allowed_origins=config.allowed_origins,
     )

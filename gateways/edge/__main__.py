@@ -15,6 +15,7 @@ import sys
 from aiohttp import web
 
 from gateways.edge.app import build
+from gateways.edge.config import EdgeConfig
 from gateways.edge.proxy import build_proxy_app
 from runtime.main import main
 
@@ -46,7 +47,7 @@ workers = [
     for _ in range(args.workers - 1)
 ]
 try:
-    main("edge-proxy", build, front_door_port=lambda settings: settings.admin_port)
+    main(EdgeConfig, build)
 finally:
     for worker in workers:
         worker.terminate()
