@@ -29,7 +29,7 @@ test: install
 	$(PY) -m pytest
 
 run: install
-	$(PY) -m runtime.launcher
+	$(VENV)/bin/strata up
 
 clean:
 	rm -rf build *.egg-info .pytest_cache
