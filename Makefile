@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install gen lint test test-stack run bench clean
+.PHONY: install gen docs lint test test-stack run bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(PY)
 
 gen:
 	$(PY) proto/generate.py
+
+docs:
+	$(PY) -m runtime.docs
 
 lint:
 	$(VENV)/bin/buf lint

@@ -121,7 +121,9 @@ class ServiceConfig:
     )
     # Peers: every service ships analytics rows to the control plane when it owns chDB.
     controlplane_grpc: str = var(
-        "CONTROLPLANE_GRPC", loopback(14001), "control plane gRPC target (host:port)"
+        "CONTROLPLANE_GRPC",
+        loopback(14001),
+        "control plane gRPC target; services that do not own chDB ship analytics rows there",
     )
     # Behaviour
     grpc_deadline_secs: float = var(
@@ -232,6 +234,7 @@ class AgentIdentityConfig(ServiceConfig):
 def markdown_table(configs: Iterable[type[ServiceConfig]]) -> str:
     """The README's configuration table: one row per variable, the services reading it, its
     default (per service where they differ) and what it means."""
+    configs = list(configs)
     rows: dict[str, list[tuple[str, Var, Any]]] = {}
     for config in configs:
         for f in _var_fields(config):
@@ -240,6 +243,8 @@ def markdown_table(configs: Iterable[type[ServiceConfig]]) -> str:
     lines = ["| Variable | Services | Default | Meaning |", "|---|---|---|---|"]
     for name, uses in rows.items():
         services = ", ".join(service for service, _, _ in uses)
+        if len(uses) == len(configs):
+            services = "all"
         defaults = {_shown(spec, default) for _, spec, default in uses}
         if len(defaults) == 1:
             default = defaults.pop()
@@ -248,6 +253,8 @@ def markdown_table(configs: Iterable[type[ServiceConfig]]) -> str:
         doc = uses[0][1].doc
         if any(spec.doc != doc for _, spec, _ in uses):
             raise ValueError(f"{name} is documented differently by {services}")
+        if uses[0][1].choices:
+            doc += ": " + ", ".join(f"`{choice}`" for choice in uses[0][1].choices)
         lines.append(f"| `{name}` | {services} | {default} | {doc} |")
     return "\n".join(lines) + "\n"
 
