@@ -22,13 +22,17 @@ gen:
 docs:
 	$(PY) -m runtime.docs
 
-lint:
+# buf breaking compares the protos with the latest release tag, once there is one.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf format -d --exit-code
-	$(VENV)/bin/ruff check .
+	@tag=$$(git describe --tags --abbrev=0 2>/dev/null || true); \
+	if [ -n "$$tag" ]; then echo "buf breaking against $$tag"; \
+	  $(VENV)/bin/buf breaking --against ".git#tag=$$tag"; fi
 
 test: install
-	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 run: install

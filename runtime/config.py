@@ -205,11 +205,11 @@ class ServiceConfig:
     @classmethod
     def ports(cls) -> dict[str, int]:
         """Every port the service listens on by default, by variable name."""
-        return {
-            f.metadata["var"].name: f.default
-            for f in _var_fields(cls)
-            if f.metadata["var"].name.endswith("_PORT")
-        }
+        ports = {}
+        for f in _var_fields(cls):
+            if f.metadata["var"].name.endswith("_PORT") and isinstance(f.default, int):
+                ports[f.metadata["var"].name] = f.default
+        return ports
 
 
 Settings = ServiceConfig  # the former name, still imported by runtime/auth.py
