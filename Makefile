@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install gen lint test test-stack run bench clean
+.PHONY: install gen docs lint test test-stack run bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,17 +19,24 @@ install: $(PY)
 gen:
 	$(PY) proto/generate.py
 
-lint:
+docs:
+	$(PY) -m runtime.docs
+
+# buf breaking compares the protos with the latest release tag, once there is one.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf format -d --exit-code
-	$(VENV)/bin/ruff check .
+	@tag=$$(git describe --tags --abbrev=0 2>/dev/null || true); \
+	if [ -n "$$tag" ]; then echo "buf breaking against $$tag"; \
+	  $(VENV)/bin/buf breaking --against ".git#tag=$$tag"; fi
 
 test: install
-	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 run: install
-	$(PY) -m runtime.launcher
+	$(VENV)/bin/strata up
 
 clean:
 	rm -rf build *.egg-info .pytest_cache

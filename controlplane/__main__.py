@@ -1,6 +1,7 @@
 """`python -m controlplane`: the control plane on :4001 (HTTP) and :14001 (gRPC)."""
 
 from controlplane.app import build
+from controlplane.config import ControlPlaneConfig
 from runtime.main import main
 
-main("controlplane", build)
+main(ControlPlaneConfig, build)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.config import ControlPlaneConfig
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from runtime.auth import authenticator_for
-from runtime.config import VERSION, Settings
+from runtime.config import VERSION
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
@@ -43,15 +44,15 @@ PKG = "strata.controlplane.v1"
 FLAGGED = frozenset({f"{PKG}.AgentRegistryService", f"{PKG}.TokenExchangeService"})
 
 
-def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     health_servicer = PlatformHealthServicer(
         [
-            Probe("L1", "edge-proxy", settings.edge_grpc, settings.edge_url),
-            Probe("L2", "ai-gateway", settings.ai_gateway_grpc, settings.ai_gateway_url),
-            Probe("L3", "agent-gateway", settings.agent_gateway_grpc, settings.agent_gateway_url),
+            Probe("L1", "edge-proxy", config.edge_grpc, config.edge_url),
+            Probe("L2", "ai-gateway", config.ai_gateway_grpc, config.ai_gateway_url),
+            Probe("L3", "agent-gateway", config.agent_gateway_grpc, config.agent_gateway_url),
         ],
-        settings.master_key,
-        settings.grpc_deadline_secs,
+        config.master_key,
+        config.grpc_deadline_secs,
     )
     implemented = {
         b.name: b
@@ -81,7 +82,7 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
     bindings: list[Binding] = [
         implemented.get(b.name, b)
         for b in declared
-        if settings.agent_identity or b.name not in FLAGGED
+        if config.agent_identity or b.name not in FLAGGED
     ]
     served = {b.name for b in bindings}
 
@@ -117,10 +118,10 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(settings),
+        authenticator=authenticator_for(config),
         metrics=Metrics(SERVICE),
         on_startup=[migrate],
         on_cleanup=[close],
-        client_max_size=settings.max_body_bytes,
-        allowed_origins=settings.allowed_origins,
+        client_max_size=config.max_body_bytes,
+        allowed_origins=config.allowed_origins,
     )

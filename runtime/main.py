@@ -1,36 +1,39 @@
-"""The shared body of every service's `__main__`: settings, logging, tracing, stores, serve."""
+"""The shared body of every service's `__main__`: config, logging, tracing, stores, serve."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
-from runtime.config import ConfigError, Settings
+from runtime.config import ConfigError, ServiceConfig
 from runtime.logs import setup_logging
 from runtime.serve import run
 from runtime.service import ServiceDefinition
 from runtime.stores import Stores, open_stores
 from runtime.telemetry import setup_tracing
 
+C = TypeVar("C", bound=ServiceConfig)
+
 
 def main(
-    service: str,
-    build: Callable[[Settings, Stores], ServiceDefinition],
-    *,
-    front_door_port: Callable[[Settings], int] = lambda s: s.http_port,
+    config_class: type[C],
+    build: Callable[[C, Stores], ServiceDefinition],
+    environ: Mapping[str, str] | None = None,
 ) -> None:
-    """Serve `service` until SIGTERM/SIGINT. The JSON front door listens on
-    `front_door_port(settings)` (the edge's is its admin port; its data plane is an extra app)."""
+    """Read `config_class` from the environment (exit listing every problem), then serve what
+    `build` makes of it until SIGTERM/SIGINT: gRPC on GRPC_PORT and the JSON front door on
+    `config.front_door_port`, or only its aiohttp apps for an apps-only definition."""
     try:
-        settings = Settings.from_env(os.environ, service)
+        config = config_class.from_env(os.environ if environ is None else environ)
     except ConfigError as exc:
         sys.exit(str(exc))
-    setup_logging(service, settings.log_level)
-    setup_tracing(service, settings.otel_endpoint)
+    setup_logging(config.service, config.log_level)
+    setup_tracing(config.service, config.otel_endpoint)
     run(
-        lambda: build(settings, open_stores(settings)),
-        settings.host,
-        front_door_port(settings),
-        settings.grpc_port,
+        lambda: build(config, open_stores(config)),
+        config.host,
+        config.front_door_port,
+        config.grpc_port,
     )

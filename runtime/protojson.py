@@ -31,8 +31,9 @@ def to_json(message: Message) -> dict[str, Any]:
     return _fix(message, rendered)
 
 
-def _is_well_known(desc: Descriptor) -> bool:
-    return desc.full_name.startswith("google.protobuf.")
+def _is_well_known(desc: Descriptor | Any) -> bool:
+    """`Any`: the stubs type descriptors as either the Python or the upb class."""
+    return bool(desc.full_name.startswith("google.protobuf."))
 
 
 def _fix(message: Message, rendered: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def _integral(value: Any) -> Any:
     return value
 
 
-def _key(text: str, map_field: FieldDescriptor) -> Any:
+def _key(text: str, map_field: Any) -> Any:  # a map FieldDescriptor (Python or upb class)
     key_field = map_field.message_type.fields_by_name["key"]
     return int(text) if key_field.cpp_type in _INT else text
 

@@ -1,5 +1,6 @@
 """Run a service: a grpc.aio server (health checking and reflection on, so grpcurl can list and
-call everything) and its aiohttp front door, in one asyncio event loop.
+call everything) and its aiohttp front door, in one asyncio event loop. An apps-only service
+(an edge data-plane worker) runs through the same loop with its aiohttp apps alone.
 
 `start()` brings both up and returns a `Running` handle (tests use it on port 0);
 `run()` is what each `__main__` calls: start, serve until SIGTERM/SIGINT, stop gracefully.
@@ -21,7 +22,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from runtime.frontdoor import build_app
-from runtime.guard import GuardInterceptor
+from runtime.guard import Guard, GuardInterceptor
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
@@ -29,31 +30,60 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Running:
-    """A started service: where it listens, and how to stop it."""
+    """A started service: where it listens, and how to stop it. An apps-only service has no
+    gRPC server and no front door (their fields are None)."""
 
     definition: ServiceDefinition
-    server: grpc.aio.Server
-    health: health.aio.HealthServicer
+    server: grpc.aio.Server | None
+    health: health.aio.HealthServicer | None
     runners: list[web.AppRunner]
-    http_port: int
-    grpc_port: int
+    http_port: int | None
+    grpc_port: int | None
     extra_ports: list[int]
 
     async def stop(self, grace: float = 5.0) -> None:
-        await self.health.enter_graceful_shutdown()
+        """Drain: health NOT_SERVING first so load balancers stop sending, then HTTP stops
+        accepting and finishes in-flight requests, then in-flight RPCs get `grace` seconds."""
+        if self.health is not None:
+            await self.health.enter_graceful_shutdown()
         for runner in self.runners:
             await runner.cleanup()
-        await self.server.stop(grace)
+        if self.server is not None:
+            await self.server.stop(grace)
         for cleanup in reversed(self.definition.on_cleanup):
             await cleanup()
 
 
 async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> Running:
     """Open stores, then serve gRPC on `grpc_port`, the front door on `http_port` and any extra
-    apps on their own ports (0 picks a free port; chosen ports are on the returned handle)."""
+    apps on their own ports (0 picks a free port; chosen ports are on the returned handle).
+    An apps-only definition serves its extra apps alone; the two ports are not used."""
     for startup in defn.on_startup:
         await startup()
-    guard = defn.guard()  # every RPC's declared access rule, or no start at all
+    server, health_servicer, bound_grpc = None, None, None
+    apps = list(defn.extra_apps)
+    if not defn.apps_only:
+        guard = defn.guard()  # every RPC's declared access rule, or no start at all
+        server, health_servicer, bound_grpc = await _start_grpc(defn, guard, host, grpc_port)
+        apps.insert(0, (http_port, build_app(defn, guard)))
+    runners, ports = [], []
+    for port, application in apps:
+        # reuse_port lets several edge workers share one listening port.
+        runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        await runner.setup()
+        await web.TCPSite(runner, host, port, reuse_port=True).start()
+        runners.append(runner)
+        ports.append(runner.addresses[0][1])
+    log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": ports})
+    if defn.apps_only:
+        return Running(defn, None, None, runners, None, None, ports)
+    return Running(defn, server, health_servicer, runners, ports[0], bound_grpc, ports[1:])
+
+
+async def _start_grpc(
+    defn: ServiceDefinition, guard: Guard, host: str, port: int
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
+    """The gRPC server: the service's bindings, health checking and reflection."""
     server = grpc.aio.server(interceptors=[aio_server_interceptor(), GuardInterceptor(guard)])
     for binding in defn.bindings:
         binding.add_to_server(binding.servicer, server)
@@ -63,29 +93,17 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     reflection.enable_server_reflection(
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
-    bound_grpc = server.add_insecure_port(f"{host}:{grpc_port}")
+    bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-
-    front_door = build_app(defn, guard)
-    runners, ports = [], []
-    for port, application in [(http_port, front_door), *defn.extra_apps]:
-        # reuse_port lets several edge workers share one listening port.
-        runner = web.AppRunner(application, access_log=None, handle_signals=False)
-        await runner.setup()
-        await web.TCPSite(runner, host, port, reuse_port=True).start()
-        runners.append(runner)
-        ports.append(runner.addresses[0][1])
-    log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": ports})
-    return Running(defn, server, health_servicer, runners, ports[0], bound_grpc, ports[1:])
+    return server, health_servicer, bound
 
 
 def run(build: Callable[[], ServiceDefinition], host: str, http_port: int, grpc_port: int) -> None:
     """Build the service inside the event loop (as tests do: clients and channels belong to
-    the loop that creates them), serve until SIGTERM or SIGINT, then drain: health goes
-    NOT_SERVING first so load balancers stop sending, then HTTP closes and in-flight RPCs get
-    a grace period."""
+    the loop that creates them), serve until SIGTERM or SIGINT, then drain (`Running.stop`).
+    Every Strata process runs through here, edge data-plane workers included."""
 
     async def main() -> None:
         running = await start(build(), host, http_port, grpc_port)

@@ -90,6 +90,8 @@ class ServiceDefinition:
         allowed_origins: browser origins allowed by CORS (none: no CORS headers).
         middlewares: service-specific aiohttp middlewares, run inside the error handler and
             before authentication (the edge admin API's network allowlist).
+        apps_only: serve `extra_apps` alone, with no gRPC server and no front door (an edge
+            data-plane worker: more processes on a port the primary already serves).
     """
 
     name: str
@@ -106,6 +108,7 @@ class ServiceDefinition:
     client_max_size: int = 1024 * 1024
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()
+    apps_only: bool = False
 
     def guard(self) -> Guard:
         """Authentication and access for every RPC this service binds (LookupError for an

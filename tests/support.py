@@ -17,6 +17,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 MASTER_KEY = "test-master-key"
+STRATA = str(Path(sys.executable).parent / "strata")  # the console command, installed by pip
 ADMIN_API_KEY = "test-edge-admin-key"
 
 
@@ -93,12 +94,11 @@ class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignor
 async def launch_stack(
     data: Path, offset: int, *args: str, env: Mapping[str, str] | None = None
 ) -> tuple[asyncio.subprocess.Process, str]:
-    """Start `python -m runtime.launcher` and wait until it reports the stack is up; returns
-    the process and what it printed. Fails with the launcher's output if it gives up."""
+    """Start `strata up` (as `make run` does) and wait until it reports the stack is up;
+    returns the process and what it printed. Fails with the launcher's output if it gives up."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "runtime.launcher",
+        STRATA,
+        "up",
         "--data-dir",
         str(data),
         "--port-offset",

@@ -10,9 +10,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.http_rules import HTTP_RULES
 from runtime.auth import authenticator_for
-from runtime.config import VERSION, Settings
+from runtime.config import VERSION
 from runtime.service import ServiceDefinition, unimplemented
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
@@ -32,7 +33,7 @@ ENGINE = "strata"
 MCP_SERVERS_KEY = "mcp:servers"
 
 
-def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         try:
             servers = int(await stores.kv.hlen(MCP_SERVERS_KEY))
@@ -72,8 +73,8 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(settings),
+        authenticator=authenticator_for(config),
         metrics=Metrics(SERVICE),
         on_cleanup=[stores.close],
-        client_max_size=settings.max_body_bytes,
+        client_max_size=config.max_body_bytes,
     )

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateways.ai.config import AiGatewayConfig
 from gateways.ai.http_rules import HTTP_RULES
 from runtime.auth import authenticator_for
-from runtime.config import VERSION, Settings
+from runtime.config import VERSION
 from runtime.errors import StrataError
 from runtime.service import ServiceDefinition, unimplemented
 from runtime.stores import Stores
@@ -30,12 +31,12 @@ def openai_error(err: StrataError) -> dict[str, Any]:
     }
 
 
-def build(settings: Settings, stores: Stores) -> ServiceDefinition:
+def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     vectors: dict[str, Any] = {}
 
     async def open_vector_store() -> None:
         # The semantic cache's store; Milvus Lite starts its server on first open.
-        vectors["client"] = await open_vectors(settings.milvus_uri)
+        vectors["client"] = await open_vectors(config.milvus_uri)
 
     async def close() -> None:
         if "client" in vectors:
@@ -62,10 +63,10 @@ def build(settings: Settings, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(settings),
+        authenticator=authenticator_for(config),
         metrics=Metrics(SERVICE),
         envelope=openai_error,
         on_startup=[open_vector_store],
         on_cleanup=[close],
-        client_max_size=settings.max_body_bytes,
+        client_max_size=config.max_body_bytes,
     )

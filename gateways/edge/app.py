@@ -13,9 +13,10 @@ from typing import Any
 from aiohttp import web
 
 from gateways.edge.admin_http_rules import HTTP_RULES
+from gateways.edge.config import EdgeConfig
 from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
-from runtime.config import VERSION, Settings
+from runtime.config import VERSION
 from runtime.errors import PermissionDenied
 from runtime.service import ServiceDefinition, unimplemented
 from runtime.stores import Stores
@@ -43,7 +44,7 @@ def admin_network_guard(cidrs: tuple[str, ...]) -> Any:
 
 
 def build(
-    settings: Settings,
+    config: EdgeConfig,
     stores: Stores,
     *,
     proxy_port: int | None = None,
@@ -83,16 +84,16 @@ def build(
             },
         },
         health=health,
-        authenticator=authenticator_for(settings, admin_api_key=settings.admin_api_key),
+        authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
         extra_apps=[
             (
-                settings.http_port if proxy_port is None else proxy_port,
-                build_proxy_app(settings.max_body_bytes),
+                config.http_port if proxy_port is None else proxy_port,
+                build_proxy_app(config.max_body_bytes),
             ),
-            (settings.metrics_port if metrics_port is None else metrics_port, metrics_app),
+            (config.metrics_port if metrics_port is None else metrics_port, metrics_app),
         ],
-        middlewares=[admin_network_guard(settings.admin_allow_cidrs)],
+        middlewares=[admin_network_guard(config.admin_allow_cidrs)],
         on_cleanup=[stores.close],
-        client_max_size=settings.max_body_bytes,
+        client_max_size=config.max_body_bytes,
     )

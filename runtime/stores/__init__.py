@@ -1,6 +1,6 @@
 """Clients for the real stores: Redis protocol (kv), ClickHouse (analytics), Milvus (vectors).
 
-`Stores` is what a service's servicers receive; `open_stores` builds it from the settings the
+`Stores` is what a service's servicers receive; `open_stores` builds it from the config the
 way every service's `__main__` does, and tests build it from session fixtures instead.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import redis.asyncio as redis
 
-from runtime.config import Settings
+from runtime.config import ServiceConfig
 from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
 from runtime.stores.kv import connect_kv
 from runtime.stores.shipping import ShippingSink
@@ -30,14 +30,12 @@ class Stores:
             await self.analytics.close()
 
 
-def open_stores(settings: Settings) -> Stores:
-    kv = connect_kv(settings.redis_url)
-    if settings.owns_analytics:
-        analytics = Analytics(settings.clickhouse_url, settings.clickhouse_password)
+def open_stores(config: ServiceConfig) -> Stores:
+    kv = connect_kv(config.redis_url)
+    if config.owns_analytics:
+        analytics = Analytics(config.clickhouse_url, config.clickhouse_password)
         return Stores(kv=kv, sink=DirectSink(analytics), analytics=analytics)
     return Stores(
         kv=kv,
-        sink=ShippingSink(
-            settings.controlplane_grpc, settings.master_key, settings.grpc_deadline_secs
-        ),
+        sink=ShippingSink(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs),
     )

@@ -2,7 +2,7 @@
 
     python tests/bench/cold_start.py [--runs 3]
 
-Each run starts the launcher (fresh data directory, then the same directory again: "warm"),
+Each run starts `strata up` (fresh data directory, then the same directory again: "warm"),
 reads the time it reports from first spawn to every service healthy over HTTP and gRPC, and
 the RSS it reports per process after 5 s idle; prints medians. Runs on ports +21000.
 """
@@ -25,9 +25,8 @@ OFFSET = 21000
 def one_run(data: Path) -> tuple[float, dict[str, float]]:
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "runtime.launcher",
+            str(Path(sys.executable).parent / "strata"),
+            "up",
             "--data-dir",
             str(data),
             "--port-offset",

@@ -15,8 +15,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from support import MASTER_KEY, free_port, reflected_services, user_token
 
 from controlplane.app import build
+from controlplane.config import ControlPlaneConfig
 from gateways.ai.app import build as build_ai
-from runtime.config import Settings
+from gateways.ai.config import AiGatewayConfig
+from runtime.config import ServiceConfig
 from runtime.logs import JsonFormatter
 from runtime.stores import Stores
 from runtime.stores.analytics import Analytics
@@ -30,11 +32,11 @@ BEARER = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 @pytest.fixture
 def start(
-    settings_for: Callable[..., Settings], stores_for: Callable[[Settings], Stores]
+    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
 ) -> Callable[..., object]:
     def make(**env: str) -> object:
-        settings = settings_for("controlplane", **env)
-        return serving(build(settings, stores_for(settings)))
+        config = config_for(ControlPlaneConfig, **env)
+        return serving(build(config, stores_for(config)))
 
     return make
 
@@ -270,17 +272,17 @@ async def test_other_services_ship_rows_through_the_control_plane(
     assert rows == [{"model": "gpt-4o", "tokens_completion": 30, "pii_detected": True}]
 
 
-async def test_platform_health_probes_each_layer_over_grpc(settings_for, stores_for) -> None:
-    ai_settings = settings_for("ai-gateway")
-    async with serving(build_ai(ai_settings, stores_for(ai_settings))) as ai:
-        settings = settings_for(
-            "controlplane",
+async def test_platform_health_probes_each_layer_over_grpc(config_for, stores_for) -> None:
+    ai_config = config_for(AiGatewayConfig)
+    async with serving(build_ai(ai_config, stores_for(ai_config))) as ai:
+        config = config_for(
+            ControlPlaneConfig,
             AI_GATEWAY_GRPC=ai.grpc_target,
             EDGE_GRPC=f"127.0.0.1:{free_port()}",
             AGENT_GATEWAY_GRPC=f"127.0.0.1:{free_port()}",
             GRPC_DEADLINE_SECS="1",
         )
-        async with serving(build(settings, stores_for(settings))) as cp:
+        async with serving(build(config, stores_for(config))) as cp:
             status, body, _ = await get(cp, "/api/health/services", BEARER)
             assert status == 200
             by_layer = {s["layer"]: s for s in body}

@@ -15,9 +15,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from support import ADMIN_API_KEY, MASTER_KEY, reflected_services, service_token, user_token
 
 from gateways.agent.app import build as build_agent
+from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.app import build as build_ai
+from gateways.ai.config import AiGatewayConfig
 from gateways.edge.app import build as build_edge
-from runtime.config import Settings
+from gateways.edge.config import EdgeConfig
+from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.testing import Serving, serving
 from strata.ai.v1 import chat_pb2, chat_pb2_grpc
@@ -40,29 +43,29 @@ async def call(
 
 
 @pytest.fixture
-def start(settings_for: Callable[..., Settings], stores_for: Callable[[Settings], Stores]):
-    def make(service: str, build: Callable[[Settings, Stores], Any], **env: str):
-        settings = settings_for(service, **env)
-        return serving(build(settings, stores_for(settings)))
+def start(config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]):
+    def make(config_class: type[ServiceConfig], build: Callable[..., Any], **env: str):
+        config = config_for(config_class, **env)
+        return serving(build(config, stores_for(config)))
 
     return make
 
 
 @pytest.fixture
 async def ai(start) -> AsyncIterator[Serving]:
-    async with start("ai-gateway", build_ai) as svc:
+    async with start(AiGatewayConfig, build_ai) as svc:
         yield svc
 
 
 @pytest.fixture
 async def agent(start) -> AsyncIterator[Serving]:
-    async with start("agent-gateway", build_agent) as svc:
+    async with start(AgentGatewayConfig, build_agent) as svc:
         yield svc
 
 
 @pytest.fixture
 async def edge(start) -> AsyncIterator[Serving]:
-    async with start("edge-proxy", build_edge) as svc:
+    async with start(EdgeConfig, build_edge) as svc:
         yield svc
 
 
@@ -170,7 +173,7 @@ async def test_edge_admin_requires_the_admin_key(edge: Serving) -> None:
 
 
 async def test_edge_admin_is_refused_outside_its_networks(start) -> None:
-    async with start("edge-proxy", build_edge, ADMIN_ALLOW_CIDRS="10.0.0.0/8") as edge:
+    async with start(EdgeConfig, build_edge, ADMIN_ALLOW_CIDRS="10.0.0.0/8") as edge:
         status, body, _ = await call(
             edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
         )

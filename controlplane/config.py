@@ -1,0 +1,50 @@
+"""The control plane's configuration: tenants and keys, the STS, IdP provisioning, and the
+peers its platform health view probes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.config import AgentIdentityConfig, grpc_port, http_port, loopback, var
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControlPlaneConfig(AgentIdentityConfig):
+    service = "controlplane"
+    http_port: int = http_port(4001)
+    grpc_port: int = grpc_port(14001)
+
+    environment: str = var(
+        "ENVIRONMENT", "development", "`development` allows manual LLM provider keys"
+    )
+    allowed_origins: tuple[str, ...] = var(
+        "ALLOWED_ORIGINS", (), "comma-separated CORS origins of the operator and developer portals"
+    )
+    # IdP provisioning (users and service accounts).
+    idp_token_url: str | None = var("IDP_TOKEN_URL", None, "IdP token endpoint")
+    idp_admin_url: str | None = var("IDP_ADMIN_URL", None, "IdP admin API of the realm")
+    idp_admin_token: str | None = var("IDP_ADMIN_TOKEN", None, "bearer token of the IdP admin API")
+    # The STS signer.
+    svc_env: str = var("SVC_ENV", "local", "`local` generates ephemeral STS signing keys")
+    sts_private_der_b64: str | None = var(
+        "STS_ED25519_PRIVATE_DER_B64", None, "STS Ed25519 signing key (PKCS#8 DER, base64)"
+    )
+    sts_token_ttl_secs: int = var(
+        "STS_TOKEN_TTL_SECS", 120, "lifetime of STS hop tokens, seconds", bounds=(1, 120)
+    )
+    # The layers the platform health view probes (gRPC health) and links to (HTTP).
+    edge_grpc: str = var("EDGE_GRPC", loopback(19080), "edge proxy gRPC target")
+    ai_gateway_grpc: str = var("AI_GATEWAY_GRPC", loopback(14000), "AI gateway gRPC target")
+    agent_gateway_grpc: str = var(
+        "AGENT_GATEWAY_GRPC", loopback(15001), "agent gateway gRPC target"
+    )
+    edge_url: str = var("EDGE_URL", loopback(9080, "http://"), "edge proxy data plane URL")
+    ai_gateway_url: str = var("AI_GATEWAY_URL", loopback(4000, "http://"), "AI gateway URL")
+    agent_gateway_url: str = var(
+        "AGENT_GATEWAY_URL", loopback(5001, "http://"), "agent gateway URL"
+    )
+
+    @property
+    def owns_analytics(self) -> bool:
+        """The control plane owns chDB, and writes to a remote ClickHouse like everyone."""
+        return True

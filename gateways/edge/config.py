@@ -1,0 +1,51 @@
+"""The edge proxy's configuration: the data plane (HTTP_PORT, shared by its workers), the
+admin API, the metrics port and gRPC."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtime.config import (
+    PORT_RANGE,
+    PRIVATE_CIDRS,
+    REQUIRED,
+    ServiceConfig,
+    cidr,
+    grpc_port,
+    http_port,
+    var,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeConfig(ServiceConfig):
+    service = "edge-proxy"
+    http_port: int = http_port(9080)
+    grpc_port: int = grpc_port(19080)
+
+    admin_port: int = var("ADMIN_PORT", 9180, "edge admin API port", bounds=PORT_RANGE)
+    metrics_port: int = var("METRICS_PORT", 9091, "edge Prometheus metrics port", bounds=PORT_RANGE)
+    admin_api_key: str = var("ADMIN_API_KEY", REQUIRED, "edge admin API key (`X-API-KEY`)")
+    admin_allow_cidrs: tuple[str, ...] = var(
+        "ADMIN_ALLOW_CIDRS",
+        PRIVATE_CIDRS,
+        "comma-separated networks that may reach the edge admin API",
+        check=cidr,
+        shown_default="private ranges and loopback",
+    )
+    workers: int = var(
+        "EDGE_WORKERS",
+        1,
+        "edge data-plane processes, the primary included (`--workers N` overrides)",
+        bounds=(1, 256),
+    )
+
+    @property
+    def front_door_port(self) -> int:
+        """The edge's JSON front door is its admin API; the data plane is an app of its own."""
+        return self.admin_port
+
+    def problems(self) -> list[str]:
+        if self.workers > 1 and self.http_port == 0:
+            return ["EDGE_WORKERS above 1 needs a fixed HTTP_PORT: the workers share it"]
+        return []

@@ -1,0 +1,82 @@
+"""Edge data-plane workers: more processes serving the data-plane port beside the primary.
+
+SO_REUSEPORT (every aiohttp site binds with it) lets the kernel spread connections across
+them. A worker is a smaller edge: the same config and the same serve loop (`runtime.main`),
+built by `build_worker` into an apps-only definition: the data plane, no gRPC, no admin API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from gateways.edge.config import EdgeConfig
+from gateways.edge.proxy import build_proxy_app
+from runtime.auth import authenticator_for
+from runtime.config import VERSION
+from runtime.service import ServiceDefinition
+from runtime.stores import Stores
+from runtime.telemetry import Metrics
+
+SERVICE = "edge-proxy"
+Build = Callable[[EdgeConfig, Stores], ServiceDefinition]
+
+
+def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
+    """One data-plane worker. Its stores are the ones the data plane's plugins will use (rate
+    limits in the key-value store, request logs to analytics)."""
+
+    async def health() -> dict[str, Any]:
+        return {"status": "healthy", "service": SERVICE, "version": VERSION}
+
+    return ServiceDefinition(
+        name=SERVICE,
+        bindings=[],
+        http_rules=[],
+        info={"service": SERVICE, "version": VERSION},
+        health=health,
+        authenticator=authenticator_for(config),  # the data plane's jwt-auth will verify with it
+        metrics=Metrics(SERVICE),
+        extra_apps=[(config.http_port, build_proxy_app(config.max_body_bytes))],
+        on_cleanup=[stores.close],
+        apps_only=True,
+    )
+
+
+def with_workers(build: Build) -> Build:
+    """The primary's `build`, plus `config.workers - 1` worker processes: started with it,
+    given the primary's own configuration, and stopped after it (SIGTERM: each drains)."""
+
+    def build_primary(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
+        definition = build(config, stores)
+        workers: list[asyncio.subprocess.Process] = []
+
+        async def start() -> None:
+            env = {**os.environ, **config.environ()}
+            for _ in range(config.workers - 1):
+                workers.append(
+                    await asyncio.create_subprocess_exec(
+                        sys.executable, "-m", "gateways.edge", "--worker", env=env
+                    )
+                )
+
+        async def stop() -> None:
+            for worker in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.terminate()
+            for worker in workers:
+                try:
+                    await asyncio.wait_for(worker.wait(), 10)
+                except TimeoutError:
+                    worker.kill()
+                    await worker.wait()
+
+        definition.on_startup.append(start)
+        definition.on_cleanup.insert(0, stop)  # cleanups run in reverse: the workers last
+        return definition
+
+    return build_primary

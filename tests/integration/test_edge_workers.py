@@ -1,0 +1,94 @@
+"""`python -m gateways.edge --workers 2`: the primary and one worker, each served by the common
+loop, both answer on the one data-plane port (SO_REUSEPORT), and SIGTERM drains them all."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from support import ADMIN_API_KEY, MASTER_KEY, free_port
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def accepting_pid(conn: socket.socket, port: int, pids: list[int]) -> int | None:
+    """Which of `pids` holds the server side of `conn` (the process that accepted it)."""
+    client_port = conn.getsockname()[1]
+    local, remote = f"0100007F:{port:04X}", f"0100007F:{client_port:04X}"
+    inode = None
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == local and fields[2] == remote:
+            inode = fields[9]
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if os.readlink(fd) == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue
+    return None
+
+
+def answer(port: int, pids: list[int]) -> tuple[bytes, int | None]:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: edge\r\n\r\n")
+        reply = conn.recv(4096)
+        return reply, accepting_pid(conn, port, pids)
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+async def test_two_processes_answer_on_the_data_plane_port(valkey_url: str) -> None:
+    proxy, admin = free_port(), free_port()
+    env = {
+        **os.environ,
+        "MASTER_KEY": MASTER_KEY,
+        "ADMIN_API_KEY": ADMIN_API_KEY,
+        "REDIS_URL": valkey_url,
+        "HTTP_PORT": str(proxy),
+        "ADMIN_PORT": str(admin),
+        "METRICS_PORT": str(free_port()),
+        "GRPC_PORT": str(free_port()),
+    }
+    primary = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
+    )
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(150):
+                try:
+                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                assert primary.returncode is None, "the edge exited"
+                await asyncio.sleep(0.1)
+        workers = children(primary.pid)
+        assert len(workers) == 1  # the primary started N-1 workers
+        pids = [primary.pid, *workers]
+        seen: set[int | None] = set()
+        for _ in range(200):
+            reply, pid = await asyncio.to_thread(answer, proxy, pids)
+            assert reply.startswith(b"HTTP/1.1 200") and b'"edge-proxy"' in reply
+            seen.add(pid)
+            if seen == set(pids):
+                break
+            await asyncio.sleep(0.02)  # a worker may still be binding the port
+        assert seen == set(pids)
+    finally:
+        primary.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(primary.wait(), 20)
+    assert code == 0
+    for pid in workers:  # the primary stopped (and reaped) its worker before exiting
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
