@@ -198,7 +198,7 @@ class ServiceConfig:
 
     @classmethod
     def default(cls, attribute: str) -> Any:
-        """The declared default of one variable (the launcher reads the ports this way)."""
+        """The declared default of one field, by attribute name."""
         (found,) = [f for f in _var_fields(cls) if f.name == attribute]
         return found.default
 
