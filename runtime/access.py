@@ -80,7 +80,8 @@ def rule_of(method: MethodDescriptor, default: int | None = None) -> RpcRule:
     """The rule declared on `method`; `default` serves services whose protos are not ours
     (Envoy's xDS). A Strata RPC without a rule is a boot error, never an open door."""
     rpc = f"{method.containing_service.full_name}/{method.name}"
-    declared = method.GetOptions().Extensions[access_pb2.rule]
+    # (the stubs do not type a generated extension as an extension descriptor)
+    declared: access_pb2.Rule = method.GetOptions().Extensions[access_pb2.rule]  # type: ignore[index]
     access = declared.access or default
     if not access:
         raise LookupError(f"{rpc} declares no access rule (option (strata.access.v1.rule))")
@@ -105,13 +106,13 @@ def rules_for(services: Iterable[tuple[object, int | None]]) -> dict[str, RpcRul
 
 
 def _check_path(rpc: str, message: Descriptor, path: tuple[str, ...]) -> None:
+    """Every step of `path` is a field, and all but the last are messages."""
+    current: Descriptor | None = message
     for name in path:
-        field = message.fields_by_name.get(name)
+        field = current.fields_by_name.get(name) if current is not None else None
         if field is None:
             raise LookupError(f"{rpc}: tenant_field {'.'.join(path)!r} is not a request field")
-        message = field.message_type  # None at the last (string) field
-        if message is None and name != path[-1]:
-            raise LookupError(f"{rpc}: tenant_field {'.'.join(path)!r} crosses a scalar")
+        current = field.message_type
 
 
 def authorize(

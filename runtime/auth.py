@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import jwt
 
-from runtime.config import Settings
+from runtime.config import ServiceConfig
 from runtime.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
@@ -165,11 +165,11 @@ class Authenticator:
         )
 
 
-def authenticator_for(settings: Settings, *, admin_api_key: str | None = None) -> Authenticator:
-    """The authenticator a service builds from its settings (IdP JWKS, issuer, master key)."""
+def authenticator_for(config: ServiceConfig, *, admin_api_key: str | None = None) -> Authenticator:
+    """The authenticator a service builds from its config (IdP JWKS, issuer, master key)."""
     return Authenticator(
-        JwksCache(settings.idp_jwks_url),
-        settings.master_key,
+        JwksCache(config.idp_jwks_url),
+        config.master_key,
         admin_api_key=admin_api_key,
-        issuer=settings.idp_issuer,
+        issuer=config.idp_issuer,
     )

@@ -212,9 +212,6 @@ class ServiceConfig:
         return ports
 
 
-Settings = ServiceConfig  # the former name, still imported by runtime/auth.py
-
-
 @dataclass(frozen=True, kw_only=True)
 class AgentIdentityConfig(ServiceConfig):
     """Per-hop agent identity, shared by the STS (control plane) and its verifier (agent

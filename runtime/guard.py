@@ -100,7 +100,9 @@ class GuardInterceptor(grpc.aio.ServerInterceptor):
             inner = handler.unary_unary or handler.stream_unary
             unary_request = handler.unary_unary is not None
 
-            async def unary_response(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async def unary_response(
+                request: Any, context: grpc.aio.ServicerContext[Any, Any]
+            ) -> Any:
                 async with served(rule, metadata, context, request if unary_request else None):
                     result = inner(request, context)
                     return await result if inspect.isawaitable(result) else result
@@ -116,7 +118,7 @@ class GuardInterceptor(grpc.aio.ServerInterceptor):
         unary_request = handler.unary_stream is not None
 
         async def stream_response(
-            request: Any, context: grpc.aio.ServicerContext
+            request: Any, context: grpc.aio.ServicerContext[Any, Any]
         ) -> AsyncIterator[Any]:
             async with served(rule, metadata, context, request if unary_request else None):
                 async for response in inner_stream(request, context):
@@ -134,7 +136,7 @@ class GuardInterceptor(grpc.aio.ServerInterceptor):
         self,
         rule: RpcRule,
         metadata: Mapping[str, str],
-        context: grpc.aio.ServicerContext,
+        context: grpc.aio.ServicerContext[Any, Any],
         request: Any,
     ) -> AsyncIterator[None]:
         guard = self.guard

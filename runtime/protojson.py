@@ -110,7 +110,7 @@ def merge_json(
 
 
 def _unknown_field(
-    value: Mapping[str, Any], descriptor: Descriptor, prefix: str = ""
+    value: Mapping[str, Any], descriptor: Descriptor | Any, prefix: str = ""
 ) -> tuple[str, list[str]] | None:
     """The first key of `value` (nested objects included) that names no field, with the
     field names known at that level."""
@@ -130,7 +130,7 @@ def _unknown_field(
     return None
 
 
-def _snake_case(text: str, descriptor: Descriptor) -> str:
+def _snake_case(text: str, descriptor: Descriptor | Any) -> str:
     """Protobuf's parse errors name fields by their JSON (camelCase) names: use ours."""
     names: dict[str, str] = {}
     pending, seen = [descriptor], set()
