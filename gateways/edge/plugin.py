@@ -1,0 +1,171 @@
+"""The edge plugin framework's contract: what a plugin is, what it sees of a request, and
+how it answers in place of the upstream. One module per plugin under `gateways/edge/plugins/`
+subclasses `Plugin`; the data plane builds each plugin once per configuration version (never
+per request) and calls only the phases a plugin overrides.
+
+Phases, in order, as APISIX runs them:
+    rewrite → access → (upstream) → header_filter → body_filter (per chunk) → log
+
+`rewrite` and `access` may answer the request themselves by returning a `Reply` (a 401 from
+an auth plugin, a 429 from a limiter); the remaining phases of the chain still run
+`header_filter` and `log`, so a rejected request gets its headers and its log row.
+Plugins of one request are merged and ordered as APISIX does (global rules, then the route's
+chain built from plugin config, service, route, consumer group, consumer), by descending
+priority, ties broken by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(slots=True)
+class Reply:
+    """An answer produced by a plugin instead of the upstream's. `body` is bytes, or a JSON
+    value (sent as `application/json`)."""
+
+    status: int
+    body: Any = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class RequestContext:
+    """What the plugins of one request see and share. Header names are lower case.
+
+    Request (read; `upstream_headers` and `upstream_uri` are what is sent upstream):
+        method, path (decoded, no query), query (raw query string), headers, client_ip,
+        scheme, host.
+    Matching: route_id, route (the route resource, JSON as stored), service_id.
+    Set by plugins: consumer (the consumer resource, set by an auth plugin), consumer_name,
+        tenant_id, jwt_claims (verified claims), vars (free-form, plugin to plugin).
+    Response (after the upstream, or the Reply): status, response_headers (mutable in
+        header_filter), bytes_sent.
+    Timing: started (time.perf_counter() at the first byte), upstream_latency (seconds).
+    """
+
+    __slots__ = (
+        "bytes_received",
+        "bytes_sent",
+        "client_ip",
+        "consumer",
+        "consumer_name",
+        "headers",
+        "host",
+        "jwt_claims",
+        "method",
+        "path",
+        "query",
+        "request_id",
+        "response_headers",
+        "route",
+        "route_id",
+        "scheme",
+        "service_id",
+        "started",
+        "status",
+        "tenant_id",
+        "upstream_headers",
+        "upstream_latency",
+        "upstream_uri",
+        "vars",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        client_ip: str,
+        started: float,
+        scheme: str = "http",
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.client_ip = client_ip
+        self.started = started
+        self.scheme = scheme
+        self.host = headers.get("host", "")
+        self.route_id = ""
+        self.route: Mapping[str, Any] = {}
+        self.service_id = ""
+        self.consumer: Mapping[str, Any] | None = None
+        self.consumer_name = ""
+        self.tenant_id: str | None = None
+        self.jwt_claims: Mapping[str, Any] | None = None
+        self.request_id = ""
+        self.vars: dict[str, Any] = {}
+        # Changes to the request sent upstream: header name → value (None removes it).
+        self.upstream_headers: dict[str, str | None] = {}
+        self.upstream_uri: str | None = None
+        self.status = 0
+        self.response_headers: dict[str, str] = {}
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self.upstream_latency = 0.0
+
+
+class PluginEnv:
+    """What a worker shares with its plugins, built once per worker: the key-value store
+    client, the analytics sink, the metrics, the identity provider's key set, the consumers
+    of the current configuration. Fields are set by the data plane; a plugin reads them."""
+
+    kv: Any = None  # redis.asyncio.Redis
+    sink: Any = None  # runtime.stores.analytics.AnalyticsSink
+    metrics: Any = None  # the worker's metrics (gateways/edge/metrics.py)
+    jwks: Any = None  # runtime.auth.JwksCache of the identity provider
+    worker_id: int = 0
+    # The current configuration's consumers by username, and the auth plugins' indexes
+    # (e.g. "key-auth": {key: username}), rebuilt by the data plane on every version.
+    consumers: Mapping[str, Mapping[str, Any]] = {}
+    credentials: Mapping[str, Mapping[str, str]] = {}
+
+
+class Plugin:
+    """One plugin, configured for one route (or service, consumer, global rule...).
+
+    Subclasses declare `name`, `priority`, `schema` (JSON Schema of the plugin's
+    configuration, checked by the Admin API with a JSON Schema library), and for auth plugins
+    `consumer_schema` (the configuration a consumer holds, e.g. key-auth's `key`) and
+    `credential_field` (the field that must be unique across consumers). `__init__` receives
+    the configuration with schema defaults filled in; it runs once per configuration version.
+    Override only the phases the plugin needs.
+    """
+
+    name: ClassVar[str]
+    priority: ClassVar[int]
+    schema: ClassVar[dict[str, Any]]
+    consumer_schema: ClassVar[dict[str, Any] | None] = None
+    credential_field: ClassVar[str | None] = None
+
+    def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
+        self.conf = conf
+        self.env = env
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        return None
+
+    async def access(self, ctx: RequestContext) -> Reply | None:
+        return None
+
+    def header_filter(self, ctx: RequestContext) -> None:
+        return None
+
+    def body_filter(self, ctx: RequestContext, chunk: bytes) -> bytes:
+        return chunk
+
+    def log(self, ctx: RequestContext) -> None:
+        return None
+
+    @classmethod
+    def phases(cls) -> frozenset[str]:
+        """The phases this plugin overrides (the data plane calls no others)."""
+        return frozenset(
+            phase
+            for phase in ("rewrite", "access", "header_filter", "body_filter", "log")
+            if getattr(cls, phase) is not getattr(Plugin, phase)
+        )

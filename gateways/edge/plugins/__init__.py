@@ -1,0 +1,31 @@
+"""The edge's plugins, one module each. `REGISTRY` maps a plugin name to its class: every
+module of this package that defines a `Plugin` subclass named in the spec's enabled list.
+The Admin API validates configurations against `schema`; the data plane builds chains."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from gateways.edge.plugin import Plugin
+from gateways.edge.resources import ENABLED_PLUGINS
+
+
+def _discover() -> dict[str, type[Plugin]]:
+    found: dict[str, type[Plugin]] = {}
+    for module in pkgutil.iter_modules(__path__, f"{__name__}."):
+        loaded = importlib.import_module(module.name)
+        for value in vars(loaded).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, Plugin)
+                and value is not Plugin
+                and value.__module__ == loaded.__name__
+            ):
+                if value.name not in ENABLED_PLUGINS:
+                    raise LookupError(f"plugin {value.name!r} is not in the spec's enabled list")
+                found[value.name] = value
+    return found
+
+
+REGISTRY: dict[str, type[Plugin]] = _discover()

@@ -1,0 +1,72 @@
+"""`request-id` (APISIX priority 12015): a unique id per request, sent upstream and back.
+
+Keeps the id a client sent in `header_name`; otherwise generates one (`uuid` by default, or
+`range_id`: random characters from `range_id.char_set`, `range_id.length` long).
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, Reply, RequestContext
+
+
+class RequestId(Plugin):
+    name = "request-id"
+    priority = 12015
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "header_name": {"type": "string", "default": "X-Request-Id"},
+            "include_in_response": {"type": "boolean", "default": True},
+            "algorithm": {
+                "type": "string",
+                "enum": ["uuid", "nanoid", "range_id"],
+                "default": "uuid",
+            },
+            "range_id": {
+                "type": "object",
+                "properties": {
+                    "char_set": {
+                        "type": "string",
+                        "minLength": 6,
+                        "default": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+                    },
+                    "length": {"type": "integer", "minimum": 6, "default": 16},
+                },
+                "default": {},
+            },
+        },
+        "additionalProperties": False,
+    }
+
+    def __init__(self, conf: Any, env: Any) -> None:
+        super().__init__(conf, env)
+        self.header = conf.get("header_name", "X-Request-Id")
+        self.lower = self.header.lower()
+        self.echo = conf.get("include_in_response", True)
+        self.algorithm = conf.get("algorithm", "uuid")
+        range_id = conf.get("range_id") or {}
+        self.chars = range_id.get(
+            "char_set", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        )
+        self.length = range_id.get("length", 16)
+
+    def _new_id(self) -> str:
+        if self.algorithm == "uuid":
+            return str(uuid.uuid4())
+        if self.algorithm == "nanoid":
+            return secrets.token_urlsafe(16)[:21]
+        return "".join(secrets.choice(self.chars) for _ in range(self.length))
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        request_id = ctx.headers.get(self.lower) or self._new_id()
+        ctx.request_id = request_id
+        ctx.upstream_headers[self.lower] = request_id
+        return None
+
+    def header_filter(self, ctx: RequestContext) -> None:
+        if self.echo and ctx.request_id:
+            ctx.response_headers[self.header] = ctx.request_id

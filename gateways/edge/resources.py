@@ -1,0 +1,47 @@
+"""The edge configuration's resources, as APISIX names them: what the Admin API stores, the
+control plane pushes over xDS, and every data-plane worker compiles.
+
+A configuration is a `Snapshot`: for each kind, the resources by id, each a JSON object
+exactly as APISIX's Admin API shows it under `value` (with `id`, `create_time`,
+`update_time`), plus the store revision it was read at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kinds, in the Admin API's path spelling (`/apisix/admin/<kind>`).
+ROUTES = "routes"
+SERVICES = "services"
+UPSTREAMS = "upstreams"
+CONSUMERS = "consumers"
+CONSUMER_GROUPS = "consumer_groups"
+GLOBAL_RULES = "global_rules"
+PLUGIN_CONFIGS = "plugin_configs"
+KINDS = (ROUTES, SERVICES, UPSTREAMS, CONSUMERS, CONSUMER_GROUPS, GLOBAL_RULES, PLUGIN_CONFIGS)
+
+# The plugin names the spec enables ("Edge proxy plugins (L1)"); a plugin is usable when it
+# is also implemented (gateways/edge/plugins/).
+ENABLED_PLUGINS = (
+    "limit-count", "limit-req", "limit-conn", "jwt-auth", "key-auth", "basic-auth",
+    "openid-connect", "proxy-rewrite", "response-rewrite", "redirect", "cors",
+    "ip-restriction", "request-id", "real-ip", "api-breaker", "traffic-split",
+    "grpc-transcode", "grpc-web", "http-logger", "tcp-logger", "udp-logger", "prometheus",
+    "opentelemetry", "ext-plugin-pre-req", "ext-plugin-post-resp", "serverless-pre-function",
+    "serverless-post-function", "tenant-rate-limit", "analytics-logger",
+)  # fmt: skip
+
+Resource = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One whole edge configuration at one store revision."""
+
+    revision: int
+    resources: Mapping[str, Mapping[str, Resource]] = field(default_factory=dict)
+
+    def of(self, kind: str) -> Mapping[str, Resource]:
+        return self.resources.get(kind, {})
