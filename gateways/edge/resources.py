@@ -45,3 +45,8 @@ class Snapshot:
 
     def of(self, kind: str) -> Mapping[str, Resource]:
         return self.resources.get(kind, {})
+
+
+class ConfigRejected(Exception):
+    """A data-plane worker cannot apply a configuration (it keeps its last good one). Over
+    xDS this is the NACK's `error_detail`."""
