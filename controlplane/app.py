@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
@@ -45,6 +46,8 @@ FLAGGED = frozenset({f"{PKG}.AgentRegistryService", f"{PKG}.TokenExchangeService
 
 
 def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
+    metrics = Metrics(SERVICE)
+    edge_config = EdgeConfiguration.build(config, stores, metrics)
     health_servicer = PlatformHealthServicer(
         [
             Probe("L1", "edge-proxy", config.edge_grpc, config.edge_url),
@@ -84,6 +87,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         for b in declared
         if config.agent_identity or b.name not in FLAGGED
     ]
+    bindings += edge_config.bindings
     served = {b.name for b in bindings}
 
     async def health() -> dict[str, Any]:
@@ -100,6 +104,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             await stores.analytics.migrate()
 
     async def close() -> None:
+        await edge_config.stop()
         await health_servicer.close()
         await stores.close()
 
@@ -118,9 +123,10 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(config),
-        metrics=Metrics(SERVICE),
-        on_startup=[migrate],
+        # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
+        authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
+        metrics=metrics,
+        on_startup=[migrate, edge_config.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,

@@ -44,6 +44,18 @@ class ControlPlaneConfig(AgentIdentityConfig):
         "AGENT_GATEWAY_URL", loopback(5001, "http://"), "agent gateway URL"
     )
 
+    # The edge configuration (served to the edge's admin front door and, over xDS, its workers).
+    admin_api_key: str | None = var("ADMIN_API_KEY", None, "edge admin API key (`X-API-KEY`)")
+    mock_backend_url: str = var(
+        "MOCK_BACKEND_URL", loopback(8081, "http://"), "mock backend URL (reference edge routes)"
+    )
+    edge_config_poll_secs: float = var(
+        "EDGE_CONFIG_POLL_SECS",
+        2.0,
+        "seconds between edge configuration revision polls (besides change notifications)",
+        bounds=(0.1, 60),
+    )
+
     @property
     def owns_analytics(self) -> bool:
         """The control plane owns chDB, and writes to a remote ClickHouse like everyone."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from google.protobuf import descriptor_pool, message_factory
+from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
@@ -43,7 +43,7 @@ from runtime.errors import (
 )
 from runtime.guard import Guard
 from runtime.http_rules import Envelope, HttpRule
-from runtime.protojson import merge_json, scalar_from_text, to_json
+from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
@@ -111,13 +111,23 @@ class _Binding:
         rule, message = self.rule, self.request_class()
         if rule.body is not None:
             target = message if rule.body == "*" else getattr(message, rule.body)
-            merge_json(target, body, lenient=rule.passthrough is not None)
+            if target.DESCRIPTOR.full_name in JSON_TYPES:  # any JSON, kept as sent (APISIX)
+                _parse_json_value(target, body)
+            else:
+                merge_json(target, body, lenient=rule.passthrough is not None)
             if rule.passthrough is not None:
                 getattr(message, rule.passthrough).update(body)
         for name, text in request.match_info.items():
             setattr(message, name, scalar_from_text(self.fields[name], text))
         _bind_query(message, self.fields, request, skip=set(request.match_info))
         return message
+
+
+def _parse_json_value(target: Message, body: Any) -> None:
+    try:
+        json_format.ParseDict(body, target)
+    except json_format.ParseError as exc:
+        raise InvalidRequest(f"invalid request body: {exc}", error="invalid_request") from exc
 
 
 def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Handler:

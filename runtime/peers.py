@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -79,6 +79,23 @@ class Peer:
             return await method(request, timeout=timeout, metadata=self._metadata)
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, peer=self.target) from exc
+
+    async def forward(
+        self, method: Any, request: Message, metadata: Sequence[tuple[str, str]]
+    ) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+        """A unary call made with the caller's own credentials (`metadata`, instead of the
+        master key), for front doors that forward; returns the response and the peer's
+        trailing metadata (the status and headers it set with `respond`)."""
+        timeout = self._deadline
+        inherited = time_left()
+        if inherited is not None:
+            timeout = min(timeout, inherited)
+        call = method(request, timeout=timeout, metadata=tuple(metadata))
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, peer=self.target) from exc
+        return response, tuple(await call.trailing_metadata() or ())
 
     async def stream(
         self,

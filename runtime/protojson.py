@@ -19,7 +19,7 @@ from runtime.errors import InvalidRequest
 
 _INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
 _INT = _INT64 | {FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32}
-_JSON_TYPES = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
+JSON_TYPES = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 _FLOAT = {FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE}
 
 
@@ -56,7 +56,7 @@ def _fix(message: Message, rendered: dict[str, Any]) -> dict[str, Any]:
                 }
             elif value_field.cpp_type in _INT64:
                 rendered[name] = {k: int(v) for k, v in rendered[name].items()}
-        elif field.message_type is not None and field.message_type.full_name in _JSON_TYPES:
+        elif field.message_type is not None and field.message_type.full_name in JSON_TYPES:
             rendered[name] = _integral(rendered[name])
         elif field.message_type is not None and not _is_well_known(field.message_type):
             if repeated:

@@ -1,78 +1,58 @@
-"""JSON rule table of the edge proxy's admin API (port 9180, APISIX admin API v3 shape).
+"""JSON rule table of the edge proxy's admin API (port 9180, APISIX Admin API v3), bound to
+the generic `strata.edge.v1.EdgeConfigService` (which the edge forwards to the control
+plane): `/apisix/admin/{kind}[/{id}[/{sub/path}]]`, the plugin list and plugin schemas.
 
-Only the admin API is a rule table; the data plane on :9080 is the proxy pipeline.
-
-Bodies of writes are whole resource objects: PUT/POST bind the JSON body to the request's
-resource field (`route`, `upstream`, `consumer`, `consumer_group`); PATCH binds it to a `patch`
-Struct so JSON merge-patch `null`s survive. Answers are APISIX envelopes (see admin.proto).
-
-Still owed by the admin front door, not expressible in this table:
-- the CIDR allow-list (403) and `X-API-KEY` check (401), header `X-API-VERSION: v3`;
-- PUT answers 201 for a new object and 200 for a replaced one (table says 200);
-- APISIX omits unset fields instead of printing null: these routes need a renderer that skips
-  unset presence fields (resource scalars are `optional` for that reason).
-
-`PUT /apisix/admin/consumers` (username in the body) is the form the control plane uses on key
-approval; it shares `PutConsumer` with the by-path form.
+Bodies are JSON values kept as sent (`google.protobuf.Struct` / `Value`); answers are
+APISIX's envelopes, and errors APISIX's bodies (`apisix_error`). Rows are matched in order:
+the plugin paths come before the generic `{kind}` ones.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from runtime.errors import StrataError, Unauthenticated
 from runtime.http_rules import HttpRule
 
 PKG = "strata.edge.v1"
 PREFIX = "/apisix/admin"
+MALFORMED = "malformed JSON body: "
 
-_ADMIN = f"{PKG}.EdgeAdminService"
+_CONFIG = f"{PKG}.EdgeConfigService"
+
+
+def apisix_error(err: StrataError) -> dict[str, Any]:
+    """APISIX's error bodies: `{error_msg}`, 404 `{message:'Key not found'}`, and 401
+    `{error_msg:'failed to check token', description:'missing apikey'|'wrong apikey'}`."""
+    if err.error == "key_not_found":
+        return {"message": err.message}
+    if isinstance(err, Unauthenticated):
+        wrong = err.message == "Invalid admin API key"  # runtime.auth: a key, not ours
+        return {
+            "error_msg": "failed to check token",
+            "description": "wrong apikey" if wrong else "missing apikey",
+        }
+    if err.message.startswith(MALFORMED):
+        return {"error_msg": "invalid request body: " + err.message.removeprefix(MALFORMED)}
+    return {"error_msg": err.message}
+
+
+def _rule(method: str, path: str, rpc: str, **options: Any) -> HttpRule:
+    return HttpRule(method, PREFIX + path, f"{_CONFIG}/{rpc}", envelope=apisix_error, **options)
+
 
 HTTP_RULES: tuple[HttpRule, ...] = (
-    # routes
-    HttpRule("GET", f"{PREFIX}/routes", f"{_ADMIN}/ListRoutes", body=None),
-    HttpRule("GET", f"{PREFIX}/routes/{{id}}", f"{_ADMIN}/GetRoute", body=None),
-    HttpRule("PUT", f"{PREFIX}/routes/{{id}}", f"{_ADMIN}/PutRoute", body="route"),
-    HttpRule("POST", f"{PREFIX}/routes", f"{_ADMIN}/CreateRoute", status=201, body="route"),
-    HttpRule("PATCH", f"{PREFIX}/routes/{{id}}", f"{_ADMIN}/PatchRoute", body="patch"),
-    HttpRule("DELETE", f"{PREFIX}/routes/{{id}}", f"{_ADMIN}/DeleteRoute", body=None),
-    # upstreams
-    HttpRule("GET", f"{PREFIX}/upstreams", f"{_ADMIN}/ListUpstreams", body=None),
-    HttpRule("GET", f"{PREFIX}/upstreams/{{id}}", f"{_ADMIN}/GetUpstream", body=None),
-    HttpRule("PUT", f"{PREFIX}/upstreams/{{id}}", f"{_ADMIN}/PutUpstream", body="upstream"),
-    HttpRule(
-        "POST", f"{PREFIX}/upstreams", f"{_ADMIN}/CreateUpstream", status=201, body="upstream"
-    ),
-    HttpRule("PATCH", f"{PREFIX}/upstreams/{{id}}", f"{_ADMIN}/PatchUpstream", body="patch"),
-    HttpRule("DELETE", f"{PREFIX}/upstreams/{{id}}", f"{_ADMIN}/DeleteUpstream", body=None),
-    # consumers
-    HttpRule("GET", f"{PREFIX}/consumers", f"{_ADMIN}/ListConsumers", body=None),
-    HttpRule("GET", f"{PREFIX}/consumers/{{username}}", f"{_ADMIN}/GetConsumer", body=None),
-    HttpRule("PUT", f"{PREFIX}/consumers", f"{_ADMIN}/PutConsumer", body="consumer"),
-    HttpRule("PUT", f"{PREFIX}/consumers/{{username}}", f"{_ADMIN}/PutConsumer", body="consumer"),
-    HttpRule("DELETE", f"{PREFIX}/consumers/{{username}}", f"{_ADMIN}/DeleteConsumer", body=None),
-    # consumer groups
-    HttpRule("GET", f"{PREFIX}/consumer_groups", f"{_ADMIN}/ListConsumerGroups", body=None),
-    HttpRule("GET", f"{PREFIX}/consumer_groups/{{id}}", f"{_ADMIN}/GetConsumerGroup", body=None),
-    HttpRule(
-        "PUT",
-        f"{PREFIX}/consumer_groups/{{id}}",
-        f"{_ADMIN}/PutConsumerGroup",
-        body="consumer_group",
-    ),
-    HttpRule(
-        "DELETE", f"{PREFIX}/consumer_groups/{{id}}", f"{_ADMIN}/DeleteConsumerGroup", body=None
-    ),
-    # plugins (the list answer is a bare JSON array)
-    HttpRule(
-        "GET",
-        f"{PREFIX}/plugins/list",
-        f"{_ADMIN}/ListPlugins",
-        body=None,
-        response_body="plugins",
-    ),
-    HttpRule(
-        "GET",
-        f"{PREFIX}/schema/plugins/{{name}}",
-        f"{_ADMIN}/GetPluginSchema",
-        body=None,
-        response_body="schema",
-    ),
+    # plugins (the list answer is a bare JSON array, a schema answer the bare schema)
+    _rule("GET", "/plugins/list", "ListPlugins", body=None, response_body="plugins"),
+    _rule("GET", "/plugins/{name}", "GetPlugin", body=None, response_body="schema"),
+    _rule("GET", "/schema/plugins/{name}", "GetPlugin", body=None, response_body="schema"),
+    # every resource kind
+    _rule("GET", "/{kind}", "ListResources", body=None),
+    _rule("PUT", "/{kind}", "PutResource", body="resource"),  # id (username) in the body
+    _rule("POST", "/{kind}", "CreateResource", status=201, body="resource"),
+    _rule("GET", "/{kind}/{id}", "GetResource", body=None),
+    _rule("PUT", "/{kind}/{id}", "PutResource", body="resource"),
+    _rule("PATCH", "/{kind}/{id}", "PatchResource", body="patch"),
+    _rule("PATCH", "/{kind}/{id}/{path:.+}", "PatchResource", body="patch"),
+    _rule("DELETE", "/{kind}/{id}", "DeleteResource", body=None),
 )

@@ -1,8 +1,9 @@
 """The edge proxy service (L1): admin API on :9180, data plane on :9080, metrics on :9091.
 
-The admin API is the JSON front door of `strata.edge.v1.EdgeAdminService` (APISIX-shaped,
-`X-API-KEY`, private networks only); the data plane and the metrics endpoint are apps of
-their own on their own ports.
+The admin API is the JSON front door of `strata.edge.v1.EdgeConfigService` (APISIX's Admin
+API v3, `X-API-KEY`, private networks only), which the control plane serves: the edge
+forwards every call to it (`admin_forward`). The data plane and the metrics endpoint are
+apps of their own on their own ports.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import ipaddress
 from typing import Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
-from gateways.edge.admin_http_rules import HTTP_RULES
+from gateways.edge.admin_forward import forwarding_servicer
+from gateways.edge.admin_http_rules import HTTP_RULES, PREFIX, apisix_error
 from gateways.edge.config import EdgeConfig
 from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import PermissionDenied
-from runtime.service import ServiceDefinition, unimplemented
+from runtime.peers import Peer
+from runtime.service import ServiceDefinition, bind
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
 from runtime.telemetry import Metrics
-from strata.edge.v1 import admin_pb2_grpc
+from strata.edge.v1 import admin_pb2, admin_pb2_grpc
 
 SERVICE = "edge-proxy"
 METRICS_PATH = "/apisix/prometheus/metrics"
@@ -43,6 +47,21 @@ def admin_network_guard(cidrs: tuple[str, ...]) -> Any:
     return guard
 
 
+@web.middleware
+async def admin_key_sources(request: web.Request, handler: Any) -> web.StreamResponse:
+    """APISIX reads the admin key from query `api_key`, else header `X-API-KEY`, else cookie
+    `x_api_key`; the guard reads the header. `HEAD /apisix/admin` is the keyless liveness
+    probe."""
+    if request.method == "HEAD" and request.path == PREFIX:
+        return web.Response()
+    key = request.query.get("api_key") or request.cookies.get("x_api_key")
+    if key and "X-API-KEY" not in request.headers:
+        headers = CIMultiDict(request.headers)
+        headers["X-API-KEY"] = key
+        request = request.clone(headers=headers)
+    return await handler(request)  # type: ignore[no-any-return]
+
+
 def build(
     config: EdgeConfig,
     stores: Stores,
@@ -51,6 +70,16 @@ def build(
     metrics_port: int | None = None,
 ) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
+    controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
+    admin = forwarding_servicer(
+        admin_pb2_grpc.EdgeConfigServiceServicer,
+        admin_pb2.DESCRIPTOR.services_by_name["EdgeConfigService"],
+        controlplane,
+    )
+
+    async def close() -> None:
+        await controlplane.close()
+        await stores.close()
 
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
@@ -70,22 +99,21 @@ def build(
 
     return ServiceDefinition(
         name=SERVICE,
-        bindings=unimplemented(admin_pb2_grpc),
+        bindings=[bind(admin_pb2_grpc, admin)],
         http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
             "version": VERSION,
             "endpoints": {
-                "/apisix/admin/routes": "routes",
-                "/apisix/admin/upstreams": "upstreams",
-                "/apisix/admin/consumers": "consumers",
-                "/apisix/admin/consumer_groups": "consumer groups",
+                "/apisix/admin/{kind}": "routes, services, upstreams, consumers, "
+                "consumer_groups, global_rules, plugin_configs (APISIX Admin API v3)",
                 "/apisix/admin/plugins/list": "enabled plugins",
             },
         },
         health=health,
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
+        envelope=apisix_error,
         extra_apps=[
             (
                 config.http_port if proxy_port is None else proxy_port,
@@ -93,7 +121,8 @@ def build(
             ),
             (config.metrics_port if metrics_port is None else metrics_port, metrics_app),
         ],
-        middlewares=[admin_network_guard(config.admin_allow_cidrs)],
-        on_cleanup=[stores.close],
+        # The network first (403), then the key (401), as APISIX's allow_admin.
+        middlewares=[admin_network_guard(config.admin_allow_cidrs), admin_key_sources],
+        on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -25,25 +25,31 @@ if _version_not_supported:
     )
 
 
-class EdgeAdminServiceStub:
-    """EdgeAdminService is the edge proxy's (L1) admin API, APISIX admin API v3 shaped, served on
-    port 9180 under `/apisix/admin`.
+class EdgeConfigServiceStub:
+    """EdgeConfigService is the edge proxy's (L1) configuration: APISIX's Admin API v3, one
+    generic JSON-valued service over every resource kind. The control plane serves it (it
+    owns the edge configuration, in the key-value store); the edge's admin listener (:9180,
+    `/apisix/admin`) is a front door that forwards each call to it with the caller's
+    `x-api-key`.
 
-    Access control runs in the admin front door before any RPC, never as request fields:
-    source address outside the private CIDR allow-list → 403; then the admin key from header
-    `X-API-KEY` (or query `api_key`) → 401 `{error_msg:'failed to check token',
-    description:'missing apikey'|'wrong apikey'}`. Resource answers carry header
-    `X-API-VERSION: v3`.
+    Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
+    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
+    - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
+    - write (PUT/POST/PATCH): `{key, value}`;
+    - list: `{total, list:[<item>]}`;
+    - delete: `{deleted:'<id>', key}`.
+    `value` carries server-set `id`, `create_time`, `update_time` (Unix seconds); `create_time`
+    is kept on update. Resource answers carry header `X-API-VERSION: v3`.
 
-    Envelopes follow APISIX v3 (section 1.3 of the reference):
-    - one item (GET): `{key:'/apisix/<resource>/<id>', value:{...}, createdIndex, modifiedIndex}`;
-    - write (PUT/POST/PATCH): `{key, value}` (no indexes);
-    - list: `{total, list:[<item envelope>]}` (empty: `{total:0, list:[]}`);
-    - delete: `{deleted:'<id>', key}` (`deleted` is a string).
-    `value` carries server-set `create_time` / `update_time` (Unix seconds).
-    Errors follow APISIX too: `{error_msg}` bodies, and 404 `{message:'Key not found'}`.
-    PUT answers 201 when the object is new and 200 when it replaced one (the route table
-    declares 200; the front door needs the servicer's creation signal for the 201).
+    Errors are APISIX's `{error_msg}` (prefixes byte for byte, reference section 1.4), e.g.
+    INVALID_ARGUMENT (400) `invalid configuration: <schema message>`, `unknown plugin [foo]`,
+    `failed to check the configuration of plugin <name> err: <msg>`, `missing route id`,
+    `wrong route id`, `failed to fetch upstream info by upstream id [9], response code: 404`,
+    `can not delete this upstream, route [1] is still using it now`, `the property is
+    forbidden:  create_time`; NOT_FOUND (404) `{message:'Key not found'}` and `Unsupported
+    resource type: foo`; 405 `not supported `POST` method for consumer`; UNAUTHENTICATED (401)
+    `{error_msg:'failed to check token', description:'missing apikey'|'wrong apikey'}`.
     """
 
     def __init__(self, channel):
@@ -52,497 +58,224 @@ class EdgeAdminServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.ListRoutes = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/ListRoutes',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesResponse.FromString,
+        self.ListResources = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/ListResources',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesResponse.FromString,
                 _registered_method=True)
-        self.GetRoute = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/GetRoute',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteResponse.FromString,
+        self.GetResource = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/GetResource',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceResponse.FromString,
                 _registered_method=True)
-        self.PutRoute = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PutRoute',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteResponse.FromString,
+        self.PutResource = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/PutResource',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceResponse.FromString,
                 _registered_method=True)
-        self.CreateRoute = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/CreateRoute',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteResponse.FromString,
+        self.CreateResource = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/CreateResource',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceResponse.FromString,
                 _registered_method=True)
-        self.PatchRoute = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PatchRoute',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteResponse.FromString,
+        self.PatchResource = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/PatchResource',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceResponse.FromString,
                 _registered_method=True)
-        self.DeleteRoute = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/DeleteRoute',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteResponse.FromString,
-                _registered_method=True)
-        self.ListUpstreams = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/ListUpstreams',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsResponse.FromString,
-                _registered_method=True)
-        self.GetUpstream = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/GetUpstream',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamResponse.FromString,
-                _registered_method=True)
-        self.PutUpstream = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PutUpstream',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamResponse.FromString,
-                _registered_method=True)
-        self.CreateUpstream = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/CreateUpstream',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamResponse.FromString,
-                _registered_method=True)
-        self.PatchUpstream = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PatchUpstream',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamResponse.FromString,
-                _registered_method=True)
-        self.DeleteUpstream = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/DeleteUpstream',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamResponse.FromString,
-                _registered_method=True)
-        self.ListConsumers = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/ListConsumers',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersResponse.FromString,
-                _registered_method=True)
-        self.GetConsumer = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/GetConsumer',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerResponse.FromString,
-                _registered_method=True)
-        self.PutConsumer = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PutConsumer',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerResponse.FromString,
-                _registered_method=True)
-        self.DeleteConsumer = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/DeleteConsumer',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerResponse.FromString,
-                _registered_method=True)
-        self.ListConsumerGroups = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/ListConsumerGroups',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.FromString,
-                _registered_method=True)
-        self.GetConsumerGroup = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/GetConsumerGroup',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupResponse.FromString,
-                _registered_method=True)
-        self.PutConsumerGroup = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/PutConsumerGroup',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupResponse.FromString,
-                _registered_method=True)
-        self.DeleteConsumerGroup = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/DeleteConsumerGroup',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupResponse.FromString,
+        self.DeleteResource = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/DeleteResource',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceResponse.FromString,
                 _registered_method=True)
         self.ListPlugins = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/ListPlugins',
+                '/strata.edge.v1.EdgeConfigService/ListPlugins',
                 request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsRequest.SerializeToString,
                 response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsResponse.FromString,
                 _registered_method=True)
-        self.GetPluginSchema = channel.unary_unary(
-                '/strata.edge.v1.EdgeAdminService/GetPluginSchema',
-                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaRequest.SerializeToString,
-                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaResponse.FromString,
+        self.GetPlugin = channel.unary_unary(
+                '/strata.edge.v1.EdgeConfigService/GetPlugin',
+                request_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginRequest.SerializeToString,
+                response_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginResponse.FromString,
                 _registered_method=True)
 
 
-class EdgeAdminServiceServicer:
-    """EdgeAdminService is the edge proxy's (L1) admin API, APISIX admin API v3 shaped, served on
-    port 9180 under `/apisix/admin`.
+class EdgeConfigServiceServicer:
+    """EdgeConfigService is the edge proxy's (L1) configuration: APISIX's Admin API v3, one
+    generic JSON-valued service over every resource kind. The control plane serves it (it
+    owns the edge configuration, in the key-value store); the edge's admin listener (:9180,
+    `/apisix/admin`) is a front door that forwards each call to it with the caller's
+    `x-api-key`.
 
-    Access control runs in the admin front door before any RPC, never as request fields:
-    source address outside the private CIDR allow-list → 403; then the admin key from header
-    `X-API-KEY` (or query `api_key`) → 401 `{error_msg:'failed to check token',
-    description:'missing apikey'|'wrong apikey'}`. Resource answers carry header
-    `X-API-VERSION: v3`.
+    Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
+    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
+    - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
+    - write (PUT/POST/PATCH): `{key, value}`;
+    - list: `{total, list:[<item>]}`;
+    - delete: `{deleted:'<id>', key}`.
+    `value` carries server-set `id`, `create_time`, `update_time` (Unix seconds); `create_time`
+    is kept on update. Resource answers carry header `X-API-VERSION: v3`.
 
-    Envelopes follow APISIX v3 (section 1.3 of the reference):
-    - one item (GET): `{key:'/apisix/<resource>/<id>', value:{...}, createdIndex, modifiedIndex}`;
-    - write (PUT/POST/PATCH): `{key, value}` (no indexes);
-    - list: `{total, list:[<item envelope>]}` (empty: `{total:0, list:[]}`);
-    - delete: `{deleted:'<id>', key}` (`deleted` is a string).
-    `value` carries server-set `create_time` / `update_time` (Unix seconds).
-    Errors follow APISIX too: `{error_msg}` bodies, and 404 `{message:'Key not found'}`.
-    PUT answers 201 when the object is new and 200 when it replaced one (the route table
-    declares 200; the front door needs the servicer's creation signal for the 201).
+    Errors are APISIX's `{error_msg}` (prefixes byte for byte, reference section 1.4), e.g.
+    INVALID_ARGUMENT (400) `invalid configuration: <schema message>`, `unknown plugin [foo]`,
+    `failed to check the configuration of plugin <name> err: <msg>`, `missing route id`,
+    `wrong route id`, `failed to fetch upstream info by upstream id [9], response code: 404`,
+    `can not delete this upstream, route [1] is still using it now`, `the property is
+    forbidden:  create_time`; NOT_FOUND (404) `{message:'Key not found'}` and `Unsupported
+    resource type: foo`; 405 `not supported `POST` method for consumer`; UNAUTHENTICATED (401)
+    `{error_msg:'failed to check token', description:'missing apikey'|'wrong apikey'}`.
     """
 
-    def ListRoutes(self, request, context):
-        """GET /apisix/admin/routes — lists routes, sorted by creation; optional query `page` +
-        `page_size` paging and `name` / `label` / `uri` / `filter` filters; `total` counts after
-        filtering, before paging.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'page_size must be between 10 and 500'}`.
+    def ListResources(self, request, context):
+        """GET /apisix/admin/{kind} — the kind's resources, sorted by `createdIndex`; paging and
+        filters as APISIX's v3 adapter; `total` counts after filtering, before paging.
+        Errors: INVALID_ARGUMENT (400) `page_size must be between 10 and 500`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetRoute(self, request, context):
-        """GET /apisix/admin/routes/{id} — one route in the item envelope.
+    def GetResource(self, request, context):
+        """GET /apisix/admin/{kind}/{id} — one resource in the item envelope.
         Errors: NOT_FOUND (404) `{message:'Key not found'}`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def PutRoute(self, request, context):
-        """PUT /apisix/admin/routes/{id} — creates (201) or replaces (200) the route; the body is the
-        Route; `create_time` is kept on replace.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'invalid configuration: <schema message>'}` —
-        body fails the route schema (needs `uri` or `uris`, and plugins or an upstream);
-        `{error_msg:'only one of host or hosts is allowed'}`; `{error_msg:'wrong route id'}` —
-        body id differs from the path; `{error_msg:'unknown plugin [<name>]'}` — plugin not
-        enabled; `{error_msg:'failed to check the configuration of plugin <name> err: <msg>'}` —
-        plugin config violates its schema; `{error_msg:'failed to fetch upstream info by upstream
-        id [<id>], response code: 404'}` — unknown `upstream_id`;
-        `{error_msg:'the property is forbidden:  create_time'}` (or update_time).
+    def PutResource(self, request, context):
+        """PUT /apisix/admin/{kind}/{id}, or PUT /apisix/admin/{kind} with the id in the body
+        (`username` for consumers) — creates (201) or replaces (200) the resource.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def CreateRoute(self, request, context):
-        """POST /apisix/admin/routes — creates a route with a generated ID (20-digit zero-padded
-        number string); answers 201.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'wrong route id, do not need it'}` — body has
-        an id; otherwise as PutRoute.
+    def CreateResource(self, request, context):
+        """POST /apisix/admin/{kind} — creates a resource with a generated id (a 20-digit
+        zero-padded number); 201. Routes, services and upstreams only (405 otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def PatchRoute(self, request, context):
-        """PATCH /apisix/admin/routes/{id} — JSON merge patch of the route (object keys merge, `null`
-        deletes, arrays replace); the merged route is validated as on PUT. The control plane uses
-        it for route lifecycle labels (`{labels:{lifecycle:<state>}}`).
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`; INVALID_ARGUMENT (400) as PutRoute.
+    def PatchResource(self, request, context):
+        """PATCH /apisix/admin/{kind}/{id}[/{path}] — JSON merge patch of the resource (object keys
+        merge, `null` deletes, arrays replace), or with a sub-path (`upstream/nodes`) the value
+        at that path replaced; the result is checked as on PUT. Consumers: 405.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def DeleteRoute(self, request, context):
-        """DELETE /apisix/admin/routes/{id} — deletes a route.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ListUpstreams(self, request, context):
-        """GET /apisix/admin/upstreams — lists upstreams; optional query `page` + `page_size` paging
-        and `name` / `label` filters.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'page_size must be between 10 and 500'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetUpstream(self, request, context):
-        """GET /apisix/admin/upstreams/{id} — one upstream in the item envelope.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def PutUpstream(self, request, context):
-        """PUT /apisix/admin/upstreams/{id} — creates (201) or replaces (200) the upstream; the body
-        is the Upstream (`nodes` required).
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'invalid configuration: <schema message>'}`;
-        `{error_msg:'wrong upstream id'}` — body id differs from the path.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def CreateUpstream(self, request, context):
-        """POST /apisix/admin/upstreams — creates an upstream with a generated ID; answers 201.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'wrong upstream id, do not need it'}` — body
-        has an id; `{error_msg:'invalid configuration: <schema message>'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def PatchUpstream(self, request, context):
-        """PATCH /apisix/admin/upstreams/{id} — JSON merge patch of the upstream, validated as on PUT.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`; INVALID_ARGUMENT (400) as PutUpstream.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def DeleteUpstream(self, request, context):
-        """DELETE /apisix/admin/upstreams/{id} — deletes an upstream.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`; FAILED_PRECONDITION (400)
-        `{error_msg:'can not delete this upstream, route [<id>] is still using it now'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ListConsumers(self, request, context):
-        """GET /apisix/admin/consumers — lists consumers; optional query `page` + `page_size` paging
-        and `label` filter.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'page_size must be between 10 and 500'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetConsumer(self, request, context):
-        """GET /apisix/admin/consumers/{username} — one consumer in the item envelope.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def PutConsumer(self, request, context):
-        """PUT /apisix/admin/consumers/{username}, or PUT /apisix/admin/consumers with `username` in
-        the body (the form the control plane uses on key approval) — creates (201) or replaces
-        (200) the consumer. Auth keys must be unique across consumers (checked at write time).
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'invalid configuration: <schema message>'}`;
-        `{error_msg:'wrong username'}` — body username differs from the path;
-        `{error_msg:'invalid plugins configuration: failed to check the configuration of plugin
-        <name> err: <msg>'}`; `{error_msg:'failed to fetch consumer group info by consumer group
-        id [<id>], response code: 404'}` — unknown `group_id`; duplicate auth key — 400 (text not
-        shown in the spec).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def DeleteConsumer(self, request, context):
-        """DELETE /apisix/admin/consumers/{username} — deletes a consumer (and its credentials);
-        used when an API key is revoked.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ListConsumerGroups(self, request, context):
-        """GET /apisix/admin/consumer_groups — lists consumer groups; optional query `page` +
-        `page_size` paging and `name` / `label` filters.
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'page_size must be between 10 and 500'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetConsumerGroup(self, request, context):
-        """GET /apisix/admin/consumer_groups/{id} — one consumer group in the item envelope.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def PutConsumerGroup(self, request, context):
-        """PUT /apisix/admin/consumer_groups/{id} — creates (201) or replaces (200) the group; the
-        control plane calls it on tenant creation (ID = tenant_id, rate-limit plugin config).
-        Errors: INVALID_ARGUMENT (400) `{error_msg:'invalid configuration: <schema message>'}`;
-        `{error_msg:'wrong consumer group id'}`; `{error_msg:'failed to check the configuration
-        of plugin <name> err: <msg>'}`; `{error_msg:'unknown plugin [<name>]'}`.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def DeleteConsumerGroup(self, request, context):
-        """DELETE /apisix/admin/consumer_groups/{id} — deletes a consumer group.
-        Errors: NOT_FOUND (404) `{message:'Key not found'}`; FAILED_PRECONDITION (400)
-        `{error_msg:'can not delete this consumer group, consumer [<username>] is still using it
-        now'}`.
+    def DeleteResource(self, request, context):
+        """DELETE /apisix/admin/{kind}/{id}[?force=true] — deletes a resource; one still referenced
+        is refused (400) unless `force`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListPlugins(self, request, context):
-        """GET /apisix/admin/plugins/list — names of the enabled plugins (the spec's 27 plus
-        `tenant-rate-limit` and `analytics-logger`), sorted by priority, highest first, ties by
-        name; the JSON answer is a bare array.
-        Errors: INVALID_ARGUMENT (400) `{error_msg}` — `subsystem` other than `http` / `stream`.
+        """GET /apisix/admin/plugins/list — the usable plugins' names by priority, highest first
+        (ties by name); the JSON answer is a bare array.
+        Errors: INVALID_ARGUMENT (400) — `subsystem` other than `http` / `stream`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetPluginSchema(self, request, context):
-        """GET /apisix/admin/schema/plugins/{name} — the plugin's JSON Schema (with the injected
-        `_meta` property); query `schema_type=consumer` gives its consumer schema.
-        Errors: NOT_FOUND (404) `{error_msg:'plugin not found in subsystem http'}`;
-        INVALID_ARGUMENT (400) `{error_msg:'not found schema'}` — the plugin has no such schema.
+    def GetPlugin(self, request, context):
+        """GET /apisix/admin/plugins/{name} (also /apisix/admin/schema/plugins/{name}) — the
+        plugin's JSON Schema; `schema_type=consumer` gives its consumer schema.
+        Errors: NOT_FOUND (404) `plugin not found in subsystem http`; INVALID_ARGUMENT (400)
+        `not found schema`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_EdgeAdminServiceServicer_to_server(servicer, server):
+def add_EdgeConfigServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'ListRoutes': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListRoutes,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesResponse.SerializeToString,
+            'ListResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResources,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesResponse.SerializeToString,
             ),
-            'GetRoute': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetRoute,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteResponse.SerializeToString,
+            'GetResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetResource,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceResponse.SerializeToString,
             ),
-            'PutRoute': grpc.unary_unary_rpc_method_handler(
-                    servicer.PutRoute,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteResponse.SerializeToString,
+            'PutResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutResource,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceResponse.SerializeToString,
             ),
-            'CreateRoute': grpc.unary_unary_rpc_method_handler(
-                    servicer.CreateRoute,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteResponse.SerializeToString,
+            'CreateResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateResource,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceResponse.SerializeToString,
             ),
-            'PatchRoute': grpc.unary_unary_rpc_method_handler(
-                    servicer.PatchRoute,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteResponse.SerializeToString,
+            'PatchResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.PatchResource,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceResponse.SerializeToString,
             ),
-            'DeleteRoute': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteRoute,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteResponse.SerializeToString,
-            ),
-            'ListUpstreams': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListUpstreams,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsResponse.SerializeToString,
-            ),
-            'GetUpstream': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetUpstream,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamResponse.SerializeToString,
-            ),
-            'PutUpstream': grpc.unary_unary_rpc_method_handler(
-                    servicer.PutUpstream,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamResponse.SerializeToString,
-            ),
-            'CreateUpstream': grpc.unary_unary_rpc_method_handler(
-                    servicer.CreateUpstream,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamResponse.SerializeToString,
-            ),
-            'PatchUpstream': grpc.unary_unary_rpc_method_handler(
-                    servicer.PatchUpstream,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamResponse.SerializeToString,
-            ),
-            'DeleteUpstream': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteUpstream,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamResponse.SerializeToString,
-            ),
-            'ListConsumers': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListConsumers,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersResponse.SerializeToString,
-            ),
-            'GetConsumer': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetConsumer,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerResponse.SerializeToString,
-            ),
-            'PutConsumer': grpc.unary_unary_rpc_method_handler(
-                    servicer.PutConsumer,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerResponse.SerializeToString,
-            ),
-            'DeleteConsumer': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteConsumer,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerResponse.SerializeToString,
-            ),
-            'ListConsumerGroups': grpc.unary_unary_rpc_method_handler(
-                    servicer.ListConsumerGroups,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.SerializeToString,
-            ),
-            'GetConsumerGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetConsumerGroup,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupResponse.SerializeToString,
-            ),
-            'PutConsumerGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.PutConsumerGroup,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupResponse.SerializeToString,
-            ),
-            'DeleteConsumerGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.DeleteConsumerGroup,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupResponse.SerializeToString,
+            'DeleteResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteResource,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceResponse.SerializeToString,
             ),
             'ListPlugins': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPlugins,
                     request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsRequest.FromString,
                     response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsResponse.SerializeToString,
             ),
-            'GetPluginSchema': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetPluginSchema,
-                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaRequest.FromString,
-                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaResponse.SerializeToString,
+            'GetPlugin': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPlugin,
+                    request_deserializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginRequest.FromString,
+                    response_serializer=strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'strata.edge.v1.EdgeAdminService', rpc_method_handlers)
+            'strata.edge.v1.EdgeConfigService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('strata.edge.v1.EdgeAdminService', rpc_method_handlers)
+    server.add_registered_method_handlers('strata.edge.v1.EdgeConfigService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class EdgeAdminService:
-    """EdgeAdminService is the edge proxy's (L1) admin API, APISIX admin API v3 shaped, served on
-    port 9180 under `/apisix/admin`.
+class EdgeConfigService:
+    """EdgeConfigService is the edge proxy's (L1) configuration: APISIX's Admin API v3, one
+    generic JSON-valued service over every resource kind. The control plane serves it (it
+    owns the edge configuration, in the key-value store); the edge's admin listener (:9180,
+    `/apisix/admin`) is a front door that forwards each call to it with the caller's
+    `x-api-key`.
 
-    Access control runs in the admin front door before any RPC, never as request fields:
-    source address outside the private CIDR allow-list → 403; then the admin key from header
-    `X-API-KEY` (or query `api_key`) → 401 `{error_msg:'failed to check token',
-    description:'missing apikey'|'wrong apikey'}`. Resource answers carry header
-    `X-API-VERSION: v3`.
+    Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
+    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
+    - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
+    - write (PUT/POST/PATCH): `{key, value}`;
+    - list: `{total, list:[<item>]}`;
+    - delete: `{deleted:'<id>', key}`.
+    `value` carries server-set `id`, `create_time`, `update_time` (Unix seconds); `create_time`
+    is kept on update. Resource answers carry header `X-API-VERSION: v3`.
 
-    Envelopes follow APISIX v3 (section 1.3 of the reference):
-    - one item (GET): `{key:'/apisix/<resource>/<id>', value:{...}, createdIndex, modifiedIndex}`;
-    - write (PUT/POST/PATCH): `{key, value}` (no indexes);
-    - list: `{total, list:[<item envelope>]}` (empty: `{total:0, list:[]}`);
-    - delete: `{deleted:'<id>', key}` (`deleted` is a string).
-    `value` carries server-set `create_time` / `update_time` (Unix seconds).
-    Errors follow APISIX too: `{error_msg}` bodies, and 404 `{message:'Key not found'}`.
-    PUT answers 201 when the object is new and 200 when it replaced one (the route table
-    declares 200; the front door needs the servicer's creation signal for the 201).
+    Errors are APISIX's `{error_msg}` (prefixes byte for byte, reference section 1.4), e.g.
+    INVALID_ARGUMENT (400) `invalid configuration: <schema message>`, `unknown plugin [foo]`,
+    `failed to check the configuration of plugin <name> err: <msg>`, `missing route id`,
+    `wrong route id`, `failed to fetch upstream info by upstream id [9], response code: 404`,
+    `can not delete this upstream, route [1] is still using it now`, `the property is
+    forbidden:  create_time`; NOT_FOUND (404) `{message:'Key not found'}` and `Unsupported
+    resource type: foo`; 405 `not supported `POST` method for consumer`; UNAUTHENTICATED (401)
+    `{error_msg:'failed to check token', description:'missing apikey'|'wrong apikey'}`.
     """
 
     @staticmethod
-    def ListRoutes(request,
+    def ListResources(request,
             target,
             options=(),
             channel_credentials=None,
@@ -555,9 +288,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/ListRoutes',
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListRoutesResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/ListResources',
+            strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.ListResourcesResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -569,7 +302,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def GetRoute(request,
+    def GetResource(request,
             target,
             options=(),
             channel_credentials=None,
@@ -582,9 +315,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/GetRoute',
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetRouteResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/GetResource',
+            strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.GetResourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -596,7 +329,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def PutRoute(request,
+    def PutResource(request,
             target,
             options=(),
             channel_credentials=None,
@@ -609,9 +342,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/PutRoute',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutRouteResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/PutResource',
+            strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.PutResourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -623,7 +356,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def CreateRoute(request,
+    def CreateResource(request,
             target,
             options=(),
             channel_credentials=None,
@@ -636,9 +369,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/CreateRoute',
-            strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.CreateRouteResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/CreateResource',
+            strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.CreateResourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -650,7 +383,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def PatchRoute(request,
+    def PatchResource(request,
             target,
             options=(),
             channel_credentials=None,
@@ -663,9 +396,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/PatchRoute',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PatchRouteResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/PatchResource',
+            strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.PatchResourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -677,7 +410,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def DeleteRoute(request,
+    def DeleteResource(request,
             target,
             options=(),
             channel_credentials=None,
@@ -690,387 +423,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/DeleteRoute',
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteRouteResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListUpstreams(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/ListUpstreams',
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListUpstreamsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetUpstream(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/GetUpstream',
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetUpstreamResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def PutUpstream(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/PutUpstream',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutUpstreamResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def CreateUpstream(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/CreateUpstream',
-            strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.CreateUpstreamResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def PatchUpstream(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/PatchUpstream',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PatchUpstreamResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def DeleteUpstream(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/DeleteUpstream',
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteUpstreamResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListConsumers(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/ListConsumers',
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumersResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetConsumer(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/GetConsumer',
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def PutConsumer(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/PutConsumer',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def DeleteConsumer(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/DeleteConsumer',
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ListConsumerGroups(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/ListConsumerGroups',
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.ListConsumerGroupsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetConsumerGroup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/GetConsumerGroup',
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetConsumerGroupResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def PutConsumerGroup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/PutConsumerGroup',
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.PutConsumerGroupResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def DeleteConsumerGroup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/strata.edge.v1.EdgeAdminService/DeleteConsumerGroup',
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteConsumerGroupResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/DeleteResource',
+            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.DeleteResourceResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1095,7 +450,7 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/ListPlugins',
+            '/strata.edge.v1.EdgeConfigService/ListPlugins',
             strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsRequest.SerializeToString,
             strata_dot_edge_dot_v1_dot_admin__pb2.ListPluginsResponse.FromString,
             options,
@@ -1109,7 +464,7 @@ class EdgeAdminService:
             _registered_method=True)
 
     @staticmethod
-    def GetPluginSchema(request,
+    def GetPlugin(request,
             target,
             options=(),
             channel_credentials=None,
@@ -1122,9 +477,9 @@ class EdgeAdminService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/strata.edge.v1.EdgeAdminService/GetPluginSchema',
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaRequest.SerializeToString,
-            strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginSchemaResponse.FromString,
+            '/strata.edge.v1.EdgeConfigService/GetPlugin',
+            strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginRequest.SerializeToString,
+            strata_dot_edge_dot_v1_dot_admin__pb2.GetPluginResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -25,43 +25,13 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/edge/v1/config.proto\x12\x0estrata.edge.v1\x1a\x1cgoogle/protobuf/struct.proto\"\xd3\x05\n\x05Route\x12\x0f\n\x02id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x11\n\x04\x64\x65sc\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x10\n\x03uri\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x0c\n\x04uris\x18\x05 \x03(\t\x12\x0f\n\x07methods\x18\x06 \x03(\t\x12\x11\n\x04host\x18\x07 \x01(\tH\x04\x88\x01\x01\x12\r\n\x05hosts\x18\x08 \x03(\t\x12\x14\n\x0cremote_addrs\x18\t \x03(\t\x12(\n\x04vars\x18\n \x01(\x0b\x32\x1a.google.protobuf.ListValue\x12\x15\n\x08priority\x18\x0b \x01(\x05H\x05\x88\x01\x01\x12(\n\x07plugins\x18\x0c \x01(\x0b\x32\x17.google.protobuf.Struct\x12*\n\x08upstream\x18\r \x01(\x0b\x32\x18.strata.edge.v1.Upstream\x12\x18\n\x0bupstream_id\x18\x0e \x01(\tH\x06\x88\x01\x01\x12\x31\n\x06labels\x18\x0f \x03(\x0b\x32!.strata.edge.v1.Route.LabelsEntry\x12(\n\x07timeout\x18\x10 \x01(\x0b\x32\x17.strata.edge.v1.Timeout\x12\x1d\n\x10\x65nable_websocket\x18\x11 \x01(\x08H\x07\x88\x01\x01\x12\x13\n\x06status\x18\x12 \x01(\x05H\x08\x88\x01\x01\x12\x18\n\x0b\x63reate_time\x18\x13 \x01(\x03H\t\x88\x01\x01\x12\x18\n\x0bupdate_time\x18\x14 \x01(\x03H\n\x88\x01\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x05\n\x03_idB\x07\n\x05_nameB\x07\n\x05_descB\x06\n\x04_uriB\x07\n\x05_hostB\x0b\n\t_priorityB\x0e\n\x0c_upstream_idB\x13\n\x11_enable_websocketB\t\n\x07_statusB\x0e\n\x0c_create_timeB\x0e\n\x0c_update_time\"\xc1\x06\n\x08Upstream\x12\x0f\n\x02id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x11\n\x04\x64\x65sc\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04type\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x32\n\x05nodes\x18\x05 \x03(\x0b\x32#.strata.edge.v1.Upstream.NodesEntry\x12\x14\n\x07hash_on\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x10\n\x03key\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x13\n\x06scheme\x18\x08 \x01(\tH\x06\x88\x01\x01\x12\x16\n\tpass_host\x18\t \x01(\tH\x07\x88\x01\x01\x12\x1a\n\rupstream_host\x18\n \x01(\tH\x08\x88\x01\x01\x12\x14\n\x07retries\x18\x0b \x01(\x05H\t\x88\x01\x01\x12\x1a\n\rretry_timeout\x18\x0c \x01(\x01H\n\x88\x01\x01\x12(\n\x07timeout\x18\r \x01(\x0b\x32\x17.strata.edge.v1.Timeout\x12\x35\n\x0ekeepalive_pool\x18\x0e \x01(\x0b\x32\x1d.strata.edge.v1.KeepalivePool\x12\'\n\x06\x63hecks\x18\x0f \x01(\x0b\x32\x17.google.protobuf.Struct\x12$\n\x03tls\x18\x10 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x34\n\x06labels\x18\x11 \x03(\x0b\x32$.strata.edge.v1.Upstream.LabelsEntry\x12\x18\n\x0b\x63reate_time\x18\x12 \x01(\x03H\x0b\x88\x01\x01\x12\x18\n\x0bupdate_time\x18\x13 \x01(\x03H\x0c\x88\x01\x01\x1a,\n\nNodesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x05\n\x03_idB\x07\n\x05_nameB\x07\n\x05_descB\x07\n\x05_typeB\n\n\x08_hash_onB\x06\n\x04_keyB\t\n\x07_schemeB\x0c\n\n_pass_hostB\x10\n\x0e_upstream_hostB\n\n\x08_retriesB\x10\n\x0e_retry_timeoutB\x0e\n\x0c_create_timeB\x0e\n\x0c_update_time\"6\n\x07Timeout\x12\x0f\n\x07\x63onnect\x18\x01 \x01(\x01\x12\x0c\n\x04send\x18\x02 \x01(\x01\x12\x0c\n\x04read\x18\x03 \x01(\x01\"{\n\rKeepalivePool\x12\x11\n\x04size\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0cidle_timeout\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x15\n\x08requests\x18\x03 \x01(\x05H\x02\x88\x01\x01\x42\x07\n\x05_sizeB\x0f\n\r_idle_timeoutB\x0b\n\t_requests\"\xd1\x02\n\x08\x43onsumer\x12\x15\n\x08username\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x15\n\x08group_id\x18\x02 \x01(\tH\x01\x88\x01\x01\x12(\n\x07plugins\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x34\n\x06labels\x18\x04 \x03(\x0b\x32$.strata.edge.v1.Consumer.LabelsEntry\x12\x11\n\x04\x64\x65sc\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x18\n\x0b\x63reate_time\x18\x06 \x01(\x03H\x03\x88\x01\x01\x12\x18\n\x0bupdate_time\x18\x07 \x01(\x03H\x04\x88\x01\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\t_usernameB\x0b\n\t_group_idB\x07\n\x05_descB\x0e\n\x0c_create_timeB\x0e\n\x0c_update_time\"\xc7\x02\n\rConsumerGroup\x12\x0f\n\x02id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04name\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x11\n\x04\x64\x65sc\x18\x03 \x01(\tH\x02\x88\x01\x01\x12(\n\x07plugins\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x39\n\x06labels\x18\x05 \x03(\x0b\x32).strata.edge.v1.ConsumerGroup.LabelsEntry\x12\x18\n\x0b\x63reate_time\x18\x06 \x01(\x03H\x03\x88\x01\x01\x12\x18\n\x0bupdate_time\x18\x07 \x01(\x03H\x04\x88\x01\x01\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x05\n\x03_idB\x07\n\x05_nameB\x07\n\x05_descB\x0e\n\x0c_create_timeB\x0e\n\x0c_update_timeb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/edge/v1/config.proto\x12\x0estrata.edge.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x7f\n\x0c\x45\x64geResource\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12&\n\x05value\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x15\n\rcreated_index\x18\x04 \x01(\x03\x12\x16\n\x0emodified_index\x18\x05 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.edge.v1.config_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ROUTE_LABELSENTRY']._loaded_options = None
-  _globals['_ROUTE_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_UPSTREAM_NODESENTRY']._loaded_options = None
-  _globals['_UPSTREAM_NODESENTRY']._serialized_options = b'8\001'
-  _globals['_UPSTREAM_LABELSENTRY']._loaded_options = None
-  _globals['_UPSTREAM_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_CONSUMER_LABELSENTRY']._loaded_options = None
-  _globals['_CONSUMER_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_CONSUMERGROUP_LABELSENTRY']._loaded_options = None
-  _globals['_CONSUMERGROUP_LABELSENTRY']._serialized_options = b'8\001'
-  _globals['_ROUTE']._serialized_start=78
-  _globals['_ROUTE']._serialized_end=801
-  _globals['_ROUTE_LABELSENTRY']._serialized_start=621
-  _globals['_ROUTE_LABELSENTRY']._serialized_end=666
-  _globals['_UPSTREAM']._serialized_start=804
-  _globals['_UPSTREAM']._serialized_end=1637
-  _globals['_UPSTREAM_NODESENTRY']._serialized_start=1387
-  _globals['_UPSTREAM_NODESENTRY']._serialized_end=1431
-  _globals['_UPSTREAM_LABELSENTRY']._serialized_start=621
-  _globals['_UPSTREAM_LABELSENTRY']._serialized_end=666
-  _globals['_TIMEOUT']._serialized_start=1639
-  _globals['_TIMEOUT']._serialized_end=1693
-  _globals['_KEEPALIVEPOOL']._serialized_start=1695
-  _globals['_KEEPALIVEPOOL']._serialized_end=1818
-  _globals['_CONSUMER']._serialized_start=1821
-  _globals['_CONSUMER']._serialized_end=2158
-  _globals['_CONSUMER_LABELSENTRY']._serialized_start=621
-  _globals['_CONSUMER_LABELSENTRY']._serialized_end=666
-  _globals['_CONSUMERGROUP']._serialized_start=2161
-  _globals['_CONSUMERGROUP']._serialized_end=2488
-  _globals['_CONSUMERGROUP_LABELSENTRY']._serialized_start=621
-  _globals['_CONSUMERGROUP_LABELSENTRY']._serialized_end=666
+  _globals['_EDGERESOURCE']._serialized_start=77
+  _globals['_EDGERESOURCE']._serialized_end=204
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,406 @@
+"""`strata.edge.v1.EdgeConfigService`: APISIX's Admin API v3 over the edge configuration,
+with APISIX's semantics (reference sections 1.2-1.5). Every write reads the whole
+configuration, checks the new resource against it (schemas, plugin schemas, references,
+unique credentials, one global rule per plugin) and commits only if nothing changed in
+between (`EdgeConfigStore.write`); a concurrent change makes it check again."""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
+
+from google.protobuf import json_format, struct_pb2
+
+from controlplane.edge_config.schemas import bad, check_plugins, check_resource
+from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
+from gateways.edge.plugins import REGISTRY
+from gateways.edge.resources import (
+    CONSUMER_GROUPS,
+    CONSUMERS,
+    GLOBAL_RULES,
+    KINDS,
+    PLUGIN_CONFIGS,
+    ROUTES,
+    SERVICES,
+    UPSTREAMS,
+)
+from runtime.context import respond
+from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
+from strata.edge.v1 import admin_pb2, admin_pb2_grpc
+
+T = TypeVar("T")
+
+SINGULAR = {
+    ROUTES: "route",
+    SERVICES: "service",
+    UPSTREAMS: "upstream",
+    CONSUMERS: "consumer",
+    CONSUMER_GROUPS: "consumer group",
+    GLOBAL_RULES: "global rule",
+    PLUGIN_CONFIGS: "plugin config",
+}
+POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS})
+# Reference fields: (kind holding it, field) → the kind it names.
+REFERENCES = {
+    ROUTES: (("upstream_id", UPSTREAMS), ("service_id", SERVICES),
+             ("plugin_config_id", PLUGIN_CONFIGS)),
+    SERVICES: (("upstream_id", UPSTREAMS),),
+    CONSUMERS: (("group_id", CONSUMER_GROUPS),),
+}  # fmt: skip
+# How APISIX words a refused delete of a referenced resource.
+IN_USE = {
+    UPSTREAMS: "can not delete this upstream",
+    SERVICES: "can not delete this service directly",
+    PLUGIN_CONFIGS: "can not delete this plugin config",
+    CONSUMER_GROUPS: "can not delete this consumer group",
+}
+FORBIDDEN = ("create_time", "update_time")
+V3 = {"X-API-VERSION": "v3"}
+RETRIES = 50
+
+
+def key_not_found() -> NotFound:
+    return NotFound("Key not found", error="key_not_found")
+
+
+def plain(message: struct_pb2.Struct | struct_pb2.Value) -> Any:
+    """A Struct or Value as plain JSON, whole numbers as ints (Struct numbers are doubles)."""
+    return _whole(json_format.MessageToDict(message))
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
+def struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(value)
+    return message
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396: objects merge, `null` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
+class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
+    def __init__(self, store: EdgeConfigStore) -> None:
+        self.store = store
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def ListResources(
+        self, request: admin_pb2.ListResourcesRequest, context: Any
+    ) -> admin_pb2.ListResourcesResponse:
+        kind = _kind(request.kind)
+        if request.HasField("page_size") and not 10 <= request.page_size <= 500:
+            raise InvalidRequest("page_size must be between 10 and 500")
+        state = await self.store.load()
+        entries = sorted(state.of(kind).items(), key=lambda item: item[1].created_index)
+        found = [(id_, e) for id_, e in entries if _matches(request, e.value)]
+        if request.HasField("page") or request.HasField("page_size"):
+            size = request.page_size or 10
+            start = (max(request.page, 1) - 1) * size
+            shown = found[start : start + size]
+        else:
+            shown = found
+        respond(context, headers=V3)
+        return admin_pb2.ListResourcesResponse(
+            total=len(found), list=[_item(kind, id_, e) for id_, e in shown]
+        )
+
+    async def GetResource(
+        self, request: admin_pb2.GetResourceRequest, context: Any
+    ) -> admin_pb2.GetResourceResponse:
+        kind = _kind(request.kind)
+        entry = (await self.store.load()).of(kind).get(request.id)
+        if entry is None:
+            raise key_not_found()
+        respond(context, headers=V3)
+        item = _item(kind, request.id, entry)
+        return admin_pb2.GetResourceResponse(
+            key=item.key,
+            value=item.value,
+            createdIndex=item.createdIndex,
+            modifiedIndex=item.modifiedIndex,
+        )
+
+    # --- writes --------------------------------------------------------------------------
+
+    async def PutResource(
+        self, request: admin_pb2.PutResourceRequest, context: Any
+    ) -> admin_pb2.PutResourceResponse:
+        kind = _kind(request.kind)
+        body = plain(request.resource)
+        _refuse_forbidden(body)
+        id_ = _put_id(kind, request.id, body)
+        value, created = await self._save(kind, id_, lambda _: body)
+        respond(context, status=201 if created else 200, headers=V3)
+        return admin_pb2.PutResourceResponse(key=_key(kind, id_), value=struct(value))
+
+    async def CreateResource(
+        self, request: admin_pb2.CreateResourceRequest, context: Any
+    ) -> admin_pb2.CreateResourceResponse:
+        kind = _kind(request.kind)
+        if kind not in POSTABLE:
+            raise MethodNotAllowed(f"not supported `POST` method for {SINGULAR[kind]}")
+        body = plain(request.resource)
+        if "id" in body:
+            raise bad(f"wrong {SINGULAR[kind]} id, do not need it")
+        _refuse_forbidden(body)
+        id_ = await self.store.next_id()
+        value, _ = await self._save(kind, id_, lambda _: {**body, "id": id_})
+        respond(context, status=201, headers=V3)
+        return admin_pb2.CreateResourceResponse(key=_key(kind, id_), value=struct(value))
+
+    async def PatchResource(
+        self, request: admin_pb2.PatchResourceRequest, context: Any
+    ) -> admin_pb2.PatchResourceResponse:
+        kind = _kind(request.kind)
+        if kind == CONSUMERS:
+            raise MethodNotAllowed(f"not supported `PATCH` method for {SINGULAR[kind]}")
+        patch = plain(request.patch)
+        steps = [s for s in request.path.split("/") if s]
+
+        def patched(existing: Entry | None) -> dict[str, Any]:
+            if existing is None:
+                raise key_not_found()
+            current = copy.deepcopy(existing.value)
+            if steps:
+                _set_path(current, steps, patch)
+                return current
+            if not isinstance(patch, dict):
+                raise bad("invalid configuration: the patch must be a JSON object")
+            return {**merge_patch(current, patch), "id": request.id}
+
+        value, _ = await self._save(kind, request.id, patched, must_exist=True)
+        respond(context, status=200, headers=V3)
+        return admin_pb2.PatchResourceResponse(key=_key(kind, request.id), value=struct(value))
+
+    async def DeleteResource(
+        self, request: admin_pb2.DeleteResourceRequest, context: Any
+    ) -> admin_pb2.DeleteResourceResponse:
+        kind, id_ = _kind(request.kind), request.id
+
+        def change(state: State) -> tuple[list[Op], None]:
+            if id_ not in state.of(kind):
+                raise key_not_found()
+            if not request.force:
+                user = _first_user(state, kind, id_)
+                if user is not None:
+                    raise bad(
+                        f"{IN_USE[kind]}, {SINGULAR[user[0]]} [{user[1]}] is still using it now"
+                    )
+            return [(kind, id_, None)], None
+
+        await self._commit(change)
+        respond(context, headers=V3)
+        return admin_pb2.DeleteResourceResponse(deleted=id_, key=_key(kind, id_))
+
+    # --- plugins -------------------------------------------------------------------------
+
+    async def ListPlugins(
+        self, request: admin_pb2.ListPluginsRequest, context: Any
+    ) -> admin_pb2.ListPluginsResponse:
+        _subsystem(request.subsystem)
+        if request.subsystem == "stream":
+            return admin_pb2.ListPluginsResponse()  # no stream plugin is implemented
+        ordered = sorted(REGISTRY.values(), key=lambda p: (-p.priority, p.name))
+        return admin_pb2.ListPluginsResponse(plugins=[p.name for p in ordered])
+
+    async def GetPlugin(
+        self, request: admin_pb2.GetPluginRequest, context: Any
+    ) -> admin_pb2.GetPluginResponse:
+        _subsystem(request.subsystem)
+        plugin = REGISTRY.get(request.name)
+        if plugin is None:
+            raise NotFound(f"plugin not found in subsystem {request.subsystem or 'http'}")
+        schema = plugin.consumer_schema if request.schema_type == "consumer" else plugin.schema
+        if schema is None:
+            raise InvalidRequest("not found schema")
+        schema = copy.deepcopy(schema)
+        schema.setdefault("properties", {})["_meta"] = {"type": "object"}  # as APISIX injects
+        return admin_pb2.GetPluginResponse(schema=struct(schema))
+
+    # --- the write path ------------------------------------------------------------------
+
+    async def _save(
+        self,
+        kind: str,
+        id_: str,
+        build: Callable[[Entry | None], dict[str, Any]],
+        *,
+        must_exist: bool = False,
+        unchecked: Collection[str] = (),
+    ) -> tuple[dict[str, Any], bool]:
+        """Write the resource `build` makes from the current one (None: new); returns the
+        stored value and whether it was created."""
+
+        def change(state: State) -> tuple[list[Op], tuple[dict[str, Any], bool]]:
+            existing = state.of(kind).get(id_)
+            if must_exist and existing is None:
+                raise key_not_found()
+            value = dict(build(existing))
+            now = int(time.time())
+            value["create_time"] = existing.value.get("create_time", now) if existing else now
+            value["update_time"] = now
+            check(state, kind, id_, value, unchecked)
+            revision = state.revision + 1
+            entry = Entry(value, existing.created_index if existing else revision, revision)
+            return [(kind, id_, entry)], (value, existing is None)
+
+        return await self._commit(change)
+
+    async def _commit(self, change: Callable[[State], tuple[list[Op], T]]) -> T:
+        for _ in range(RETRIES):
+            state = await self.store.load()
+            ops, result = change(state)
+            try:
+                await self.store.write(state.revision, ops)
+            except Conflict:
+                continue  # another write landed in between: check against it
+            return result
+        raise Unavailable("the edge configuration is changing too fast; try again")
+
+
+def check(
+    state: State, kind: str, id_: str, value: dict[str, Any], unchecked: Collection[str] = ()
+) -> None:
+    """Everything APISIX checks before storing `value` as `kind`/`id_` in `state`."""
+    if kind == ROUTES and "host" in value and "hosts" in value:
+        raise bad("only one of host or hosts is allowed")
+    check_resource(kind, value)
+    plugins = value.get("plugins") or {}
+    check_plugins(plugins, consumer=kind == CONSUMERS, unchecked=unchecked)
+    for field, target in REFERENCES.get(kind, ()):
+        if field in value and str(value[field]) not in state.of(target):
+            name = SINGULAR[target]
+            raise bad(
+                f"failed to fetch {name} info by {name} id [{value[field]}], response code: 404"
+            )
+    if kind == CONSUMERS:
+        _check_unique_credentials(state, id_, plugins)
+    if kind == GLOBAL_RULES:
+        for other_id, other in state.of(GLOBAL_RULES).items():
+            for name in plugins:
+                if other_id != id_ and name in (other.value.get("plugins") or {}):
+                    raise bad(f"plugin '{name}' already exists in global rule with id '{other_id}'")
+
+
+def _check_unique_credentials(state: State, username: str, plugins: dict[str, Any]) -> None:
+    """An auth plugin's credential (key-auth's `key`) identifies one consumer only."""
+    for name, conf in plugins.items():
+        field = REGISTRY[name].credential_field if name in REGISTRY else None
+        if field is None or field not in conf:
+            continue
+        for other, entry in state.of(CONSUMERS).items():
+            held = (entry.value.get("plugins") or {}).get(name) or {}
+            if other != username and held.get(field) == conf[field]:
+                raise bad(f"duplicate {name} {field} found with consumer: {other}")
+
+
+def _first_user(state: State, kind: str, id_: str) -> tuple[str, str] | None:
+    """A resource that references `kind`/`id_`, if any."""
+    for holder, references in REFERENCES.items():
+        for field, target in references:
+            if target != kind:
+                continue
+            for other_id, entry in sorted(
+                state.of(holder).items(), key=lambda item: item[1].created_index
+            ):
+                if str(entry.value.get(field, "")) == id_:
+                    return holder, other_id
+    return None
+
+
+def _kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise NotFound(f"Unsupported resource type: {kind}")
+    return kind
+
+
+def _key(kind: str, id_: str) -> str:
+    return f"/apisix/{kind}/{id_}"
+
+
+def _item(kind: str, id_: str, entry: Entry) -> admin_pb2.ResourceItem:
+    return admin_pb2.ResourceItem(
+        key=_key(kind, id_),
+        value=struct(entry.value),
+        createdIndex=entry.created_index,
+        modifiedIndex=entry.modified_index,
+    )
+
+
+def _put_id(kind: str, path_id: str, body: dict[str, Any]) -> str:
+    """The id of a PUT: the path's, or the body's (`username` for consumers); both must agree."""
+    field = "username" if kind == CONSUMERS else "id"
+    given = body.get(field)
+    if path_id and given is not None and str(given) != path_id:
+        raise bad("wrong username" if kind == CONSUMERS else f"wrong {SINGULAR[kind]} id")
+    id_ = path_id or (str(given) if given is not None else "")
+    if not id_:
+        raise bad("missing consumer name" if kind == CONSUMERS else f"missing {SINGULAR[kind]} id")
+    body[field] = id_
+    return id_
+
+
+def _refuse_forbidden(body: dict[str, Any]) -> None:
+    for name in FORBIDDEN:
+        if name in body:
+            raise bad(f"the property is forbidden:  {name}")
+
+
+def _set_path(value: dict[str, Any], steps: list[str], new: Any) -> None:
+    """Replace the value at `steps` (APISIX's sub-path PATCH)."""
+    for step in steps[:-1]:
+        nested = value.get(step)
+        if not isinstance(nested, dict):
+            raise bad(f"invalid sub path: {'/'.join(steps)}")
+        value = nested
+    if new is None:
+        value.pop(steps[-1], None)
+    else:
+        value[steps[-1]] = new
+
+
+def _matches(request: admin_pb2.ListResourcesRequest, value: dict[str, Any]) -> bool:
+    """APISIX's v3 list filters."""
+    if request.HasField("name") and not re.search(request.name, str(value.get("name", ""))):
+        return False
+    if request.HasField("label"):
+        key, _, wanted = request.label.partition(":")
+        labels = value.get("labels") or {}
+        if key not in labels or (wanted and labels[key] != wanted):
+            return False
+    if request.HasField("uri"):
+        uris = [value["uri"]] if "uri" in value else list(value.get("uris") or [])
+        if not any(re.search(request.uri, u) for u in uris):
+            return False
+    if request.HasField("filter"):
+        field, _, wanted = request.filter.partition("=")
+        if str(value.get(field, "")) != wanted:
+            return False
+    return True
+
+
+def _subsystem(subsystem: str) -> None:
+    if subsystem not in ("", "http", "stream"):
+        raise InvalidRequest(f"unsupported subsystem: {subsystem}")
