@@ -12,7 +12,14 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import ADMIN_API_KEY, MASTER_KEY, reflected_services, service_token, user_token
+from support import (
+    ADMIN_API_KEY,
+    MASTER_KEY,
+    free_port,
+    reflected_services,
+    service_token,
+    user_token,
+)
 
 from gateways.agent.app import build as build_agent
 from gateways.agent.config import AgentGatewayConfig
@@ -154,22 +161,27 @@ async def test_edge_ports_data_plane_admin_metrics_grpc(edge: Serving) -> None:
     status, text, _ = await call(metrics, "/apisix/prometheus/metrics")
     assert status == 200 and "strata_http_requests_total" in text
     reply = await health_pb2_grpc.HealthStub(edge.channel).Check(
-        health_pb2.HealthCheckRequest(service="strata.edge.v1.EdgeAdminService"), timeout=5
+        health_pb2.HealthCheckRequest(service="strata.edge.v1.EdgeConfigService"), timeout=5
     )
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-async def test_edge_admin_requires_the_admin_key(edge: Serving) -> None:
-    status, body, _ = await call(edge.http_url, "/apisix/admin/routes")
-    assert status == 401 and body["error"] == "unauthorized"
-    status, body, _ = await call(
-        edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": "wrong"}
-    )
-    assert status == 401
-    status, body, _ = await call(
-        edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
-    )
-    assert status == 501
+async def test_edge_admin_requires_the_admin_key(start) -> None:
+    # No control plane behind it: a call with the right key reaches the forwarder, 503.
+    async with start(EdgeConfig, build_edge, CONTROLPLANE_GRPC=f"127.0.0.1:{free_port()}") as edge:
+        status, body, _ = await call(edge.http_url, "/apisix/admin/routes")
+        assert (status, body) == (
+            401,
+            {"error_msg": "failed to check token", "description": "missing apikey"},
+        )
+        status, body, _ = await call(
+            edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": "wrong"}
+        )
+        assert (status, body["description"]) == (401, "wrong apikey")
+        status, body, _ = await call(
+            edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
+        )
+        assert status == 503 and "error_msg" in body
 
 
 async def test_edge_admin_is_refused_outside_its_networks(start) -> None:
@@ -177,4 +189,4 @@ async def test_edge_admin_is_refused_outside_its_networks(start) -> None:
         status, body, _ = await call(
             edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
         )
-    assert status == 403 and body["error"] == "forbidden"
+    assert status == 403 and "private networks" in body["error_msg"]
