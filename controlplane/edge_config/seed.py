@@ -47,7 +47,7 @@ def reference_resources(config: ControlPlaneConfig) -> list[tuple[str, str, dict
             "use_jwks": True,
         }
     }
-    logger = {"analytics-logger": {}}
+    logger: dict[str, Any] = {"analytics-logger": {}}
     return [
         (UPSTREAMS, "mock-backend", {"name": "mock backend", "type": "roundrobin",
                                      "nodes": _node(config.mock_backend_url)}),

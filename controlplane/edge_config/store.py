@@ -95,7 +95,7 @@ class EdgeConfigStore:
             for kind in KINDS:
                 pipe.hgetall(_hash(kind))
             revision, *hashes = await pipe.execute()
-        entries = {}
+        entries: dict[str, dict[str, Entry]] = {}
         for kind, raw in zip(KINDS, hashes, strict=True):
             entries[kind] = {}
             for key, text in raw.items():

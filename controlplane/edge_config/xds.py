@@ -139,7 +139,7 @@ class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
                 await inbox.put(None)
 
         reader = asyncio.create_task(read())
-        subscribed, sent, nonce = False, None, ""
+        subscribed, sent, nonce = False, -1, ""
         try:
             while True:
                 state = self.watch.state

@@ -99,7 +99,8 @@ class XdsSubscription:
 
     def _requests(self) -> AsyncIterator[discovery_pb2.DiscoveryRequest]:
         """One connection's requests: the subscription, then ACKs and NACKs as they come."""
-        self._outbox = outbox = asyncio.Queue()
+        outbox: asyncio.Queue[discovery_pb2.DiscoveryRequest] = asyncio.Queue()
+        self._outbox = outbox
         outbox.put_nowait(self._request(version_info=self.version))
 
         async def requests() -> AsyncIterator[discovery_pb2.DiscoveryRequest]:

@@ -275,7 +275,9 @@ async def test_consumers_groups_global_rules_plugin_configs_services(platform: P
     )
     assert status == 201
     status, body, _ = await platform.admin("DELETE", "/services/s")
-    assert body["error_msg"] == "can not delete this service directly, route [r] is still using it now"
+    assert (
+        body["error_msg"] == "can not delete this service directly, route [r] is still using it now"
+    )
     status, body, _ = await platform.admin("DELETE", "/plugin_configs/pc")
     assert body["error_msg"] == "can not delete this plugin config, route [r] is still using it now"
     # list filters and paging
@@ -293,7 +295,7 @@ async def test_consumers_groups_global_rules_plugin_configs_services(platform: P
 
 async def test_plugins_list_and_schema_and_key_sources(platform: Platform) -> None:
     status, body, _ = await platform.admin("GET", "/plugins/list")
-    assert status == 200 and body[:2] == ["test-key-auth", "request-id"] or "request-id" in body
+    assert (status == 200 and body[:2] == ["test-key-auth", "request-id"]) or "request-id" in body
     status, body, _ = await platform.admin("GET", "/plugins/request-id")
     assert status == 200 and "header_name" in body["properties"] and "_meta" in body["properties"]
     status, body, _ = await platform.admin("GET", "/plugins/test-key-auth?schema_type=consumer")
@@ -324,7 +326,7 @@ async def test_reference_routes_are_seeded_once(valkey_url: str, makers: Any) ->
     make_cp, make_edge = makers
     async with make_cp() as cp, make_edge(cp.grpc_target) as edge:
         platform = Platform(cp, edge, make_cp, make_edge)
-        status, body, _ = await platform.admin("GET", "/routes")
+        _, body, _ = await platform.admin("GET", "/routes")
         routes = {i["value"]["uri"]: i["value"] for i in body["list"]}
         assert set(routes) == {"/smoke/*", "/api/*", "/v1/*"}
         assert "openid-connect" in routes["/api/*"]["plugins"]
@@ -332,7 +334,7 @@ async def test_reference_routes_are_seeded_once(valkey_url: str, makers: Any) ->
         await platform.admin("DELETE", "/routes/smoke")
     async with make_cp() as cp, make_edge(cp.grpc_target) as edge:  # a restart: not again
         platform = Platform(cp, edge, make_cp, make_edge)
-        status, body, _ = await platform.admin("GET", "/routes")
+        _status, body, _ = await platform.admin("GET", "/routes")
         assert {i["value"]["id"] for i in body["list"]} == {"api", "v1"}
 
 
@@ -352,7 +354,7 @@ class Recorder:
         self.applied.append(snapshot)
         self.changed.set()
 
-    async def until(self, check: Callable[[Snapshot], bool], timeout: float = 5) -> Snapshot:
+    async def until(self, check: Callable[[Snapshot], bool], within: float = 5) -> Snapshot:
         async def wait() -> Snapshot:
             while True:
                 if self.applied and check(self.applied[-1]):
@@ -360,7 +362,7 @@ class Recorder:
                 self.changed.clear()
                 await self.changed.wait()
 
-        return await asyncio.wait_for(wait(), timeout)
+        return await asyncio.wait_for(wait(), within)
 
 
 def subscriber(config_for: Any, target: str, recorder: Recorder) -> XdsSubscription:
@@ -384,7 +386,7 @@ async def test_xds_full_state_push_to_two_subscribers_and_nack(
         started = asyncio.get_running_loop().time()
         await platform.admin("PUT", "/routes/1", {"uri": "/a", "upstream_id": "u"})
         for recorder in (first, second):
-            await recorder.until(lambda s: "1" in s.of("routes"), timeout=1)
+            await recorder.until(lambda s: "1" in s.of("routes"), within=1)
         assert asyncio.get_running_loop().time() - started < 1
         good = first.applied[-1].revision
         # a configuration the data plane refuses: NACKed, counted, the last good one stays
@@ -426,7 +428,7 @@ async def test_xds_two_replicas(valkey_url: str, makers: Any, config_for: Any) -
             async with make_edge(writer.grpc_target) as edge:  # written through the other one
                 platform = Platform(writer, edge, make_cp, make_edge)
                 await platform.admin("PUT", "/routes/x", {"uri": "/x", "plugins": {}})
-                await recorder.until(lambda s: "x" in s.of("routes"), timeout=1)
+                await recorder.until(lambda s: "x" in s.of("routes"), within=1)
         finally:
             await sub.stop()
 
@@ -451,7 +453,7 @@ async def test_xds_subscriber_reconnects_after_a_restart(
             await platform.admin("PUT", "/routes/y", {"uri": "/y", "plugins": {}})
         second = await start(build_controlplane(config, stores_for(config)), "127.0.0.1", 0, port)
         try:
-            await recorder.until(lambda s: "y" in s.of("routes"), timeout=10)
+            await recorder.until(lambda s: "y" in s.of("routes"), within=10)
         finally:
             await second.stop(grace=0.1)
     finally:

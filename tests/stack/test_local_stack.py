@@ -38,7 +38,7 @@ SERVICES = {  # name: (health URL, gRPC target, a service its reflection must li
     "edge-proxy": (
         f"http://127.0.0.1:{9180 + OFFSET}/health",
         f"127.0.0.1:{19080 + OFFSET}",
-        "strata.edge.v1.EdgeAdminService",
+        "strata.edge.v1.EdgeConfigService",
     ),
 }
 
