@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError
+from jsonschema.exceptions import ValidationError, best_match
 
 from gateways.edge.plugins import REGISTRY
 from runtime.errors import InvalidRequest
@@ -232,14 +232,12 @@ _VALIDATORS = {kind: Draft7Validator(schema) for kind, schema in SCHEMAS.items()
 
 def describe(error: ValidationError) -> str:
     """One schema failure as APISIX words it: `property "uri" validation failed: ...`."""
-    # The most specific failure: jsonschema's best match descends into oneOf/anyOf branches.
     path = ".".join(str(p) for p in error.absolute_path)
     return f'property "{path}" validation failed: {error.message}' if path else error.message
 
 
 def _first_error(validator: Draft7Validator, value: Any) -> ValidationError | None:
-    from jsonschema.exceptions import best_match
-
+    """The most telling failure (jsonschema's best match descends into oneOf/anyOf)."""
     return best_match(validator.iter_errors(value))
 
 
