@@ -50,7 +50,9 @@ async def test_key_auth_header_query_and_failures() -> None:
 
 async def test_key_auth_hide_credentials_and_custom_names() -> None:
     env = env_with("key-auth", {"jack": {"key": "auth-one"}})
-    plugin = make_plugin("key-auth", {"header": "X-Key", "query": "k", "hide_credentials": True}, env)
+    plugin = make_plugin(
+        "key-auth", {"header": "X-Key", "query": "k", "hide_credentials": True}, env
+    )
     ctx = request(headers={"x-key": "auth-one"})
     assert await plugin.rewrite(ctx) is None
     assert ctx.upstream_headers["x-key"] is None
@@ -74,9 +76,13 @@ def hs_token(claims: dict, secret: bytes, alg: str = "HS256") -> str:
 
 
 async def test_jwt_auth_hs256_from_header_query_cookie() -> None:
-    env = env_with("jwt-auth", {"jack": {"key": "user-key", "secret": "my-secret-key-of-32-bytes-long!!"}})
+    env = env_with(
+        "jwt-auth", {"jack": {"key": "user-key", "secret": "my-secret-key-of-32-bytes-long!!"}}
+    )
     plugin = make_plugin("jwt-auth", {}, env)
-    token = hs_token({"key": "user-key", "exp": int(time.time()) + 60}, b"my-secret-key-of-32-bytes-long!!")
+    token = hs_token(
+        {"key": "user-key", "exp": int(time.time()) + 60}, b"my-secret-key-of-32-bytes-long!!"
+    )
     for ctx in (
         request(headers={"Authorization": f"Bearer {token}"}),
         request(headers={"Authorization": token}),
@@ -114,9 +120,11 @@ async def test_jwt_auth_failures_use_apisix_bodies() -> None:
 
 async def test_jwt_auth_es256_hs512_base64_and_hide() -> None:
     private = ec.generate_private_key(ec.SECP256R1())
-    public_pem = private.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
+    public_pem = (
+        private.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     secret = b"\x01\x02" * 40
     env = env_with("jwt-auth", {
         "ec": {"key": "ec-key", "algorithm": "ES256", "public_key": public_pem},
@@ -128,7 +136,9 @@ async def test_jwt_auth_es256_hs512_base64_and_hide() -> None:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ))  # fmt: skip
     exp = int(time.time()) + 60
-    es = jose_jwt.encode({"alg": "ES256"}, {"key": "ec-key", "exp": exp}, ec_key, algorithms=["ES256"])
+    es = jose_jwt.encode(
+        {"alg": "ES256"}, {"key": "ec-key", "exp": exp}, ec_key, algorithms=["ES256"]
+    )
     ctx = request(headers={"authorization": f"Bearer {es}"})
     assert await plugin.rewrite(ctx) is None and ctx.consumer_name == "ec"
     assert ctx.upstream_headers["authorization"] is None
