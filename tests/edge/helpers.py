@@ -32,3 +32,31 @@ def request(
     )  # fmt: skip
     ctx.route_id = route_id
     return ctx
+
+
+def burst(args: tuple[str, str, str, int, float]) -> int:
+    """In a child process: `requests` concurrent access() calls of tenant-rate-limit against
+    the store at `kv_url`, started at wall time `start`; returns how many were admitted."""
+    import asyncio
+
+    from runtime.stores.kv import connect_kv
+
+    kv_url, tenant, route_id, requests, start = args
+
+    async def run() -> int:
+        env = PluginEnv()
+        env.kv = connect_kv(kv_url)
+        plugin = make_plugin("tenant-rate-limit", {"default_count": 50, "time_window": 60}, env)
+        await env.kv.ping()  # connect before the start line
+        await asyncio.sleep(max(0.0, start - time.time()))
+        replies = await asyncio.gather(
+            *(
+                plugin.access(request(headers={"x-tenant-id": tenant}, route_id=route_id))
+                for _ in range(requests)
+            )
+        )
+        await env.kv.aclose()
+        assert all(r is None or r.status == 429 for r in replies)
+        return sum(r is None for r in replies)
+
+    return asyncio.run(run())

@@ -179,7 +179,7 @@ class OpenidConnect(Plugin):
             claims = jwt.decode(
                 token,
                 key,
-                algorithms=[alg],
+                algorithms=[str(alg)],
                 issuer=self.issuers,
                 options={"verify_aud": False, "require": ["exp"]},
             )
