@@ -14,6 +14,7 @@ from aiohttp import web
 
 from gateways.edge.admin_http_rules import HTTP_RULES
 from gateways.edge.config import EdgeConfig
+from gateways.edge.metrics import process_metrics
 from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
@@ -51,10 +52,14 @@ def build(
     metrics_port: int | None = None,
 ) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
+    # The plugins' metrics of every data-plane process (one view when the primary has set
+    # PROMETHEUS_MULTIPROC_DIR for itself and its workers), after the primary's own.
+    edge_metrics = process_metrics()
 
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
-            body=metrics.exposition(), headers={"Content-Type": "text/plain; version=0.0.4"}
+            body=metrics.exposition() + edge_metrics.exposition(),
+            headers={"Content-Type": "text/plain; version=0.0.4"},
         )
 
     metrics_app = web.Application()

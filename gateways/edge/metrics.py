@@ -6,12 +6,13 @@ creates the directory and passes it to its workers in their environment), every 
 writes its values to memory-mapped files there and `exposition()` in the primary aggregates
 them (prometheus_client's multiprocess mode). Without it, one in-process registry.
 
-The data plane builds one `EdgeMetrics` per process (`EdgeMetrics.from_env()`) and sets it as
-`env.metrics`; the primary serves `exposition()` on :9091 `/apisix/prometheus/metrics`.
+The data plane sets `process_metrics()` (one `EdgeMetrics` per process) as `env.metrics`;
+the primary serves its `exposition()` on :9091 `/apisix/prometheus/metrics`.
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 
@@ -80,7 +81,15 @@ class EdgeMetrics:
         text = generate_latest(registry)
         for name in _APISIX_COUNTERS:
             text = text.replace(name + b"_total", name)
-        return text
+        # Nor has it `_created` series (only single-process registries make them).
+        return b"\n".join(line for line in text.split(b"\n") if b"_created" not in line)
+
+
+@functools.cache
+def process_metrics() -> EdgeMetrics:
+    """This process's edge metrics, built once from the environment: what the data plane
+    sets as `env.metrics` and what the primary's metrics app exposes."""
+    return EdgeMetrics.from_env()
 
 
 def prepare_multiproc_dir(path: str) -> None:

@@ -60,3 +60,23 @@ def burst(args: tuple[str, str, str, int, float]) -> int:
         return sum(r is None for r in replies)
 
     return asyncio.run(run())
+
+
+def count_requests(args: tuple[str, int, int]) -> int:
+    """In a child process: the prometheus plugin logs `n` requests of route r1 (status
+    `status`) into multiprocess metrics in `directory`; returns the child's pid."""
+    import os
+
+    from gateways.edge.metrics import EdgeMetrics
+
+    directory, n, status = args
+    env = PluginEnv()
+    env.metrics = EdgeMetrics(directory)
+    plugin = make_plugin("prometheus", {}, env)
+    for _ in range(n):
+        ctx = request(route_id="r1")
+        ctx.route = {"uri": "/api/*", "host": "edge.local"}
+        ctx.status, ctx.bytes_received, ctx.bytes_sent = status, 100, 1000
+        ctx.upstream_latency = 0.002
+        plugin.log(ctx)
+    return os.getpid()
