@@ -17,6 +17,7 @@ from multidict import CIMultiDict
 from gateways.edge.admin_forward import forwarding_servicer
 from gateways.edge.admin_http_rules import HTTP_RULES, PREFIX, apisix_error
 from gateways.edge.config import EdgeConfig
+from gateways.edge.metrics import process_metrics
 from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
@@ -81,9 +82,14 @@ def build(
         await controlplane.close()
         await stores.close()
 
+    # The plugins' metrics of every data-plane process (one view when the primary has set
+    # PROMETHEUS_MULTIPROC_DIR for itself and its workers), after the primary's own.
+    edge_metrics = process_metrics()
+
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
-            body=metrics.exposition(), headers={"Content-Type": "text/plain; version=0.0.4"}
+            body=metrics.exposition() + edge_metrics.exposition(),
+            headers={"Content-Type": "text/plain; version=0.0.4"},
         )
 
     metrics_app = web.Application()

@@ -1,0 +1,132 @@
+"""The edge's Prometheus metrics, named as APISIX's `prometheus` plugin names them, plus the
+edge's own operational counters.
+
+One view over all data-plane processes: with `PROMETHEUS_MULTIPROC_DIR` set (the edge primary
+creates the directory and passes it to its workers in their environment), every process
+writes its values to memory-mapped files there and `exposition()` in the primary aggregates
+them (prometheus_client's multiprocess mode). Without it, one in-process registry.
+
+The data plane sets `process_metrics()` (one `EdgeMetrics` per process) as `env.metrics`;
+the primary serves its `exposition()` on :9091 `/apisix/prometheus/metrics`.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+
+# APISIX's default buckets, in milliseconds.
+LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000)
+STATUS_LABELS = ("code", "route", "matched_uri", "matched_host", "service", "consumer", "node")
+ROUTE_LABELS = ("type", "route", "service", "consumer", "node")
+# prometheus_client spells counters `<name>_total`; APISIX's exporter does not.
+_APISIX_COUNTERS = (b"apisix_http_status", b"apisix_bandwidth")
+
+
+class EdgeMetrics:
+    def __init__(self, multiproc_dir: str | None = None) -> None:
+        self.multiproc_dir = multiproc_dir
+        self.registry = CollectorRegistry()
+        registry = None if multiproc_dir else self.registry
+        counter, gauge = _kind(Counter, multiproc_dir), _kind(Gauge, multiproc_dir)
+        histogram = _kind(Histogram, multiproc_dir)
+        self.http_status = counter(
+            "apisix_http_status", "HTTP status codes per route in APISIX",
+            STATUS_LABELS, registry=registry,
+        )  # fmt: skip
+        self.http_latency = histogram(
+            "apisix_http_latency", "HTTP request latency in milliseconds per route in APISIX",
+            ROUTE_LABELS, buckets=LATENCY_BUCKETS_MS, registry=registry,
+        )  # fmt: skip
+        self.bandwidth = counter(
+            "apisix_bandwidth", "Total bandwidth in bytes consumed per route in APISIX",
+            ROUTE_LABELS, registry=registry,
+        )  # fmt: skip
+        self.current_connections = gauge(
+            "apisix_nginx_http_current_connections", "Number of HTTP connections",
+            ["state"], registry=registry, multiprocess_mode="livesum",
+        )  # fmt: skip
+        self.rate_limit_fail_open = counter(
+            "strata_edge_rate_limit_fail_open",
+            "Requests let through because the rate-limit store was unreachable",
+            ["plugin"], registry=registry,
+        )  # fmt: skip
+        self.analytics_rows_dropped = counter(
+            "strata_edge_analytics_rows_dropped",
+            "Request-log rows dropped after buffer_duration of failed writes",
+            registry=registry,
+        )
+        self.analytics_write_failures = counter(
+            "strata_edge_analytics_write_failures",
+            "Failed request-log batch writes (each retry counts)",
+            registry=registry,
+        )
+
+    @classmethod
+    def from_env(cls) -> EdgeMetrics:
+        return cls(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None)
+
+    def exposition(self) -> bytes:
+        """The text exposition of every process's values (this process's alone without a
+        multiprocess directory)."""
+        if self.multiproc_dir:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=self.multiproc_dir)
+        else:
+            registry = self.registry
+        text = generate_latest(registry)
+        for name in _APISIX_COUNTERS:
+            text = text.replace(name + b"_total", name)
+        # Nor has it `_created` series (only single-process registries make them).
+        return b"\n".join(line for line in text.split(b"\n") if b"_created" not in line)
+
+
+@functools.cache
+def process_metrics() -> EdgeMetrics:
+    """This process's edge metrics, built once from the environment: what the data plane
+    sets as `env.metrics` and what the primary's metrics app exposes."""
+    return EdgeMetrics.from_env()
+
+
+def prepare_multiproc_dir(path: str) -> None:
+    """For the primary, before it starts workers: an empty directory (stale files from an
+    earlier run would be summed in)."""
+    os.makedirs(path, exist_ok=True)
+    for stale in glob.glob(os.path.join(path, "*.db")):
+        os.remove(stale)
+
+
+def worker_exited(path: str, pid: int) -> None:
+    """For the primary, when a worker process ends: its live gauges stop counting."""
+    mark_process_dead(pid, path)
+
+
+_mmap_value: object = None
+
+
+def _kind(cls: type, multiproc_dir: str | None) -> type:
+    """`cls`, or in multiprocess mode a subclass whose values (labelled children included,
+    which are built on first use) live in the directory's memory-mapped files.
+    prometheus_client picks that mode globally, and only when the variable is set before its
+    first import; the edge's metrics choose per metric, leaving the runtime's registry alone."""
+    if not multiproc_dir:
+        return cls
+    global _mmap_value
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc_dir
+    if _mmap_value is None:
+        _mmap_value = values.MultiProcessValue()  # one per process: one file per metric type
+
+    class Mmapped(cls):  # type: ignore[valid-type,misc]
+        def _metric_init(self) -> None:
+            saved = values.ValueClass
+            values.ValueClass = _mmap_value
+            try:
+                super()._metric_init()
+            finally:
+                values.ValueClass = saved
+
+    return Mmapped

@@ -1,0 +1,189 @@
+"""`analytics-logger` (custom, priority 399, log): one row per request into the analytics
+store's `gateway.request_log`, with the edge's extra columns (path, request_size,
+response_size, client_ip, user_agent, consumer_name).
+
+Rows go through the worker's analytics sink (`env.sink`: straight into ClickHouse when the
+worker may write it, shipped over gRPC to the control plane, the chDB owner, otherwise),
+which writes `INSERT ... FORMAT JSONEachRow`; `clickhouse_url` and `database` are accepted
+as the spec lists them, and the sink's store and the `gateway` database are what is written.
+
+Batching follows APISIX's batch processor: the log phase only appends to a per-worker buffer
+(it never waits); a batch is written when `batch_max_size` rows are waiting or every
+`inactive_timeout` seconds; a failed write is retried `max_retry_count` times `retry_delay`
+seconds apart, and then its rows stay buffered for the next flush until they are older than
+`buffer_duration` seconds, so a store outage shorter than that loses nothing. One batcher per
+worker and settings is shared by every route using the plugin; the data plane calls
+`close()` at shutdown to write what is left.
+
+Never logged: the Authorization header, API keys (the path column has no query string) and
+any other header except User-Agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
+
+log = logging.getLogger(__name__)
+MAX_BUFFERED = 100_000  # rows kept while the store is down, beyond which the oldest go
+
+
+class Batcher:
+    """Rows of one worker for one table and one set of batch settings."""
+
+    def __init__(self, env: PluginEnv, conf: Any) -> None:
+        self.sink = env.sink
+        self.metrics = env.metrics
+        self.table = conf.get("table", "request_log")
+        self.max_size = conf.get("batch_max_size", 100)
+        self.inactive = conf.get("inactive_timeout", 5)
+        self.buffer_duration = conf.get("buffer_duration", 60)
+        self.retries = conf.get("max_retry_count", 3)
+        self.retry_delay = conf.get("retry_delay", 1)
+        self.timeout = conf.get("timeout", 5000) / 1000
+        self.rows: list[dict[str, Any]] = []
+        self._lock = asyncio.Lock()
+        self._ticker: asyncio.Task[None] | None = None
+        self._flushes: set[asyncio.Task[None]] = set()
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        if len(self.rows) >= self.max_size and not self._lock.locked():
+            task = asyncio.get_running_loop().create_task(self.flush())
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.inactive)
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything buffered, a batch at a time; on a batch that still fails after
+        its retries, keep the rows young enough and stop until the next flush."""
+        async with self._lock:
+            while self.rows:
+                batch = self.rows[: self.max_size]
+                del self.rows[: self.max_size]
+                if not await self._write(batch):
+                    cutoff = time.time() - self.buffer_duration
+                    kept = [row for row in batch if row["timestamp"] >= cutoff]
+                    self._dropped(len(batch) - len(kept))
+                    self.rows[:0] = kept
+                    if len(self.rows) > MAX_BUFFERED:
+                        self._dropped(len(self.rows) - MAX_BUFFERED)
+                        del self.rows[: len(self.rows) - MAX_BUFFERED]
+                    return
+
+    async def _write(self, batch: list[dict[str, Any]]) -> bool:
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(self.retry_delay)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self.sink.write(self.table, batch)
+                return True
+            except Exception as exc:  # any sink failure: the store or the gRPC hop to it
+                if self.metrics is not None:
+                    self.metrics.analytics_write_failures.inc()
+                log.warning(
+                    "request log batch write failed",
+                    extra={"rows": len(batch), "attempt": attempt + 1, "error": repr(exc)},
+                )
+        return False
+
+    def _dropped(self, count: int) -> None:
+        if count and self.metrics is not None:
+            self.metrics.analytics_rows_dropped.inc(count)
+        if count:
+            log.error("request log rows dropped", extra={"rows": count})
+
+    async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        for task in list(self._flushes):
+            with contextlib.suppress(Exception):
+                await task
+        await self.flush()
+
+
+_BATCHERS: dict[tuple[Any, ...], Batcher] = {}
+_SETTINGS = ("table", "batch_max_size", "inactive_timeout", "buffer_duration",
+             "max_retry_count", "retry_delay", "timeout")  # fmt: skip
+
+
+def batcher_for(env: PluginEnv, conf: Any) -> Batcher:
+    """The worker's batcher for these settings (routes with the same settings share it)."""
+    key = (id(env.sink), *(conf.get(name) for name in _SETTINGS))
+    batcher = _BATCHERS.get(key)
+    if batcher is None:
+        batcher = _BATCHERS[key] = Batcher(env, conf)
+    return batcher
+
+
+async def close() -> None:
+    """Flush every batcher of this worker (the data plane calls it at shutdown)."""
+    for batcher in list(_BATCHERS.values()):
+        await batcher.close()
+    _BATCHERS.clear()
+
+
+class AnalyticsLogger(Plugin):
+    name = "analytics-logger"
+    priority = 399
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "clickhouse_url": {"type": "string", "default": "http://clickhouse:8123"},
+            "database": {"type": "string", "default": "gateway"},
+            "table": {"type": "string", "default": "request_log"},
+            "timeout": {"type": "integer", "minimum": 1, "default": 5000},
+            "batch_max_size": {"type": "integer", "minimum": 1, "default": 100},
+            "inactive_timeout": {"type": "integer", "minimum": 1, "default": 5},
+            "buffer_duration": {"type": "integer", "minimum": 1, "default": 60},
+            "max_retry_count": {"type": "integer", "minimum": 0, "default": 3},
+            "retry_delay": {"type": "integer", "minimum": 0, "default": 1},
+            "tenant_header": {"type": "string", "minLength": 1, "default": "X-Tenant-ID"},
+        },
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.tenant_header = conf.get("tenant_header", "X-Tenant-ID").lower()
+        self.batcher = batcher_for(env, conf)
+
+    def log(self, ctx: RequestContext) -> None:
+        headers = ctx.headers
+        tenant = headers.get(self.tenant_header) or ctx.tenant_id
+        if not tenant and ctx.jwt_claims:
+            tenant = ctx.jwt_claims.get("tenant_id")
+        traceparent = headers.get("traceparent")
+        trace_id = traceparent[3:35] if traceparent and len(traceparent) >= 35 else ""
+        now = time.time()
+        self.batcher.add(
+            {
+                "timestamp": now,  # Unix seconds: DateTime64(3) reads it exactly
+                "tenant_id": tenant or "",
+                "route_id": ctx.route_id,
+                "method": ctx.method,
+                "status_code": ctx.status,
+                "latency_ms": (time.perf_counter() - ctx.started) * 1000,
+                "trace_id": trace_id or ctx.request_id,
+                "path": ctx.path,
+                "request_size": ctx.bytes_received,
+                "response_size": ctx.bytes_sent,
+                "client_ip": ctx.client_ip,
+                "user_agent": headers.get("user-agent", ""),
+                "consumer_name": ctx.consumer_name,
+            }
+        )

@@ -1,0 +1,168 @@
+"""`jwt-auth` (APISIX priority 2510, rewrite): a JWT signed with a consumer's own secret or
+key pair. The token's `key_claim_name` claim (default `key`) names the consumer's
+`jwt-auth.key`; the data plane indexes them as `env.credentials["jwt-auth"]` (key → consumer
+username) and the plugin verifies with that consumer's `jwt-auth` configuration.
+
+Token from the header (a leading `Bearer ` stripped), then the query, then the cookie, as
+APISIX. `exp` and `nbf` are checked when present (`claims_to_verify`), with
+`lifetime_grace_period` seconds of leeway. Identity-provider tokens use `openid-connect`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import jwt
+from jwt.algorithms import get_default_algorithms
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugins._auth import attach_consumer, cookie, drop_query_arg, query_arg
+
+ALGORITHMS = [
+    "HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512",
+    "PS256", "PS384", "PS512", "EdDSA",
+]  # fmt: skip
+_IMPLS = get_default_algorithms()
+
+
+class JwtAuth(Plugin):
+    name = "jwt-auth"
+    priority = 2510
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "header": {"type": "string", "default": "authorization"},
+            "query": {"type": "string", "default": "jwt"},
+            "cookie": {"type": "string", "default": "jwt"},
+            "hide_credentials": {"type": "boolean", "default": False},
+            "key_claim_name": {"type": "string", "default": "key", "minLength": 1},
+            "store_in_ctx": {"type": "boolean", "default": False},
+            "realm": {"type": "string", "default": "jwt"},
+            "anonymous_consumer": {"type": "string", "minLength": 1},
+            "claims_to_verify": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["exp", "nbf"]},
+                "uniqueItems": True,
+                "default": ["exp", "nbf"],
+            },
+        },
+    }
+    consumer_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "minLength": 1},
+            "secret": {"type": "string", "minLength": 1},
+            "algorithm": {"type": "string", "enum": ALGORITHMS, "default": "HS256"},
+            "public_key": {"type": "string"},
+            "exp": {"type": "integer", "minimum": 1, "default": 86400},
+            "base64_secret": {"type": "boolean", "default": False},
+            "lifetime_grace_period": {"type": "integer", "minimum": 0, "default": 0},
+        },
+        "required": ["key"],
+        "if": {"properties": {"algorithm": {"pattern": "^HS"}}},
+        "then": {"required": ["secret"]},
+        "else": {"required": ["public_key"]},
+    }
+    credential_field = "key"
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.header = conf.get("header", "authorization").lower()
+        self.query = conf.get("query", "jwt")
+        self.cookie = conf.get("cookie", "jwt")
+        self.hide = conf.get("hide_credentials", False)
+        self.claim = conf.get("key_claim_name", "key")
+        self.anonymous = conf.get("anonymous_consumer")
+        verify = set(conf.get("claims_to_verify", ["exp", "nbf"]))
+        self.options = {"verify_exp": "exp" in verify, "verify_nbf": "nbf" in verify,
+                        "verify_aud": False, "verify_iat": False}  # fmt: skip
+        self.challenge = {"WWW-Authenticate": f'Bearer realm="{conf.get("realm", "jwt")}"'}
+        # Prepared keys per consumer (and the configuration they came from): PEM parsing is
+        # far dearer than verifying.
+        self._keys: dict[str, tuple[Mapping[str, Any], Any]] = {}
+
+    def _token(self, ctx: RequestContext) -> tuple[str | None, str]:
+        value = ctx.headers.get(self.header)
+        if value:
+            if value[:7].lower() == "bearer ":
+                value = value[7:].strip()
+            return value, "header"
+        value = query_arg(ctx, self.query)
+        if value:
+            return value, "query"
+        return cookie(ctx, self.cookie), "cookie"
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        token, source = self._token(ctx)
+        if not token:
+            return self._reject(ctx, "Missing JWT token in request")
+        try:
+            unverified = jwt.decode_complete(token, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            return self._reject(ctx, "JWT token invalid")
+        header, payload = unverified["header"], unverified["payload"]
+        key = payload.get(self.claim) if isinstance(payload, dict) else None
+        if not key:
+            return self._reject(ctx, "missing user key in JWT token")
+        username = self.env.credentials.get("jwt-auth", {}).get(str(key))
+        consumer = self.env.consumers.get(username or "")
+        auth = _conf_of(consumer)
+        if username is None or auth is None:
+            return self._reject(ctx, "Invalid user key in JWT token")
+        algorithm = auth.get("algorithm", "HS256")
+        if header.get("alg") != algorithm:
+            return self._reject(ctx, "failed to verify jwt")
+        try:
+            claims = jwt.decode(
+                token,
+                self._key(username, auth),
+                algorithms=[algorithm],
+                options=self.options,  # type: ignore[arg-type]
+                leeway=auth.get("lifetime_grace_period", 0),
+            )
+        except (jwt.PyJWTError, ValueError):
+            return self._reject(ctx, "failed to verify jwt")
+        attach_consumer(ctx, username, consumer or {})
+        ctx.jwt_claims = claims
+        if self.hide:
+            if source == "header":
+                ctx.upstream_headers[self.header] = None
+            elif source == "query":
+                drop_query_arg(ctx, self.query)
+            else:
+                _drop_cookie(ctx, self.cookie)
+        return None
+
+    def _key(self, username: str, auth: Mapping[str, Any]) -> Any:
+        cached = self._keys.get(username)
+        if cached is not None and cached[0] is auth:
+            return cached[1]
+        algorithm = auth.get("algorithm", "HS256")
+        key: Any
+        if algorithm.startswith("HS"):
+            secret = auth["secret"]
+            key = base64.b64decode(secret) if auth.get("base64_secret") else secret.encode()
+        else:
+            key = _IMPLS[algorithm].prepare_key(auth["public_key"])
+        self._keys[username] = (auth, key)
+        return key
+
+    def _reject(self, ctx: RequestContext, message: str) -> Reply | None:
+        if self.anonymous and self.anonymous in self.env.consumers:
+            attach_consumer(ctx, self.anonymous, self.env.consumers[self.anonymous])
+            return None
+        return Reply(401, {"message": message}, dict(self.challenge))
+
+
+def _conf_of(consumer: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not consumer:
+        return None
+    conf = (consumer.get("plugins") or {}).get("jwt-auth")
+    return conf if isinstance(conf, Mapping) else None
+
+
+def _drop_cookie(ctx: RequestContext, name: str) -> None:
+    kept = [p for p in ctx.headers.get("cookie", "").split(";") if p.split("=")[0].strip() != name]
+    ctx.upstream_headers["cookie"] = ";".join(kept).strip() or None

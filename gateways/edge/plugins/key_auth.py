@@ -1,0 +1,71 @@
+"""`key-auth` (APISIX priority 2500, rewrite): an API key from a header or the query string,
+matched against the consumers' `key-auth.key`.
+
+The data plane indexes the current configuration's keys as `env.credentials["key-auth"]`
+(key → consumer username), so a lookup is one dict access. The header beats the query.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugins._auth import attach_consumer, drop_query_arg, query_arg
+
+MISSING = {"message": "Missing API key in request"}
+INVALID = {"message": "Invalid API key in request"}
+
+
+class KeyAuth(Plugin):
+    name = "key-auth"
+    priority = 2500
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "header": {"type": "string", "default": "apikey"},
+            "query": {"type": "string", "default": "apikey"},
+            "hide_credentials": {"type": "boolean", "default": False},
+            "realm": {"type": "string", "default": "key"},
+            "anonymous_consumer": {"type": "string", "minLength": 1},
+        },
+    }
+    consumer_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {"key": {"type": "string", "minLength": 1}},
+        "required": ["key"],
+    }
+    credential_field = "key"
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.header = conf.get("header", "apikey").lower()
+        self.query = conf.get("query", "apikey")
+        self.hide = conf.get("hide_credentials", False)
+        self.anonymous = conf.get("anonymous_consumer")
+        self.challenge = {"WWW-Authenticate": f'apikey realm="{conf.get("realm", "key")}"'}
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        key = ctx.headers.get(self.header)
+        from_query = False
+        if key is None:
+            key = query_arg(ctx, self.query)
+            from_query = key is not None
+        if key is None:
+            return self._reject(ctx, MISSING)
+        username = self.env.credentials.get("key-auth", {}).get(key)
+        if username is None:
+            return self._reject(ctx, INVALID)
+        attach_consumer(ctx, username, self.env.consumers.get(username, {}))
+        if self.hide:
+            if from_query:
+                drop_query_arg(ctx, self.query)
+            else:
+                ctx.upstream_headers[self.header] = None
+        return None
+
+    def _reject(self, ctx: RequestContext, body: dict[str, str]) -> Reply | None:
+        # `anonymous_consumer`: an unauthenticated request proceeds as that consumer.
+        if self.anonymous and self.anonymous in self.env.consumers:
+            attach_consumer(ctx, self.anonymous, self.env.consumers[self.anonymous])
+            return None
+        return Reply(401, body, dict(self.challenge))

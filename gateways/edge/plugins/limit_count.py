@@ -1,0 +1,194 @@
+"""`limit-count` (APISIX priority 1002, access): at most `count` requests per `time_window`
+seconds per key, with APISIX's semantics: a fixed window opened by the key's first request,
+503 by default, `X-RateLimit-Reset` = seconds left in the window (unlike tenant-rate-limit's
+Unix timestamp), a store error is a 500 unless `allow_degradation`.
+
+- `policy: local` counts in this worker's memory (APISIX shares one counter between the
+  nginx workers of a node; here each worker process counts alone, so N workers admit up to
+  N times count: use `redis` for an exact limit).
+- `policy: redis` / `redis-cluster` counts with one atomic script in the worker's shared
+  key-value client (`env.kv`); the `redis_*` connection fields are accepted, as for
+  tenant-rate-limit.
+- The key: `key_type: var` names one variable (`remote_addr`, `consumer_name`, `route_id`,
+  `server_addr`, `http_<header>`, `arg_<query arg>`); `var_combination` joins `$var`s;
+  `constant` is the key itself. A missing variable falls back to the client address.
+- The counter restarts when the plugin's configuration changes (the key holds its hash);
+  `group` shares one counter between routes.
+
+Not implemented: `rules`, `$var` counts, `window_type: sliding` (accepted, counted fixed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import re
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from redis.exceptions import NoScriptError, RedisError
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugins._auth import query_arg
+
+SCRIPT = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('SET', KEYS[1], ARGV[1] - 1, 'PX', ARGV[2])
+  return {ARGV[1] - 1, tonumber(ARGV[2])}
+end
+return {redis.call('INCRBY', KEYS[1], -1), ttl}
+"""
+SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
+VAR = re.compile(r"\$(\w+)")
+LOCAL_PRUNE_AT = 100_000  # keys kept by a local counter before expired ones are swept
+
+
+class LimitCount(Plugin):
+    name = "limit-count"
+    priority = 1002
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "exclusiveMinimum": 0},
+            "time_window": {"type": "integer", "exclusiveMinimum": 0},
+            "window_type": {"type": "string", "enum": ["fixed", "sliding"], "default": "fixed"},
+            "group": {"type": "string"},
+            "key": {"type": "string", "default": "remote_addr"},
+            "key_type": {
+                "type": "string",
+                "enum": ["var", "var_combination", "constant"],
+                "default": "var",
+            },
+            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
+            "rejected_msg": {"type": "string", "minLength": 1},
+            "policy": {
+                "type": "string",
+                "enum": ["local", "redis", "redis-cluster"],
+                "default": "local",
+            },
+            "allow_degradation": {"type": "boolean", "default": False},
+            "show_limit_quota_header": {"type": "boolean", "default": True},
+            "redis_host": {"type": "string", "minLength": 2},
+            "redis_port": {"type": "integer", "minimum": 1, "default": 6379},
+            "redis_username": {"type": "string", "minLength": 1},
+            "redis_password": {"type": "string", "minLength": 0},
+            "redis_database": {"type": "integer", "minimum": 0, "default": 0},
+            "redis_timeout": {"type": "integer", "minimum": 1, "default": 1000},
+            "redis_ssl": {"type": "boolean", "default": False},
+            "redis_ssl_verify": {"type": "boolean", "default": False},
+            "redis_keepalive_timeout": {"type": "integer", "minimum": 1000, "default": 10000},
+            "redis_keepalive_pool": {"type": "integer", "minimum": 1, "default": 100},
+            "redis_cluster_nodes": {"type": "array", "items": {"type": "string"}},
+            "redis_cluster_name": {"type": "string"},
+            "sync_interval": {"type": "number", "default": -1},
+        },
+        "required": ["count", "time_window"],
+        "if": {"properties": {"policy": {"const": "redis"}}, "required": ["policy"]},
+        "then": {"required": ["redis_host"]},
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.count = conf["count"]
+        self.window = conf["time_window"]
+        self.redis = conf.get("policy", "local") != "local"
+        self.timeout = conf.get("redis_timeout", 1000) / 1000
+        self.degrade = conf.get("allow_degradation", False)
+        self.show = conf.get("show_limit_quota_header", True)
+        self.rejected_code = conf.get("rejected_code", 503)
+        msg = conf.get("rejected_msg")
+        self.rejected_body: Any = {"error_msg": msg} if msg else b""
+        self.key_of = _key_getter(conf.get("key_type", "var"), conf.get("key", "remote_addr"))
+        digest = hashlib.sha1(json.dumps(conf, sort_keys=True).encode()).hexdigest()[:12]
+        self.group = conf.get("group")
+        self.prefix = f"plugin-limit-count:{digest}:"
+        self.limit_header = str(self.count)
+        self._local: dict[str, list[float]] = {}  # key → [window end (monotonic), remaining]
+
+    async def access(self, ctx: RequestContext) -> Reply | None:
+        key = f"{self.prefix}{self.group or ctx.route_id}:{self.key_of(ctx)}"
+        if self.redis:
+            try:
+                remaining, reset = await self._redis(key)
+            except (RedisError, OSError, TimeoutError):
+                if self.degrade:
+                    return None
+                return Reply(500, {"error_msg": "failed to limit count"})
+        else:
+            remaining, reset = self._count_locally(key)
+        headers = None
+        if self.show:
+            headers = {
+                "X-RateLimit-Limit": self.limit_header,
+                "X-RateLimit-Remaining": str(max(remaining, 0)),
+                "X-RateLimit-Reset": str(reset),
+            }
+            ctx.vars[self.name] = headers
+        if remaining < 0:
+            return Reply(self.rejected_code, self.rejected_body, dict(headers or {}))
+        return None
+
+    def header_filter(self, ctx: RequestContext) -> None:
+        headers = ctx.vars.get(self.name)
+        if headers:
+            ctx.response_headers.update(headers)
+
+    def _count_locally(self, key: str) -> tuple[int, int]:
+        now = time.monotonic()
+        entry = self._local.get(key)
+        if entry is None or entry[0] <= now:
+            if len(self._local) >= LOCAL_PRUNE_AT:
+                self._local = {k: e for k, e in self._local.items() if e[0] > now}
+            entry = self._local[key] = [now + self.window, self.count]
+        entry[1] -= 1
+        return int(entry[1]), math.ceil(entry[0] - now)
+
+    async def _redis(self, key: str) -> tuple[int, int]:
+        kv = self.env.kv
+        if kv is None:
+            raise RedisError("no key-value store")
+        args = (key, self.count, self.window * 1000)
+        async with asyncio.timeout(self.timeout):
+            try:
+                remaining, ttl_ms = await kv.evalsha(SHA, 1, *args)
+            except NoScriptError:
+                await kv.script_load(SCRIPT)
+                remaining, ttl_ms = await kv.evalsha(SHA, 1, *args)
+        return int(remaining), math.ceil(int(ttl_ms) / 1000)
+
+
+def _key_getter(key_type: str, key: str) -> Callable[[RequestContext], str]:
+    if key_type == "constant":
+        return lambda ctx: key
+    if key_type == "var_combination":
+        names = VAR.findall(key)
+
+        def combined(ctx: RequestContext) -> str:
+            text = key
+            for name in names:
+                text = text.replace(f"${name}", _var(ctx, name) or "")
+            return text if any(_var(ctx, n) for n in names) else ctx.client_ip
+
+        return combined
+    return lambda ctx: _var(ctx, key) or ctx.client_ip
+
+
+def _var(ctx: RequestContext, name: str) -> str | None:
+    if name == "remote_addr":
+        return ctx.client_ip
+    if name == "consumer_name":
+        return ctx.consumer_name or None
+    if name == "route_id":
+        return ctx.route_id or None
+    if name == "server_addr" or name == "host":
+        return ctx.host or None
+    if name.startswith("http_"):
+        return ctx.headers.get(name[5:].replace("_", "-"))
+    if name.startswith("arg_"):
+        return query_arg(ctx, name[4:])
+    value = ctx.vars.get(name)
+    return None if value is None else str(value)

@@ -1,0 +1,209 @@
+"""`openid-connect` (APISIX priority 2599, rewrite), in bearer-only mode: the identity
+provider's JWT in `Authorization: Bearer`, verified against its key set. This is how the
+reference deployment's `/api/*` and `/v1/*` routes authenticate.
+
+The schema accepts APISIX's fields; what runs is bearer-only JWKS (or `public_key`)
+verification. The key set is the worker's `env.jwks` (runtime.auth.JwksCache of
+IDP_JWKS_URL, refreshed on an unknown `kid`); the issuer must be one of
+`claim_validator.issuer.valid_issuers`, or else the issuer `discovery` names (the OIDC
+discovery URL is `<issuer>/.well-known/openid-configuration`).
+
+Verified tokens are cached (bounded LRU, until `exp`) keyed by the whole token, so a repeated
+token costs a dict lookup instead of a signature check. The whole token, not its signature
+alone, is the key: a cache hit must prove the same header and payload were verified.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import jwt
+from jwt.algorithms import get_default_algorithms
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+
+DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
+CACHE_SIZE = 10_000
+_IMPLS = get_default_algorithms()
+
+
+class OpenidConnect(Plugin):
+    name = "openid-connect"
+    priority = 2599
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "client_id": {"type": "string"},
+            "client_secret": {"type": "string"},
+            "discovery": {"type": "string"},
+            "scope": {"type": "string", "default": "openid"},
+            "ssl_verify": {"type": "boolean", "default": True},
+            "timeout": {"type": "integer", "minimum": 1, "default": 3},
+            "introspection_endpoint": {"type": "string"},
+            "introspection_endpoint_auth_method": {
+                "type": "string",
+                "default": "client_secret_basic",
+            },
+            "token_endpoint_auth_method": {"type": "string"},
+            "bearer_only": {"type": "boolean", "default": False},
+            "session": {"type": "object"},
+            "realm": {"type": "string", "default": "apisix"},
+            "logout_path": {"type": "string", "default": "/logout"},
+            "redirect_uri": {"type": "string"},
+            "post_logout_redirect_uri": {"type": "string"},
+            "unauth_action": {
+                "type": "string",
+                "enum": ["auth", "deny", "pass"],
+                "default": "auth",
+            },
+            "public_key": {"type": "string"},
+            "use_jwks": {"type": "boolean", "default": False},
+            "use_pkce": {"type": "boolean", "default": False},
+            "token_signing_alg_values_expected": {"type": "string"},
+            "set_access_token_header": {"type": "boolean", "default": True},
+            "access_token_in_authorization_header": {"type": "boolean", "default": False},
+            "set_id_token_header": {"type": "boolean", "default": True},
+            "set_userinfo_header": {"type": "boolean", "default": True},
+            "set_refresh_token_header": {"type": "boolean", "default": False},
+            "required_scopes": {"type": "array", "items": {"type": "string"}},
+            "claim_validator": {
+                "type": "object",
+                "properties": {
+                    "issuer": {
+                        "type": "object",
+                        "properties": {
+                            "valid_issuers": {"type": "array", "items": {"type": "string"}}
+                        },
+                    },
+                },
+            },
+            "claim_schema": {"type": "object"},
+            "proxy_opts": {"type": "object"},
+            "authorization_params": {"type": "object"},
+            "renew_access_token_on_expiry": {"type": "boolean", "default": True},
+            "access_token_expires_in": {"type": "integer", "minimum": 1},
+            "access_token_expires_leeway": {"type": "integer", "minimum": 0, "default": 0},
+            "force_reauthorize": {"type": "boolean", "default": False},
+            "iat_slack": {"type": "integer", "minimum": 0, "default": 120},
+            "accept_none_alg": {"type": "boolean", "default": False},
+            "accept_unsupported_alg": {"type": "boolean", "default": True},
+            "cache_segment": {"type": "string"},
+        },
+        "required": ["client_id", "discovery"],
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        realm = conf.get("realm", "apisix")
+        self.challenge = f'Bearer realm="{realm}"'
+        self.passthrough = conf.get("unauth_action") == "pass"
+        self.userinfo = conf.get("set_userinfo_header", True)
+        self.access_token = conf.get("set_access_token_header", True)
+        self.in_authorization = conf.get("access_token_in_authorization_header", False)
+        self.required_scopes = frozenset(conf.get("required_scopes") or ())
+        issuers = (conf.get("claim_validator") or {}).get("issuer", {}).get("valid_issuers")
+        discovery = conf.get("discovery", "")
+        if not issuers and discovery.endswith(DISCOVERY_SUFFIX):
+            issuers = [discovery.removesuffix(DISCOVERY_SUFFIX)]
+        self.issuers = list(issuers) if issuers else None
+        expected = conf.get("token_signing_alg_values_expected")
+        self.algorithms = frozenset([expected] if expected else ("RS256", "ES256"))
+        self.static_key = self._static_key(conf.get("public_key"))
+        # token → (exp, claims, X-Userinfo value)
+        self._cache: OrderedDict[str, tuple[float, Mapping[str, Any], str]] = OrderedDict()
+
+    def _static_key(self, pem: str | None) -> Any:
+        if not pem:
+            return None
+        for alg in ("RS256", "ES256"):
+            try:
+                return _IMPLS[alg].prepare_key(pem)
+            except (ValueError, TypeError, jwt.PyJWTError):
+                continue
+        return None
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        scheme, _, token = ctx.headers.get("authorization", "").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            if self.passthrough:
+                return None
+            return Reply(
+                401, {"message": "Missing bearer token"}, {"WWW-Authenticate": self.challenge}
+            )
+        entry = self._cache.get(token)
+        if entry is not None and entry[0] > time.time():
+            self._cache.move_to_end(token)
+        else:
+            try:
+                entry = await self._verify(token)
+            except _Invalid as exc:
+                return self._invalid(str(exc))
+        _, claims, userinfo = entry
+        if self.required_scopes and not self.required_scopes <= set(
+            str(claims.get("scope", "")).split()
+        ):
+            return Reply(403, {"message": "required scopes are missing"})
+        ctx.jwt_claims = claims
+        tenant = claims.get("tenant_id")
+        if tenant:
+            ctx.tenant_id = str(tenant)
+        if self.access_token and not self.in_authorization:
+            ctx.upstream_headers["x-access-token"] = token
+        if self.userinfo:
+            ctx.upstream_headers["x-userinfo"] = userinfo
+        return None
+
+    async def _verify(self, token: str) -> tuple[float, Mapping[str, Any], str]:
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise _Invalid("invalid jwt") from exc
+        alg = header.get("alg")
+        if alg not in self.algorithms:
+            raise _Invalid(f"unsupported alg {alg}")
+        key = self.static_key
+        if key is None:
+            if self.env.jwks is None:
+                raise _Invalid("no key set")
+            try:
+                key = (await self.env.jwks.key(header.get("kid"))).key
+            except Exception as exc:  # Unauthenticated: no key with that kid
+                raise _Invalid("unknown signing key") from exc
+        try:
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[str(alg)],
+                issuer=self.issuers,
+                options={"verify_aud": False, "require": ["exp"]},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise _Invalid("token expired") from exc
+        except jwt.PyJWTError as exc:
+            raise _Invalid(str(exc)) from exc
+        userinfo = base64.b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode()
+        entry = (float(claims["exp"]), claims, userinfo)
+        self._cache[token] = entry
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return entry
+
+    def _invalid(self, description: str) -> Reply:
+        challenge = (
+            f'{self.challenge}, error="invalid_token", error_description="{_quote(description)}"'
+        )
+        return Reply(401, {"message": "Invalid access token"}, {"WWW-Authenticate": challenge})
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "").replace('"', "'")

@@ -1,0 +1,201 @@
+"""`tenant-rate-limit` (custom, priority 1001, access): a sliding window of `time_window`
+seconds per tenant and route, counted in the key-value store's sorted set
+`rl:{tenant_id}:{route_id}:{window}` by one atomic Lua script per request.
+
+- Tenant: the verified JWT's `tenant_id` (`ctx.tenant_id`, set by openid-connect, or the
+  claims jwt-auth verified) before the `tenant_header` header. No tenant → `missing_tenant_code`
+  unless `allow_missing_tenant` (then the request passes unlimited).
+- Limit: `rl:config:{tenant_id}` wins over `default_count`, read inside the same script. Its
+  value is either a plain integer (the limit) or the control plane's JSON
+  `{"limit": 500, "window": "60s"}` (`window` optional: an integer of seconds or a string with
+  an `s`/`m`/`h`/`d` unit); an overridden window counts in the key of that window.
+- The script reads the store's clock (`TIME`), so processes and hosts with skewed clocks
+  still share one window, and admits only while the set holds fewer than the limit: several
+  processes bursting at once never get more than the limit per window.
+- Fails open when the store is unreachable or slower than `redis_timeout` ms (counted in
+  `strata_edge_rate_limit_fail_open_total`), then skips the store for a second so a dead store
+  does not add its timeout to every request.
+- `redis_host`, `redis_port`, `redis_pool_size` are accepted for compatibility with the spec,
+  but the worker's shared client (`env.kv`, from REDIS_URL) is used: one pool per worker
+  for every route and plugin instead of one per plugin configuration, which is the same store
+  in every deployment of the platform and keeps its TLS and credentials in one setting.
+- `X-RateLimit-Reset` is a Unix timestamp (when the oldest counted request leaves the
+  window), unlike limit-count's seconds-left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import os
+import re
+import secrets
+import time
+from typing import Any, ClassVar
+
+from redis.exceptions import NoScriptError, RedisError
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+
+SCRIPT = """
+local limit = tonumber(ARGV[2])
+local window = tonumber(ARGV[3])
+local key = KEYS[2]
+local override = redis.call('GET', KEYS[1])
+if override then
+  local n = tonumber(override)
+  if n then
+    limit = n
+  else
+    local ok, conf = pcall(cjson.decode, override)
+    if ok and type(conf) == 'table' then
+      limit = tonumber(conf.limit) or limit
+      local w = conf.window
+      if type(w) == 'string' then
+        local units = {s = 1, m = 60, h = 3600, d = 86400}
+        local value, unit = string.match(w, '^(%d+)([smhd]?)$')
+        if value then w = tonumber(value) * (units[unit] or 1) else w = nil end
+      end
+      if type(w) == 'number' and w > 0 and w ~= window then
+        window = w
+        key = ARGV[1] .. w
+      end
+    end
+  end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local span = window * 1000000
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - span)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', key, now, ARGV[4])
+  redis.call('PEXPIRE', key, window * 1000)
+  count = count + 1
+  allowed = 1
+end
+local reset = now + span
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+if oldest[2] then reset = tonumber(oldest[2]) + span end
+return {allowed, limit, count, math.ceil(reset / 1000000)}
+"""
+SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
+TENANT = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # the platform's tenant id alphabet
+DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
+
+
+class TenantRateLimit(Plugin):
+    name = "tenant-rate-limit"
+    priority = 1001
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "redis_host": {"type": "string", "default": "gw-redis"},
+            "redis_port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 6379},
+            "redis_timeout": {"type": "integer", "minimum": 1, "default": 1000},
+            "redis_pool_size": {"type": "integer", "minimum": 1, "default": 100},
+            "default_count": {"type": "integer", "minimum": 0, "default": 100},
+            "time_window": {"type": "integer", "exclusiveMinimum": 0, "default": 60},
+            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 429},
+            "rejected_msg": {
+                "type": "string",
+                "minLength": 1,
+                "default": "Rate limit exceeded for tenant",
+            },
+            "tenant_header": {"type": "string", "minLength": 1, "default": "X-Tenant-ID"},
+            "allow_missing_tenant": {"type": "boolean", "default": False},
+            "missing_tenant_code": {
+                "type": "integer",
+                "minimum": 200,
+                "maximum": 599,
+                "default": 401,
+            },
+            "show_limit_header": {"type": "boolean", "default": True},
+        },
+        "additionalProperties": False,
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.timeout = conf.get("redis_timeout", 1000) / 1000
+        self.count = str(conf.get("default_count", 100))
+        self.window = conf.get("time_window", 60)
+        self.window_arg = str(self.window)
+        self.rejected_code = conf.get("rejected_code", 429)
+        self.rejected = {"error_msg": conf.get("rejected_msg", "Rate limit exceeded for tenant")}
+        self.header = conf.get("tenant_header", "X-Tenant-ID").lower()
+        self.allow_missing = conf.get("allow_missing_tenant", False)
+        self.missing_code = conf.get("missing_tenant_code", 401)
+        self.show = conf.get("show_limit_header", True)
+        self.down_until = 0.0
+        # Members of the sorted set must be unique across processes: pid, a random part
+        # (pids repeat across hosts) and a counter.
+        self.member_prefix = f"{os.getpid()}.{secrets.token_hex(4)}."
+        self.sequence = itertools.count()
+
+    async def access(self, ctx: RequestContext) -> Reply | None:
+        tenant = ctx.tenant_id
+        if not tenant and ctx.jwt_claims:
+            tenant = ctx.jwt_claims.get("tenant_id")
+        if not tenant:
+            tenant = ctx.headers.get(self.header)
+        if not tenant or not TENANT.fullmatch(tenant):
+            if self.allow_missing:
+                return None
+            message = "Invalid tenant ID" if tenant else "Missing tenant ID"
+            return Reply(self.missing_code, {"error_msg": message})
+        ctx.tenant_id = tenant
+        outcome = await self._count(tenant, ctx.route_id)
+        if outcome is None:
+            return None  # failed open
+        allowed, limit, count, reset = outcome
+        headers = None
+        if self.show:
+            headers = {
+                "X-RateLimit-Limit": str(limit),
+                "X-RateLimit-Remaining": str(max(limit - count, 0)),
+                "X-RateLimit-Reset": str(reset),
+                "X-Tenant-ID": tenant,
+            }
+            ctx.vars[self.name] = headers
+        if allowed:
+            return None
+        return Reply(self.rejected_code, self.rejected, dict(headers) if headers else {})
+
+    def header_filter(self, ctx: RequestContext) -> None:
+        headers = ctx.vars.get(self.name)
+        if headers:
+            ctx.response_headers.update(headers)
+
+    async def _count(self, tenant: str, route_id: str) -> list[int] | None:
+        kv = self.env.kv
+        if kv is None or time.monotonic() < self.down_until:
+            self._fail_open()
+            return None
+        prefix = f"rl:{tenant}:{route_id}:"
+        keys_and_args = (
+            f"rl:config:{tenant}",
+            prefix + self.window_arg,
+            prefix,
+            self.count,
+            self.window_arg,
+            self.member_prefix + str(next(self.sequence)),
+        )
+        try:
+            async with asyncio.timeout(self.timeout):
+                try:
+                    return await kv.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+                except NoScriptError:  # a new or flushed store: load once, then by hash
+                    await kv.script_load(SCRIPT)
+                    return await kv.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+        except (RedisError, OSError, TimeoutError):
+            self.down_until = time.monotonic() + DOWN_BACKOFF
+            self._fail_open()
+            return None
+
+    def _fail_open(self) -> None:
+        metrics = self.env.metrics
+        if metrics is not None:
+            metrics.rate_limit_fail_open.labels(self.name).inc()

@@ -1,0 +1,64 @@
+"""prometheus: APISIX's metric names, counted by several processes, one exposition."""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from pathlib import Path
+
+from helpers import count_requests, make_plugin, request
+
+from gateways.edge.metrics import EdgeMetrics, prepare_multiproc_dir
+from gateways.edge.plugin import PluginEnv
+
+SAMPLE = re.compile(r"^([a-z_]+)\{(.*)\} (\S+)$")
+LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def samples(text: bytes) -> dict[tuple[str, frozenset], float]:
+    """Samples as written (prometheus_client's parser would rename `apisix_http_status`)."""
+    found = {}
+    for line in text.decode().splitlines():
+        match = SAMPLE.match(line)
+        if match:
+            name, labels, value = match.groups()
+            found[(name, frozenset(LABEL.findall(labels)))] = float(value)
+    return found
+
+
+def test_one_exposition_over_two_processes(tmp_path: Path) -> None:
+    directory = str(tmp_path / "prom")
+    prepare_multiproc_dir(directory)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(count_requests, [(directory, 3, 200), (directory, 4, 200)])
+        pool.apply(count_requests, ((directory, 2, 429),))
+    text = EdgeMetrics(directory).exposition()
+    assert b"# TYPE apisix_http_status counter" in text
+    assert b"apisix_http_status_total" not in text
+    got = samples(text)
+    status = {"route": "r1", "matched_uri": "/api/*", "matched_host": "edge.local",
+              "service": "", "consumer": "", "node": ""}  # fmt: skip
+    assert got[("apisix_http_status", frozenset({**status, "code": "200"}.items()))] == 7
+    assert got[("apisix_http_status", frozenset({**status, "code": "429"}.items()))] == 2
+    route = {"route": "r1", "service": "", "consumer": "", "node": ""}
+    assert got[("apisix_bandwidth", frozenset({**route, "type": "egress"}.items()))] == 9000
+    assert got[("apisix_bandwidth", frozenset({**route, "type": "ingress"}.items()))] == 900
+    upstream = frozenset({**route, "type": "upstream", "le": "2.0"}.items())
+    assert got[("apisix_http_latency_bucket", upstream)] == 9
+    assert got[("apisix_http_latency_count", frozenset({**route, "type": "request"}.items()))] == 9
+
+
+def test_single_process_registry_and_cached_children() -> None:
+    env = PluginEnv()
+    env.metrics = EdgeMetrics()
+    plugin = make_plugin("prometheus", {"prefer_name": True}, env)
+    for _ in range(5):
+        ctx = request(route_id="r9")
+        ctx.route = {"name": "orders", "uris": ["/orders"]}
+        ctx.status, ctx.consumer_name = 200, "jack"
+        plugin.log(ctx)
+    assert len(plugin._children) == 1
+    got = samples(env.metrics.exposition())
+    labels = {"code": "200", "route": "orders", "matched_uri": "/orders", "matched_host": "",
+              "service": "", "consumer": "jack", "node": ""}  # fmt: skip
+    assert got[("apisix_http_status", frozenset(labels.items()))] == 5

@@ -1,0 +1,126 @@
+"""tenant-rate-limit against the real Valkey: the sliding window, override precedence,
+missing tenants, fail-open, and exactness under a burst from several processes."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from helpers import burst, make_plugin, request
+from support import free_port
+
+from gateways.edge.metrics import EdgeMetrics
+from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugins.tenant_rate_limit import SHA
+from runtime.stores.kv import connect_kv
+
+
+@pytest.fixture
+async def env(valkey_url: str) -> AsyncIterator[PluginEnv]:
+    env = PluginEnv()
+    env.kv = connect_kv(valkey_url)
+    env.metrics = EdgeMetrics()
+    yield env
+    await env.kv.aclose()
+
+
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"
+
+
+async def test_window_admits_the_limit_then_429_with_headers(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 3, "time_window": 30}, env)
+    t = tenant()
+    for left in (2, 1, 0):
+        ctx = request(headers={"X-Tenant-ID": t})
+        assert await plugin.access(ctx) is None
+        assert ctx.tenant_id == t
+        plugin.header_filter(ctx)
+        assert ctx.response_headers["X-RateLimit-Remaining"] == str(left)
+        assert ctx.response_headers["X-RateLimit-Limit"] == "3"
+        assert ctx.response_headers["X-Tenant-ID"] == t
+    reply = await plugin.access(request(headers={"X-Tenant-ID": t}))
+    assert reply.status == 429
+    assert reply.body == {"error_msg": "Rate limit exceeded for tenant"}
+    assert reply.headers["X-RateLimit-Remaining"] == "0"
+    assert reply.headers["X-Tenant-ID"] == t
+    reset = int(reply.headers["X-RateLimit-Reset"])
+    assert time.time() + 25 < reset <= time.time() + 31  # a Unix timestamp, not seconds left
+    # The state is the spec's sorted set.
+    assert await env.kv.zcard(f"rl:{t}:r1:30") == 3
+    # Another route has its own window.
+    assert await plugin.access(request(headers={"X-Tenant-ID": t}, route_id="r2")) is None
+
+
+async def test_sliding_window_frees_slots(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 2, "time_window": 1}, env)
+    t = tenant()
+    assert await plugin.access(request(headers={"x-tenant-id": t})) is None
+    assert await plugin.access(request(headers={"x-tenant-id": t})) is None
+    assert (await plugin.access(request(headers={"x-tenant-id": t}))).status == 429
+    await asyncio.sleep(1.05)
+    assert await plugin.access(request(headers={"x-tenant-id": t})) is None
+
+
+async def test_override_wins_over_default_count(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 100}, env)
+    plain, as_json, with_window = tenant(), tenant(), tenant()
+    await env.kv.set(f"rl:config:{plain}", "1")
+    await env.kv.set(f"rl:config:{as_json}", '{"limit": 2}')
+    await env.kv.set(f"rl:config:{with_window}", '{"limit": 1, "window": "2m"}')
+    for t, limit in ((plain, 1), (as_json, 2), (with_window, 1)):
+        for _ in range(limit):
+            assert await plugin.access(request(headers={"x-tenant-id": t})) is None
+        reply = await plugin.access(request(headers={"x-tenant-id": t}))
+        assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == str(limit)
+    assert await env.kv.zcard(f"rl:{with_window}:r1:120") == 1
+
+
+async def test_tenant_sources_and_missing_tenant(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {}, env)
+    reply = await plugin.access(request())
+    assert reply.status == 401
+    ctx = request(headers={"x-tenant-id": "from-header"})
+    ctx.tenant_id = "from-jwt"  # openid-connect's verified claim beats the header
+    assert await plugin.access(ctx) is None
+    assert ctx.vars["tenant-rate-limit"]["X-Tenant-ID"] == "from-jwt"
+    assert (await plugin.access(request(headers={"x-tenant-id": "bad tenant!"}))).status == 401
+    lenient = make_plugin(
+        "tenant-rate-limit", {"allow_missing_tenant": True, "missing_tenant_code": 400}, env
+    )
+    assert await lenient.access(request()) is None
+    strict = make_plugin("tenant-rate-limit", {"missing_tenant_code": 400}, env)
+    assert (await strict.access(request())).status == 400
+
+
+async def test_script_reloads_after_flush(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {}, env)
+    await env.kv.script_flush()
+    assert await plugin.access(request(headers={"x-tenant-id": tenant()})) is None
+    assert (await env.kv.script_exists(SHA)) == [True]
+
+
+async def test_fails_open_when_the_store_is_down() -> None:
+    env = PluginEnv()
+    env.kv = connect_kv(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    env.metrics = EdgeMetrics()
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 1, "redis_timeout": 200}, env)
+    started = time.perf_counter()
+    for _ in range(3):
+        assert await plugin.access(request(headers={"x-tenant-id": tenant()})) is None
+    assert time.perf_counter() - started < 1
+    failed = env.metrics.rate_limit_fail_open.labels("tenant-rate-limit")._value.get()
+    assert failed == 3
+    await env.kv.aclose()
+
+
+def test_exact_under_a_multi_process_burst(valkey_url: str) -> None:
+    t, route = tenant(), f"burst-{uuid.uuid4().hex[:6]}"
+    start = time.time() + 2.0
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        admitted = pool.map(burst, [(valkey_url, t, route, 40, start)] * 4)
+    assert sum(admitted) == 50, admitted  # 160 attempts, limit 50
