@@ -21,4 +21,4 @@ args = parser.parse_args()
 environ = dict(os.environ)
 if args.workers is not None:
     environ["EDGE_WORKERS"] = str(args.workers)
-main(EdgeConfig, build_worker if args.worker else with_workers(build), environ)
+main(EdgeConfig, build_worker if args.worker else with_workers(build), environ, uvloop=True)

@@ -1,8 +1,8 @@
 """The edge proxy service (L1): admin API on :9180, data plane on :9080, metrics on :9091.
 
 The admin API is the JSON front door of `strata.edge.v1.EdgeAdminService` (APISIX-shaped,
-`X-API-KEY`, private networks only); the data plane and the metrics endpoint are apps of
-their own on their own ports.
+`X-API-KEY`, private networks only); the data plane (`dataplane/`, a protocol server of its
+own) and the metrics endpoint listen on their own ports.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from gateways.edge.admin_http_rules import HTTP_RULES
 from gateways.edge.config import EdgeConfig
-from gateways.edge.proxy import build_proxy_app
+from gateways.edge.dataplane.process import data_plane
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import PermissionDenied
@@ -51,6 +51,7 @@ def build(
     metrics_port: int | None = None,
 ) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
+    plane, listen, reload = data_plane(config, stores, metrics, proxy_port)
 
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
@@ -86,14 +87,12 @@ def build(
         health=health,
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
+        listeners=[listen],
         extra_apps=[
-            (
-                config.http_port if proxy_port is None else proxy_port,
-                build_proxy_app(config.max_body_bytes),
-            ),
             (config.metrics_port if metrics_port is None else metrics_port, metrics_app),
         ],
         middlewares=[admin_network_guard(config.admin_allow_cidrs)],
-        on_cleanup=[stores.close],
+        on_cleanup=[stores.close, plane.close_pools],
+        on_reload=[reload],
         client_max_size=config.max_body_bytes,
     )

@@ -1,8 +1,9 @@
 """Edge data-plane workers: more processes serving the data-plane port beside the primary.
 
-SO_REUSEPORT (every aiohttp site binds with it) lets the kernel spread connections across
-them. A worker is a smaller edge: the same config and the same serve loop (`runtime.main`),
-built by `build_worker` into an apps-only definition: the data plane, no gRPC, no admin API.
+SO_REUSEPORT (the data plane and every aiohttp site bind with it) lets the kernel spread
+connections across them. A worker is a smaller edge: the same config and the same serve loop
+(`runtime.main`), built by `build_worker` into an apps-only definition: the data plane, no
+gRPC, no admin API.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from gateways.edge.config import EdgeConfig
-from gateways.edge.proxy import build_proxy_app
+from gateways.edge.dataplane.process import data_plane
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.service import ServiceDefinition
@@ -33,6 +35,9 @@ def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "version": VERSION}
 
+    metrics = Metrics(SERVICE)
+    plane, listen, reload = data_plane(config, stores, metrics)
+
     return ServiceDefinition(
         name=SERVICE,
         bindings=[],
@@ -40,9 +45,10 @@ def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
         info={"service": SERVICE, "version": VERSION},
         health=health,
         authenticator=authenticator_for(config),  # the data plane's jwt-auth will verify with it
-        metrics=Metrics(SERVICE),
-        extra_apps=[(config.http_port, build_proxy_app(config.max_body_bytes))],
-        on_cleanup=[stores.close],
+        metrics=metrics,
+        listeners=[listen],
+        on_cleanup=[stores.close, plane.close_pools],
+        on_reload=[reload],
         apps_only=True,
     )
 
@@ -75,7 +81,13 @@ def with_workers(build: Build) -> Build:
                     worker.kill()
                     await worker.wait()
 
+        def relay() -> None:  # SIGHUP: every worker rereads the standalone file too
+            for worker in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.send_signal(signal.SIGHUP)
+
         definition.on_startup.append(start)
+        definition.on_reload.append(relay)
         definition.on_cleanup.insert(0, stop)  # cleanups run in reverse: the workers last
         return definition
 

@@ -58,5 +58,6 @@ class DataPlane:
         """Listen on host:port (SO_REUSEPORT) until the returned server is closed."""
         return await serve(partial(handle, self), host, port, self.config.max_body_bytes)
 
-    def close(self) -> None:
+    async def close_pools(self) -> None:
+        """Close the idle upstream connections (on stop)."""
         self.pools.close()

@@ -70,8 +70,9 @@ def build_plugins(confs: Mapping[str, Any], env: PluginEnv) -> list[Plugin]:
         if isinstance(conf, dict) and (conf.get("_meta") or {}).get("disable"):
             continue
         clean = {k: v for k, v in conf.items() if k != "_meta"} if isinstance(conf, dict) else conf
-        plugins.append(REGISTRY[name](plugin_conf(name, clean), env) if name in REGISTRY else
-                       _unknown(name))  # fmt: skip
+        plugins.append(
+            REGISTRY[name](plugin_conf(name, clean), env) if name in REGISTRY else _unknown(name)
+        )
     return sorted(plugins, key=lambda p: (-p.priority, p.name))
 
 
@@ -87,15 +88,27 @@ def is_auth(name: str) -> bool:
 class Chain:
     """The phases of one route's plugins, as lists of bound methods."""
 
-    __slots__ = ("access", "body_filter", "consumer_chains", "header_filter", "log", "names",
-                 "plugins", "rewrite")  # fmt: skip
+    __slots__ = (
+        "access",
+        "body_filter",
+        "consumer_chains",
+        "header_filter",
+        "log",
+        "names",
+        "plugins",
+        "rewrite",
+    )
 
     def __init__(self, plugins: Iterable[Plugin]) -> None:
         self.plugins = tuple(plugins)
         self.names = frozenset(p.name for p in self.plugins)
         phase: dict[str, list[Callable[..., Any]]] = {
-            "rewrite": [], "access": [], "header_filter": [], "body_filter": [], "log": []
-        }  # fmt: skip
+            "rewrite": [],
+            "access": [],
+            "header_filter": [],
+            "body_filter": [],
+            "log": [],
+        }
         for plugin in self.plugins:
             for name in type(plugin).phases():
                 phase[name].append(getattr(plugin, name))
@@ -143,9 +156,7 @@ def consumer_chain(
     extra: dict[str, Any] = {}
     for source in (group, consumer):
         if source:
-            extra.update(
-                {k: v for k, v in (source.get("plugins") or {}).items() if not is_auth(k)}
-            )
+            extra.update({k: v for k, v in (source.get("plugins") or {}).items() if not is_auth(k)})
     if not extra:
         return base
     return builder.chain({**route_confs, **extra})

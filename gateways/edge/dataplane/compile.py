@@ -128,9 +128,15 @@ def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compil
         if websocket is None and service is not None:
             websocket = service.get("enable_websocket")
         target = RouteTarget(
-            chain, up, Timeouts.of(conf.get("timeout"), base), bool(websocket), confs, builder,
-            consumers, groups,
-        )  # fmt: skip
+            chain,
+            up,
+            Timeouts.of(conf.get("timeout"), base),
+            bool(websocket),
+            confs,
+            builder,
+            consumers,
+            groups,
+        )
         uris = conf.get("uris") or ([conf["uri"]] if conf.get("uri") else [])
         if not uris:
             raise ConfigRejected(f"{owner}: uri or uris is required")
@@ -138,7 +144,9 @@ def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compil
     return Compiled(snapshot.revision, Router(routes), consumers, credentials)
 
 
-def _consumers(snapshot: Snapshot) -> tuple[dict[str, Mapping[str, Any]], dict[str, dict[str, str]]]:
+def _consumers(
+    snapshot: Snapshot,
+) -> tuple[dict[str, Mapping[str, Any]], dict[str, dict[str, str]]]:
     """Consumers by username, and for each auth plugin with a `credential_field`, that field's
     value → username (a value held by two consumers is refused, as APISIX 3.18 does)."""
     consumers: dict[str, Mapping[str, Any]] = {}

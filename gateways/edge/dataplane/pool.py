@@ -23,6 +23,7 @@ class Receiver(Protocol):
     def response_end(self) -> None: ...
     def response_failed(self, exc: BaseException) -> None: ...
     def upgraded(self, tail: bytes) -> None: ...
+    def flush(self) -> None: ...
 
 
 class UpstreamError(Exception):
@@ -72,6 +73,8 @@ class UpstreamConnection(asyncio.Protocol):
         self.last_read = time.monotonic()
         try:
             self.parser.feed_data(data)
+            if self.receiver is not None:
+                self.receiver.flush()
         except httptools.HttpParserUpgrade as upgrade:
             receiver, self.receiver = self.receiver, None
             if receiver is not None:
@@ -88,7 +91,8 @@ class UpstreamConnection(asyncio.Protocol):
             self._drain.set_result(None)
         if self.receiver is not None:
             self._fail(
-                UpstreamError("upstream closed the connection", fresh=not self.got_bytes), close=False
+                UpstreamError("upstream closed the connection", fresh=not self.got_bytes),
+                close=False,
             )
 
     def pause_writing(self) -> None:

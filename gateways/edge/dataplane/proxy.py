@@ -17,7 +17,7 @@ import logging
 import posixpath
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from gateways.edge.dataplane.chain import Chain
@@ -37,11 +37,28 @@ HEALTH = json.dumps({"status": "ok", "service": "edge-proxy", "version": VERSION
 NOT_FOUND = b'{"error_msg":"404 Route Not Found"}'
 NO_UPSTREAM = b'{"error_msg":"missing upstream configuration in Route or Service"}'
 JSON = {"content-type": "application/json"}
-# Not forwarded either way (RFC 9110 §7.6.1), plus what we set ourselves.
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer",
-                        "transfer-encoding", "upgrade", "host", "expect"})  # fmt: skip
-RESPONSE_SKIP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding",
-                           "trailer", "upgrade"})  # fmt: skip
+# Not forwarded as received (RFC 9110 §7.6.1 hop-by-hop), and what we set ourselves.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "expect",
+        "x-forwarded-for",
+        "x-forwarded-proto",
+        "x-forwarded-host",
+        "x-forwarded-port",
+        "x-real-ip",
+    }
+)
+RESPONSE_SKIP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "trailer", "upgrade"}
+)
 
 
 async def handle(dp: DataPlane, ex: Exchange) -> None:
@@ -143,13 +160,15 @@ def send_reply(ex: Exchange, ctx: RequestContext, chain: Chain, reply: Reply) ->
     ex.respond(ctx.status, bytes(body), _headers_out(ctx.response_headers))
 
 
-def request_head(ex: Exchange, ctx: RequestContext, up: Upstream, node: Node, uri: str,
-                 websocket: bool) -> bytes:  # fmt: skip
+def request_head(
+    ex: Exchange, ctx: RequestContext, up: Upstream, node: Node, uri: str, websocket: bool
+) -> bytes:
     """The request line and headers sent upstream."""
     headers = ctx.headers
     changes = ctx.upstream_headers
     if up.pass_host == "pass":
         host = changes.get("host") or ctx.host
+    # (a plugin's "host" change is the Host sent under pass_host "pass")
     elif up.pass_host == "node":
         host = node.host_header
     else:
@@ -160,12 +179,11 @@ def request_head(ex: Exchange, ctx: RequestContext, up: Upstream, node: Node, ur
     if connection is not None and connection.lower() not in ("keep-alive", "close", "upgrade"):
         skip = skip | {t.strip().lower() for t in connection.split(",")}  # named hop-by-hop
     for name, value in headers.items():
-        if name not in skip and name not in changes and not name.startswith("x-forwarded-") \
-                and name != "x-real-ip":  # fmt: skip
+        if name not in skip and name not in changes:
             lines.append(f"{name}: {value}\r\n")
-    for name, value in changes.items():
-        if value is not None and name != "host" and not name.startswith("x-forwarded-"):
-            lines.append(f"{name}: {value}\r\n")
+    for name, change in changes.items():
+        if change is not None and name not in HOP_BY_HOP:
+            lines.append(f"{name}: {change}\r\n")
     # As APISIX: the client address appended to X-Forwarded-For, X-Real-IP the client
     # address, X-Forwarded-Proto/-Host/-Port kept from the client when sent, else ours.
     forwarded_for = headers.get("x-forwarded-for")
@@ -188,16 +206,35 @@ def request_head(ex: Exchange, ctx: RequestContext, up: Upstream, node: Node, ur
 class Forward:
     """Receives one upstream response (`pool.Receiver`) and streams it to the client."""
 
-    __slots__ = ("chain", "conn", "ctx", "done", "ex", "head_sent", "sent_at", "timer",
-                 "timeouts", "websocket")  # fmt: skip
+    __slots__ = (
+        "chain",
+        "conn",
+        "ctx",
+        "done",
+        "ex",
+        "head",
+        "head_sent",
+        "sent_at",
+        "timeouts",
+        "timer",
+        "websocket",
+    )
 
-    def __init__(self, ex: Exchange, ctx: RequestContext, chain: Chain, conn: UpstreamConnection,
-                 timeouts: Timeouts, websocket: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ex: Exchange,
+        ctx: RequestContext,
+        chain: Chain,
+        conn: UpstreamConnection,
+        timeouts: Timeouts,
+        websocket: bool,
+    ) -> None:
         self.ex, self.ctx, self.chain, self.conn = ex, ctx, chain, conn
         self.timeouts = timeouts
         self.websocket = websocket
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.head_sent = False
+        self.head = b""  # the response head, written with the first body bytes
         self.sent_at = 0.0
         self.timer: asyncio.TimerHandle | None = None
 
@@ -247,13 +284,13 @@ class Forward:
         headers = ctx.response_headers
         length = headers.pop("content-length", None)
         if status == 101:
-            ex.start(101, headers, None, cookies, body=False)
+            self.head = ex.head(101, headers, None, cookies, body=False)
         else:
             has_body = ex.method != "HEAD" and status not in (204, 304)
             sized = int(length) if length is not None and not self.chain.body_filter else None
             if not has_body and length is not None:
                 sized = int(length)
-            ex.start(status, _headers_out(headers), sized, cookies, body=has_body)
+            self.head = ex.head(status, _headers_out(headers), sized, cookies, body=has_body)
         self.head_sent = True
 
     def response_body(self, chunk: bytes) -> None:
@@ -261,7 +298,8 @@ class Forward:
             chunk = body_filter(self.ctx, chunk)
         self.ctx.bytes_sent += len(chunk)
         ex = self.ex
-        ex.write(chunk)
+        ex.write(chunk, self.head)
+        self.head = b""
         if ex.conn.write_paused:  # the client is slower: stop reading the upstream for now
             transport = self.conn.transport
             transport.pause_reading()
@@ -269,7 +307,8 @@ class Forward:
 
     def response_end(self) -> None:
         self._stop_timer()
-        self.ex.end()
+        self.ex.end(self.head)
+        self.head = b""
         self.ex.conn.on_drain = None
         if not self.done.done():
             self.done.set_result(None)
@@ -282,9 +321,16 @@ class Forward:
         if not self.done.done():
             self.done.set_exception(exc)
 
+    def flush(self) -> None:
+        """The end of what the upstream sent for now: the head goes out even without body."""
+        if self.head:
+            self.ex.conn.write(self.head)
+            self.head = b""
+
     def upgraded(self, tail: bytes) -> None:
         """The upstream switched protocols (101): from now on, bytes flow both ways as is."""
         self._stop_timer()
+        self.flush()
         client = self.ex.conn
         upstream = self.conn
         upstream.tunnel = client
@@ -299,8 +345,15 @@ class Forward:
             self.done.set_result(None)
 
 
-async def forward(dp: DataPlane, ex: Exchange, ctx: RequestContext, rt: RouteTarget,
-                  chain: Chain, raw_path: str, query: str) -> None:  # fmt: skip
+async def forward(
+    dp: DataPlane,
+    ex: Exchange,
+    ctx: RequestContext,
+    rt: RouteTarget,
+    chain: Chain,
+    raw_path: str,
+    query: str,
+) -> None:
     up = rt.upstream
     assert up is not None
     timeouts = rt.timeouts
@@ -368,8 +421,9 @@ def _fail(ex: Exchange, ctx: RequestContext, chain: Chain, exc: UpstreamError) -
     send_reply(ex, ctx, chain, Reply(status, error_body(status), dict(JSON)))
 
 
-async def send_body(ex: Exchange, conn: UpstreamConnection, receiver: Forward, chunked: bool,
-                    send_timeout: float) -> None:  # fmt: skip
+async def send_body(
+    ex: Exchange, conn: UpstreamConnection, receiver: Forward, chunked: bool, send_timeout: float
+) -> None:
     """Pump the client's body to the upstream as it arrives (flow-controlled both ways)."""
     try:
         if ex.wants_continue:

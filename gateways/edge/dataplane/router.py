@@ -84,8 +84,9 @@ def _op(op: str, value: Any) -> Callable[[Any], bool]:
     if op == "~=":
         return lambda v: v is None or str(v) != str(value)
     if op in (">", "<", ">=", "<="):
-        test = _compare({">": operator.gt, "<": operator.lt, ">=": operator.ge,
-                         "<=": operator.le}[op])  # fmt: skip
+        test = _compare(
+            {">": operator.gt, "<": operator.lt, ">=": operator.ge, "<=": operator.le}[op]
+        )
         return lambda v: test(v, value)
     if op in ("~~", "~*"):
         pattern = re.compile(str(value), re.IGNORECASE if op == "~*" else 0)
@@ -121,8 +122,19 @@ def compile_vars(expr: Sequence[Any]) -> Condition:
 class Route:
     """A compiled route: its match conditions, and what the proxy needs when it matches."""
 
-    __slots__ = ("addrs", "conf", "conditions", "hosts", "id", "methods", "param", "priority",
-                 "service_id", "target", "wildcards")  # fmt: skip
+    __slots__ = (
+        "addrs",
+        "conditions",
+        "conf",
+        "hosts",
+        "id",
+        "methods",
+        "param",
+        "priority",
+        "service_id",
+        "target",
+        "wildcards",
+    )
 
     def __init__(self, conf: Mapping[str, Any], target: Any) -> None:
         self.id = str(conf.get("id", ""))
@@ -137,8 +149,9 @@ class Route:
         self.wildcards = tuple(h[1:].lower() for h in hosts if h.startswith("*")) or None
         if self.wildcards and not self.hosts:
             self.hosts = frozenset()
-        addrs = conf.get("remote_addrs") or ([conf["remote_addr"]] if conf.get("remote_addr")
-                                             else [])  # fmt: skip
+        addrs = conf.get("remote_addrs") or (
+            [conf["remote_addr"]] if conf.get("remote_addr") else []
+        )
         try:
             self.addrs = tuple(ipaddress.ip_network(a, strict=False) for a in addrs) or None
         except ValueError as exc:

@@ -22,7 +22,9 @@ import httptools
 
 log = logging.getLogger(__name__)
 
-MAX_HEADER_BYTES = 32 * 1024  # request line + headers; nginx's large_client_header_buffers is 4×8k
+MAX_HEADER_BYTES = (
+    32 * 1024
+)  # request line + headers; nginx's large_client_header_buffers is 4 x 8k
 BODY_HIGH_WATER = 256 * 1024  # pause reading the client when this much body waits unforwarded
 
 STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
@@ -114,8 +116,17 @@ class Exchange:
         "wants_continue",
     )
 
-    def __init__(self, conn: Connection, method: str, target: bytes, headers: dict[str, str],
-                 http11: bool, keep_alive: bool, body: Body, upgrade: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conn: Connection,
+        method: str,
+        target: bytes,
+        headers: dict[str, str],
+        http11: bool,
+        keep_alive: bool,
+        body: Body,
+        upgrade: bool,
+    ) -> None:
         self.conn = conn
         self.client_ip = conn.client_ip
         self.method = method
@@ -129,9 +140,15 @@ class Exchange:
         self.response_started = False
         self.chunked = False  # the response is sent chunked
 
-    def start(self, status: int, headers: dict[str, str], length: int | None,
-              extra: list[tuple[str, str]] | None = None, body: bool = True) -> None:  # fmt: skip
-        """Send the status line and headers. `length` None: the body is streamed (chunked to an
+    def head(
+        self,
+        status: int,
+        headers: dict[str, str],
+        length: int | None,
+        extra: list[tuple[str, str]] | None = None,
+        body: bool = True,
+    ) -> bytes:
+        """The status line and headers. `length` None: the body is streamed (chunked to an
         HTTP/1.1 client, close-delimited otherwise). `body` False: no body follows (HEAD, 204,
         304, 101)."""
         self.response_started = True
@@ -154,27 +171,43 @@ class Exchange:
         if not self.keep_alive and status != 101:
             parts.append("connection: close\r\n")
         parts.append("\r\n")
-        self.conn.write("".join(parts).encode("latin-1"))
+        return "".join(parts).encode("latin-1")
 
-    def write(self, chunk: bytes) -> None:
+    def start(
+        self,
+        status: int,
+        headers: dict[str, str],
+        length: int | None,
+        extra: list[tuple[str, str]] | None = None,
+        body: bool = True,
+    ) -> None:
+        """Send the status line and headers (see `head`)."""
+        self.conn.write(self.head(status, headers, length, extra, body))
+
+    def write(self, chunk: bytes, head: bytes = b"") -> None:
+        """A body chunk (framed when chunked), after `head` if given (one write, one segment)."""
         if not chunk:
+            if head:
+                self.conn.write(head)
             return
         if self.chunked:
-            self.conn.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+            self.conn.write(b"%b%x\r\n%b\r\n" % (head, len(chunk), chunk))
         else:
-            self.conn.write(chunk)
+            self.conn.write(head + chunk if head else chunk)
 
-    def end(self) -> None:
+    def end(self, head: bytes = b"") -> None:
         if self.chunked:
-            self.conn.write(b"0\r\n\r\n")
+            self.conn.write(head + b"0\r\n\r\n")
+        elif head:
+            self.conn.write(head)
 
     def respond(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         """A whole response at once (errors, replies)."""
         headers = headers if headers is not None else {"content-type": "application/json"}
+        length = len(body) if status not in (204, 304) else None
+        head = self.head(status, headers, length, body=False)
         send_body = self.method != "HEAD" and status not in (204, 304)
-        self.start(status, headers, len(body) if status not in (204, 304) else None, body=False)
-        if send_body:
-            self.conn.write(body)
+        self.conn.write(head + body if send_body else head)  # one write, one segment
 
 
 Handler = Callable[[Exchange], Awaitable[None]]
@@ -364,7 +397,8 @@ class Connection(asyncio.Protocol):
             payload = error_body(status)
             self.write(
                 f"{reason}content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
-                "connection: close\r\n\r\n".encode() + payload
+                "connection: close\r\n\r\n".encode()
+                + payload
             )
         if self.task is not None and not self.task.done():
             self.task.cancel()

@@ -22,8 +22,12 @@ DEFAULT_TIMEOUT = 60.0
 # A node that failed its passive checks is left out this long (APISIX needs active checks to
 # bring it back; we have none, so a passively unhealthy node is retried after a while).
 UNHEALTHY_SECONDS = 10.0
-PASSIVE_DEFAULTS = {"http_statuses": (429, 500, 503), "http_failures": 5, "tcp_failures": 2,
-                    "timeouts": 7}  # fmt: skip
+PASSIVE_DEFAULTS = {
+    "http_statuses": (429, 500, 503),
+    "http_failures": 5,
+    "tcp_failures": 2,
+    "timeouts": 7,
+}
 HEALTHY_DEFAULTS = {"http_statuses": tuple(range(200, 400)), "successes": 5}
 RING_POINTS = 160  # virtual points per unit of weight on the chash ring
 
@@ -49,8 +53,20 @@ class Timeouts:
 class Node:
     """One upstream node and its passive health."""
 
-    __slots__ = ("address", "current", "down_until", "failures", "host", "host_header", "pool",
-                 "port", "successes", "timeouts", "tcp_failures", "weight")  # fmt: skip
+    __slots__ = (
+        "address",
+        "current",
+        "down_until",
+        "failures",
+        "host",
+        "host_header",
+        "pool",
+        "port",
+        "successes",
+        "tcp_failures",
+        "timeouts",
+        "weight",
+    )
 
     def __init__(self, host: str, port: int, weight: int, pool: Pool) -> None:
         self.host, self.port, self.weight, self.pool = host, port, weight, pool
@@ -87,11 +103,21 @@ class Upstream:
             nodes = parse_nodes(conf.get("nodes", {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigRejected(f"upstream {ident}: bad nodes ({exc})") from None
-        keepalive = {"size": 320, "idle_timeout": 60, "requests": 1000,
-                     **conf.get("keepalive_pool", {})}  # fmt: skip
+        keepalive = {
+            "size": 320,
+            "idle_timeout": 60,
+            "requests": 1000,
+            **conf.get("keepalive_pool", {}),
+        }
         self.nodes = [
-            Node(h, p, w, pools.get(h, p, keepalive["size"], keepalive["idle_timeout"],
-                                     keepalive["requests"]))  # fmt: skip
+            Node(
+                h,
+                p,
+                w,
+                pools.get(
+                    h, p, keepalive["size"], keepalive["idle_timeout"], keepalive["requests"]
+                ),
+            )
             for h, p, w in nodes
             if w > 0
         ]
@@ -214,4 +240,3 @@ def _hash_key(hash_on: str, key: str) -> Callable[[RequestContext], str]:
     if hash_on == "vars":
         return lambda ctx: str(variable(ctx, key) or "")
     raise ConfigRejected(f"chash hash_on {hash_on!r} is not supported")
-
