@@ -106,8 +106,11 @@ def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subproces
 def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
     out = subprocess.run(
         ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url],
-        capture_output=True, text=True, check=True, timeout=seconds + 30,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 30,
+    ).stdout
 
     def latency(label: str) -> float:
         match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
@@ -164,11 +167,21 @@ def edge(
     tmp: Path, port: int, upstream: int, workers: int, plugins: list[str]
 ) -> subprocess.Popen[bytes]:
     config = tmp / f"edge-{port}.json"
-    config.write_text(json.dumps({
-        "upstreams": [{"id": "1", "nodes": {f"127.0.0.1:{upstream}": 1}}],
-        "routes": [{"id": "1", "uri": "/*", "upstream_id": "1",
-                    "plugins": {name: {} for name in plugins}}],
-    }))  # fmt: skip
+    config.write_text(
+        json.dumps(
+            {
+                "upstreams": [{"id": "1", "nodes": {f"127.0.0.1:{upstream}": 1}}],
+                "routes": [
+                    {
+                        "id": "1",
+                        "uri": "/*",
+                        "upstream_id": "1",
+                        "plugins": {name: {} for name in plugins},
+                    }
+                ],
+            }
+        )
+    )
     env = {
         **os.environ,
         "MASTER_KEY": "bench-master-key-0123456789abcdef",
@@ -205,9 +218,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         up_port = free_port()
-        upstream = nginx(tmp, "upstream", up_port, 1,
-                         f'server {{ listen 127.0.0.1:{up_port}; keepalive_requests 100000;'
-                         f' location / {{ return 200 "ok"; }} }}')  # fmt: skip
+        upstream = nginx(
+            tmp,
+            "upstream",
+            up_port,
+            1,
+            f"server {{ listen 127.0.0.1:{up_port}; keepalive_requests 100000;"
+            f' location / {{ return 200 "ok"; }} }}',
+        )
         try:
             wait_port(up_port)
             rows.append(
@@ -216,16 +234,28 @@ def main() -> None:
             for n in args.workers:
                 port = free_port()
                 targets = [
-                    (f"nginx proxy ×{n}", lambda p=port, n=n: nginx(
-                        tmp, f"proxy{p}", p, n,
-                        f"upstream up {{ server 127.0.0.1:{up_port}; keepalive 64; }}"
-                        f" server {{ listen 127.0.0.1:{p}; location / {{ proxy_pass http://up;"
-                        ' proxy_http_version 1.1; proxy_set_header Connection ""; } }')),
-                    (f"aiohttp proxy ×{n}", lambda n=n: _aiohttp(n, up_port)),
-                    (f"edge, no plugins ×{n}", lambda n=n: edge(tmp, free_port(), up_port, n, [])),
-                    (f"edge, {','.join(plugins)} ×{n}",
-                     lambda n=n: edge(tmp, free_port(), up_port, n, plugins)),
-                ]  # fmt: skip
+                    (
+                        f"nginx proxy, {n} worker(s)",
+                        lambda p=port, n=n: nginx(
+                            tmp,
+                            f"proxy{p}",
+                            p,
+                            n,
+                            f"upstream up {{ server 127.0.0.1:{up_port}; keepalive 64; }}"
+                            f" server {{ listen 127.0.0.1:{p}; location / {{ proxy_pass http://up;"
+                            ' proxy_http_version 1.1; proxy_set_header Connection ""; } }',
+                        ),
+                    ),
+                    (f"aiohttp proxy, {n} worker(s)", lambda n=n: _aiohttp(n, up_port)),
+                    (
+                        f"edge, no plugins, {n} worker(s)",
+                        lambda n=n: edge(tmp, free_port(), up_port, n, []),
+                    ),
+                    (
+                        f"edge, {','.join(plugins)}, {n} worker(s)",
+                        lambda n=n: edge(tmp, free_port(), up_port, n, plugins),
+                    ),
+                ]
                 for name, start in targets:
                     proc = start()
                     try:

@@ -170,8 +170,13 @@ async def test_exact_beats_prefix_and_longer_prefix_wins(edge: Edge, node: int) 
             route("exact", "/api/orders", node, plugins={"test-tag": {"tag": "exact"}}),
         ]
     )
-    for path, tag in [("/api/orders", "exact"), ("/api/orders/1", "api"), ("/x", "any"),
-                      ("/api/", "api"), ("/api", "any")]:  # fmt: skip
+    for path, tag in [
+        ("/api/orders", "exact"),
+        ("/api/orders/1", "api"),
+        ("/x", "any"),
+        ("/api/", "api"),
+        ("/api", "any"),
+    ]:
         status, body, headers = await edge.get(path)
         assert status == 200 and headers["x-tag"] == tag, path
     assert body["headers"]["x-tags"] == "any"
@@ -183,14 +188,26 @@ async def test_params_hosts_methods_vars_priority_remote_addrs(edge: Edge, node:
             route("user", "/users/:id/posts", node, plugins={"test-tag": {"tag": "user"}}),
             route("host", "/h", node, hosts=["*.example.com"], plugins={"test-tag": {"tag": "w"}}),
             route("post", "/m", node, methods=["POST"], plugins={"test-tag": {"tag": "post"}}),
-            route("vars", "/v", node, vars=[["arg_beta", "==", "1"], ["http_x_k", "~~", "^a+$"]],
-                  priority=5, plugins={"test-tag": {"tag": "vars"}}),
+            route(
+                "vars",
+                "/v",
+                node,
+                vars=[["arg_beta", "==", "1"], ["http_x_k", "~~", "^a+$"]],
+                priority=5,
+                plugins={"test-tag": {"tag": "vars"}},
+            ),
             route("low", "/v", node, priority=1, plugins={"test-tag": {"tag": "low"}}),
             route("far", "/r", node, remote_addrs=["10.0.0.0/8"]),
-            route("in", "/v", node, vars=[["arg_beta", "!", "in", ["1", "2"]], ["arg_beta", "has", "x"]],
-                  priority=3, plugins={"test-tag": {"tag": "in"}}),
+            route(
+                "in",
+                "/v",
+                node,
+                vars=[["arg_beta", "!", "in", ["1", "2"]], ["arg_beta", "has", "x"]],
+                priority=3,
+                plugins={"test-tag": {"tag": "in"}},
+            ),
         ]
-    )  # fmt: skip
+    )
     assert (await edge.get("/users/42/posts"))[2]["x-tag"] == "user"
     assert (await edge.get("/users/42/other"))[0] == 404
     assert (await edge.get("/h", headers={"Host": "api.example.com"}))[2]["x-tag"] == "w"
@@ -206,17 +223,27 @@ async def test_params_hosts_methods_vars_priority_remote_addrs(edge: Edge, node:
 async def test_services_plugin_configs_and_global_rules(edge: Edge, node: int) -> None:
     edge.apply(
         upstreams=[{"id": "u1", "nodes": [{"host": "127.0.0.1", "port": node, "weight": 1}]}],
-        services=[{"id": "s1", "upstream_id": "u1", "plugins": {"test-tag": {"tag": "service"},
-                                                                "test-upper": {}}}],
+        services=[
+            {
+                "id": "s1",
+                "upstream_id": "u1",
+                "plugins": {"test-tag": {"tag": "service"}, "test-upper": {}},
+            }
+        ],
         plugin_configs=[{"id": "pc", "plugins": {"test-tag": {"tag": "pc"}}}],
         global_rules=[{"id": "g", "plugins": {"test-early": {"tag": "global"}}}],
         routes=[
             {"id": "1", "uri": "/svc", "service_id": "s1"},
             {"id": "2", "uri": "/pc", "service_id": "s1", "plugin_config_id": "pc"},
-            {"id": "3", "uri": "/route", "service_id": "s1", "plugin_config_id": "pc",
-             "plugins": {"test-tag": {"tag": "route"}}},
+            {
+                "id": "3",
+                "uri": "/route",
+                "service_id": "s1",
+                "plugin_config_id": "pc",
+                "plugins": {"test-tag": {"tag": "route"}},
+            },
         ],
-    )  # fmt: skip
+    )
     for path, tag in [("/svc", "service"), ("/pc", "pc"), ("/route", "route")]:
         status, body, headers = await edge.get(path)
         assert status == 200
@@ -253,12 +280,21 @@ async def test_roundrobin_weights_and_chash_stickiness() -> None:
     edge = Edge(plane, server.sockets[0].getsockname()[1])
     try:
         nodes = {f"127.0.0.1:{ports[0]}": 3, f"127.0.0.1:{ports[1]}": 1}
-        edge.apply(routes=[
-            {"id": "rr", "uri": "/rr", "upstream": {"nodes": nodes}},
-            {"id": "ch", "uri": "/ch", "upstream": {
-                "type": "chash", "hash_on": "header", "key": "x-user",
-                "nodes": {f"127.0.0.1:{p}": 1 for p in ports}}},
-        ])  # fmt: skip
+        edge.apply(
+            routes=[
+                {"id": "rr", "uri": "/rr", "upstream": {"nodes": nodes}},
+                {
+                    "id": "ch",
+                    "uri": "/ch",
+                    "upstream": {
+                        "type": "chash",
+                        "hash_on": "header",
+                        "key": "x-user",
+                        "nodes": {f"127.0.0.1:{p}": 1 for p in ports},
+                    },
+                },
+            ]
+        )
         seen = Counter([(await edge.get("/rr"))[1]["node"] for _ in range(8)])
         assert seen == {"a": 6, "b": 2}
         for user in ("alice", "bob", "carol", "dave"):
@@ -278,11 +314,20 @@ async def test_keepalive_reuses_one_upstream_connection(edge: Edge, node: int) -
 
 async def test_retry_to_second_node_then_502_504(edge: Edge, node: int) -> None:
     dead = free_port()
-    edge.apply(routes=[
-        {"id": "r", "uri": "/r", "upstream": {"type": "chash", "key": "uri",
-         "nodes": {f"127.0.0.1:{dead}": 1, f"127.0.0.1:{node}": 1}}},
-        route("dead", "/dead", dead),
-    ])  # fmt: skip
+    edge.apply(
+        routes=[
+            {
+                "id": "r",
+                "uri": "/r",
+                "upstream": {
+                    "type": "chash",
+                    "key": "uri",
+                    "nodes": {f"127.0.0.1:{dead}": 1, f"127.0.0.1:{node}": 1},
+                },
+            },
+            route("dead", "/dead", dead),
+        ]
+    )
     for _ in range(5):  # whichever node the hash picks, the request succeeds
         assert (await edge.get("/r"))[0] == 200
     status, body, _ = await edge.get("/dead")
@@ -294,8 +339,10 @@ async def test_retry_to_second_node_then_502_504(edge: Edge, node: int) -> None:
 
     runner, slow = await upstream(hang)
     try:
-        edge.apply(revision=3, routes=[route("slow", "/slow", slow, timeout={
-            "connect": 1, "send": 1, "read": 0.3})])  # fmt: skip
+        edge.apply(
+            revision=3,
+            routes=[route("slow", "/slow", slow, timeout={"connect": 1, "send": 1, "read": 0.3})],
+        )
         started = time.monotonic()
         status, body, _ = await edge.get("/slow")
         assert (status, body) == (504, {"error_msg": "504 Gateway Timeout"})
@@ -312,9 +359,20 @@ async def test_passive_health_takes_a_failing_node_out(edge: Edge) -> None:
     good_runner, good = await upstream(echo)
     good_runner.app[NAME] = "good"
     try:
-        edge.apply(routes=[{"id": "1", "uri": "/*", "upstream": {
-            "nodes": {f"127.0.0.1:{bad}": 1, f"127.0.0.1:{good}": 1},
-            "checks": {"passive": {"unhealthy": {"http_statuses": [500], "http_failures": 2}}}}}])  # fmt: skip
+        edge.apply(
+            routes=[
+                {
+                    "id": "1",
+                    "uri": "/*",
+                    "upstream": {
+                        "nodes": {f"127.0.0.1:{bad}": 1, f"127.0.0.1:{good}": 1},
+                        "checks": {
+                            "passive": {"unhealthy": {"http_statuses": [500], "http_failures": 2}}
+                        },
+                    },
+                }
+            ]
+        )
         first = [(await edge.get("/"))[0] for _ in range(4)]
         assert first.count(500) == 2  # alternating until the bad node failed twice
         assert [(await edge.get("/"))[0] for _ in range(6)] == [200] * 6
@@ -324,15 +382,34 @@ async def test_passive_health_takes_a_failing_node_out(edge: Edge) -> None:
 
 
 async def test_pass_host_and_forwarded_headers(edge: Edge, node: int) -> None:
-    edge.apply(routes=[
-        route("pass", "/pass", node),
-        {"id": "node", "uri": "/node", "upstream": {"pass_host": "node",
-                                                    "nodes": {f"127.0.0.1:{node}": 1}}},
-        {"id": "rw", "uri": "/rw", "upstream": {"pass_host": "rewrite", "upstream_host": "up.internal",
-                                                "nodes": {f"127.0.0.1:{node}": 1}}},
-    ])  # fmt: skip
-    _, body, _ = await edge.get("/pass", headers={"Host": "shop.example", "X-Forwarded-For": "1.2.3.4",
-                                                  "Connection": "keep-alive, x-drop", "X-Drop": "1"})  # fmt: skip
+    edge.apply(
+        routes=[
+            route("pass", "/pass", node),
+            {
+                "id": "node",
+                "uri": "/node",
+                "upstream": {"pass_host": "node", "nodes": {f"127.0.0.1:{node}": 1}},
+            },
+            {
+                "id": "rw",
+                "uri": "/rw",
+                "upstream": {
+                    "pass_host": "rewrite",
+                    "upstream_host": "up.internal",
+                    "nodes": {f"127.0.0.1:{node}": 1},
+                },
+            },
+        ]
+    )
+    _, body, _ = await edge.get(
+        "/pass",
+        headers={
+            "Host": "shop.example",
+            "X-Forwarded-For": "1.2.3.4",
+            "Connection": "keep-alive, x-drop",
+            "X-Drop": "1",
+        },
+    )
     headers = body["headers"]
     assert headers["host"] == "shop.example"
     assert headers["x-forwarded-for"] == "1.2.3.4, 127.0.0.1"
@@ -368,14 +445,18 @@ async def test_upload_streams_before_the_client_finishes(edge: Edge) -> None:
                 yield mb
                 await asyncio.sleep(0.02)
 
-        async with aiohttp.ClientSession() as http:
-            async with http.post(edge.url + "/upload", data=body()) as resp:  # chunked
-                finished = time.monotonic()
-                assert (await resp.json()) == {"received": 20 << 20}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(edge.url + "/upload", data=body()) as resp,  # chunked
+        ):
+            finished = time.monotonic()
+            assert (await resp.json()) == {"received": 20 << 20}
         assert first_chunk_at[0] < finished - 0.2
-        async with aiohttp.ClientSession() as http:  # and with a Content-Length
-            async with http.post(edge.url + "/upload", data=mb * 20) as resp:
-                assert (await resp.json()) == {"received": 20 << 20}
+        async with (  # and with a Content-Length
+            aiohttp.ClientSession() as http,
+            http.post(edge.url + "/upload", data=mb * 20) as resp,
+        ):
+            assert (await resp.json()) == {"received": 20 << 20}
     finally:
         await runner.cleanup()
 
@@ -486,18 +567,25 @@ async def test_bad_input(edge: Edge) -> None:
             (b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", b"400"),
             (b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", b"431"),
             (b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (65 << 20), b"413"),
-            (b"POST /smuggle HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
-             b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", b"400"),
-            (b"POST /dup HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
-             b"400"),
-        ]  # fmt: skip
+            (
+                b"POST /smuggle HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                b"400",
+            ),
+            (
+                b"POST /dup HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+                b"400",
+            ),
+        ]
         for request, status in cases:
             reply = await asyncio.to_thread(raw, edge.port, request)
             assert reply.startswith(b"HTTP/1.1 " + status), (request[:60], reply[:80])
         assert hits == []  # nothing malformed reached the upstream
         # the server lives on
-        reply = await asyncio.to_thread(raw, edge.port, b"GET /fine HTTP/1.1\r\nHost: x\r\n"
-                                                        b"Connection: close\r\n\r\n")  # fmt: skip
+        reply = await asyncio.to_thread(
+            raw, edge.port, b"GET /fine HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
         assert reply.startswith(b"HTTP/1.1 200") and hits == ["/fine"]
     finally:
         await runner.cleanup()
