@@ -21,10 +21,13 @@ def main(
     config_class: type[C],
     build: Callable[[C, Stores], ServiceDefinition],
     environ: Mapping[str, str] | None = None,
+    *,
+    uvloop: bool = False,
 ) -> None:
     """Read `config_class` from the environment (exit listing every problem), then serve what
     `build` makes of it until SIGTERM/SIGINT: gRPC on GRPC_PORT and the JSON front door on
-    `config.front_door_port`, or only its aiohttp apps for an apps-only definition."""
+    `config.front_door_port`, or only its aiohttp apps for an apps-only definition (`uvloop`:
+    on uvloop's event loop)."""
     try:
         config = config_class.from_env(os.environ if environ is None else environ)
     except ConfigError as exc:
@@ -36,4 +39,5 @@ def main(
         config.host,
         config.front_door_port,
         config.grpc_port,
+        uvloop=uvloop,
     )

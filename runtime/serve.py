@@ -37,6 +37,7 @@ class Running:
     server: grpc.aio.Server | None
     health: health.aio.HealthServicer | None
     runners: list[web.AppRunner]
+    servers: list[asyncio.Server]
     http_port: int | None
     grpc_port: int | None
     extra_ports: list[int]
@@ -46,6 +47,8 @@ class Running:
         accepting and finishes in-flight requests, then in-flight RPCs get `grace` seconds."""
         if self.health is not None:
             await self.health.enter_graceful_shutdown()
+        for listener in self.servers:
+            listener.close()  # stop accepting; connections in flight finish on their own
         for runner in self.runners:
             await runner.cleanup()
         if self.server is not None:
@@ -66,6 +69,8 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
         guard = defn.guard()  # every RPC's declared access rule, or no start at all
         server, health_servicer, bound_grpc = await _start_grpc(defn, guard, host, grpc_port)
         apps.insert(0, (http_port, build_app(defn, guard)))
+    servers = [await listen(host) for listen in defn.listeners]
+    listener_ports = [s.sockets[0].getsockname()[1] for s in servers]
     runners, ports = [], []
     for port, application in apps:
         # reuse_port lets several edge workers share one listening port.
@@ -74,10 +79,13 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
         await web.TCPSite(runner, host, port, reuse_port=True).start()
         runners.append(runner)
         ports.append(runner.addresses[0][1])
-    log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": ports})
+    log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": listener_ports + ports})
     if defn.apps_only:
-        return Running(defn, None, None, runners, None, None, ports)
-    return Running(defn, server, health_servicer, runners, ports[0], bound_grpc, ports[1:])
+        return Running(defn, None, None, runners, servers, None, None, listener_ports + ports)
+    return Running(
+        defn, server, health_servicer, runners, servers, ports[0], bound_grpc,
+        listener_ports + ports[1:],
+    )  # fmt: skip
 
 
 async def _start_grpc(
@@ -100,20 +108,44 @@ async def _start_grpc(
     return server, health_servicer, bound
 
 
-def run(build: Callable[[], ServiceDefinition], host: str, http_port: int, grpc_port: int) -> None:
+def _reload(definition: ServiceDefinition) -> None:
+    for reload in definition.on_reload:
+        try:
+            reload()
+        except Exception:
+            log.exception("reload failed")
+
+
+def run(
+    build: Callable[[], ServiceDefinition],
+    host: str,
+    http_port: int,
+    grpc_port: int,
+    *,
+    uvloop: bool = False,
+) -> None:
     """Build the service inside the event loop (as tests do: clients and channels belong to
-    the loop that creates them), serve until SIGTERM or SIGINT, then drain (`Running.stop`).
-    Every Strata process runs through here, edge data-plane workers included."""
+    the loop that creates them), serve until SIGTERM or SIGINT (SIGHUP runs `on_reload`),
+    then drain (`Running.stop`). Every Strata process runs through here, edge data-plane
+    workers included. `uvloop`: run on uvloop's event loop (the edge, where the loop's own
+    cost is most of a request's)."""
 
     async def main() -> None:
-        running = await start(build(), host, http_port, grpc_port)
+        definition = build()
+        running = await start(definition, host, http_port, grpc_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        if definition.on_reload:
+            loop.add_signal_handler(signal.SIGHUP, _reload, definition)
         await stop.wait()
         log.info("stopping")
         await running.stop()
 
+    if uvloop:
+        import uvloop as uv
+
+        asyncio.set_event_loop_policy(uv.EventLoopPolicy())
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())

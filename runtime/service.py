@@ -8,6 +8,7 @@ port 0 inside a test.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,9 @@ def spec_error(err: StrataError) -> Any:
 
 
 Lifecycle = Callable[[], Awaitable[None]]
+# Starts a server that is not an aiohttp app (the edge data plane's protocol server) on the
+# given host; `serve` closes it on stop.
+Listener = Callable[[str], Awaitable[asyncio.Server]]
 
 
 @dataclass
@@ -85,13 +89,16 @@ class ServiceDefinition:
         envelope: the front door's error body (an endpoint may have its own).
         metrics: the service's Prometheus registry.
         extra_apps: more aiohttp apps on their own ports (the edge's admin and metrics).
+        listeners: servers of other kinds, each started on the service's host (the edge data
+            plane); their ports come first among `Running.extra_ports`.
         on_startup, on_cleanup: open and close store clients and peer channels.
+        on_reload: run on SIGHUP, in order (the edge rereads its standalone configuration).
         client_max_size: request body limit in bytes (413 beyond it).
         allowed_origins: browser origins allowed by CORS (none: no CORS headers).
         middlewares: service-specific aiohttp middlewares, run inside the error handler and
             before authentication (the edge admin API's network allowlist).
-        apps_only: serve `extra_apps` alone, with no gRPC server and no front door (an edge
-            data-plane worker: more processes on a port the primary already serves).
+        apps_only: serve `extra_apps` and `listeners` alone, with no gRPC server and no front
+            door (an edge data-plane worker: more processes on a port the primary serves).
     """
 
     name: str
@@ -103,8 +110,10 @@ class ServiceDefinition:
     metrics: Metrics
     envelope: Envelope = spec_error
     extra_apps: Sequence[tuple[int, web.Application]] = ()
+    listeners: Sequence[Listener] = ()
     on_startup: list[Lifecycle] = field(default_factory=list)
     on_cleanup: list[Lifecycle] = field(default_factory=list)
+    on_reload: list[Callable[[], None]] = field(default_factory=list)
     client_max_size: int = 1024 * 1024
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()

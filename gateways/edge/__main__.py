@@ -7,9 +7,11 @@ the data plane on the same port. Every process runs through `runtime.main`.
 
 import argparse
 import os
+import tempfile
 
 from gateways.edge.app import build
 from gateways.edge.config import EdgeConfig
+from gateways.edge.metrics import prepare_multiproc_dir
 from gateways.edge.workers import build_worker, with_workers
 from runtime.main import main
 
@@ -18,7 +20,13 @@ parser.add_argument("--workers", type=int, help="data-plane processes (default: 
 parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
 args = parser.parse_args()
 
+if not args.worker and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    # One metrics view over the primary and its workers (which inherit the variable): set
+    # before any metric exists, in a directory of this edge's own.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="strata-edge-metrics-")
+if not args.worker:
+    prepare_multiproc_dir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 environ = dict(os.environ)
 if args.workers is not None:
     environ["EDGE_WORKERS"] = str(args.workers)
-main(EdgeConfig, build_worker if args.worker else with_workers(build), environ)
+main(EdgeConfig, build_worker if args.worker else with_workers(build), environ, uvloop=True)

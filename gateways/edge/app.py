@@ -2,8 +2,8 @@
 
 The admin API is the JSON front door of `strata.edge.v1.EdgeConfigService` (APISIX's Admin
 API v3, `X-API-KEY`, private networks only), which the control plane serves: the edge
-forwards every call to it (`admin_forward`). The data plane and the metrics endpoint are
-apps of their own on their own ports.
+forwards every call to it (`admin_forward`). The data plane (`dataplane/`, a protocol
+server of its own) and the metrics endpoint listen on their own ports.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from multidict import CIMultiDict
 from gateways.edge.admin_forward import forwarding_servicer
 from gateways.edge.admin_http_rules import HTTP_RULES, PREFIX, apisix_error
 from gateways.edge.config import EdgeConfig
+from gateways.edge.dataplane.process import data_plane
 from gateways.edge.metrics import process_metrics
-from gateways.edge.proxy import build_proxy_app
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import PermissionDenied
@@ -85,6 +85,7 @@ def build(
     # The plugins' metrics of every data-plane process (one view when the primary has set
     # PROMETHEUS_MULTIPROC_DIR for itself and its workers), after the primary's own.
     edge_metrics = process_metrics()
+    plane = data_plane(config, stores, proxy_port)
 
     async def prometheus(request: web.Request) -> web.Response:
         return web.Response(
@@ -120,15 +121,14 @@ def build(
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
         envelope=apisix_error,
+        listeners=plane.listeners,
         extra_apps=[
-            (
-                config.http_port if proxy_port is None else proxy_port,
-                build_proxy_app(config.max_body_bytes),
-            ),
             (config.metrics_port if metrics_port is None else metrics_port, metrics_app),
         ],
         # The network first (403), then the key (401), as APISIX's allow_admin.
         middlewares=[admin_network_guard(config.admin_allow_cidrs), admin_key_sources],
-        on_cleanup=[close],
+        on_startup=plane.on_startup,
+        on_cleanup=[close, *plane.on_cleanup],
+        on_reload=plane.on_reload,
         client_max_size=config.max_body_bytes,
     )

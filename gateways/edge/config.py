@@ -33,6 +33,12 @@ class EdgeConfig(ServiceConfig):
         check=cidr,
         shown_default="private ranges and loopback",
     )
+    config_file: str | None = var(
+        "EDGE_CONFIG_FILE",
+        None,
+        "standalone mode: a JSON or YAML file of routes, upstreams, ... (APISIX's apisix.yaml "
+        "shape), loaded by every data-plane worker at start and on SIGHUP instead of xDS",
+    )
     workers: int = var(
         "EDGE_WORKERS",
         1,

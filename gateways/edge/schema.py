@@ -46,9 +46,9 @@ def _message(error: ValidationError) -> str:
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return _nest(error, f'property "{missing}" is required')
     if validator == "additionalProperties":
-        extra = sorted(
-            set(error.instance) - set(error.schema.get("properties", {}))  # type: ignore[union-attr]
-        )
+        instance: Any = error.instance
+        schema: Any = error.schema
+        extra = sorted(set(instance) - set(schema.get("properties", {})))
         return _nest(error, f"additional properties forbidden, found {', '.join(extra)}")
     detail = _detail(error)
     if not error.path:
@@ -57,7 +57,7 @@ def _message(error: ValidationError) -> str:
 
 
 def _detail(error: ValidationError) -> str:
-    value = error.instance
+    value: Any = error.instance
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     match error.validator:
         case "type":

@@ -1,8 +1,9 @@
 """Edge data-plane workers: more processes serving the data-plane port beside the primary.
 
-SO_REUSEPORT (every aiohttp site binds with it) lets the kernel spread connections across
-them. A worker is a smaller edge: the same config and the same serve loop (`runtime.main`),
-built by `build_worker` into an apps-only definition: the data plane, no gRPC, no admin API.
+SO_REUSEPORT (the data plane and every aiohttp site bind with it) lets the kernel spread
+connections across them. A worker is a smaller edge: the same config and the same serve loop
+(`runtime.main`), built by `build_worker` into an apps-only definition: the data plane, no
+gRPC, no admin API.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from gateways.edge.config import EdgeConfig
-from gateways.edge.proxy import build_proxy_app
+from gateways.edge.dataplane.process import data_plane
+from gateways.edge.metrics import worker_exited
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.service import ServiceDefinition
@@ -33,6 +36,8 @@ def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "version": VERSION}
 
+    plane = data_plane(config, stores)
+
     return ServiceDefinition(
         name=SERVICE,
         bindings=[],
@@ -41,8 +46,10 @@ def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
         health=health,
         authenticator=authenticator_for(config),  # the data plane's jwt-auth will verify with it
         metrics=Metrics(SERVICE),
-        extra_apps=[(config.http_port, build_proxy_app(config.max_body_bytes))],
-        on_cleanup=[stores.close],
+        listeners=plane.listeners,
+        on_startup=plane.on_startup,
+        on_cleanup=[stores.close, *plane.on_cleanup],  # run in reverse: the stores last
+        on_reload=plane.on_reload,
         apps_only=True,
     )
 
@@ -52,6 +59,7 @@ def with_workers(build: Build) -> Build:
     given the primary's own configuration, and stopped after it (SIGTERM: each drains)."""
 
     def build_primary(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
+        metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
         definition = build(config, stores)
         workers: list[asyncio.subprocess.Process] = []
 
@@ -74,8 +82,16 @@ def with_workers(build: Build) -> Build:
                 except TimeoutError:
                     worker.kill()
                     await worker.wait()
+                if metrics_dir:  # its live gauges stop counting in the shared view
+                    worker_exited(metrics_dir, worker.pid)
+
+        def relay() -> None:  # SIGHUP: every worker rereads the standalone file too
+            for worker in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.send_signal(signal.SIGHUP)
 
         definition.on_startup.append(start)
+        definition.on_reload.append(relay)
         definition.on_cleanup.insert(0, stop)  # cleanups run in reverse: the workers last
         return definition
 

@@ -157,7 +157,7 @@ async def test_edge_ports_data_plane_admin_metrics_grpc(edge: Serving) -> None:
         "application/json",
     )
     status, body, _ = await call(proxy, "/api/orders")
-    assert status == 404 and body["error"] == "not_found"
+    assert status == 404 and body == {"error_msg": "404 Route Not Found"}
     status, text, _ = await call(metrics, "/apisix/prometheus/metrics")
     assert status == 200 and "strata_http_requests_total" in text
     reply = await health_pb2_grpc.HealthStub(edge.channel).Check(

@@ -1,0 +1,447 @@
+"""One request through the edge: match, run the plugin phases, forward, stream back, log.
+
+Forwarding picks a node, takes a keep-alive connection from its pool and writes the request
+head; the request body (if any) is pumped chunk by chunk as it arrives, beside the wait for
+the response. The response is never buffered: the upstream connection hands its head and body
+chunks to `Forward`, which runs `header_filter`/`body_filter` and writes them to the client,
+pausing the upstream socket while the client's socket is full. A connection failure before
+any response byte goes to another node (`retries`, default nodes - 1; a request whose body has
+begun streaming is not replayed); then 502, or 504 for a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import posixpath
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+from urllib.parse import quote, unquote
+
+from gateways.edge.dataplane.chain import Chain
+from gateways.edge.dataplane.pool import UpstreamConnection, UpstreamError
+from gateways.edge.dataplane.server import Exchange, error_body
+from gateways.edge.dataplane.upstream import Node, Timeouts, Upstream
+from gateways.edge.plugin import Reply, RequestContext
+from runtime.config import VERSION
+
+if TYPE_CHECKING:
+    from gateways.edge.dataplane import DataPlane
+    from gateways.edge.dataplane.compile import RouteTarget
+
+log = logging.getLogger(__name__)
+
+HEALTH = json.dumps({"status": "ok", "service": "edge-proxy", "version": VERSION}).encode()
+NOT_FOUND = b'{"error_msg":"404 Route Not Found"}'
+NO_UPSTREAM = b'{"error_msg":"missing upstream configuration in Route or Service"}'
+JSON = {"content-type": "application/json"}
+# Not forwarded as received (RFC 9110 §7.6.1 hop-by-hop), and what we set ourselves.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "expect",
+        "x-forwarded-for",
+        "x-forwarded-proto",
+        "x-forwarded-host",
+        "x-forwarded-port",
+        "x-real-ip",
+    }
+)
+RESPONSE_SKIP = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "trailer", "upgrade"}
+)
+
+
+async def handle(dp: DataPlane, ex: Exchange) -> None:
+    compiled = dp.compiled
+    target = ex.target.decode("latin-1")
+    raw_path, _, query = target.partition("?")
+    path = raw_path
+    if "%" in path or "/." in path or "//" in path:
+        path = normalize(path)
+        raw_path = quote(path, safe="/:@!$&'()*+,;=-._~")
+    ctx = RequestContext(ex.method, path, query, ex.headers, ex.client_ip, time.perf_counter())
+    route = compiled.router.match(ctx) if compiled is not None else None
+    if route is None:
+        if path == "/":
+            ex.respond(200, HEALTH, JSON)
+        else:
+            ex.respond(404, NOT_FOUND, JSON)
+        return
+    ctx.route_id = route.id
+    ctx.route = route.conf
+    ctx.service_id = route.service_id
+    rt: RouteTarget = route.target
+    chain = rt.chain
+    reply = None
+    for rewrite in chain.rewrite:
+        reply = await rewrite(ctx)
+        if reply is not None:
+            break
+    if reply is None and ctx.consumer is not None and (rt.consumers or rt.groups):
+        # An auth plugin found the consumer: its (and its group's) plugins join the chain.
+        # Their rewrite phase runs now; the rest of the request uses the merged chain.
+        merged = rt.for_consumer(ctx.consumer_name or str(ctx.consumer.get("username", "")))
+        if merged is not chain:
+            for rewrite in merged.rewrite:
+                if rewrite.__self__.name not in chain.names:  # type: ignore[attr-defined]
+                    reply = await rewrite(ctx)
+                    if reply is not None:
+                        break
+            chain = merged
+    if reply is None:
+        for access in chain.access:
+            reply = await access(ctx)
+            if reply is not None:
+                break
+    if reply is not None:
+        send_reply(ex, ctx, chain, reply)
+    elif rt.upstream is None:
+        send_reply(ex, ctx, chain, Reply(503, NO_UPSTREAM, dict(JSON)))
+    else:
+        await forward(dp, ex, ctx, rt, chain, raw_path, query)
+    if chain.log:
+        asyncio.get_running_loop().call_soon(run_log, chain.log, ctx)
+
+
+def normalize(path: str) -> str:
+    """Decode and resolve `.`/`..` and repeated slashes, as nginx does for `$uri`: routes are
+    matched on the normalized path, and it is what the upstream receives."""
+    decoded = unquote(path)
+    clean = posixpath.normpath(decoded)
+    if clean.startswith("//"):
+        clean = "/" + clean.lstrip("/")
+    if decoded.endswith("/") and clean != "/":
+        clean += "/"
+    return clean
+
+
+def run_log(phases: tuple[Callable[[RequestContext], None], ...], ctx: RequestContext) -> None:
+    for phase in phases:
+        try:
+            phase(ctx)
+        except Exception:
+            log.exception("log phase failed", extra={"route_id": ctx.route_id})
+
+
+def _headers_out(headers: dict[str, str]) -> dict[str, str]:
+    """Plugins may write any case; the wire gets each name once, lower case, no framing."""
+    out = {}
+    for name, value in headers.items():
+        key = name.lower()
+        if key != "content-length" and key not in RESPONSE_SKIP:
+            out[key] = value
+    return out
+
+
+def send_reply(ex: Exchange, ctx: RequestContext, chain: Chain, reply: Reply) -> None:
+    """A plugin's answer: header_filter and body_filter still run (so do log, after)."""
+    body = reply.body
+    headers = {k.lower(): v for k, v in reply.headers.items()}
+    if not isinstance(body, bytes | bytearray):
+        body = json.dumps(body).encode()
+        headers.setdefault("content-type", "application/json")
+    ctx.status = reply.status
+    ctx.response_headers = headers
+    for header_filter in chain.header_filter:
+        header_filter(ctx)
+    for body_filter in chain.body_filter:
+        body = body_filter(ctx, bytes(body))
+    ctx.bytes_sent = len(body)
+    ex.respond(ctx.status, bytes(body), _headers_out(ctx.response_headers))
+
+
+def request_head(
+    ex: Exchange, ctx: RequestContext, up: Upstream, node: Node, uri: str, websocket: bool
+) -> bytes:
+    """The request line and headers sent upstream."""
+    headers = ctx.headers
+    changes = ctx.upstream_headers
+    if up.pass_host == "pass":
+        host = changes.get("host") or ctx.host
+    # (a plugin's "host" change is the Host sent under pass_host "pass")
+    elif up.pass_host == "node":
+        host = node.host_header
+    else:
+        host = up.upstream_host
+    lines = [f"{ctx.method} {uri} HTTP/1.1\r\nhost: {host}\r\n"]
+    skip = HOP_BY_HOP
+    connection = headers.get("connection")
+    if connection is not None and connection.lower() not in ("keep-alive", "close", "upgrade"):
+        skip = skip | {t.strip().lower() for t in connection.split(",")}  # named hop-by-hop
+    for name, value in headers.items():
+        if name not in skip and name not in changes:
+            lines.append(f"{name}: {value}\r\n")
+    for name, change in changes.items():
+        if change is not None and name not in HOP_BY_HOP:
+            lines.append(f"{name}: {change}\r\n")
+    # As APISIX: the client address appended to X-Forwarded-For, X-Real-IP the client
+    # address, X-Forwarded-Proto/-Host/-Port kept from the client when sent, else ours.
+    forwarded_for = headers.get("x-forwarded-for")
+    client = ctx.client_ip
+    lines.append(
+        f"x-forwarded-for: {forwarded_for + ', ' + client if forwarded_for else client}\r\n"
+        f"x-real-ip: {client}\r\n"
+        f"x-forwarded-proto: {headers.get('x-forwarded-proto') or ctx.scheme}\r\n"
+        f"x-forwarded-host: {headers.get('x-forwarded-host') or ctx.host}\r\n"
+        f"x-forwarded-port: {headers.get('x-forwarded-port') or ex.conn.local_port}\r\n"
+    )
+    if websocket:
+        lines.append(f"connection: upgrade\r\nupgrade: {headers.get('upgrade', 'websocket')}\r\n")
+    elif "transfer-encoding" in headers:
+        lines.append("transfer-encoding: chunked\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("latin-1")
+
+
+class Forward:
+    """Receives one upstream response (`pool.Receiver`) and streams it to the client."""
+
+    __slots__ = (
+        "chain",
+        "conn",
+        "ctx",
+        "done",
+        "ex",
+        "head",
+        "head_sent",
+        "sent_at",
+        "timeouts",
+        "timer",
+        "websocket",
+    )
+
+    def __init__(
+        self,
+        ex: Exchange,
+        ctx: RequestContext,
+        chain: Chain,
+        conn: UpstreamConnection,
+        timeouts: Timeouts,
+        websocket: bool,
+    ) -> None:
+        self.ex, self.ctx, self.chain, self.conn = ex, ctx, chain, conn
+        self.timeouts = timeouts
+        self.websocket = websocket
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.head_sent = False
+        self.head = b""  # the response head, written with the first body bytes
+        self.sent_at = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+
+    def arm(self) -> None:
+        """Start the read timeout: it fires when the upstream is silent for `read` seconds."""
+        self.conn.last_read = self.sent_at = time.monotonic()
+        self.timer = asyncio.get_running_loop().call_later(self.timeouts.read, self._check)
+
+    def _check(self) -> None:
+        idle = time.monotonic() - self.conn.last_read
+        if self.done.done():
+            return
+        if idle >= self.timeouts.read - 0.001:
+            self.conn.timed_out()
+        else:
+            self.timer = asyncio.get_running_loop().call_later(
+                self.timeouts.read - idle, self._check
+            )
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def response_head(self, status: int, raw: list[tuple[bytes, bytes]]) -> None:
+        ctx, ex = self.ctx, self.ex
+        ctx.upstream_latency = time.monotonic() - self.sent_at
+        ctx.status = status
+        headers: dict[str, str] = {}
+        cookies: list[tuple[str, str]] | None = None
+        for raw_name, raw_value in raw:
+            name = raw_name.decode("latin-1").lower()
+            value = raw_value.decode("latin-1")
+            if name in RESPONSE_SKIP and status != 101:
+                continue
+            if name in headers:
+                if name == "set-cookie":  # cannot be joined: sent as separate lines
+                    cookies = cookies or []
+                    cookies.append((name, value))
+                else:
+                    headers[name] = f"{headers[name]}, {value}"
+            else:
+                headers[name] = value
+        ctx.response_headers = headers
+        for header_filter in self.chain.header_filter:
+            header_filter(ctx)
+        headers = ctx.response_headers
+        length = headers.pop("content-length", None)
+        if status == 101:
+            self.head = ex.head(101, headers, None, cookies, body=False)
+        else:
+            has_body = ex.method != "HEAD" and status not in (204, 304)
+            sized = int(length) if length is not None and not self.chain.body_filter else None
+            if not has_body and length is not None:
+                sized = int(length)
+            self.head = ex.head(status, _headers_out(headers), sized, cookies, body=has_body)
+        self.head_sent = True
+
+    def response_body(self, chunk: bytes) -> None:
+        for body_filter in self.chain.body_filter:
+            chunk = body_filter(self.ctx, chunk)
+        self.ctx.bytes_sent += len(chunk)
+        ex = self.ex
+        ex.write(chunk, self.head)
+        self.head = b""
+        if ex.conn.write_paused:  # the client is slower: stop reading the upstream for now
+            transport = self.conn.transport
+            transport.pause_reading()
+            ex.conn.on_drain = transport.resume_reading
+
+    def response_end(self) -> None:
+        self._stop_timer()
+        self.ex.end(self.head)
+        self.head = b""
+        self.ex.conn.on_drain = None
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def response_failed(self, exc: BaseException) -> None:
+        self._stop_timer()
+        self.ex.conn.on_drain = None
+        if self.head_sent:
+            self.ex.conn.close()  # mid-body: the client must see a truncated response
+        if not self.done.done():
+            self.done.set_exception(exc)
+
+    def flush(self) -> None:
+        """The end of what the upstream sent for now: the head goes out even without body."""
+        if self.head:
+            self.ex.conn.write(self.head)
+            self.head = b""
+
+    def upgraded(self, tail: bytes) -> None:
+        """The upstream switched protocols (101): from now on, bytes flow both ways as is."""
+        self._stop_timer()
+        self.flush()
+        client = self.ex.conn
+        upstream = self.conn
+        upstream.tunnel = client
+        client.tunnel = upstream.transport
+        if tail:
+            client.write(tail)
+        leftover = client.upgrade_tail
+        if leftover:
+            upstream.transport.write(leftover)
+        client.resume_reading()
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def forward(
+    dp: DataPlane,
+    ex: Exchange,
+    ctx: RequestContext,
+    rt: RouteTarget,
+    chain: Chain,
+    raw_path: str,
+    query: str,
+) -> None:
+    up = rt.upstream
+    assert up is not None
+    timeouts = rt.timeouts
+    uri = ctx.upstream_uri or (f"{raw_path}?{query}" if query else raw_path)
+    websocket = ex.upgrade and rt.websocket and ex.headers.get("upgrade", "").lower() == "websocket"
+    has_body = not ex.body.done or ex.body.received > 0
+    chunked = "transfer-encoding" in ex.headers
+    tried: list[Node] = []
+    while True:
+        node = up.pick(ctx, tried)
+        try:
+            conn, reused = await node.pool.acquire(timeouts.connect)
+        except UpstreamError as exc:
+            _report(up, node, exc)
+            tried.append(node)
+            if len(tried) <= up.retries and not ex.body.started:
+                continue
+            return _fail(ex, ctx, chain, exc)
+        receiver = Forward(ex, ctx, chain, conn, timeouts, websocket)
+        conn.begin(receiver, ex.method == "HEAD")
+        conn.transport.write(request_head(ex, ctx, up, node, uri, websocket))
+        sender = None
+        if has_body:
+            sender = asyncio.get_running_loop().create_task(
+                send_body(ex, conn, receiver, chunked, timeouts.send)
+            )
+        receiver.arm()
+        try:
+            await receiver.done
+        except UpstreamError as exc:
+            if sender is not None:
+                sender.cancel()
+            if receiver.head_sent:
+                _report(up, node, exc)
+                return
+            if exc.fresh and reused and not ex.body.started:
+                continue  # a stale keep-alive connection: try again, not counted as a retry
+            _report(up, node, exc)
+            tried.append(node)
+            if exc.fresh and len(tried) <= up.retries and not ex.body.started:
+                continue
+            return _fail(ex, ctx, chain, exc)
+        finally:
+            receiver._stop_timer()
+        if sender is not None and not sender.done():
+            sender.cancel()  # the upstream answered before the whole body was sent
+            conn.reusable = False
+        up.report_status(node, ctx.status)
+        if websocket and conn.tunnel is not None:
+            return  # the tunnel lives on; both sockets close together
+        node.pool.release(conn)
+        return
+
+
+def _report(up: Upstream, node: Node, exc: UpstreamError) -> None:
+    if exc.timeout:
+        up.report_timeout(node)
+    else:
+        up.report_tcp_failure(node)
+
+
+def _fail(ex: Exchange, ctx: RequestContext, chain: Chain, exc: UpstreamError) -> None:
+    status = 504 if exc.timeout else 502
+    log.warning("upstream failed", extra={"route_id": ctx.route_id, "error": str(exc)})
+    send_reply(ex, ctx, chain, Reply(status, error_body(status), dict(JSON)))
+
+
+async def send_body(
+    ex: Exchange, conn: UpstreamConnection, receiver: Forward, chunked: bool, send_timeout: float
+) -> None:
+    """Pump the client's body to the upstream as it arrives (flow-controlled both ways)."""
+    try:
+        if ex.wants_continue:
+            ex.conn.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = ex.body
+        write = conn.transport.write
+        while True:
+            chunk = await body.read()
+            if not chunk:
+                break
+            write(b"%x\r\n%b\r\n" % (len(chunk), chunk) if chunked else chunk)
+            if conn.write_paused:
+                async with asyncio.timeout(send_timeout):
+                    await conn.drain()
+        if chunked:
+            write(b"0\r\n\r\n")
+    except TimeoutError:
+        conn._fail(UpstreamError("sending the body upstream timed out", timeout=True))
+    except ConnectionError as exc:
+        receiver.response_failed(UpstreamError(str(exc)))
+        conn.close()

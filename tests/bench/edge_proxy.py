@@ -1,0 +1,300 @@
+"""Edge data-plane benchmark: what one proxied request costs, beside the references.
+
+    .venv/bin/python tests/bench/edge_proxy.py [--runs 3] [--seconds 5] [--connections 30]
+        [--workers 1 2] [--plugins request-id]
+
+Needs `wrk` and `nginx` on the PATH (Debian: `apt-get install -y wrk nginx`). One nginx
+returning a static 200 is the upstream of every target; measured against it, in one run:
+the upstream directly, nginx as a reverse proxy (keep-alive upstream), a bare aiohttp reverse
+proxy (one ClientSession), the edge with no plugins and the edge with `--plugins` (comma list,
+request-id by default; after the merge: openid-connect,tenant-rate-limit,analytics-logger,
+prometheus,request-id), each at every `--workers` count. For each: requests/s, p50 and p99
+latency, and the proxy's CPU time per request (utime+stime of all its processes, from
+/proc/<pid>/stat, divided by the requests wrk completed). Medians of `--runs` runs.
+Everything listens on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TICK = os.sysconf("SC_CLK_TCK")
+
+AIOHTTP_PROXY = """
+import asyncio, sys, aiohttp
+from aiohttp import web
+UP = sys.argv[2]
+async def proxy(request):
+    s = request.app["s"]
+    async with s.request(request.method, UP + request.path_qs, headers=request.headers,
+                         data=await request.read()) as r:
+        return web.Response(status=r.status, body=await r.read(),
+                            headers={"content-type": r.headers.get("content-type", "text/plain")})
+async def ctx(app):
+    app["s"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    yield
+    await app["s"].close()
+app = web.Application(); app.cleanup_ctx.append(ctx); app.router.add_route("*", "/{t:.*}", proxy)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), reuse_port=True, access_log=None,
+            print=None)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def tree(pid: int) -> list[int]:
+    pids = [pid]
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        pids.extend(tree(int(child)))
+    return pids
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+    return total / TICK
+
+
+def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subprocess.Popen[bytes]:
+    prefix = tmp / name
+    (prefix / "logs").mkdir(parents=True, exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(
+        f"daemon off; worker_processes {workers}; pid {prefix}/nginx.pid;"
+        f" error_log {prefix}/logs/error.log error;"
+        " events { worker_connections 4096; }"
+        f" http {{ access_log off; client_body_temp_path {prefix}/body;"
+        f" proxy_temp_path {prefix}/proxy; fastcgi_temp_path {prefix}/fcgi;"
+        f" uwsgi_temp_path {prefix}/uwsgi; scgi_temp_path {prefix}/scgi; {body} }}"
+    )
+    return subprocess.Popen(["nginx", "-p", str(prefix), "-c", str(conf)])
+
+
+def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 30,
+    ).stdout
+
+    def latency(label: str) -> float:
+        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        assert match, out
+        value, unit = float(match.group(1)), match.group(2)
+        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "requests": requests,
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "p50_ms": latency("50"),
+        "p99_ms": latency("99"),
+        "errors": int(errors.group(1)) if errors else 0,
+    }
+
+
+def measure(name: str, url: str, pid: int | None, args: argparse.Namespace) -> dict[str, object]:
+    wrk(url, 1, args.connections)  # warm up (connections, pools, caches)
+    runs = []
+    for _ in range(args.runs):
+        pids = tree(pid) if pid else []
+        before = cpu_seconds(pids)
+        result = wrk(url, args.seconds, args.connections)
+        used = cpu_seconds(pids) - before
+        result["cpu_us"] = used / result["requests"] * 1e6 if pid else 0.0
+        runs.append(result)
+    row: dict[str, object] = {"target": name}
+    for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
+        row[key] = statistics.median(float(r[key]) for r in runs)
+    print(
+        f"{name:<34} {row['rps']:>9.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
+        f"p99 {row['p99_ms']:>6.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
+        + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
+        flush=True,
+    )
+    return row
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.pid in _PORTS:  # the aiohttp proxies: their own session, started by us
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def edge(
+    tmp: Path, port: int, upstream: int, workers: int, plugins: list[str]
+) -> subprocess.Popen[bytes]:
+    config = tmp / f"edge-{port}.json"
+    config.write_text(
+        json.dumps(
+            {
+                "upstreams": [{"id": "1", "nodes": {f"127.0.0.1:{upstream}": 1}}],
+                "routes": [
+                    {
+                        "id": "1",
+                        "uri": "/*",
+                        "upstream_id": "1",
+                        "plugins": {name: {} for name in plugins},
+                    }
+                ],
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "MASTER_KEY": "bench-master-key-0123456789abcdef",
+        "ADMIN_API_KEY": "bench-admin-key",
+        "HTTP_PORT": str(port),
+        "ADMIN_PORT": str(free_port()),
+        "METRICS_PORT": str(free_port()),
+        "GRPC_PORT": str(free_port()),
+        "EDGE_CONFIG_FILE": str(config),
+        "LOG_LEVEL": "warning",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateways.edge", "--workers", str(workers)], env=env, cwd=ROOT
+    )
+    _EDGE_PORTS[proc.pid] = port
+    return proc
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=30)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--plugins", default="request-id")
+    args = parser.parse_args()
+    for tool in ("wrk", "nginx"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed (Debian: apt-get install -y wrk nginx)")
+    plugins = [p for p in args.plugins.split(",") if p]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        up_port = free_port()
+        upstream = nginx(
+            tmp,
+            "upstream",
+            up_port,
+            1,
+            f"server {{ listen 127.0.0.1:{up_port}; keepalive_requests 100000;"
+            f' location / {{ return 200 "ok"; }} }}',
+        )
+        try:
+            wait_port(up_port)
+            rows.append(
+                measure("upstream (nginx, direct)", f"http://127.0.0.1:{up_port}/", None, args)
+            )
+            for n in args.workers:
+                port = free_port()
+                targets = [
+                    (
+                        f"nginx proxy, {n} worker(s)",
+                        lambda p=port, n=n: nginx(
+                            tmp,
+                            f"proxy{p}",
+                            p,
+                            n,
+                            f"upstream up {{ server 127.0.0.1:{up_port}; keepalive 64; }}"
+                            f" server {{ listen 127.0.0.1:{p}; location / {{ proxy_pass http://up;"
+                            ' proxy_http_version 1.1; proxy_set_header Connection ""; } }',
+                        ),
+                    ),
+                    (f"aiohttp proxy, {n} worker(s)", lambda n=n: _aiohttp(n, up_port)),
+                    (
+                        f"edge, no plugins, {n} worker(s)",
+                        lambda n=n: edge(tmp, free_port(), up_port, n, []),
+                    ),
+                    (
+                        f"edge, {','.join(plugins)}, {n} worker(s)",
+                        lambda n=n: edge(tmp, free_port(), up_port, n, plugins),
+                    ),
+                ]
+                for name, start in targets:
+                    proc = start()
+                    try:
+                        listen = _port_of(proc)
+                        wait_port(listen)
+                        time.sleep(1.0 if n > 1 else 0.3)  # every worker bound
+                        rows.append(measure(name, f"http://127.0.0.1:{listen}/", proc.pid, args))
+                    finally:
+                        stop(proc)
+        finally:
+            stop(upstream)
+    print(json.dumps(rows))
+
+
+_PORTS: dict[int, int] = {}  # aiohttp proxies: pid → port
+_EDGE_PORTS: dict[int, int] = {}
+
+
+def _aiohttp(workers: int, upstream: int) -> subprocess.Popen[bytes]:
+    """`workers` processes on one port (SO_REUSEPORT), under a parent shell for the CPU tally."""
+    port = free_port()
+    script = " & ".join(
+        f"{sys.executable} -c '{AIOHTTP_PROXY}' {port} http://127.0.0.1:{upstream}"
+        for _ in range(workers)
+    )
+    proc = subprocess.Popen(["bash", "-c", f"{script} & wait"], start_new_session=True)
+    _PORTS[proc.pid] = port
+    return proc
+
+
+def _port_of(proc: subprocess.Popen[bytes]) -> int:
+    if proc.pid in _PORTS:
+        return _PORTS[proc.pid]
+    args = proc.args
+    if isinstance(args, list) and args[0] == "nginx":
+        conf = Path(str(args[-1])).read_text()
+        return int(re.search(r"listen 127\.0\.0\.1:(\d+)", conf).group(1))  # type: ignore[union-attr]
+    return _EDGE_PORTS[proc.pid]
+
+
+if __name__ == "__main__":
+    main()
