@@ -84,10 +84,27 @@ async def test_tenant_sources_and_missing_tenant(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {}, env)
     reply = await plugin.access(request())
     assert reply.status == 401
-    ctx = request(headers={"x-tenant-id": "from-header"})
-    ctx.tenant_id = "from-jwt"  # openid-connect's verified claim beats the header
+    mine, other, named = tenant(), tenant(), tenant()
+    ctx = request()
+    ctx.tenant_id = mine  # openid-connect's verified claim
     assert await plugin.access(ctx) is None
-    assert ctx.vars["tenant-rate-limit"]["X-Tenant-ID"] == "from-jwt"
+    assert ctx.vars["tenant-rate-limit"]["X-Tenant-ID"] == mine
+    assert ctx.upstream_headers["x-tenant-id"] == mine  # upstream sees what was counted
+    spoofed = request(headers={"x-tenant-id": other})
+    spoofed.tenant_id = mine
+    refused = await plugin.access(spoofed)
+    assert refused.status == 403 and other in refused.body["error_msg"]
+    agreeing = request(headers={"x-tenant-id": mine})
+    agreeing.tenant_id = mine
+    assert await plugin.access(agreeing) is None
+    admin = request(headers={"x-tenant-id": named})
+    admin.tenant_id = "platform"
+    admin.jwt_claims = {"tenant_id": "platform", "realm_access": {"roles": ["platform-admin"]}}
+    assert await plugin.access(admin) is None  # administrators act for the tenant they name
+    assert admin.tenant_id == named and admin.upstream_headers["x-tenant-id"] == named
+    header_only = request(headers={"x-tenant-id": other})  # no token: /smoke/*
+    assert await plugin.access(header_only) is None
+    assert header_only.tenant_id == other
     assert (await plugin.access(request(headers={"x-tenant-id": "bad tenant!"}))).status == 401
     lenient = make_plugin(
         "tenant-rate-limit", {"allow_missing_tenant": True, "missing_tenant_code": 400}, env

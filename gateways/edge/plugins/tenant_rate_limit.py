@@ -4,7 +4,10 @@ seconds per tenant and route, counted in the key-value store's sorted set
 
 - Tenant: the verified JWT's `tenant_id` (`ctx.tenant_id`, set by openid-connect, or the
   claims jwt-auth verified) before the `tenant_header` header. No tenant → `missing_tenant_code`
-  unless `allow_missing_tenant` (then the request passes unlimited).
+  unless `allow_missing_tenant` (then the request passes unlimited). A header naming another
+  tenant than the token's is refused with 403 unless the token holds the `platform-admin`
+  role (the platform's rule in every layer); the upstream always receives the tenant that
+  was counted in `tenant_header`, never a client's header that the token contradicts.
 - Limit: `rl:config:{tenant_id}` wins over `default_count`, read inside the same script. Its
   value is either a plain integer (the limit) or the control plane's JSON
   `{"limit": 500, "window": "60s"}` (`window` optional: an integer of seconds or a string with
@@ -136,17 +139,22 @@ class TenantRateLimit(Plugin):
         self.sequence = itertools.count()
 
     async def access(self, ctx: RequestContext) -> Reply | None:
+        claims = ctx.jwt_claims
         tenant = ctx.tenant_id
-        if not tenant and ctx.jwt_claims:
-            tenant = ctx.jwt_claims.get("tenant_id")
-        if not tenant:
-            tenant = ctx.headers.get(self.header)
+        if not tenant and claims:
+            tenant = claims.get("tenant_id")
+        named = ctx.headers.get(self.header)
+        if tenant and named and named != tenant and not _platform_admin(claims):
+            return Reply(403, {"error_msg": f"token tenant {tenant!r} may not act for {named!r}"})
+        if not tenant or _platform_admin(claims):
+            tenant = named or tenant
         if not tenant or not TENANT.fullmatch(tenant):
             if self.allow_missing:
                 return None
             message = "Invalid tenant ID" if tenant else "Missing tenant ID"
             return Reply(self.missing_code, {"error_msg": message})
         ctx.tenant_id = tenant
+        ctx.upstream_headers[self.header] = tenant  # what was counted is what upstream sees
         outcome = await self._count(tenant, ctx.route_id)
         if outcome is None:
             return None  # failed open
@@ -199,3 +207,11 @@ class TenantRateLimit(Plugin):
         metrics = self.env.metrics
         if metrics is not None:
             metrics.rate_limit_fail_open.labels(self.name).inc()
+
+
+def _platform_admin(claims: Any) -> bool:
+    """A token of the platform's administrators acts for any tenant it names."""
+    if not claims:
+        return False
+    roles = (claims.get("realm_access") or {}).get("roles") or ()
+    return "platform-admin" in roles
