@@ -71,14 +71,8 @@ class Peer:
     ) -> Any:
         """Invoke a stub method; raises the peer's StrataError, or Unavailable when the peer
         cannot be reached in time."""
-        timeout = deadline_secs or self._deadline
-        inherited = time_left()
-        if inherited is not None:
-            timeout = min(timeout, inherited)
-        try:
-            return await method(request, timeout=timeout, metadata=self._metadata)
-        except grpc.aio.AioRpcError as exc:
-            raise from_rpc_error(exc, peer=self.target) from exc
+        response, _ = await self._unary(method, request, self._metadata, deadline_secs)
+        return response
 
     async def forward(
         self, method: Any, request: Message, metadata: Sequence[tuple[str, str]]
@@ -86,11 +80,22 @@ class Peer:
         """A unary call made with the caller's own credentials (`metadata`, instead of the
         master key), for front doors that forward; returns the response and the peer's
         trailing metadata (the status and headers it set with `respond`)."""
-        timeout = self._deadline
+        return await self._unary(method, request, tuple(metadata), None)
+
+    async def _unary(
+        self,
+        method: Any,
+        request: Message,
+        metadata: tuple[tuple[str, str], ...],
+        deadline_secs: float | None,
+    ) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+        timeout = deadline_secs or self._deadline
         inherited = time_left()
         if inherited is not None:
             timeout = min(timeout, inherited)
-        call = method(request, timeout=timeout, metadata=tuple(metadata))
+        # wait_for_ready: a peer that is restarting, or a channel still backing off after it
+        # went away, is waited for until the deadline rather than failed at once.
+        call = method(request, timeout=timeout, metadata=metadata, wait_for_ready=True)
         try:
             response = await call
         except grpc.aio.AioRpcError as exc:

@@ -44,16 +44,27 @@ class ConfigWatch:
         self.poll_secs = poll_secs
         self.state = State(-1)
         self._changed = asyncio.Event()
+        self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._follow())
 
     async def stop(self) -> None:
-        if self._task is not None:
+        """Stop following. Not by cancelling the task inside redis-py's pubsub read: on
+        Python 3.11 a cancel that races the read's own timeout (asyncio.timeout) can be
+        swallowed, leaving the task stuck. The loop sees a flag instead, woken at once by a
+        message on its channel (other replicas only re-read the revision); cancelling is the
+        last resort."""
+        if self._task is None:
+            return
+        self._stopping.set()
+        with contextlib.suppress(Exception):
+            await self.store.kv.publish(CHANNEL, "stop")
+        done, _ = await asyncio.wait({self._task}, timeout=self.poll_secs + 1)
+        if not done:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait({self._task}, timeout=1)
 
     async def changed(self, since: int) -> State:
         """The state once its revision differs from `since`."""
@@ -70,21 +81,24 @@ class ConfigWatch:
                 self._changed = asyncio.Event()
 
     async def _follow(self) -> None:
-        while True:
+        stopping = self._stopping
+        while not stopping.is_set():
             try:
                 async with self.store.kv.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
                     await self.refresh()  # whatever changed before the subscription
-                    while True:
+                    while not stopping.is_set():
                         await pubsub.get_message(
                             ignore_subscribe_messages=True, timeout=self.poll_secs
                         )
-                        await self.refresh()  # a change, or the poll
+                        if not stopping.is_set():
+                            await self.refresh()  # a change, or the poll
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store went away: keep the last state, retry
                 log.warning("edge config watch failed; retrying", extra={"error": repr(exc)})
-                await asyncio.sleep(self.poll_secs)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), self.poll_secs)
 
 
 def discovery_response(state: State) -> discovery_pb2.DiscoveryResponse:

@@ -4,7 +4,7 @@
 
 Each run starts `strata up` (fresh data directory, then the same directory again: "warm"),
 reads the time it reports from first spawn to every service healthy over HTTP and gRPC, and
-the RSS it reports per process after 5 s idle; prints medians. Runs on ports +21000.
+the RSS it reports per process after 5 s idle; prints medians. Runs on ports +400.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-OFFSET = 21000
+OFFSET = 400  # below the ephemeral port range
 
 
 def one_run(data: Path) -> tuple[float, dict[str, float]]:

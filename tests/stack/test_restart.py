@@ -14,7 +14,7 @@ from controlplane.identity import IdentityAdmin
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
-OFFSET = 22000
+OFFSET = 300  # below the ephemeral port range, like test_local_stack
 
 
 async def test_state_survives_a_restart(tmp_path: Path) -> None:
