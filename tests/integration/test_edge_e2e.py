@@ -35,6 +35,7 @@ class EdgeProcess:
     process: asyncio.subprocess.Process
     proxy: int
     admin: int
+    metrics: int
     pids: list[int]
 
     async def put_route(self, route_id: str, route: dict[str, Any]) -> None:
@@ -94,7 +95,7 @@ def control_plane(
 @asynccontextmanager
 async def edge(cp_port: int, valkey_url: str, idp: str) -> AsyncIterator[EdgeProcess]:
     """`python -m gateways.edge --workers 2` subscribed to the control plane on `cp_port`."""
-    proxy, admin = free_port(), free_port()
+    proxy, admin, metrics = free_port(), free_port(), free_port()
     env = {
         **os.environ,
         "MASTER_KEY": MASTER_KEY,
@@ -104,7 +105,7 @@ async def edge(cp_port: int, valkey_url: str, idp: str) -> AsyncIterator[EdgePro
         "CONTROLPLANE_GRPC": f"127.0.0.1:{cp_port}",
         "HTTP_PORT": str(proxy),
         "ADMIN_PORT": str(admin),
-        "METRICS_PORT": str(free_port()),
+        "METRICS_PORT": str(metrics),
         "GRPC_PORT": str(free_port()),
     }
     process = await asyncio.create_subprocess_exec(
@@ -126,7 +127,7 @@ async def edge(cp_port: int, valkey_url: str, idp: str) -> AsyncIterator[EdgePro
             if len(pids) == 2:
                 break
             await asyncio.sleep(0.1)
-        yield EdgeProcess(process, proxy, admin, pids)
+        yield EdgeProcess(process, proxy, admin, metrics, pids)
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 20)
@@ -173,3 +174,85 @@ async def test_a_change_through_one_replica_reaches_an_edge_of_another(
     finally:
         await first.stop(grace=0.1)
         await second.stop(grace=0.1)
+
+
+async def raw_get(port: int, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+    """One request on a fresh connection (so that a burst spreads over the workers)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: edge\r\nConnection: close\r\n{lines}\r\n".encode())
+    reply = await reader.read()
+    writer.close()
+    head = reply.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+    fields = dict(line.split(": ", 1) for line in head[1:])
+    return int(head[0].split()[1]), {k.lower(): v for k, v in fields.items()}
+
+
+async def test_reference_plugins_across_workers(
+    valkey_url: str, idp: str, upstream: int, control_plane: Any, analytics: Any
+) -> None:
+    """Through both worker processes at once: tenant-rate-limit admits exactly its limit in a
+    concurrent burst (429s with the limit headers), prometheus shows one view of both
+    workers, and analytics-logger's rows reach gateway.request_log through the control
+    plane, without credentials."""
+    await clear_store(valkey_url, seeded=True)
+    cp_port = free_port()
+    cp = await control_plane(cp_port)
+    tenant = f"burst-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        async with edge(cp_port, valkey_url, idp) as proc:
+            await proc.put_route(
+                "limited",
+                {
+                    **route("/limited/*", upstream),
+                    "plugins": {
+                        "tenant-rate-limit": {"default_count": 20},
+                        "analytics-logger": {"inactive_timeout": 1},
+                        "prometheus": {},
+                        "request-id": {},
+                    },
+                },
+            )
+            # Written after it: a worker serving this one has the limited route too (every
+            # configuration arrives whole), and the burst's counts stay the burst's own.
+            await proc.put_route("warm", route("/warm/*", upstream))
+            await proc.served_by_every_worker("/warm/x", within=5)
+            headers = {"X-Tenant-ID": tenant, "Authorization": "Bearer not-logged"}
+            replies = await asyncio.gather(
+                *(raw_get(proc.proxy, f"/limited/{i}", headers) for i in range(60))
+            )
+            statuses = sorted(status for status, _ in replies)
+            assert statuses.count(200) == 20 and statuses.count(429) == 40, statuses
+            refused = next(h for s, h in replies if s == 429)
+            assert refused["x-ratelimit-limit"] == "20"
+            assert refused["x-ratelimit-remaining"] == "0"
+            assert refused["x-tenant-id"] == tenant
+            assert int(refused["x-ratelimit-reset"]) > time.time()  # a Unix timestamp
+
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(f"http://127.0.0.1:{proc.metrics}/apisix/prometheus/metrics") as resp,
+            ):
+                exposition = await resp.text()
+            counted = sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in exposition.splitlines()
+                if line.startswith("apisix_http_status{") and 'route="limited"' in line
+            )
+            assert counted == 60  # the whole burst, whichever worker served each request
+
+            rows: list[dict[str, Any]] = []
+            for _ in range(100):
+                rows = await analytics.query(
+                    "SELECT * FROM gateway.request_log WHERE tenant_id = {t:String}",
+                    {"t": tenant},
+                )
+                if len(rows) >= 60:
+                    break
+                await asyncio.sleep(0.1)
+            assert len(rows) == 60
+            assert {r["status_code"] for r in rows} == {200, 429}
+            assert {r["route_id"] for r in rows} == {"limited"}
+            assert not any("not-logged" in str(value) for r in rows for value in r.values())
+    finally:
+        await cp.stop(grace=0.1)
