@@ -3,11 +3,15 @@ the spec's columns) and Milvus Lite."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
+from typing import Any
+
 import pytest
 from support import free_port
 
 from runtime.errors import InvalidRequest
-from runtime.stores.analytics import Analytics
+from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv, kv_status
 from runtime.stores.vectors import open_vectors, vectors_status
 
@@ -150,3 +154,39 @@ async def test_milvus_lite_round_trip(tmp_path) -> None:
         assert hits[0][0]["id"] == 1
     finally:
         client.close()
+
+
+async def test_direct_sink_merges_concurrent_batches_and_isolates_a_bad_one(
+    analytics: Analytics,
+) -> None:
+    """Group commit: batches written while an insert runs go together into the next one, every
+    row lands, and a batch ClickHouse refuses fails its own writer only."""
+    inserts: list[int] = []
+
+    class Counting:  # the real store, counting its INSERTs
+        async def insert(self, table: str, rows: Any) -> int:
+            inserts.append(len(rows))
+            return await analytics.insert(table, rows)
+
+    sink = DirectSink(Counting())  # type: ignore[arg-type]
+    tenant = f"gc-{uuid.uuid4().hex[:8]}"
+    batches = [
+        [{"tenant_id": tenant, "route_id": f"r{i}", "status_code": 200}] * 5 for i in range(20)
+    ]
+    assert await asyncio.gather(*(sink.write("request_log", b) for b in batches)) == [5] * 20
+    assert sum(inserts) == 100 and len(inserts) < 20, inserts  # merged, nothing lost
+    count = "SELECT count() AS n FROM gateway.request_log WHERE tenant_id = {t:String}"
+    assert (await analytics.query(count, {"t": tenant}))[0]["n"] == 100
+
+    good = [{"tenant_id": tenant, "status_code": 201}]
+    bad = [{"tenant_id": tenant, "status_code": "not a number"}]
+    outcome = await asyncio.gather(
+        sink.write("request_log", good),
+        sink.write("request_log", good),
+        sink.write("request_log", bad),
+        sink.write("request_log", good),
+        return_exceptions=True,
+    )
+    assert outcome[0] == outcome[1] == outcome[3] == 1
+    assert isinstance(outcome[2], Exception)
+    assert (await analytics.query(count, {"t": tenant}))[0]["n"] == 103
