@@ -458,3 +458,42 @@ async def test_xds_subscriber_reconnects_after_a_restart(
             await second.stop(grace=0.1)
     finally:
         await sub.stop()
+
+
+async def test_plugin_examples_of_the_apisix_docs_verbatim(platform: Platform) -> None:
+    """key-auth's and limit-count's documented Admin API calls, as written in APISIX's plugin
+    docs, with the real plugins; a key already held by another consumer is refused."""
+    status, body, _ = await platform.admin(
+        "PUT", "/consumers", {"username": "jack", "plugins": {"key-auth": {"key": "jack-key"}}}
+    )
+    assert status == 201 and body["value"]["username"] == "jack"
+    key_auth_route = {
+        "id": "key-auth-route",
+        "uri": "/anything",
+        "plugins": {"key-auth": {}},
+        "upstream": {"type": "roundrobin", "nodes": {"httpbin.org:80": 1}},
+    }
+    assert (await platform.admin("PUT", "/routes", key_auth_route))[0] == 201
+    limit_count_route = {
+        "uri": "/index.html",
+        "plugins": {
+            "limit-count": {
+                "count": 2,
+                "time_window": 60,
+                "rejected_code": 503,
+                "key_type": "var",
+                "key": "remote_addr",
+            }
+        },
+        "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:1980": 1}},
+    }
+    assert (await platform.admin("PUT", "/routes/1", limit_count_route))[0] == 201
+    status, body, _ = await platform.admin(
+        "PUT", "/consumers", {"username": "rose", "plugins": {"key-auth": {"key": "jack-key"}}}
+    )
+    assert status == 400 and "jack" in body["error_msg"]
+    status, body, _ = await platform.admin(
+        "PUT", "/routes/2", {"uri": "/x", "plugins": {"limit-count": {"count": 0}}}
+    )
+    assert status == 400
+    assert body["error_msg"].startswith("failed to check the configuration of plugin limit-count")

@@ -206,6 +206,14 @@ async def test_params_hosts_methods_vars_priority_remote_addrs(edge: Edge, node:
                 priority=3,
                 plugins={"test-tag": {"tag": "in"}},
             ),
+            route(
+                "or",
+                "/o",
+                node,
+                vars=["OR", ["arg_a", "==", "1"], ["AND", ["arg_b", ">", 5], ["arg_c", "~=", "x"]]],
+                plugins={"test-tag": {"tag": "or"}},
+            ),
+            route("not", "/n", node, vars=["!AND", ["arg_a", "==", "1"], ["arg_b", "==", "2"]]),
         ]
     )
     assert (await edge.get("/users/42/posts"))[2]["x-tag"] == "user"
@@ -218,6 +226,12 @@ async def test_params_hosts_methods_vars_priority_remote_addrs(edge: Edge, node:
     assert (await edge.get("/v?beta=1", headers={"X-K": "b"}))[2]["x-tag"] == "low"
     assert (await edge.get("/v?beta=xx"))[2]["x-tag"] == "in"
     assert (await edge.get("/r"))[0] == 404  # we come from 127.0.0.1
+    assert (await edge.get("/o?a=1"))[2]["x-tag"] == "or"  # the first branch
+    assert (await edge.get("/o?b=9&c=y"))[2]["x-tag"] == "or"  # the nested AND
+    assert (await edge.get("/o?b=9&c=x"))[0] == 404
+    assert (await edge.get("/o?b=2"))[0] == 404
+    assert (await edge.get("/n?a=1&b=2"))[0] == 404  # !AND: not both
+    assert (await edge.get("/n?a=1&b=3"))[0] == 200
 
 
 async def test_services_plugin_configs_and_global_rules(edge: Edge, node: int) -> None:

@@ -9,7 +9,9 @@ a prefix route on the part before it, checked with a regular expression.
 
 `vars` are lua-resty-expr conditions `[[var, op, value], ...]` (all must hold), with ops
 `==`, `~=`, `>`, `<`, `>=`, `<=`, `~~` (regex), `~*` (case-insensitive regex), `in`, `has`,
-each negatable with a leading `!` (`["arg_x", "!", "==", "1"]`). Variables are nginx's:
+each negatable with a leading `!` (`["arg_x", "!", "==", "1"]`); a list may instead start
+with a logical operator, `OR`, `AND`, `!OR` or `!AND`, over rules that may be such groups in
+turn (`["OR", ["arg_x", "==", "1"], ["AND", [...], [...]]]`). Variables are nginx's:
 `uri`, `request_method`, `host`, `remote_addr`, `scheme`, `query_string`, `arg_<name>`,
 `http_<name>`, `cookie_<name>`, `route_id`, `consumer_name`.
 """
@@ -101,22 +103,37 @@ def _op(op: str, value: Any) -> Callable[[Any], bool]:
     raise ConfigRejected(f"vars: unknown operator {op!r}")
 
 
+_LOGICAL = {"AND": all, "OR": any}
+
+
 def compile_vars(expr: Sequence[Any]) -> Condition:
-    """`[[var, op, value], ...]` → one predicate (all must hold)."""
-    tests: list[tuple[str, Callable[[Any], bool], bool]] = []
-    for item in expr:
-        if not isinstance(item, list) or len(item) not in (3, 4):
-            raise ConfigRejected(f"vars: bad expression {item!r}")
-        negate = len(item) == 4
-        if negate and item[1] != "!":
-            raise ConfigRejected(f"vars: bad expression {item!r}")
-        name, op, value = item[0], item[-2], item[-1]
-        tests.append((str(name), _op(str(op), value), negate))
+    """A lua-resty-expr expression → one predicate: `[rule, ...]` (all must hold), or
+    `["OR" | "AND" | "!OR" | "!AND", rule, ...]`; a rule is `[var, op, value]`,
+    `[var, "!", op, value]` or, nested, an expression."""
+    if not isinstance(expr, list) or not expr:
+        raise ConfigRejected(f"vars: bad expression {expr!r}")
+    head = expr[0]
+    if isinstance(head, str) and head.upper().lstrip("!") in _LOGICAL:
+        combine, negate, items = _LOGICAL[head.upper().lstrip("!")], head.startswith("!"), expr[1:]
+    else:
+        combine, negate, items = all, False, expr
+    rules = [_rule(item) for item in items]
+    if not negate:
+        return lambda ctx: combine(rule(ctx) for rule in rules)
+    return lambda ctx: not combine(rule(ctx) for rule in rules)
 
-    def check(ctx: RequestContext) -> bool:
-        return all(test(variable(ctx, name)) != negate for name, test, negate in tests)
 
-    return check
+def _rule(item: Any) -> Condition:
+    if not isinstance(item, list) or not item:
+        raise ConfigRejected(f"vars: bad expression {item!r}")
+    if isinstance(item[0], list) or str(item[0]).upper().lstrip("!") in _LOGICAL:
+        return compile_vars(item)  # a nested expression
+    if len(item) not in (3, 4) or (len(item) == 4 and item[1] != "!"):
+        raise ConfigRejected(f"vars: bad expression {item!r}")
+    name, test = str(item[0]), _op(str(item[-2]), item[-1])
+    if len(item) == 4:
+        return lambda ctx: not test(variable(ctx, name))
+    return lambda ctx: test(variable(ctx, name))
 
 
 class Route:
