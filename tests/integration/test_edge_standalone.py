@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 import aiohttp
@@ -105,3 +106,117 @@ async def test_two_workers_serve_the_standalone_file(valkey_url: str, tmp_path: 
         code = await asyncio.wait_for(primary.wait(), 20)
         await runner.cleanup()
     assert code == 0
+
+
+async def test_streams_and_websockets_through_worker_processes(
+    valkey_url: str, tmp_path: Path
+) -> None:
+    """Through `python -m gateways.edge --workers 2`: server-sent events pass one by one as
+    the upstream writes them, a 20 MB upload reaches the upstream while the client is still
+    sending, and a WebSocket upgrade is proxied both ways."""
+    first_chunk_at: list[float] = []
+    upload_done_at: list[float] = []
+
+    async def sse(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for i in range(3):
+            await response.write(f"data: {i}\n\n".encode())
+            await asyncio.sleep(0.3)
+        await response.write_eof()
+        return response
+
+    async def upload(request: web.Request) -> web.Response:
+        size = 0
+        async for chunk in request.content.iter_any():
+            if not first_chunk_at:
+                first_chunk_at.append(time.monotonic())
+            size += len(chunk)
+        return web.json_response({"received": size})
+
+    async def ws(request: web.Request) -> web.WebSocketResponse:
+        socket_ = web.WebSocketResponse()
+        await socket_.prepare(request)
+        async for message in socket_:
+            await socket_.send_str(f"echo {message.data}")
+        return socket_
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_get("/sse", sse)
+    app.router.add_post("/upload", upload)
+    app.router.add_get("/ws", ws)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    nodes = {f"127.0.0.1:{runner.addresses[0][1]}": 1}
+    config = tmp_path / "apisix.json"
+    config.write_text(
+        json.dumps(
+            {
+                "routes": [
+                    {"id": "sse", "uri": "/sse", "upstream": {"nodes": nodes}},
+                    {"id": "up", "uri": "/upload", "upstream": {"nodes": nodes}},
+                    {
+                        "id": "ws",
+                        "uri": "/ws",
+                        "enable_websocket": True,
+                        "upstream": {"nodes": nodes},
+                    },
+                ]
+            }
+        )
+    )
+    proxy, admin = free_port(), free_port()
+    env = {
+        **os.environ,
+        "MASTER_KEY": MASTER_KEY,
+        "ADMIN_API_KEY": ADMIN_API_KEY,
+        "REDIS_URL": valkey_url,
+        "HTTP_PORT": str(proxy),
+        "ADMIN_PORT": str(admin),
+        "METRICS_PORT": str(free_port()),
+        "GRPC_PORT": str(free_port()),
+        "EDGE_CONFIG_FILE": str(config),
+        "MAX_BODY_BYTES": str(64 * 1024 * 1024),
+    }
+    edge = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
+    )
+    base = f"http://127.0.0.1:{proxy}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(150):
+                try:
+                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.1)
+
+            arrivals = []
+            async with http.get(f"{base}/sse") as resp:
+                assert resp.headers["Content-Type"] == "text/event-stream"
+                async for line in resp.content:
+                    if line.startswith(b"data:"):
+                        arrivals.append(time.monotonic())
+            assert len(arrivals) == 3
+            assert arrivals[1] - arrivals[0] > 0.2  # each event as it was written
+
+            async def slow_body():  # 20 MB in 1 MB pieces, 50 ms apart
+                for _ in range(20):
+                    yield b"x" * (1024 * 1024)
+                    await asyncio.sleep(0.05)
+                upload_done_at.append(time.monotonic())
+
+            async with http.post(f"{base}/upload", data=slow_body()) as resp:
+                assert (await resp.json()) == {"received": 20 * 1024 * 1024}
+            assert first_chunk_at[0] < upload_done_at[0]  # streamed, not held whole
+
+            async with http.ws_connect(f"{base}/ws") as socket_:
+                await socket_.send_str("hello")
+                assert (await socket_.receive(timeout=5)).data == "echo hello"
+    finally:
+        edge.terminate()
+        await asyncio.wait_for(edge.wait(), 20)
+        await runner.cleanup()
