@@ -5,10 +5,12 @@ reference routes of a fresh store (`seed`)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from envoy.service.discovery.v3 import ads_pb2_grpc
+from redis.exceptions import RedisError
 
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.seed import seed
@@ -32,6 +34,7 @@ class EdgeConfiguration:
     store: EdgeConfigStore
     watch: ConfigWatch
     bindings: list[Binding]
+    _seeding: asyncio.Task[None] | None = field(default=None, init=False)
 
     @classmethod
     def build(
@@ -47,11 +50,35 @@ class EdgeConfiguration:
         return cls(config, store, watch, bindings)
 
     async def start(self) -> None:
-        try:
-            await seed(self.store, self.config)
-        except Exception as exc:  # the store may be down at boot; the data plane keeps `/`
-            log.warning("seeding the reference edge routes failed", extra={"error": repr(exc)})
+        if not await self._try_seed():  # the store is down: again in the background
+            self._seeding = asyncio.create_task(self._seed_later())
         await self.watch.start()
 
     async def stop(self) -> None:
+        if self._seeding is not None and not self._seeding.done():
+            self._seeding.cancel()  # bounded wait: a cancel inside redis-py may be swallowed
+            await asyncio.wait({self._seeding}, timeout=1)
         await self.watch.stop()
+
+    async def _try_seed(self) -> bool:
+        """Seed the reference routes of a fresh store. False when the store is unreachable
+        (in a cluster it often starts after the control plane); routes the schemas refuse
+        are logged, not retried (the data plane still answers `/`)."""
+        try:
+            await seed(self.store, self.config)
+        except (RedisError, OSError) as exc:
+            log.warning(
+                "edge configuration store unreachable; seeding later", extra={"error": repr(exc)}
+            )
+            return False
+        except Exception as exc:
+            log.error("the reference edge routes were refused", extra={"error": repr(exc)})
+        return True
+
+    async def _seed_later(self) -> None:
+        delay = 0.5
+        while True:
+            await asyncio.sleep(delay)
+            if await self._try_seed():
+                return
+            delay = min(delay * 2, 30.0)

