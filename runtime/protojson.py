@@ -68,6 +68,12 @@ def _fix(message: Message, rendered: dict[str, Any]) -> dict[str, Any]:
     return rendered
 
 
+def plain_json(message: Message) -> Any:
+    """A Struct, Value or ListValue as plain JSON, whole numbers as ints (Struct numbers are
+    doubles: `2` would come back `2.0`)."""
+    return _integral(json_format.MessageToDict(message))
+
+
 def _integral(value: Any) -> Any:
     """Struct numbers are doubles; write whole ones as JSON integers (2, not 2.0)."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:

@@ -4,6 +4,7 @@ an OTLP trace receiver."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -121,3 +122,38 @@ async def stop_stack(proc: asyncio.subprocess.Process) -> int:
     """Ctrl-C, as a person would; returns the launcher's exit code."""
     proc.send_signal(signal.SIGINT)
     return await asyncio.wait_for(proc.wait(), 60)
+
+
+def edge_env(valkey_url: str, **extra: str) -> dict[str, str]:
+    """The environment of an edge process in a test: free ports, the session's Valkey."""
+    return {
+        **os.environ,
+        "MASTER_KEY": MASTER_KEY,
+        "ADMIN_API_KEY": ADMIN_API_KEY,
+        "REDIS_URL": valkey_url,
+        "HTTP_PORT": str(free_port()),
+        "ADMIN_PORT": str(free_port()),
+        "METRICS_PORT": str(free_port()),
+        "GRPC_PORT": str(free_port()),
+        **extra,
+    }
+
+
+async def start_edge(env: Mapping[str, str], workers: int = 2) -> asyncio.subprocess.Process:
+    """`python -m gateways.edge --workers N`, returned once its admin `/health` answers."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateways.edge", "--workers", str(workers), env=dict(env)
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(150):
+            try:
+                async with http.get(f"http://127.0.0.1:{env['ADMIN_PORT']}/health") as resp:
+                    if resp.status == 200:
+                        return process
+            except aiohttp.ClientError:
+                pass
+            assert process.returncode is None, "the edge exited"
+            await asyncio.sleep(0.1)
+    process.terminate()
+    await process.wait()
+    raise AssertionError("the edge did not become healthy in 15 s")

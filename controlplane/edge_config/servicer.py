@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 
 from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
@@ -29,6 +29,7 @@ from gateways.edge.resources import (
 )
 from runtime.context import respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
+from runtime.protojson import plain_json
 from strata.edge.v1 import admin_pb2, admin_pb2_grpc
 
 T = TypeVar("T")
@@ -64,21 +65,6 @@ RETRIES = 50
 
 def key_not_found() -> NotFound:
     return NotFound("Key not found", error="key_not_found")
-
-
-def plain(message: struct_pb2.Struct | struct_pb2.Value) -> Any:
-    """A Struct or Value as plain JSON, whole numbers as ints (Struct numbers are doubles)."""
-    return _whole(json_format.MessageToDict(message))
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    return value
 
 
 def struct(value: dict[str, Any]) -> struct_pb2.Struct:
@@ -148,7 +134,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         self, request: admin_pb2.PutResourceRequest, context: Any
     ) -> admin_pb2.PutResourceResponse:
         kind = _kind(request.kind)
-        body = plain(request.resource)
+        body = plain_json(request.resource)
         _refuse_forbidden(body)
         id_ = _put_id(kind, request.id, body)
         value, created = await self._save(kind, id_, lambda _: body)
@@ -161,7 +147,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         kind = _kind(request.kind)
         if kind not in POSTABLE:
             raise MethodNotAllowed(f"not supported `POST` method for {SINGULAR[kind]}")
-        body = plain(request.resource)
+        body = plain_json(request.resource)
         if "id" in body:
             raise bad(f"wrong {SINGULAR[kind]} id, do not need it")
         _refuse_forbidden(body)
@@ -176,7 +162,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         kind = _kind(request.kind)
         if kind == CONSUMERS:
             raise MethodNotAllowed(f"not supported `PATCH` method for {SINGULAR[kind]}")
-        patch = plain(request.patch)
+        patch = plain_json(request.patch)
         steps = [s for s in request.path.split("/") if s]
 
         def patched(existing: Entry | None) -> dict[str, Any]:

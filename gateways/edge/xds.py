@@ -25,12 +25,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
-from google.protobuf import json_format
 from google.rpc import status_pb2
 
 from gateways.edge.resources import ConfigRejected, Resource, Snapshot
 from runtime.config import ServiceConfig
 from runtime.peers import Peer
+from runtime.protojson import plain_json
 from strata.edge.v1 import config_pb2
 
 log = logging.getLogger(__name__)
@@ -47,20 +47,9 @@ def snapshot_of(response: discovery_pb2.DiscoveryResponse) -> Snapshot:
         resource = config_pb2.EdgeResource()
         if not packed.Unpack(resource):
             raise ConfigRejected(f"unexpected resource type {packed.type_url}")
-        value = _whole(json_format.MessageToDict(resource.value))
+        value = plain_json(resource.value)  # whole numbers back to ints, as stored
         resources.setdefault(resource.kind, {})[resource.id] = value
     return Snapshot(int(response.version_info or 0), resources)
-
-
-def _whole(value: Any) -> Any:
-    """Struct numbers are doubles: whole ones back to ints, as the Admin API stored them."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    return value
 
 
 class XdsSubscription:

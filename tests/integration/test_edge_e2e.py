@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
+from support import ADMIN_API_KEY, edge_env, free_port, start_edge
 from test_edge_config import clear_store
 from test_edge_standalone import fetch
 from test_edge_workers import children
@@ -95,39 +94,20 @@ def control_plane(
 @asynccontextmanager
 async def edge(cp_port: int, valkey_url: str, idp: str) -> AsyncIterator[EdgeProcess]:
     """`python -m gateways.edge --workers 2` subscribed to the control plane on `cp_port`."""
-    proxy, admin, metrics = free_port(), free_port(), free_port()
-    env = {
-        **os.environ,
-        "MASTER_KEY": MASTER_KEY,
-        "ADMIN_API_KEY": ADMIN_API_KEY,
-        "REDIS_URL": valkey_url,
-        "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
-        "CONTROLPLANE_GRPC": f"127.0.0.1:{cp_port}",
-        "HTTP_PORT": str(proxy),
-        "ADMIN_PORT": str(admin),
-        "METRICS_PORT": str(metrics),
-        "GRPC_PORT": str(free_port()),
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
+    env = edge_env(
+        valkey_url,
+        IDP_JWKS_URL=f"{idp}/protocol/openid-connect/certs",
+        CONTROLPLANE_GRPC=f"127.0.0.1:{cp_port}",
     )
+    process = await start_edge(env)
     try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(150):
-                try:
-                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert process.returncode is None, "the edge exited"
-                await asyncio.sleep(0.1)
         for _ in range(50):  # the worker starts just after the primary
             pids = [process.pid, *children(process.pid)]
             if len(pids) == 2:
                 break
             await asyncio.sleep(0.1)
-        yield EdgeProcess(process, proxy, admin, metrics, pids)
+        ports = (int(env[name]) for name in ("HTTP_PORT", "ADMIN_PORT", "METRICS_PORT"))
+        yield EdgeProcess(process, *ports, pids)
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 20)

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
+from support import edge_env, start_edge
 from test_edge_workers import accepting_pid, children
 
 pytestmark = pytest.mark.timeout(60)
@@ -49,32 +47,10 @@ async def test_two_workers_serve_the_standalone_file(valkey_url: str, tmp_path: 
         f"  - {{id: r1, uri: /api/*, upstream: {{nodes: {{'127.0.0.1:{upstream}': 1}}}}}}\n"
         "#END\n"
     )
-    proxy, admin = free_port(), free_port()
-    env = {
-        **os.environ,
-        "MASTER_KEY": MASTER_KEY,
-        "ADMIN_API_KEY": ADMIN_API_KEY,
-        "REDIS_URL": valkey_url,
-        "HTTP_PORT": str(proxy),
-        "ADMIN_PORT": str(admin),
-        "METRICS_PORT": str(free_port()),
-        "GRPC_PORT": str(free_port()),
-        "EDGE_CONFIG_FILE": str(config),
-    }
-    primary = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
-    )
+    env = edge_env(valkey_url, EDGE_CONFIG_FILE=str(config))
+    proxy = int(env["HTTP_PORT"])
+    primary = await start_edge(env)
     try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(150):
-                try:
-                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert primary.returncode is None, "the edge exited"
-                await asyncio.sleep(0.1)
         pids = [primary.pid, *children(primary.pid)]
         assert len(pids) == 2
         seen: set[int | None] = set()
@@ -166,34 +142,11 @@ async def test_streams_and_websockets_through_worker_processes(
             }
         )
     )
-    proxy, admin = free_port(), free_port()
-    env = {
-        **os.environ,
-        "MASTER_KEY": MASTER_KEY,
-        "ADMIN_API_KEY": ADMIN_API_KEY,
-        "REDIS_URL": valkey_url,
-        "HTTP_PORT": str(proxy),
-        "ADMIN_PORT": str(admin),
-        "METRICS_PORT": str(free_port()),
-        "GRPC_PORT": str(free_port()),
-        "EDGE_CONFIG_FILE": str(config),
-        "MAX_BODY_BYTES": str(64 * 1024 * 1024),
-    }
-    edge = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
-    )
-    base = f"http://127.0.0.1:{proxy}"
+    env = edge_env(valkey_url, EDGE_CONFIG_FILE=str(config), MAX_BODY_BYTES=str(64 * 1024 * 1024))
+    edge = await start_edge(env)
+    base = f"http://127.0.0.1:{env['HTTP_PORT']}"
     try:
         async with aiohttp.ClientSession() as http:
-            for _ in range(150):
-                try:
-                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.1)
-
             arrivals = []
             async with http.get(f"{base}/sse") as resp:
                 assert resp.headers["Content-Type"] == "text/event-stream"

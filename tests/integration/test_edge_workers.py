@@ -7,12 +7,10 @@ import asyncio
 import os
 import signal
 import socket
-import sys
 from pathlib import Path
 
-import aiohttp
 import pytest
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
+from support import edge_env, start_edge
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,31 +46,10 @@ def children(pid: int) -> list[int]:
 
 
 async def test_two_processes_answer_on_the_data_plane_port(valkey_url: str) -> None:
-    proxy, admin = free_port(), free_port()
-    env = {
-        **os.environ,
-        "MASTER_KEY": MASTER_KEY,
-        "ADMIN_API_KEY": ADMIN_API_KEY,
-        "REDIS_URL": valkey_url,
-        "HTTP_PORT": str(proxy),
-        "ADMIN_PORT": str(admin),
-        "METRICS_PORT": str(free_port()),
-        "GRPC_PORT": str(free_port()),
-    }
-    primary = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateways.edge", "--workers", "2", env=env
-    )
+    env = edge_env(valkey_url)
+    proxy = int(env["HTTP_PORT"])
+    primary = await start_edge(env)
     try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(150):
-                try:
-                    async with http.get(f"http://127.0.0.1:{admin}/health") as resp:
-                        if resp.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert primary.returncode is None, "the edge exited"
-                await asyncio.sleep(0.1)
         workers = children(primary.pid)
         assert len(workers) == 1  # the primary started N-1 workers
         pids = [primary.pid, *workers]
