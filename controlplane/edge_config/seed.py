@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.servicer import check
 from controlplane.edge_config.store import SEEDED, Conflict, EdgeConfigStore, Entry, Op
-from gateways.edge.resources import ROUTES, UPSTREAMS
+from gateways.edge.resources import GLOBAL_RULES, ROUTES, UPSTREAMS
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ def reference_resources(config: ControlPlaneConfig) -> list[tuple[str, str, dict
                          "plugins": {**jwt, **rate_limit, **logger}}),
         (ROUTES, "v1", {"name": "v1", "uri": "/v1/*", "upstream_id": "ai-gateway",
                         "plugins": {**jwt, **rate_limit, **logger}}),
+        # Every request counted on :9091 and given an id, as the spec's fixed settings expose
+        # the metrics (APISIX users enable both as a global rule).
+        (GLOBAL_RULES, "observability", {"plugins": {"prometheus": {}, "request-id": {}}}),
     ]  # fmt: skip
 
 

@@ -332,6 +332,8 @@ async def test_reference_routes_are_seeded_once(valkey_url: str, makers: Any) ->
         assert set(routes) == {"/smoke/*", "/api/*", "/v1/*"}
         assert "openid-connect" in routes["/api/*"]["plugins"]
         assert routes["/v1/*"]["upstream_id"] == "ai-gateway"
+        _, body, _ = await platform.admin("GET", "/global_rules/observability")
+        assert set(body["value"]["plugins"]) == {"prometheus", "request-id"}
         await platform.admin("DELETE", "/routes/smoke")
     async with make_cp() as cp, make_edge(cp.grpc_target) as edge:  # a restart: not again
         platform = Platform(cp, edge, make_cp, make_edge)

@@ -219,6 +219,7 @@ async def test_reference_plugins_across_workers(
                 for line in exposition.splitlines()
                 if line.startswith("apisix_http_status{") and 'route="limited"' in line
             )
+            assert f'node="127.0.0.1:{upstream}"' in exposition  # the upstream node served
             assert counted == 60  # the whole burst, whichever worker served each request
 
             rows: list[dict[str, Any]] = []

@@ -364,6 +364,7 @@ async def forward(
     tried: list[Node] = []
     while True:
         node = up.pick(ctx, tried)
+        ctx.vars["upstream_addr"] = node.address  # the node the log phase reports
         try:
             conn, reused = await node.pool.acquire(timeouts.connect)
         except UpstreamError as exc:
