@@ -12,7 +12,7 @@ import tempfile
 from gateways.edge.app import build
 from gateways.edge.config import EdgeConfig
 from gateways.edge.metrics import prepare_multiproc_dir
-from gateways.edge.workers import build_worker, with_workers
+from gateways.edge.workers import build_worker, die_with_primary, with_workers
 from runtime.main import main
 
 parser = argparse.ArgumentParser(prog="python -m gateways.edge")
@@ -20,6 +20,8 @@ parser.add_argument("--workers", type=int, help="data-plane processes (default: 
 parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
 args = parser.parse_args()
 
+if args.worker:
+    die_with_primary(int(os.environ["EDGE_PRIMARY_PID"]))
 if not args.worker and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     # One metrics view over the primary and its workers (which inherit the variable): set
     # before any metric exists, in a directory of this edge's own.

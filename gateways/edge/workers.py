@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -64,7 +65,7 @@ def with_workers(build: Build) -> Build:
         workers: list[asyncio.subprocess.Process] = []
 
         async def start() -> None:
-            env = {**os.environ, **config.environ()}
+            env = {**os.environ, **config.environ(), "EDGE_PRIMARY_PID": str(os.getpid())}
             for _ in range(config.workers - 1):
                 workers.append(
                     await asyncio.create_subprocess_exec(
@@ -96,3 +97,17 @@ def with_workers(build: Build) -> Build:
         return definition
 
     return build_primary
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_primary(primary_pid: int) -> None:
+    """A worker must not outlive its primary: it would go on serving the shared port with a
+    configuration nobody updates. The kernel sends it SIGTERM (a graceful drain) when the
+    primary exits, however it exits; a primary already gone before this call means exit now."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != primary_pid:
+        sys.exit("the edge primary is gone")

@@ -41,6 +41,10 @@ def answer(port: int, pids: list[int]) -> tuple[bytes, int | None]:
         return reply, accepting_pid(conn, port, pids)
 
 
+def running(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
 def children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
@@ -69,3 +73,25 @@ async def test_two_processes_answer_on_the_data_plane_port(valkey_url: str) -> N
     for pid in workers:  # the primary stopped (and reaped) its worker before exiting
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+async def test_a_worker_does_not_outlive_its_primary(valkey_url: str) -> None:
+    """However the primary ends (here SIGKILL: no cleanup of its own), its workers drain and
+    exit rather than go on serving the shared port with a configuration nobody updates."""
+    env = edge_env(valkey_url)
+    primary = await start_edge(env)
+    workers = children(primary.pid)
+    assert len(workers) == 1
+    for _ in range(200):  # until the worker serves (then it is past its start-up checks)
+        _, pid = await asyncio.to_thread(answer, int(env["HTTP_PORT"]), [primary.pid, *workers])
+        if pid == workers[0]:
+            break
+        await asyncio.sleep(0.02)
+    assert pid == workers[0]
+    primary.kill()
+    await primary.wait()
+    for _ in range(100):
+        if not running(workers[0]):
+            break
+        await asyncio.sleep(0.1)
+    assert not running(workers[0]), "the worker outlived its primary"
