@@ -8,10 +8,8 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError, best_match
-
 from gateways.edge.plugins import REGISTRY
+from gateways.edge.schema import check
 from runtime.errors import InvalidRequest
 
 ID = {
@@ -227,25 +225,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "global_rules": _plugins_holder(named=False),
     "plugin_configs": _plugins_holder(named=True),
 }
-_VALIDATORS = {kind: Draft7Validator(schema) for kind, schema in SCHEMAS.items()}
-
-
-def describe(error: ValidationError) -> str:
-    """One schema failure as APISIX words it: `property "uri" validation failed: ...`."""
-    path = ".".join(str(p) for p in error.absolute_path)
-    return f'property "{path}" validation failed: {error.message}' if path else error.message
-
-
-def _first_error(validator: Draft7Validator, value: Any) -> ValidationError | None:
-    """The most telling failure (jsonschema's best match descends into oneOf/anyOf)."""
-    return best_match(validator.iter_errors(value))
 
 
 def check_resource(kind: str, value: Mapping[str, Any]) -> None:
     """The resource schema of `kind` (400 `invalid configuration: ...`)."""
-    error = _first_error(_VALIDATORS[kind], value)
-    if error is not None:
-        raise bad(f"invalid configuration: {describe(error)}")
+    problem = check(SCHEMAS[kind], value)
+    if problem is not None:
+        raise bad(f"invalid configuration: {problem}")
 
 
 def check_plugins(
@@ -264,9 +250,9 @@ def check_plugins(
             raise bad(f"invalid plugin conf {json.dumps(conf)} for plugin [{name}]")
         schema = plugin.consumer_schema if consumer and plugin.consumer_schema else plugin.schema
         conf = {k: v for k, v in conf.items() if k != "_meta"}  # APISIX's per-instance knobs
-        error = _first_error(Draft7Validator(schema), conf)
-        if error is not None:
-            message = f"failed to check the configuration of plugin {name} err: {describe(error)}"
+        problem = check(schema, conf)
+        if problem is not None:
+            message = f"failed to check the configuration of plugin {name} err: {problem}"
             raise bad(f"invalid plugins configuration: {message}" if consumer else message)
 
 

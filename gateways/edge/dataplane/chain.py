@@ -13,37 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import jsonschema
-from jsonschema.protocols import Validator
-
 from gateways.edge.plugin import Plugin, PluginEnv
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.resources import ConfigRejected
-
-
-def _with_defaults(base: type[Validator]) -> type[Validator]:
-    """jsonschema's documented recipe: a validator that also fills in `default`s."""
-    validate_properties = base.VALIDATORS["properties"]
-
-    def set_defaults(validator: Any, properties: Any, instance: Any, schema: Any) -> Any:
-        if isinstance(instance, dict):
-            for name, sub in properties.items():
-                if isinstance(sub, dict) and "default" in sub:
-                    instance.setdefault(name, _copy(sub["default"]))
-        yield from validate_properties(validator, properties, instance, schema)
-
-    return jsonschema.validators.extend(base, {"properties": set_defaults})  # type: ignore[no-any-return]
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
-DefaultingValidator = _with_defaults(jsonschema.Draft202012Validator)
+from gateways.edge.schema import check, with_defaults
 
 
 def plugin_conf(name: str, conf: Any, schema_key: str = "schema") -> dict[str, Any]:
@@ -54,13 +27,11 @@ def plugin_conf(name: str, conf: Any, schema_key: str = "schema") -> dict[str, A
     if not isinstance(conf, dict):
         raise ConfigRejected(f"invalid plugin conf {conf!r} for plugin [{name}]")
     schema = getattr(cls, schema_key) or {}
-    filled = _copy(conf)
-    error = jsonschema.exceptions.best_match(DefaultingValidator(schema).iter_errors(filled))
-    if error is not None:
-        raise ConfigRejected(
-            f"failed to check the configuration of plugin {name} err: {error.message}"
-        )
-    return filled  # type: ignore[no-any-return]
+    filled = with_defaults(schema, conf)
+    problem = check(schema, filled)
+    if problem is not None:
+        raise ConfigRejected(f"failed to check the configuration of plugin {name} err: {problem}")
+    return filled
 
 
 def build_plugins(confs: Mapping[str, Any], env: PluginEnv) -> list[Plugin]:

@@ -33,7 +33,6 @@ import asyncio
 import hashlib
 import itertools
 import os
-import re
 import secrets
 import time
 from typing import Any, ClassVar
@@ -42,6 +41,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 from gateways.edge.kv_pipeline import pipelined
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
 
 SCRIPT = """
 local limit = tonumber(ARGV[2])
@@ -87,7 +87,6 @@ if oldest[2] then reset = tonumber(oldest[2]) + span end
 return {allowed, limit, count, math.ceil(reset / 1000000)}
 """
 SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
-TENANT = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # the platform's tenant id alphabet
 DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
 
 
@@ -150,7 +149,7 @@ class TenantRateLimit(Plugin):
             return Reply(403, {"error_msg": f"token tenant {tenant!r} may not act for {named!r}"})
         if not tenant or _platform_admin(claims):
             tenant = named or tenant
-        if not tenant or not TENANT.fullmatch(tenant):
+        if not tenant or not IDENTIFIER.fullmatch(tenant):
             if self.allow_missing:
                 return None
             message = "Invalid tenant ID" if tenant else "Missing tenant ID"
