@@ -1,12 +1,23 @@
-"""Building plugins and request contexts in the edge plugin tests."""
+"""Building plugins and request contexts in the edge plugin tests, and an in-process data
+plane on a real socket (`serve_edge`) with real aiohttp upstreams (`upstream`)."""
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
+from aiohttp import web
+from support import ADMIN_API_KEY, MASTER_KEY
+
+from gateways.edge.config import EdgeConfig
+from gateways.edge.dataplane import DataPlane
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
 from gateways.edge.plugins import REGISTRY
+from gateways.edge.resources import Snapshot
 from gateways.edge.schema import check, with_defaults
 
 
@@ -80,3 +91,92 @@ def count_requests(args: tuple[str, int, int]) -> int:
         ctx.upstream_latency = 0.002
         plugin.log(ctx)
     return os.getpid()
+
+
+# ---- a data plane on a real socket, with real upstreams -------------------------------------
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+EDGE_CONFIG = EdgeConfig.from_env(
+    {"ADMIN_API_KEY": ADMIN_API_KEY, "MASTER_KEY": MASTER_KEY, "MAX_BODY_BYTES": str(64 << 20)}
+)
+
+
+@asynccontextmanager
+async def upstream(handler: Handler | None = None) -> AsyncIterator[int]:
+    """An aiohttp upstream on a free port answering every path with `handler` (default
+    `echo`); yields the port."""
+    app = web.Application(client_max_size=64 << 20)
+    app.router.add_route("*", "/{tail:.*}", handler or echo)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+async def echo(request: web.Request) -> web.Response:
+    """Tells what it received: path with query, method, headers (lower case), body."""
+    body = await request.read()
+    return web.json_response(
+        {
+            "path": request.path_qs,
+            "method": request.method,
+            "headers": {k.lower(): v for k, v in request.headers.items()},
+            "body": body.decode("utf-8", "replace"),
+        }
+    )
+
+
+class Edge:
+    """One in-process data plane on a free port: `apply(routes=[...], upstreams=[...])` swaps in
+    a snapshot, `call(...)` sends a request with aiohttp and returns (status, body, headers)
+    where body is the JSON value when it parses, else bytes."""
+
+    def __init__(self, plane: DataPlane, port: int) -> None:
+        self.plane, self.port = plane, port
+        self.url = f"http://127.0.0.1:{port}"
+        self.revision = 1
+
+    def apply(self, **resources: Any) -> None:
+        self.revision += 1
+        self.plane.apply(snapshot(self.revision, **resources))
+
+    async def call(self, path: str, method: str = "GET", **kwargs: Any) -> tuple[int, Any, Any]:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(method, self.url + path, allow_redirects=False, **kwargs) as resp,
+        ):
+            body = await resp.read()
+            try:
+                data: Any = json.loads(body)
+            except ValueError:
+                data = body
+            return resp.status, data, resp.headers
+
+
+def snapshot(revision: int = 1, **resources: Any) -> Snapshot:
+    by_id = {}
+    for kind, items in resources.items():
+        key = "username" if kind == "consumers" else "id"
+        by_id[kind] = {str(item[key]): item for item in items}
+    return Snapshot(revision, by_id)
+
+
+def route(rid: str, uri: str, port: int, **extra: Any) -> dict[str, Any]:
+    """A route to 127.0.0.1:`port`; `extra` adds fields (`plugins={...}`, `methods=[...]`)."""
+    return {"id": rid, "uri": uri, "upstream": {"nodes": {f"127.0.0.1:{port}": 1}}, **extra}
+
+
+@asynccontextmanager
+async def serve_edge(env: PluginEnv | None = None) -> AsyncIterator[Edge]:
+    """A data plane serving on 127.0.0.1:<free port> with `env` (e.g. `env.kv` for plugins
+    that use the key-value store)."""
+    plane = DataPlane(EDGE_CONFIG, env or PluginEnv())
+    server = await plane.serve("127.0.0.1", 0)
+    try:
+        yield Edge(plane, server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
+        await plane.close_pools()
