@@ -216,6 +216,19 @@ def _plugins_holder(*, named: bool) -> dict[str, Any]:
     }
 
 
+PROTO: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **COMMON,
+        "name": NAME,
+        "desc": DESC,
+        "labels": LABELS,
+        "content": {"type": "string", "minLength": 1, "maxLength": 1 << 20},
+    },
+    "required": ["content"],
+    "additionalProperties": False,
+}
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "routes": ROUTE,
     "services": SERVICE,
@@ -224,6 +237,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "consumer_groups": _plugins_holder(named=True),
     "global_rules": _plugins_holder(named=False),
     "plugin_configs": _plugins_holder(named=True),
+    "protos": PROTO,
 }
 
 

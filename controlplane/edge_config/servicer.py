@@ -23,6 +23,7 @@ from gateways.edge.resources import (
     GLOBAL_RULES,
     KINDS,
     PLUGIN_CONFIGS,
+    PROTOS,
     ROUTES,
     SERVICES,
     UPSTREAMS,
@@ -42,8 +43,9 @@ SINGULAR = {
     CONSUMER_GROUPS: "consumer group",
     GLOBAL_RULES: "global rule",
     PLUGIN_CONFIGS: "plugin config",
+    PROTOS: "proto",
 }
-POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS})
+POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS, PROTOS})
 # Reference fields: (kind holding it, field) → the kind it names.
 REFERENCES = {
     ROUTES: (("upstream_id", UPSTREAMS), ("service_id", SERVICES),
@@ -244,6 +246,8 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
             if must_exist and existing is None:
                 raise key_not_found()
             value = dict(build(existing))
+            if kind == CONSUMERS and isinstance(value.get("plugins"), dict):
+                value["plugins"] = _stored_credentials(value["plugins"])
             now = int(time.time())
             value["create_time"] = existing.value.get("create_time", now) if existing else now
             value["update_time"] = now
@@ -288,6 +292,17 @@ def check(
             for name in plugins:
                 if other_id != id_ and name in (other.value.get("plugins") or {}):
                     raise bad(f"plugin '{name}' already exists in global rule with id '{other_id}'")
+
+
+def _stored_credentials(plugins: dict[str, Any]) -> dict[str, Any]:
+    """A consumer's auth plugin confs as stored (basic-auth keeps a password hash)."""
+    stored = {}
+    for name, conf in plugins.items():
+        plugin = REGISTRY.get(name)
+        if plugin is not None and plugin.consumer_schema is not None and isinstance(conf, dict):
+            conf = plugin.stored_consumer_conf(dict(conf))
+        stored[name] = conf
+    return stored
 
 
 def _check_unique_credentials(state: State, username: str, plugins: dict[str, Any]) -> None:

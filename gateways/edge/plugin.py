@@ -4,11 +4,14 @@ subclasses `Plugin`; the data plane builds each plugin once per configuration ve
 per request) and calls only the phases a plugin overrides.
 
 Phases, in order, as APISIX runs them:
-    rewrite → access → (upstream) → header_filter → body_filter (per chunk) → log
+    rewrite → access → before_proxy → (upstream) → header_filter → body_filter (per chunk,
+    then once with eof=True) → log
 
-`rewrite` and `access` may answer the request themselves by returning a `Reply` (a 401 from
-an auth plugin, a 429 from a limiter); the remaining phases of the chain still run
-`header_filter` and `log`, so a rejected request gets its headers and its log row.
+`rewrite`, `access` and `before_proxy` may answer the request themselves by returning a
+`Reply` (a 401 from an auth plugin, a 429 from a limiter, a transcoded gRPC answer); the
+remaining phases of the chain still run `header_filter`, `body_filter` and `log`, so a
+rejected request gets its headers and its log row. A phase that raises is logged and answered
+500 `{"error_msg": ...}` (before the response started) or ends the response; the worker lives.
 Plugins of one request are merged and ordered as APISIX does (global rules, then the route's
 chain built from plugin config, service, route, consumer group, consumer), by descending
 priority, ties broken by name.
@@ -19,6 +22,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+
+class BodyTooLarge(ValueError):
+    """The request body exceeds what a plugin may buffer (the client gets 413)."""
+
+
+PHASES = ("rewrite", "access", "before_proxy", "header_filter", "body_filter", "log")
 
 
 @dataclass(slots=True)
@@ -40,12 +50,18 @@ class RequestContext:
     Matching: route_id, route (the route resource, JSON as stored), service_id.
     Set by plugins: consumer (the consumer resource, set by an auth plugin), consumer_name,
         tenant_id, jwt_claims (verified claims), vars (free-form, plugin to plugin).
+    Upstream: `upstream` (the compiled upstream the proxy will use; traffic-split may swap
+        it, None when the route has none), `await read_body()` (the whole request body,
+        buffered once; what is sent upstream unless a plugin calls `set_body`).
     Response (after the upstream, or the Reply): status, response_headers (mutable in
         header_filter), bytes_sent.
     Timing: started (time.perf_counter() at the first byte), upstream_latency (seconds).
     """
 
     __slots__ = (
+        "_body_source",
+        "body",
+        "body_replaced",
         "bytes_received",
         "bytes_sent",
         "client_ip",
@@ -66,6 +82,7 @@ class RequestContext:
         "started",
         "status",
         "tenant_id",
+        "upstream",
         "upstream_headers",
         "upstream_latency",
         "upstream_uri",
@@ -107,6 +124,34 @@ class RequestContext:
         self.bytes_received = 0
         self.bytes_sent = 0
         self.upstream_latency = 0.0
+        self.upstream: Any = None  # gateways.edge.dataplane.upstream.Upstream
+        self.body: bytes | None = None  # the buffered request body, once read
+        self.body_replaced = False
+        self._body_source: Any = None  # the server's streaming body (dataplane.server.Body)
+
+    async def read_body(self, limit: int | None = None) -> bytes:
+        """The whole request body, read once and kept (`ctx.body`); the upstream then gets it
+        from here instead of the stream. Over `limit` bytes: `ValueError`."""
+        if self.body is not None:
+            return self.body
+        chunks = []
+        size = 0
+        source = self._body_source
+        while source is not None:
+            chunk = await source.read()
+            if not chunk:
+                break
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise BodyTooLarge(f"request body larger than {limit} bytes")
+            chunks.append(chunk)
+        self.body = b"".join(chunks)
+        return self.body
+
+    def set_body(self, body: bytes) -> None:
+        """Replace what is sent upstream (content-length follows)."""
+        self.body = body
+        self.body_replaced = True
 
 
 class PluginEnv:
@@ -123,6 +168,11 @@ class PluginEnv:
     # (e.g. "key-auth": {key: username}), rebuilt by the data plane on every version.
     consumers: Mapping[str, Mapping[str, Any]] = {}
     credentials: Mapping[str, Mapping[str, str]] = {}
+    # While a configuration version compiles (plugin constructors only): the snapshot, and
+    # `upstream(id_or_conf, owner)` → a compiled Upstream shared with the routes of that
+    # version (so passive health and keep-alive pools are shared).
+    snapshot: Any = None  # gateways.edge.resources.Snapshot
+    upstream: Any = None  # Callable[[str | Mapping, str], Upstream]
 
 
 class Plugin:
@@ -152,20 +202,29 @@ class Plugin:
     async def access(self, ctx: RequestContext) -> Reply | None:
         return None
 
+    async def before_proxy(self, ctx: RequestContext) -> Reply | None:
+        return None
+
     def header_filter(self, ctx: RequestContext) -> None:
         return None
 
-    def body_filter(self, ctx: RequestContext, chunk: bytes) -> bytes:
+    def body_filter(self, ctx: RequestContext, chunk: bytes, eof: bool) -> bytes:
+        """Each response body chunk, then b"" with `eof` True (a plugin that buffers returns
+        b"" until eof, then the whole body)."""
         return chunk
 
     def log(self, ctx: RequestContext) -> None:
         return None
 
     @classmethod
+    def stored_consumer_conf(cls, conf: dict[str, Any]) -> dict[str, Any]:
+        """A consumer's configuration of this (auth) plugin as the Admin API stores it; e.g.
+        basic-auth stores a password hash, never the password."""
+        return conf
+
+    @classmethod
     def phases(cls) -> frozenset[str]:
         """The phases this plugin overrides (the data plane calls no others)."""
         return frozenset(
-            phase
-            for phase in ("rewrite", "access", "header_filter", "body_filter", "log")
-            if getattr(cls, phase) is not getattr(Plugin, phase)
+            phase for phase in PHASES if getattr(cls, phase) is not getattr(Plugin, phase)
         )

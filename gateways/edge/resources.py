@@ -20,7 +20,10 @@ CONSUMERS = "consumers"
 CONSUMER_GROUPS = "consumer_groups"
 GLOBAL_RULES = "global_rules"
 PLUGIN_CONFIGS = "plugin_configs"
-KINDS = (ROUTES, SERVICES, UPSTREAMS, CONSUMERS, CONSUMER_GROUPS, GLOBAL_RULES, PLUGIN_CONFIGS)
+PROTOS = "protos"  # .proto sources (or descriptor sets) for grpc-transcode
+KINDS = (
+    ROUTES, SERVICES, UPSTREAMS, CONSUMERS, CONSUMER_GROUPS, GLOBAL_RULES, PLUGIN_CONFIGS, PROTOS,
+)  # fmt: skip
 
 # The plugin names the spec enables ("Edge proxy plugins (L1)"); a plugin is usable when it
 # is also implemented (gateways/edge/plugins/).

@@ -4,6 +4,7 @@ aiohttp clients, and raw sockets for malformed input."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 from collections import Counter
@@ -73,13 +74,43 @@ class Upper(Plugin):
     priority = 100
     schema = {"type": "object"}
 
-    def body_filter(self, ctx: RequestContext, chunk: bytes) -> bytes:
+    def body_filter(self, ctx: RequestContext, chunk: bytes, eof: bool) -> bytes:
         return chunk.upper()
+
+
+class Body(Plugin):
+    """Test plugin: reads the request body in before_proxy and sends it upstream reversed;
+    buffers the response and answers its length at eof; `fail` raises in access."""
+
+    name = "test-body"
+    priority = 50
+    schema = {
+        "type": "object",
+        "properties": {
+            "fail": {"type": "boolean", "default": False},
+            "count": {"type": "boolean", "default": True},
+        },
+    }
+
+    async def access(self, ctx: RequestContext) -> Reply | None:
+        if self.conf["fail"]:
+            raise RuntimeError("boom")
+        return None
+
+    async def before_proxy(self, ctx: RequestContext) -> Reply | None:
+        ctx.set_body((await ctx.read_body())[::-1])
+        return None
+
+    def body_filter(self, ctx: RequestContext, chunk: bytes, eof: bool) -> bytes:
+        if not self.conf["count"]:
+            return chunk
+        ctx.vars["seen"] = ctx.vars.get("seen", 0) + len(chunk)
+        return str(ctx.vars["seen"]).encode() if eof else b""
 
 
 @pytest.fixture(autouse=True)
 def test_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    for cls in (Tag, Early, Deny, Upper):
+    for cls in (Tag, Early, Deny, Upper, Body):
         monkeypatch.setitem(REGISTRY, cls.name, cls)
 
 
@@ -529,6 +560,29 @@ async def test_reply_short_circuits_and_still_filters_and_logs(edge: Edge, node:
     assert headers["x-filtered"] == "yes" and headers["x-request-id"]
     await asyncio.sleep(0.05)
     assert LOGGED == [("deny", 403)]
+
+
+async def test_before_proxy_body_replacement_buffering_filters_and_plugin_failure(
+    edge: Edge, node: int
+) -> None:
+    edge.apply(
+        routes=[
+            route("b", "/body", node, plugins={"test-body": {}}),
+            route("f", "/fail", node, plugins={"test-body": {"fail": True}}),
+            route("r", "/raw", node, plugins={"test-body": {"count": False}}),
+        ]
+    )
+    status, body, _ = await edge.get("/raw", method="POST", data=b"abc")
+    assert (status, body["length"], body["method"]) == (200, 3, "POST")
+    _, plain, _ = await edge.get("/raw", method="POST", data=b"x")
+    status, body, _ = await edge.get("/body", method="POST", data=b"abc")
+    assert (status, body) == (200, len(json.dumps(plain).replace("/raw", "/body")))
+    status, body, _ = await edge.get("/fail")
+    assert (status, body) == (
+        500,
+        41,
+    )  # the filter still runs on the error body  # the filter still runs on the error body
+    assert (await edge.get("/body", method="POST", data=b"x" * 100_000))[0] == 200
 
 
 async def test_apply_rejects_a_bad_snapshot_and_keeps_the_last_good_one(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from gateways.edge.plugin import Plugin, PluginEnv
+from gateways.edge.plugin import PHASES, Plugin, PluginEnv
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.schema import check, with_defaults
@@ -61,6 +61,7 @@ class Chain:
 
     __slots__ = (
         "access",
+        "before_proxy",
         "body_filter",
         "consumer_chains",
         "header_filter",
@@ -73,18 +74,13 @@ class Chain:
     def __init__(self, plugins: Iterable[Plugin]) -> None:
         self.plugins = tuple(plugins)
         self.names = frozenset(p.name for p in self.plugins)
-        phase: dict[str, list[Callable[..., Any]]] = {
-            "rewrite": [],
-            "access": [],
-            "header_filter": [],
-            "body_filter": [],
-            "log": [],
-        }
+        phase: dict[str, list[Callable[..., Any]]] = {name: [] for name in PHASES}
         for plugin in self.plugins:
             for name in type(plugin).phases():
                 phase[name].append(getattr(plugin, name))
         self.rewrite = tuple(phase["rewrite"])
         self.access = tuple(phase["access"])
+        self.before_proxy = tuple(phase["before_proxy"])
         self.header_filter = tuple(phase["header_filter"])
         self.body_filter = tuple(phase["body_filter"])
         self.log = tuple(phase["log"])

@@ -77,6 +77,18 @@ def _lookup(snapshot: Snapshot, kind: str, ident: Any, owner: str) -> Mapping[st
 
 def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compiled:
     consumers, credentials = _consumers(snapshot)
+    upstreams: dict[str, Upstream] = {}
+
+    def upstream(ident: Any, owner: str) -> Upstream:
+        """A referenced upstream (one compiled object per id and version), or an inline one."""
+        if isinstance(ident, Mapping):
+            return Upstream(ident, pools, f"{owner} (inline)")
+        key = str(ident)
+        if key not in upstreams:
+            upstreams[key] = Upstream(_lookup(snapshot, UPSTREAMS, ident, owner), pools, key)
+        return upstreams[key]
+
+    env.snapshot, env.upstream = snapshot, upstream  # for plugin constructors
     global_plugins = []
     for rule_id, rule in sorted(snapshot.of(GLOBAL_RULES).items()):
         try:
@@ -86,13 +98,6 @@ def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compil
     global_plugins.sort(key=lambda p: (-p.priority, p.name))
     builder = ChainBuilder(env, global_plugins)
     groups = dict(snapshot.of(CONSUMER_GROUPS))
-    upstreams: dict[str, Upstream] = {}
-
-    def upstream(ident: Any, owner: str) -> Upstream:
-        key = str(ident)
-        if key not in upstreams:
-            upstreams[key] = Upstream(_lookup(snapshot, UPSTREAMS, ident, owner), pools, key)
-        return upstreams[key]
 
     routes = []
     for route_id, conf in snapshot.of(ROUTES).items():
@@ -114,7 +119,7 @@ def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compil
             up = None
             for source in (conf, service or {}):
                 if source.get("upstream"):
-                    up = Upstream(source["upstream"], pools, f"{owner} (inline)")
+                    up = upstream(source["upstream"], owner)
                     break
                 if source.get("upstream_id"):
                     up = upstream(source["upstream_id"], owner)

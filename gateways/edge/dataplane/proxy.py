@@ -24,7 +24,7 @@ from gateways.edge.dataplane.chain import Chain
 from gateways.edge.dataplane.pool import UpstreamConnection, UpstreamError
 from gateways.edge.dataplane.server import Exchange, error_body
 from gateways.edge.dataplane.upstream import Node, Timeouts, Upstream
-from gateways.edge.plugin import Reply, RequestContext
+from gateways.edge.plugin import BodyTooLarge, Reply, RequestContext
 from runtime.config import VERSION
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 HEALTH = json.dumps({"status": "ok", "service": "edge-proxy", "version": VERSION}).encode()
 NOT_FOUND = b'{"error_msg":"404 Route Not Found"}'
 NO_UPSTREAM = b'{"error_msg":"missing upstream configuration in Route or Service"}'
+GRPC_UPSTREAM = b'{"error_msg":"a grpc upstream is reached through grpc-transcode or grpc-web"}'
+PLUGIN_FAILED = b'{"error_msg":"500 Internal Server Error"}'
 JSON = {"content-type": "application/json"}
 # Not forwarded as received (RFC 9110 §7.6.1 hop-by-hop), and what we set ourselves.
 HOP_BY_HOP = frozenset(
@@ -81,13 +83,46 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
     ctx.route = route.conf
     ctx.service_id = route.service_id
     rt: RouteTarget = route.target
+    ctx.upstream = rt.upstream
+    ctx._body_source = ex.body
     chain = rt.chain
-    reply = None
+    try:
+        reply, chain = await run_request_phases(ctx, rt, chain)
+    except BodyTooLarge:
+        reply = Reply(413, error_body(413), dict(JSON))
+    except Exception:
+        # A plugin failed on this request: APISIX's shape, the cause in the log only.
+        log.exception("plugin failed", extra={"route_id": ctx.route_id})
+        reply = Reply(500, PLUGIN_FAILED, dict(JSON))
+    try:
+        if reply is not None:
+            send_reply(ex, ctx, chain, reply)
+        elif ctx.upstream is None:
+            send_reply(ex, ctx, chain, Reply(503, NO_UPSTREAM, dict(JSON)))
+        elif ctx.upstream.scheme != "http":
+            # only the gRPC plugins reach a grpc upstream (the proxy speaks HTTP/1.1)
+            send_reply(ex, ctx, chain, Reply(502, GRPC_UPSTREAM, dict(JSON)))
+        else:
+            await forward(dp, ex, ctx, ctx.upstream, rt, chain, raw_path, query)
+    except Exception:
+        log.exception("response phase failed", extra={"route_id": ctx.route_id})
+        if not ex.response_started:
+            ex.respond(500, PLUGIN_FAILED, JSON)
+        else:
+            ex.conn.close()
+    if chain.log:
+        asyncio.get_running_loop().call_soon(run_log, chain.log, ctx)
+
+
+async def run_request_phases(
+    ctx: RequestContext, rt: RouteTarget, chain: Chain
+) -> tuple[Reply | None, Chain]:
+    """rewrite, the consumer's plugins, access, before_proxy: the first Reply ends them."""
     for rewrite in chain.rewrite:
         reply = await rewrite(ctx)
         if reply is not None:
-            break
-    if reply is None and ctx.consumer is not None and (rt.consumers or rt.groups):
+            return reply, chain
+    if ctx.consumer is not None and (rt.consumers or rt.groups):
         # An auth plugin found the consumer: its (and its group's) plugins join the chain.
         # Their rewrite phase runs now; the rest of the request uses the merged chain.
         merged = rt.for_consumer(ctx.consumer_name or str(ctx.consumer.get("username", "")))
@@ -96,21 +131,17 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
                 if rewrite.__self__.name not in chain.names:  # type: ignore[attr-defined]
                     reply = await rewrite(ctx)
                     if reply is not None:
-                        break
+                        return reply, merged
             chain = merged
-    if reply is None:
-        for access in chain.access:
-            reply = await access(ctx)
-            if reply is not None:
-                break
-    if reply is not None:
-        send_reply(ex, ctx, chain, reply)
-    elif rt.upstream is None:
-        send_reply(ex, ctx, chain, Reply(503, NO_UPSTREAM, dict(JSON)))
-    else:
-        await forward(dp, ex, ctx, rt, chain, raw_path, query)
-    if chain.log:
-        asyncio.get_running_loop().call_soon(run_log, chain.log, ctx)
+    for access in chain.access:
+        reply = await access(ctx)
+        if reply is not None:
+            return reply, chain
+    for before_proxy in chain.before_proxy:
+        reply = await before_proxy(ctx)
+        if reply is not None:
+            return reply, chain
+    return None, chain
 
 
 def normalize(path: str) -> str:
@@ -155,7 +186,7 @@ def send_reply(ex: Exchange, ctx: RequestContext, chain: Chain, reply: Reply) ->
     for header_filter in chain.header_filter:
         header_filter(ctx)
     for body_filter in chain.body_filter:
-        body = body_filter(ctx, bytes(body))
+        body = body_filter(ctx, bytes(body), False) + body_filter(ctx, b"", True)
     ctx.bytes_sent = len(body)
     ex.respond(ctx.status, bytes(body), _headers_out(ctx.response_headers))
 
@@ -174,7 +205,7 @@ def request_head(
     else:
         host = up.upstream_host
     lines = [f"{ctx.method} {uri} HTTP/1.1\r\nhost: {host}\r\n"]
-    skip = HOP_BY_HOP
+    skip = HOP_BY_HOP if ctx.body is None else HOP_BY_HOP | {"content-length"}
     connection = headers.get("connection")
     if connection is not None and connection.lower() not in ("keep-alive", "close", "upgrade"):
         skip = skip | {t.strip().lower() for t in connection.split(",")}  # named hop-by-hop
@@ -197,6 +228,9 @@ def request_head(
     )
     if websocket:
         lines.append(f"connection: upgrade\r\nupgrade: {headers.get('upgrade', 'websocket')}\r\n")
+    elif ctx.body is not None:
+        if ctx.body or ctx.method not in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            lines.append(f"content-length: {len(ctx.body)}\r\n")
     elif "transfer-encoding" in headers:
         lines.append("transfer-encoding: chunked\r\n")
     lines.append("\r\n")
@@ -295,7 +329,7 @@ class Forward:
 
     def response_body(self, chunk: bytes) -> None:
         for body_filter in self.chain.body_filter:
-            chunk = body_filter(self.ctx, chunk)
+            chunk = body_filter(self.ctx, chunk, False)
         self.ctx.bytes_sent += len(chunk)
         ex = self.ex
         ex.write(chunk, self.head)
@@ -307,6 +341,14 @@ class Forward:
 
     def response_end(self) -> None:
         self._stop_timer()
+        if self.chain.body_filter and not self.websocket:
+            tail = b""
+            for body_filter in self.chain.body_filter:  # eof: buffering filters flush
+                tail = body_filter(self.ctx, tail, True)
+            if tail:
+                self.ctx.bytes_sent += len(tail)
+                self.ex.write(tail, self.head)
+                self.head = b""
         self.ex.end(self.head)
         self.head = b""
         self.ex.conn.on_drain = None
@@ -349,18 +391,18 @@ async def forward(
     dp: DataPlane,
     ex: Exchange,
     ctx: RequestContext,
+    up: Upstream,
     rt: RouteTarget,
     chain: Chain,
     raw_path: str,
     query: str,
 ) -> None:
-    up = rt.upstream
-    assert up is not None
-    timeouts = rt.timeouts
+    timeouts = rt.timeouts if up is rt.upstream else up.timeouts
     uri = ctx.upstream_uri or (f"{raw_path}?{query}" if query else raw_path)
     websocket = ex.upgrade and rt.websocket and ex.headers.get("upgrade", "").lower() == "websocket"
-    has_body = not ex.body.done or ex.body.received > 0
-    chunked = "transfer-encoding" in ex.headers
+    buffered = ctx.body  # a plugin read (or replaced) the whole body: it is sent from here
+    has_body = bool(buffered) if buffered is not None else not ex.body.done or ex.body.received > 0
+    chunked = buffered is None and "transfer-encoding" in ex.headers
     tried: list[Node] = []
     while True:
         node = up.pick(ctx, tried)
@@ -377,7 +419,10 @@ async def forward(
         conn.begin(receiver, ex.method == "HEAD")
         conn.transport.write(request_head(ex, ctx, up, node, uri, websocket))
         sender = None
-        if has_body:
+        if buffered is not None:
+            if buffered:
+                conn.transport.write(buffered)
+        elif has_body:
             sender = asyncio.get_running_loop().create_task(
                 send_body(ex, conn, receiver, chunked, timeouts.send)
             )

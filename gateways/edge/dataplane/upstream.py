@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateways.edge.dataplane.pool import Pool, Pools
-from gateways.edge.dataplane.router import cookie, variable
 from gateways.edge.plugin import RequestContext
 from gateways.edge.resources import ConfigRejected
+from gateways.edge.variables import cookie, variable
 
 DEFAULT_TIMEOUT = 60.0
 # A node that failed its passive checks is left out this long (APISIX needs active checks to
@@ -123,8 +123,11 @@ class Upstream:
         ]
         if not self.nodes:
             raise ConfigRejected(f"upstream {ident}: no nodes with a weight above 0")
-        if conf.get("scheme", "http") != "http":
-            raise ConfigRejected(f"upstream {ident}: only the http scheme is supported")
+        # grpc/grpcs upstreams are reached by the gRPC plugins (grpc-transcode, grpc-web)
+        # over grpcio; the proxy itself forwards HTTP/1.1 only.
+        self.scheme = conf.get("scheme", "http")
+        if self.scheme not in ("http", "grpc", "grpcs"):
+            raise ConfigRejected(f"upstream {ident}: scheme {self.scheme} is not supported")
         self.total_weight = sum(n.weight for n in self.nodes)
         self.timeouts = Timeouts.of(conf.get("timeout"))
         self.retries = int(conf.get("retries", len(self.nodes) - 1))

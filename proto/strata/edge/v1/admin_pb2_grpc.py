@@ -33,7 +33,7 @@ class EdgeConfigServiceStub:
     `x-api-key`.
 
     Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
-    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    `global_rules`, `plugin_configs`, `protos`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
     against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
     - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
     - write (PUT/POST/PATCH): `{key, value}`;
@@ -108,7 +108,7 @@ class EdgeConfigServiceServicer:
     `x-api-key`.
 
     Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
-    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    `global_rules`, `plugin_configs`, `protos`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
     against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
     - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
     - write (PUT/POST/PATCH): `{key, value}`;
@@ -255,7 +255,7 @@ class EdgeConfigService:
     `x-api-key`.
 
     Kinds (`kind`): `routes`, `services`, `upstreams`, `consumers`, `consumer_groups`,
-    `global_rules`, `plugin_configs`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
+    `global_rules`, `plugin_configs`, `protos`. Bodies are APISIX JSON (`google.protobuf.Struct`), checked
     against APISIX's resource schemas and each plugin's schema; answers are APISIX envelopes:
     - one item: `{key:'/apisix/<kind>/<id>', value:{...}, createdIndex, modifiedIndex}`;
     - write (PUT/POST/PATCH): `{key, value}`;
