@@ -581,7 +581,7 @@ async def test_before_proxy_body_replacement_buffering_filters_and_plugin_failur
     assert (status, body) == (
         500,
         41,
-    )  # the filter still runs on the error body  # the filter still runs on the error body
+    )  # the filter still runs on the error body
     assert (await edge.get("/body", method="POST", data=b"x" * 100_000))[0] == 200
 
 
