@@ -191,6 +191,8 @@ class Plugin:
     schema: ClassVar[dict[str, Any]]
     consumer_schema: ClassVar[dict[str, Any] | None] = None
     credential_field: ClassVar[str | None] = None
+    # For the README's plugin table when the phases are chosen by configuration.
+    phases_doc: ClassVar[str | None] = None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         self.conf = conf

@@ -1,8 +1,16 @@
-"""The README's configuration table is what the config classes generate (`make docs`)."""
+"""The README's generated tables are what the code generates (`make docs`)."""
 
+from gateways.edge.plugins import REGISTRY
+from gateways.edge.resources import ENABLED_PLUGINS
 from runtime.docs import README, with_table
 
 
-def test_readme_configuration_table_is_fresh() -> None:
+def test_readme_generated_tables_are_fresh() -> None:
     text = README.read_text()
-    assert with_table(text) == text, "stale configuration table in README.md: run `make docs`"
+    assert with_table(text) == text, "stale generated table in README.md: run `make docs`"
+
+
+def test_every_plugin_describes_itself() -> None:
+    for name, plugin in REGISTRY.items():
+        assert name in ENABLED_PLUGINS
+        assert "__doc__" in vars(plugin) and plugin.__doc__, f"{name} has no class docstring"

@@ -139,6 +139,9 @@ async def close() -> None:
 
 
 class AnalyticsLogger(Plugin):
+    """Batches one row per request into the analytics store's `gateway.request_log` (spec custom
+    plugin)."""
+
     name = "analytics-logger"
     priority = 399
     schema: ClassVar[dict[str, Any]] = {

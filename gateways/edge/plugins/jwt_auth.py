@@ -28,6 +28,9 @@ _IMPLS = get_default_algorithms()
 
 
 class JwtAuth(Plugin):
+    """Authenticates a JWT (header, query or cookie) against the consumers' key and secret or
+    public key."""
+
     name = "jwt-auth"
     priority = 2510
     schema: ClassVar[dict[str, Any]] = {

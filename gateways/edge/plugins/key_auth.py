@@ -17,6 +17,8 @@ INVALID = {"message": "Invalid API key in request"}
 
 
 class KeyAuth(Plugin):
+    """Authenticates an API key (header `apikey`, then query) against the consumers' keys."""
+
     name = "key-auth"
     priority = 2500
     schema: ClassVar[dict[str, Any]] = {

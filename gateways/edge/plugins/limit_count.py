@@ -48,6 +48,9 @@ LOCAL_PRUNE_AT = 100_000  # keys kept by a local counter before expired ones are
 
 
 class LimitCount(Plugin):
+    """At most `count` requests per `time_window` per key (fixed window, local or in the key-value
+    store)."""
+
     name = "limit-count"
     priority = 1002
     schema: ClassVar[dict[str, Any]] = {

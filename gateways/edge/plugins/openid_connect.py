@@ -33,6 +33,9 @@ _IMPLS = get_default_algorithms()
 
 
 class OpenidConnect(Plugin):
+    """Validates bearer tokens of an OIDC provider (JWKS or a static key); the tenant from
+    `tenant_id`."""
+
     name = "openid-connect"
     priority = 2599
     schema: ClassVar[dict[str, Any]] = {

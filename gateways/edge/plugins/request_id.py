@@ -14,6 +14,8 @@ from gateways.edge.plugin import Plugin, Reply, RequestContext
 
 
 class RequestId(Plugin):
+    """Keeps or generates `X-Request-Id` on the request and copies it to the response."""
+
     name = "request-id"
     priority = 12015
     schema: ClassVar[dict[str, Any]] = {

@@ -91,6 +91,9 @@ DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
 
 
 class TenantRateLimit(Plugin):
+    """Per-tenant sliding window in the key-value store, with overrides in `rl:config:{tenant}`
+    (spec custom plugin)."""
+
     name = "tenant-rate-limit"
     priority = 1001
     schema: ClassVar[dict[str, Any]] = {
