@@ -1,7 +1,7 @@
 """Edge data-plane benchmark: what one proxied request costs, beside the references.
 
     .venv/bin/python tests/bench/edge_proxy.py [--runs 3] [--seconds 5] [--connections 30]
-        [--workers 1 2] [--plugins request-id] [--reference]
+        [--workers 1 2] [--plugins request-id] [--reference] [--each key-auth,cors,...]
 
 Needs `wrk` and `nginx` on the PATH (Debian: `apt-get install -y wrk nginx`). One nginx
 returning a static 200 is the upstream of every target; measured against it, in one run:
@@ -18,6 +18,11 @@ openid-connect (a real dev-IdP token on every request, verified against its JWKS
 tenant-rate-limit (its sliding window in a real Valkey, limit set high enough to count every
 request without refusing any), analytics-logger (rows shipped to a real control plane that
 owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the control plane.
+
+`--each a,b,c` adds one edge row per named plugin, configured alone on the route as in
+`EACH` (a typical configuration, with the consumers or upstreams it needs and the request
+headers that make it pass); its CPU per request minus the "no plugins" row's is what the
+plugin adds. `--each all` measures every plugin in `EACH`.
 """
 
 from __future__ import annotations
@@ -113,6 +118,59 @@ def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subproces
 # Request headers every measured request carries (the reference set's bearer token).
 WRK_HEADERS: list[str] = []
 
+# --each: plugin → (its route configuration, extra resources, request headers). `{upstream}`
+# in a string is the benchmark upstream's port. Each configuration lets every request
+# through to the upstream (limits far above the request rate).
+EACH: dict[str, tuple[dict[str, object], dict[str, list[dict[str, object]]], list[str]]] = {
+    "key-auth": (
+        {},
+        {"consumers": [{"username": "bench", "plugins": {"key-auth": {"key": "bench-key"}}}]},
+        ["apikey: bench-key"],
+    ),
+    "limit-req": ({"rate": 1e6, "burst": 1e6, "key": "remote_addr"}, {}, []),
+    "limit-count": ({"count": 10**9, "time_window": 60}, {}, []),
+    "proxy-rewrite": (
+        {"regex_uri": ["^/api/(.*)", "/v2/$1"], "headers": {"set": {"x-bench": "1"}}},
+        {},
+        [],
+    ),
+    "cors": (
+        {"allow_origins": "http://a.example,http://b.example"},
+        {},
+        ["Origin: http://a.example"],
+    ),
+    "traffic-split": (
+        {"rules": [{"weighted_upstreams": [{"upstream_id": "2", "weight": 1}, {"weight": 1}]}]},
+        {"upstreams": [{"id": "2", "nodes": {"127.0.0.1:{upstream}": 1}}]},
+        [],
+    ),
+    "request-id": ({}, {}, []),
+    "real-ip": ({"source": "http_x_forwarded_for"}, {}, ["X-Forwarded-For: 10.1.2.3"]),
+    "ip-restriction": ({"whitelist": ["127.0.0.0/8", "10.0.0.0/8", "::1"]}, {}, []),
+    "basic-auth": (
+        {},
+        {
+            "consumers": [
+                {
+                    "username": "bench",
+                    "plugins": {"basic-auth": {"username": "bench", "password": "bench-pw"}},
+                }
+            ]
+        },
+        ["Authorization: Basic YmVuY2g6YmVuY2gtcHc="],
+    ),
+    "response-rewrite": ({"headers": {"set": {"x-bench": "1"}}}, {}, []),
+    "api-breaker": ({"break_response_code": 502}, {}, []),
+    "limit-conn": (
+        {"conn": 10000, "burst": 0, "default_conn_delay": 0.1, "key": "remote_addr"},
+        {},
+        [],
+    ),
+    "http-logger": ({"uri": "http://127.0.0.1:{upstream}/log"}, {}, []),
+    "udp-logger": ({"host": "127.0.0.1", "port": 9}, {}, []),
+    "prometheus": ({}, {}, []),
+}
+
 
 def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
     out = subprocess.run(
@@ -154,7 +212,7 @@ def measure(name: str, url: str, pid: int | None, args: argparse.Namespace) -> d
     for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
         row[key] = statistics.median(float(r[key]) for r in runs)
     print(
-        f"{name:<34} {row['rps']:>9.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
+        f"{name:<40} {row['rps']:>9.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
         f"p99 {row['p99_ms']:>6.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
         + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
         flush=True,
@@ -181,12 +239,19 @@ def edge(
     workers: int,
     plugins: dict[str, dict[str, object]],
     extra_env: dict[str, str] | None = None,
+    resources: dict[str, list[dict[str, object]]] | None = None,
 ) -> subprocess.Popen[bytes]:
     config = tmp / f"edge-{port}.json"
+    extra = json.loads(json.dumps(resources or {}).replace("{upstream}", str(upstream)))
+    plugins = json.loads(json.dumps(plugins).replace("{upstream}", str(upstream)))
     config.write_text(
         json.dumps(
             {
-                "upstreams": [{"id": "1", "nodes": {f"127.0.0.1:{upstream}": 1}}],
+                **extra,
+                "upstreams": [
+                    {"id": "1", "nodes": {f"127.0.0.1:{upstream}": 1}},
+                    *extra.get("upstreams", []),
+                ],
                 "routes": [
                     {
                         "id": "1",
@@ -231,7 +296,12 @@ def main() -> None:
         help="comma list (default request-id; with --reference: a subset)",
     )
     parser.add_argument("--reference", action="store_true", help="the spec's reference set")
+    parser.add_argument("--each", default="", help="one row per plugin (names in EACH, or all)")
     args = parser.parse_args()
+    each = list(EACH) if args.each == "all" else [p for p in args.each.split(",") if p]
+    unknown = set(each) - set(EACH)
+    if unknown:
+        sys.exit(f"no --each configuration for {sorted(unknown)}; known: {sorted(EACH)}")
     for tool in ("wrk", "nginx"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed (Debian: apt-get install -y wrk nginx)")
@@ -285,7 +355,22 @@ def main() -> None:
                         lambda n=n: edge(tmp, free_port(), up_port, n, plugins, extra_env),
                     ),
                 ]
+                headers: dict[str, list[str]] = {}
+                for plugin in each:
+                    conf, resources, wanted = EACH[plugin]
+                    name = f"edge, +{plugin} alone, {n} worker(s)"
+                    headers[name] = [h for header in wanted for h in ("-H", header)]
+                    targets.append(
+                        (
+                            name,
+                            lambda n=n, c=conf, r=resources, p=plugin: edge(
+                                tmp, free_port(), up_port, n, {p: c}, extra_env, r
+                            ),
+                        )
+                    )
+                base_headers = list(WRK_HEADERS)
                 for name, start in targets:
+                    WRK_HEADERS[:] = base_headers + headers.get(name, [])
                     proc = start()
                     try:
                         listen = _port_of(proc)
