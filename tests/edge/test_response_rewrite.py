@@ -9,9 +9,10 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import make_plugin, route, serve_edge, upstream
+from helpers import route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
+from gateways.edge.dataplane.chain import plugin_conf
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.schema import check, with_defaults
@@ -254,8 +255,8 @@ def test_what_the_schema_cannot_say() -> None:
         "failed to validate the 'vars' expression: unknown operator '=>'"
     )
     assert CHECK({"filters": [{"regex": "a", "replace": "b", "options": "jois"}]}) is None
-    with pytest.raises(ConfigRejected, match="unknown flag"):
-        make_plugin("response-rewrite", {"filters": [{"regex": "a", "replace": "b",
+    with pytest.raises(ConfigRejected, match="unknown flag"):  # the data plane's check
+        plugin_conf("response-rewrite", {"filters": [{"regex": "a", "replace": "b",
                                                       "options": "q"}]})  # fmt: skip
     with pytest.raises(InvalidRequest) as refused:  # the Admin API's check
         check_plugins({"response-rewrite": {"body": "!!", "body_base64": True}})

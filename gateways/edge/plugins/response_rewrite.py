@@ -221,10 +221,7 @@ class ResponseRewrite(Plugin):
         return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
-        super().__init__(conf, env)
-        problem = self.check_conf(conf)
-        if problem is not None:
-            raise ConfigRejected(problem)
+        super().__init__(conf, env)  # (`check_conf` has passed: chain.plugin_conf)
         self.key = f"{self.name}#{id(self)}"  # this instance's state in ctx.vars
         self.condition = compile_vars(conf["vars"]) if conf.get("vars") else None
         self.status = conf.get("status_code")
