@@ -219,6 +219,14 @@ class Plugin:
         return None
 
     @classmethod
+    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
+        """What `schema` cannot express (a regex that does not compile, a bad `vars`
+        expression), as APISIX's `check_schema` words it, or None. `conf` has the schema's
+        defaults; the Admin API refuses the configuration with this message (400) and the data
+        plane rejects it, as for a schema error."""
+        return None
+
+    @classmethod
     def stored_consumer_conf(cls, conf: dict[str, Any]) -> dict[str, Any]:
         """A consumer's configuration of this (auth) plugin as the Admin API stores it; e.g.
         basic-auth stores a password hash, never the password."""

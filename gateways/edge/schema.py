@@ -79,6 +79,16 @@ def _detail(error: ValidationError) -> str:
             return f'failed to match pattern "{error.validator_value}" with "{value}"'
         case "minItems":
             return f"expect array to have at least {error.validator_value} items"
+        case "anyOf":
+            return "object matches none of the required"
+        case "not" if len(error.schema_path) == 3 and error.schema_path[0] == "dependencies":
+            # `dependencies: {a: {not: {required: [b]}}}`: a and b exclude each other
+            negated: Any = error.validator_value
+            excluded = "|".join(negated.get("required", ()))
+            return (
+                f'failed to validate dependent schema for "{error.schema_path[1]}|{excluded}": '
+                "value wasn't supposed to match schema"
+            )
     return error.message
 
 

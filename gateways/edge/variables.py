@@ -3,7 +3,9 @@ use them; compiled once per configuration version.
 
 Variables (`variable(ctx, name)`): `uri`, `request_uri`, `request_method`, `host`,
 `remote_addr`, `scheme`, `query_string`/`args`, `arg_<name>`, `http_<name>`,
-`cookie_<name>`, `route_id`, `service_id`, `consumer_name`, `request_id`, `status`, and
+`cookie_<name>`, `route_id`, `service_id`, `consumer_name`, `request_id`, `status`,
+`upstream_http_<name>` / `sent_http_<name>` (a response header, from header_filter on: both
+read the response as the plugins left it so far), `balancer_ip`, `balancer_port`, and
 anything put in `ctx.vars` (which wins over the built-ins; the proxy sets `upstream_addr`).
 Absent variables are None.
 
@@ -43,6 +45,14 @@ def variable(ctx: RequestContext, name: str) -> Any:
         return values[0] if values else None
     if name.startswith("cookie_"):
         return cookie(ctx.headers.get("cookie", ""), name[7:]) or None
+    if name.startswith(("upstream_http_", "sent_http_")):  # the response's (header_filter on)
+        return response_header(ctx, name.partition("http_")[2].replace("_", "-"))
+    if name in ("balancer_ip", "balancer_port"):  # the node the request went to
+        address = ctx.vars.get("upstream_addr")
+        if not address:
+            return None
+        ip, _, port = str(address).rpartition(":")
+        return ip.strip("[]") if name == "balancer_ip" else port
     simple = {
         "uri": ctx.path,
         "request_uri": ctx.path + ("?" + ctx.query if ctx.query else ""),
@@ -59,6 +69,14 @@ def variable(ctx: RequestContext, name: str) -> Any:
         "status": ctx.status or None,
     }
     return simple.get(name)
+
+
+def response_header(ctx: RequestContext, name: str) -> str | None:
+    """A response header by lower-case name (plugins may have set any case)."""
+    headers = ctx.response_headers
+    if name in headers:
+        return headers[name]
+    return next((v for k, v in headers.items() if k.lower() == name), None)
 
 
 def cookie(header: str, name: str) -> str:

@@ -502,6 +502,56 @@ async def test_plugin_examples_of_the_apisix_docs_verbatim(platform: Platform) -
     assert body["error_msg"].startswith("failed to check the configuration of plugin limit-count")
 
 
+async def test_traffic_split_and_response_rewrite_through_the_admin_api(platform: Platform) -> None:
+    """The canary's PATCH (a traffic-split naming an upstream and the route's own), APISIX's
+    response-rewrite example; what APISIX's check_schema refuses is refused with its words."""
+    canary_upstream = {"type": "roundrobin", "nodes": {"127.0.0.1:1981": 1}}
+    assert (await platform.admin("PUT", "/upstreams/canary", canary_upstream))[0] == 201
+    rewrite = {
+        "body": '{"code":"ok","message":"new json body"}',
+        "headers": {"set": {"X-Server-id": 3, "X-Server-status": "on",
+                            "X-Server-balancer-addr": "$balancer_ip:$balancer_port"}},
+        "vars": [["status", "==", 200]],
+    }  # fmt: skip
+    route = {
+        "uri": "/api/*",
+        "plugins": {"response-rewrite": rewrite},
+        "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:1980": 1}},
+    }
+    assert (await platform.admin("PUT", "/routes/r1", route))[0] == 201
+    split = {"rules": [{"weighted_upstreams": [{"upstream_id": "canary", "weight": 10},
+                                               {"weight": 90}]}]}  # fmt: skip
+    status, body, _ = await platform.admin(
+        "PATCH", "/routes/r1", {"plugins": {"traffic-split": split}}
+    )
+    assert status == 200 and body["value"]["plugins"]["traffic-split"] == split
+    assert body["value"]["plugins"]["response-rewrite"] == rewrite
+    refused = [
+        ({"traffic-split": {"rules": [{"weighted_upstreams": []}]}},
+         "failed to check the configuration of plugin traffic-split err: "),
+        ({"traffic-split": {"rules": [{"match": [{"vars": [["uri", "=~", "/a"]]}]}]}},
+         "failed to check the configuration of plugin traffic-split err: "
+         "failed to validate the 'vars' expression: unknown operator '=~'"),
+        ({"response-rewrite": {"body": "x", "filters": [{"regex": "a", "replace": "b"}]}},
+         "failed to check the configuration of plugin response-rewrite err: failed to validate "
+         "dependent schema for \"filters|body\": value wasn't supposed to match schema"),
+        ({"response-rewrite": {"filters": [{"regex": "a", "replace": "b", "options": "h"}]}},
+         "failed to check the configuration of plugin response-rewrite err: "
+         'regex "a" validation failed: unknown flag "h" (flags "h")'),
+    ]  # fmt: skip
+    for plugins, message in refused:
+        status, body, _ = await platform.admin(
+            "PUT", "/routes/r2", {"uri": "/b", "plugins": plugins}
+        )
+        assert status == 400 and body["error_msg"].startswith(message), body
+    # as in APISIX, an upstream_id is not looked up when the plugin is written
+    missing = {"rules": [{"weighted_upstreams": [{"upstream_id": "nope"}]}]}
+    status, _, _ = await platform.admin(
+        "PUT", "/routes/r2", {"uri": "/b", "plugins": {"traffic-split": missing}}
+    )
+    assert status == 201
+
+
 async def test_reference_routes_are_seeded_once_the_store_is_back(
     valkey_url: str, config_for: Any, stores_for: Any
 ) -> None:

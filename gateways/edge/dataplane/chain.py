@@ -29,6 +29,8 @@ def plugin_conf(name: str, conf: Any, schema_key: str = "schema") -> dict[str, A
     schema = getattr(cls, schema_key) or {}
     filled = with_defaults(schema, conf)
     problem = check(schema, filled)
+    if problem is None and schema_key == "schema":
+        problem = cls.check_conf(filled)
     if problem is not None:
         raise ConfigRejected(f"failed to check the configuration of plugin {name} err: {problem}")
     return filled

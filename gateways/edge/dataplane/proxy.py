@@ -246,11 +246,13 @@ class Forward:
         "ctx",
         "done",
         "ex",
+        "has_body",
         "head",
         "head_sent",
         "sent_at",
         "timeouts",
         "timer",
+        "upstream_status",
         "websocket",
     )
 
@@ -268,6 +270,8 @@ class Forward:
         self.websocket = websocket
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.head_sent = False
+        self.has_body = True
+        self.upstream_status = 0  # what the upstream answered (header_filter may change ctx's)
         self.head = b""  # the response head, written with the first body bytes
         self.sent_at = 0.0
         self.timer: asyncio.TimerHandle | None = None
@@ -296,7 +300,7 @@ class Forward:
     def response_head(self, status: int, raw: list[tuple[bytes, bytes]]) -> None:
         ctx, ex = self.ctx, self.ex
         ctx.upstream_latency = time.monotonic() - self.sent_at
-        ctx.status = status
+        ctx.status = self.upstream_status = status
         headers: dict[str, str] = {}
         cookies: list[tuple[str, str]] | None = None
         for raw_name, raw_value in raw:
@@ -320,7 +324,8 @@ class Forward:
         if status == 101:
             self.head = ex.head(101, headers, None, cookies, body=False)
         else:
-            has_body = ex.method != "HEAD" and status not in (204, 304)
+            status = ctx.status  # as the header filters left it (response-rewrite)
+            self.has_body = has_body = ex.method != "HEAD" and status not in (204, 304)
             sized = int(length) if length is not None and not self.chain.body_filter else None
             if not has_body and length is not None:
                 sized = int(length)
@@ -330,6 +335,8 @@ class Forward:
     def response_body(self, chunk: bytes) -> None:
         for body_filter in self.chain.body_filter:
             chunk = body_filter(self.ctx, chunk, False)
+        if not self.has_body:
+            return  # a header filter made it a 204/304: the upstream's body is dropped
         self.ctx.bytes_sent += len(chunk)
         ex = self.ex
         ex.write(chunk, self.head)
@@ -345,7 +352,7 @@ class Forward:
             tail = b""
             for body_filter in self.chain.body_filter:  # eof: buffering filters flush
                 tail = body_filter(self.ctx, tail, True)
-            if tail:
+            if tail and self.has_body:
                 self.ctx.bytes_sent += len(tail)
                 self.ex.write(tail, self.head)
                 self.head = b""
@@ -447,7 +454,7 @@ async def forward(
         if sender is not None and not sender.done():
             sender.cancel()  # the upstream answered before the whole body was sent
             conn.reusable = False
-        up.report_status(node, ctx.status)
+        up.report_status(node, receiver.upstream_status)
         if websocket and conn.tunnel is not None:
             return  # the tunnel lives on; both sockets close together
         node.pool.release(conn)

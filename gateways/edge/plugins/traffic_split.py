@@ -1,0 +1,197 @@
+"""`traffic-split` (APISIX priority 966, access): sends shares of a route's requests to other
+upstreams (canary releases, blue-green, A/B by request attributes).
+
+- `rules` are tried in order and the first that matches chooses: a rule without `match`
+  always matches; a rule's `match` entries are OR'ed, the conditions of one entry's `vars`
+  (lua-resty-expr, `gateways/edge/variables.py`) AND'ed; an entry without `vars` matches.
+- Among the matching rule's `weighted_upstreams` the choice is nginx's smooth weighted round
+  robin, per worker and deterministic: weights 3:1 send exactly 3 and 1 of every 4 requests,
+  weight 0 is never chosen. An entry with only a `weight` is the route's own upstream (also
+  when every weight is 0); no matching rule leaves the route's upstream.
+- Upstreams are resolved when the configuration version compiles: an `upstream_id` is the
+  compiled upstream the routes share (one keep-alive pool and passive health per id), an
+  inline `upstream` is compiled once. The proxy then forwards to `ctx.upstream`, with that
+  upstream's own timeouts.
+- An `upstream_id` that does not exist: the Admin API accepts it and the request is answered
+  500 `failed to fetch upstream info by upstream id: <id>`, as APISIX does (PR #10008: the
+  ids of each rule are checked, in order, up to the rule that matches). The configuration
+  version is not refused, so one stale reference cannot hold back every later version.
+
+Deliberate differences: an inline upstream is used whole (APISIX copies only its nodes,
+balancer, hash key and host settings into a new upstream, dropping e.g. `scheme`, `retries`,
+`checks` and `keepalive_pool`); like APISIX, its timeouts default to 15 s when it sets none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.resource_schemas import ID, UPSTREAM
+from gateways.edge.resources import UPSTREAMS, ConfigRejected
+from gateways.edge.variables import compile_vars
+
+log = logging.getLogger(__name__)
+
+INLINE_TIMEOUT = {"connect": 15, "send": 15, "read": 15}  # APISIX's set_upstream default
+NOT_FOUND = "failed to fetch upstream info by upstream id: "
+Condition = Callable[[RequestContext], bool]
+
+
+class SmoothWeighted:
+    """nginx's smooth weighted round robin over `choices` [(item, weight)]: 5:1:1 gives
+    a a b a c a a, never a burst of one item; weight 0 is never chosen."""
+
+    __slots__ = ("current", "items", "total", "weights")
+
+    def __init__(self, choices: Sequence[tuple[Any, int]]) -> None:
+        kept = [(item, weight) for item, weight in choices if weight > 0]
+        self.items = [item for item, _ in kept]
+        self.weights = [weight for _, weight in kept]
+        self.current = [0] * len(kept)
+        self.total = sum(self.weights)
+
+    def next(self) -> Any:
+        """The next item; None when no item has a weight."""
+        if not self.items:
+            return None
+        best = 0
+        current = self.current
+        for i, weight in enumerate(self.weights):
+            current[i] += weight
+            if current[i] > current[best]:
+                best = i
+        current[best] -= self.total
+        return self.items[best]
+
+
+class Rule:
+    """One rule: when it matches, and the round robin over its upstreams (None stands for the
+    route's own upstream)."""
+
+    __slots__ = ("conditions", "missing", "upstreams")
+
+    def __init__(
+        self, conditions: list[Condition] | None, upstreams: SmoothWeighted, missing: str | None
+    ) -> None:
+        self.conditions = conditions  # None: no `match`, always applies
+        self.upstreams = upstreams
+        self.missing = missing  # an upstream_id absent from the configuration
+
+    def matches(self, ctx: RequestContext) -> bool:
+        return self.conditions is None or any(test(ctx) for test in self.conditions)
+
+
+def _condition(vars_expr: Any) -> Condition:
+    if not vars_expr:  # lua-resty-expr: an empty expression holds
+        return lambda ctx: True
+    return compile_vars(vars_expr)
+
+
+class TrafficSplit(Plugin):
+    """Splits a route's traffic between upstreams by weight and request conditions."""
+
+    name = "traffic-split"
+    priority = 966
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "rules": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "match": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {"vars": {"type": "array"}},
+                            },
+                        },
+                        "weighted_upstreams": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "upstream_id": ID,
+                                    "upstream": UPSTREAM,
+                                    "weight": {"type": "integer", "default": 1, "minimum": 0},
+                                },
+                            },
+                            "default": [{"weight": 1}],
+                            "minItems": 1,
+                            "maxItems": 20,
+                        },
+                    },
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "additionalProperties": False,
+    }
+
+    @classmethod
+    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
+        for rule in conf.get("rules") or ():
+            for match in rule.get("match") or ():
+                try:
+                    _condition(match.get("vars"))
+                except ConfigRejected as exc:
+                    reason = str(exc).removeprefix("vars: ")
+                    return f"failed to validate the 'vars' expression: {reason}"
+        return None
+
+    def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.rules = [self._rule(rule, env) for rule in conf.get("rules") or ()]
+
+    @staticmethod
+    def _rule(conf: Mapping[str, Any], env: PluginEnv) -> Rule:
+        conditions = None
+        if "match" in conf:
+            conditions = [_condition(match.get("vars")) for match in conf["match"]]
+        choices: list[tuple[Any, int]] = []
+        missing = None
+        for entry in conf.get("weighted_upstreams") or [{"weight": 1}]:
+            weight = int(entry.get("weight", 1))
+            if "upstream_id" in entry:
+                ident = str(entry["upstream_id"])
+                if _known(env, ident):
+                    choices.append((_resolve(env, ident), weight))
+                else:
+                    missing = missing or ident
+            elif "upstream" in entry:
+                inline = {"timeout": INLINE_TIMEOUT, **entry["upstream"]}
+                choices.append((_resolve(env, inline), weight))
+            else:
+                choices.append((None, weight))
+        return Rule(conditions, SmoothWeighted(choices), missing)
+
+    async def access(self, ctx: RequestContext) -> Reply | None:
+        for rule in self.rules:
+            if rule.missing is not None:
+                log.error(
+                    "traffic-split names an upstream that does not exist",
+                    extra={"route_id": ctx.route_id, "upstream_id": rule.missing},
+                )
+                body = (NOT_FOUND + rule.missing).encode()
+                return Reply(500, body, {"content-type": "text/plain"})
+            if rule.matches(ctx):
+                upstream = rule.upstreams.next()
+                if upstream is not None:
+                    ctx.upstream = upstream
+                return None
+        return None
+
+
+def _known(env: PluginEnv, ident: str) -> bool:
+    snapshot = env.snapshot
+    return snapshot is not None and ident in snapshot.of(UPSTREAMS)
+
+
+def _resolve(env: PluginEnv, ident: str | Mapping[str, Any]) -> Any:
+    if env.upstream is None:
+        raise ConfigRejected("traffic-split: upstreams resolve only while a configuration compiles")
+    return env.upstream(ident, "plugin traffic-split")
