@@ -5,7 +5,8 @@ Consumer > Consumer group > Route > Plugin config > Service (a consumer's auth p
 credentials, not route plugins, and are not merged). Global rules run before the route's
 plugins in every phase. Within each part, plugins run by descending priority, ties by name
 (APISIX's sort is unstable; ours is deterministic). Each phase keeps only the bound methods of
-the plugins that override it (`Plugin.phases()`), resolved here once per configuration version.
+the plugins that run in it (`Plugin.active_phases()`), resolved here once per configuration
+version.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def plugin_conf(name: str, conf: Any, schema_key: str = "schema") -> dict[str, A
     schema = getattr(cls, schema_key) or {}
     filled = with_defaults(schema, conf)
     problem = check(schema, filled)
+    if problem is None and schema_key == "schema":
+        problem = cls.check_conf(filled)
     if problem is not None:
         raise ConfigRejected(f"failed to check the configuration of plugin {name} err: {problem}")
     return filled
@@ -76,7 +79,7 @@ class Chain:
         self.names = frozenset(p.name for p in self.plugins)
         phase: dict[str, list[Callable[..., Any]]] = {name: [] for name in PHASES}
         for plugin in self.plugins:
-            for name in type(plugin).phases():
+            for name in plugin.active_phases():
                 phase[name].append(getattr(plugin, name))
         self.rewrite = tuple(phase["rewrite"])
         self.access = tuple(phase["access"])
