@@ -190,10 +190,11 @@ def check_plugins(
             raise bad(f"unknown plugin [{name}]")
         if not isinstance(conf, Mapping):
             raise bad(f"invalid plugin conf {json.dumps(conf)} for plugin [{name}]")
-        schema = plugin.consumer_schema if consumer and plugin.consumer_schema else plugin.schema
+        consumer_schema = plugin.consumer_schema if consumer else None
+        schema = consumer_schema or plugin.schema
         conf = {k: v for k, v in conf.items() if k != "_meta"}  # APISIX's per-instance knobs
         problem = check(schema, conf)
-        if problem is None and schema is plugin.schema:
+        if problem is None and not consumer_schema:
             problem = plugin.check_conf(with_defaults(schema, conf))
         if problem is not None:
             message = f"failed to check the configuration of plugin {name} err: {problem}"

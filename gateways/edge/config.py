@@ -1,5 +1,5 @@
 """The edge proxy's configuration: the data plane (HTTP_PORT, shared by its workers), the
-admin API, the metrics port and gRPC."""
+admin API, the metrics port, gRPC, and the node-level settings of some plugins."""
 
 from __future__ import annotations
 
@@ -38,6 +38,13 @@ class EdgeConfig(ServiceConfig):
         None,
         "standalone mode: a JSON or YAML file of routes, upstreams, ... (APISIX's apisix.yaml "
         "shape), loaded by every data-plane worker at start and on SIGHUP instead of xDS",
+    )
+    ext_proc_address: str | None = var(
+        "EXT_PROC_ADDRESS",
+        None,
+        "gRPC target (`host:port`) of the external processor (Envoy's ext_proc protocol) that "
+        "ext-plugin-pre-req and ext-plugin-post-resp call; unset: they answer 503 unless "
+        "`allow_degradation`",
     )
     workers: int = var(
         "EDGE_WORKERS",

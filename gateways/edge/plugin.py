@@ -173,6 +173,9 @@ class PluginEnv:
     # version (so passive health and keep-alive pools are shared).
     snapshot: Any = None  # gateways.edge.resources.Snapshot
     upstream: Any = None  # Callable[[str | Mapping, str], Upstream]
+    # The process's node-level settings (gateways.edge.config.EdgeConfig), e.g. the external
+    # processor's address; None when the data plane runs without one (some tests).
+    config: Any = None
 
 
 class Plugin:
@@ -183,7 +186,8 @@ class Plugin:
     `consumer_schema` (the configuration a consumer holds, e.g. key-auth's `key`) and
     `credential_field` (the field that must be unique across consumers). `__init__` receives
     the configuration with schema defaults filled in; it runs once per configuration version.
-    Override only the phases the plugin needs.
+    Override only the phases the plugin needs (`active_phases` narrows them per instance);
+    `check_conf` adds the checks a JSON Schema cannot express.
     """
 
     name: ClassVar[str]
@@ -238,3 +242,8 @@ class Plugin:
         return frozenset(
             phase for phase in PHASES if getattr(cls, phase) is not getattr(Plugin, phase)
         )
+
+    def active_phases(self) -> frozenset[str]:
+        """The phases the data plane calls for this instance: those its class overrides, unless
+        its configuration picks fewer (a serverless function runs in its configured phase)."""
+        return self.phases()

@@ -578,3 +578,22 @@ async def test_reference_routes_are_seeded_once_the_store_is_back(
         finally:
             valkey.terminate()
             await valkey.wait()
+
+
+async def test_serverless_functions_are_names_resolved_on_write(platform: Platform) -> None:
+    """APISIX's serverless example (Lua source) is refused, and so is a name that resolves to
+    no installed function; a built-in's name is stored."""
+    lua = 'return function() ngx.log(ngx.ERR, "serverless pre function"); end'
+    for functions in ([lua], ["strata.no_such_function"]):
+        status, body, _ = await platform.admin(
+            "PUT",
+            "/routes/1",
+            {"uri": "/a", "plugins": {"serverless-pre-function": {"functions": functions}}},
+        )
+        assert status == 400
+        assert body["error_msg"].startswith(
+            "failed to check the configuration of plugin serverless-pre-function err: "
+        )
+    plugins = {"serverless-pre-function": {"functions": ["strata.respond"], "body": "ok"}}
+    status, body, _ = await platform.admin("PUT", "/routes/1", {"uri": "/a", "plugins": plugins})
+    assert status == 201 and body["value"]["plugins"] == plugins
