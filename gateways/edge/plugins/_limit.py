@@ -98,6 +98,8 @@ def key_getter(key_type: str, key: str) -> Callable[[RequestContext], str]:
             return TEMPLATE_VAR.sub(lambda m: values[m.group(1) or m.group(2)] or "", key)
 
         return combined
+    if key == "remote_addr":  # the common case, without a variable lookup
+        return lambda ctx: ctx.client_ip
     return lambda ctx: _value(ctx, key) or ctx.client_ip
 
 

@@ -131,6 +131,9 @@ class LimitConn(Plugin):
                 admitted, count = await INCOMING.run(
                     self.env.kv, self.timeout, (key,), self.limit, self.key_ttl, member
                 )
+            except asyncio.CancelledError:  # the client left: the script may have run
+                self._release_in_store(key, member)
+                raise
             except STORE_ERRORS as exc:
                 log.warning("failed to limit conn: %r", exc, extra={"route_id": ctx.route_id})
                 self._release_in_store(key, member)  # in case the script ran after all
