@@ -94,6 +94,9 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
         # A plugin failed on this request: APISIX's shape, the cause in the log only.
         log.exception("plugin failed", extra={"route_id": ctx.route_id})
         reply = Reply(500, PLUGIN_FAILED, dict(JSON))
+    except asyncio.CancelledError:
+        log_abandoned(ctx, chain)
+        raise
     try:
         if reply is not None:
             send_reply(ex, ctx, chain, reply)
@@ -110,6 +113,18 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
             ex.respond(500, PLUGIN_FAILED, JSON)
         else:
             ex.conn.close()
+    except asyncio.CancelledError:
+        log_abandoned(ctx, chain)
+        raise
+    if chain.log:
+        asyncio.get_running_loop().call_soon(run_log, chain.log, ctx)
+
+
+def log_abandoned(ctx: RequestContext, chain: Chain) -> None:
+    """The client went away (the server cancels its request): the log phase still runs, as
+    nginx logs such a request (499 when nothing was answered), so that plugins release what
+    the request held (limit-conn)."""
+    ctx.status = ctx.status or 499
     if chain.log:
         asyncio.get_running_loop().call_soon(run_log, chain.log, ctx)
 

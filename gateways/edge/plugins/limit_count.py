@@ -7,11 +7,12 @@ Unix timestamp), a store error is a 500 unless `allow_degradation`.
   nginx workers of a node; here each worker process counts alone, so N workers admit up to
   N times count: use `redis` for an exact limit).
 - `policy: redis` / `redis-cluster` counts with one atomic script in the worker's shared
-  key-value client (`env.kv`); the `redis_*` connection fields are accepted, as for
-  tenant-rate-limit.
-- The key: `key_type: var` names one variable (`remote_addr`, `consumer_name`, `route_id`,
-  `server_addr`, `http_<header>`, `arg_<query arg>`); `var_combination` joins `$var`s;
-  `constant` is the key itself. A missing variable falls back to the client address.
+  key-value client (`env.kv`; concurrent requests' scripts share a round trip); the
+  `redis_*` connection fields are accepted, as for tenant-rate-limit.
+- The key (shared with limit-req and limit-conn, `_limit.py`): `key_type: var` names one
+  variable (`remote_addr`, `consumer_name`, `route_id`, `server_addr`, `http_<header>`,
+  `arg_<query arg>`...); `var_combination` joins `$var`s; `constant` is the key itself. A
+  missing variable falls back to the client address.
 - The counter restarts when the plugin's configuration changes (the key holds its hash);
   `group` shares one counter between routes.
 
@@ -20,30 +21,30 @@ Not implemented: `rules`, `$var` counts, `window_type: sliding` (accepted, count
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 import math
-import re
 import time
-from collections.abc import Callable
 from typing import Any, ClassVar
 
-from redis.exceptions import NoScriptError, RedisError
-
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
-from gateways.edge.plugins._auth import query_arg
+from gateways.edge.plugins._limit import (
+    POLICY,
+    REDIS_PROPERTIES,
+    REDIS_REQUIRED,
+    STORE_ERRORS,
+    Script,
+    conf_digest,
+    key_getter,
+    rejected_body,
+)
 
-SCRIPT = """
+SCRIPT = Script("""
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('SET', KEYS[1], ARGV[1] - 1, 'PX', ARGV[2])
   return {ARGV[1] - 1, tonumber(ARGV[2])}
 end
 return {redis.call('INCRBY', KEYS[1], -1), ttl}
-"""
-SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
-VAR = re.compile(r"\$(\w+)")
+""")
 LOCAL_PRUNE_AT = 100_000  # keys kept by a local counter before expired ones are swept
 
 
@@ -68,30 +69,14 @@ class LimitCount(Plugin):
             },
             "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
             "rejected_msg": {"type": "string", "minLength": 1},
-            "policy": {
-                "type": "string",
-                "enum": ["local", "redis", "redis-cluster"],
-                "default": "local",
-            },
+            "policy": POLICY,
             "allow_degradation": {"type": "boolean", "default": False},
             "show_limit_quota_header": {"type": "boolean", "default": True},
-            "redis_host": {"type": "string", "minLength": 2},
-            "redis_port": {"type": "integer", "minimum": 1, "default": 6379},
-            "redis_username": {"type": "string", "minLength": 1},
-            "redis_password": {"type": "string", "minLength": 0},
-            "redis_database": {"type": "integer", "minimum": 0, "default": 0},
-            "redis_timeout": {"type": "integer", "minimum": 1, "default": 1000},
-            "redis_ssl": {"type": "boolean", "default": False},
-            "redis_ssl_verify": {"type": "boolean", "default": False},
-            "redis_keepalive_timeout": {"type": "integer", "minimum": 1000, "default": 10000},
-            "redis_keepalive_pool": {"type": "integer", "minimum": 1, "default": 100},
-            "redis_cluster_nodes": {"type": "array", "items": {"type": "string"}},
-            "redis_cluster_name": {"type": "string"},
+            **REDIS_PROPERTIES,
             "sync_interval": {"type": "number", "default": -1},
         },
         "required": ["count", "time_window"],
-        "if": {"properties": {"policy": {"const": "redis"}}, "required": ["policy"]},
-        "then": {"required": ["redis_host"]},
+        **REDIS_REQUIRED,
     }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
@@ -103,12 +88,10 @@ class LimitCount(Plugin):
         self.degrade = conf.get("allow_degradation", False)
         self.show = conf.get("show_limit_quota_header", True)
         self.rejected_code = conf.get("rejected_code", 503)
-        msg = conf.get("rejected_msg")
-        self.rejected_body: Any = {"error_msg": msg} if msg else b""
-        self.key_of = _key_getter(conf.get("key_type", "var"), conf.get("key", "remote_addr"))
-        digest = hashlib.sha1(json.dumps(conf, sort_keys=True).encode()).hexdigest()[:12]
+        self.rejected_body = rejected_body(conf)
+        self.key_of = key_getter(conf.get("key_type", "var"), conf.get("key", "remote_addr"))
         self.group = conf.get("group")
-        self.prefix = f"plugin-limit-count:{digest}:"
+        self.prefix = f"plugin-limit-count:{conf_digest(conf)}:"
         self.limit_header = str(self.count)
         self._local: dict[str, list[float]] = {}  # key → [window end (monotonic), remaining]
 
@@ -117,7 +100,7 @@ class LimitCount(Plugin):
         if self.redis:
             try:
                 remaining, reset = await self._redis(key)
-            except (RedisError, OSError, TimeoutError):
+            except STORE_ERRORS:
                 if self.degrade:
                     return None
                 return Reply(500, {"error_msg": "failed to limit count"})
@@ -151,47 +134,6 @@ class LimitCount(Plugin):
         return int(entry[1]), math.ceil(entry[0] - now)
 
     async def _redis(self, key: str) -> tuple[int, int]:
-        kv = self.env.kv
-        if kv is None:
-            raise RedisError("no key-value store")
-        args = (key, self.count, self.window * 1000)
-        async with asyncio.timeout(self.timeout):
-            try:
-                remaining, ttl_ms = await kv.evalsha(SHA, 1, *args)
-            except NoScriptError:
-                await kv.script_load(SCRIPT)
-                remaining, ttl_ms = await kv.evalsha(SHA, 1, *args)
+        args = (self.count, self.window * 1000)
+        remaining, ttl_ms = await SCRIPT.run(self.env.kv, self.timeout, (key,), *args)
         return int(remaining), math.ceil(int(ttl_ms) / 1000)
-
-
-def _key_getter(key_type: str, key: str) -> Callable[[RequestContext], str]:
-    if key_type == "constant":
-        return lambda ctx: key
-    if key_type == "var_combination":
-        names = VAR.findall(key)
-
-        def combined(ctx: RequestContext) -> str:
-            text = key
-            for name in names:
-                text = text.replace(f"${name}", _var(ctx, name) or "")
-            return text if any(_var(ctx, n) for n in names) else ctx.client_ip
-
-        return combined
-    return lambda ctx: _var(ctx, key) or ctx.client_ip
-
-
-def _var(ctx: RequestContext, name: str) -> str | None:
-    if name == "remote_addr":
-        return ctx.client_ip
-    if name == "consumer_name":
-        return ctx.consumer_name or None
-    if name == "route_id":
-        return ctx.route_id or None
-    if name == "server_addr" or name == "host":
-        return ctx.host or None
-    if name.startswith("http_"):
-        return ctx.headers.get(name[5:].replace("_", "-"))
-    if name.startswith("arg_"):
-        return query_arg(ctx, name[4:])
-    value = ctx.vars.get(name)
-    return None if value is None else str(value)
