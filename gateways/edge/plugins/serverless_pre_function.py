@@ -87,6 +87,7 @@ class ServerlessPreFunction(Plugin):
 
     name = "serverless-pre-function"
     priority = 10000
+    phases_doc = "the configured `phase` (default access)"
     schema: ClassVar[dict[str, Any]] = SCHEMA
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
