@@ -163,6 +163,7 @@ class PluginEnv:
     sink: Any = None  # runtime.stores.analytics.AnalyticsSink
     metrics: Any = None  # the worker's metrics (gateways/edge/metrics.py)
     jwks: Any = None  # runtime.auth.JwksCache of the identity provider
+    config: Any = None  # the worker's EdgeConfig: node-level plugin settings (set by DataPlane)
     worker_id: int = 0
     # The current configuration's consumers by username, and the auth plugins' indexes
     # (e.g. "key-auth": {key: username}), rebuilt by the data plane on every version.
@@ -215,6 +216,12 @@ class Plugin:
 
     def log(self, ctx: RequestContext) -> None:
         return None
+
+    def unused_phases(self) -> frozenset[str]:
+        """Phases this instance overrides but does not need with its configuration; the data
+        plane skips them (e.g. a logger's body_filter when it logs no response body, so the
+        response keeps its Content-Length)."""
+        return frozenset()
 
     @classmethod
     def stored_consumer_conf(cls, conf: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ Consumer > Consumer group > Route > Plugin config > Service (a consumer's auth p
 credentials, not route plugins, and are not merged). Global rules run before the route's
 plugins in every phase. Within each part, plugins run by descending priority, ties by name
 (APISIX's sort is unstable; ours is deterministic). Each phase keeps only the bound methods of
-the plugins that override it (`Plugin.phases()`), resolved here once per configuration version.
+the plugins that override it (`Plugin.phases()`, less the instance's `unused_phases()`),
+resolved here once per configuration version.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class Chain:
         self.names = frozenset(p.name for p in self.plugins)
         phase: dict[str, list[Callable[..., Any]]] = {name: [] for name in PHASES}
         for plugin in self.plugins:
-            for name in type(plugin).phases():
+            for name in type(plugin).phases() - plugin.unused_phases():
                 phase[name].append(getattr(plugin, name))
         self.rewrite = tuple(phase["rewrite"])
         self.access = tuple(phase["access"])
