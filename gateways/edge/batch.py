@@ -112,13 +112,17 @@ class BatchProcessor:
             self.buffer = []
         if self._sender is None and self.batches:
             self._sender = asyncio.get_running_loop().create_task(self._send_all())
-            self._sender.add_done_callback(self._sender_done)
 
     async def _send_all(self) -> None:
-        while self.batches:
-            batch = self.batches.popleft()
-            self.waiting -= len(batch)
-            await self._send(batch)
+        try:
+            while self.batches:
+                batch = self.batches.popleft()
+                self.waiting -= len(batch)
+                await self._send(batch)
+        finally:  # (here, not in a done callback: `flush` sees the change when the task ends)
+            self._sender = None
+            if not self.buffer and not self.batches:
+                _PENDING.discard(self)
 
     async def _send(self, batch: list[Any]) -> None:
         for attempt in range(self.max_retry_count + 1):
@@ -141,17 +145,6 @@ class BatchProcessor:
             self.max_retry_count,
             extra={"entries": len(batch)},
         )
-
-    def _sender_done(self, task: asyncio.Task[None]) -> None:
-        self._sender = None
-        if task.cancelled():  # the loop is stopping
-            return
-        if task.exception() is not None:
-            log.error("Batch Processor[%s] sender failed", self.name, exc_info=task.exception())
-        if self.batches:  # (only after a failure: the sender leaves when none is left)
-            self._cut()
-        elif not self.buffer:
-            _PENDING.discard(self)
 
     def _drop_oldest(self, count: int) -> None:
         """Over `max_pending`: the oldest waiting entries go (the receiver cannot keep up)."""
@@ -180,7 +173,7 @@ class BatchProcessor:
         """Cut the buffer now and wait until every batch has been sent (or given up on)."""
         self._cut()
         while self._sender is not None:
-            await asyncio.shield(self._sender)
+            await asyncio.wait([self._sender])
 
 
 # Processors holding entries, so that one whose plugin instance is gone still sends them.
