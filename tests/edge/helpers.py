@@ -170,10 +170,12 @@ def route(rid: str, uri: str, port: int, **extra: Any) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def serve_edge(env: PluginEnv | None = None) -> AsyncIterator[Edge]:
+async def serve_edge(
+    env: PluginEnv | None = None, config: EdgeConfig | None = None
+) -> AsyncIterator[Edge]:
     """A data plane serving on 127.0.0.1:<free port> with `env` (e.g. `env.kv` for plugins
-    that use the key-value store)."""
-    plane = DataPlane(EDGE_CONFIG, env or PluginEnv())
+    that use the key-value store) and `config` (default EDGE_CONFIG)."""
+    plane = DataPlane(config or EDGE_CONFIG, env or PluginEnv())
     server = await plane.serve("127.0.0.1", 0)
     try:
         yield Edge(plane, server.sockets[0].getsockname()[1])
