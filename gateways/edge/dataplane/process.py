@@ -9,12 +9,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateways.edge import batch
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.dataplane.standalone import load
 from gateways.edge.metrics import process_metrics
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins import analytics_logger
+from gateways.edge.plugins import analytics_logger, http_logger, opentelemetry
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
@@ -70,6 +71,9 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
     async def close() -> None:
         await plane.close_pools()
         await analytics_logger.close()  # the last batch of request log rows
+        await batch.close()  # the loggers' last batches
+        await http_logger.close()
+        await opentelemetry.close()  # the spans not exported yet
 
     parts = DataPlaneParts(plane, [listen], on_cleanup=[close], on_reload=[reload])
     if not config.config_file:
