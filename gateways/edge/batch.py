@@ -21,6 +21,11 @@ sends what every processor of the worker still holds.
 
 Sending batches one at a time (APISIX runs one timer per batch, concurrently) keeps a hanging
 receiver from piling up connections; each plugin bounds its own send with its `timeout`.
+
+analytics-logger keeps its own batcher: its spec'd behaviour differs on purpose (a failed
+write keeps its rows for the next flush until they are `buffer_duration` old, so a short store
+outage loses nothing, where this processor drops a batch after its retries; one batcher per
+worker and settings is shared by every route; its tests drive that batcher directly).
 """
 
 from __future__ import annotations
