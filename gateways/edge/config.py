@@ -1,5 +1,6 @@
 """The edge proxy's configuration: the data plane (HTTP_PORT, shared by its workers), the
-admin API, the metrics port, gRPC, and the node-level settings of some plugins."""
+admin API, the metrics port and gRPC, and the node-level settings of plugins (APISIX's
+plugin_attr/plugin metadata: the opentelemetry plugin's collector)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ from runtime.config import (
     http_port,
     var,
 )
+
+
+def key_value(item: str) -> None:
+    """Checks one `key=value` item (OTEL_RESOURCE)."""
+    if not item.partition("=")[0].strip() or "=" not in item:
+        raise ValueError("expected key=value")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +58,33 @@ class EdgeConfig(ServiceConfig):
         1,
         "edge data-plane processes, the primary included (`--workers N` overrides)",
         bounds=(1, 256),
+    )
+
+    # The opentelemetry plugin (APISIX's `collector.address`, `collector.request_timeout`,
+    # `trace_id_source`, `resource`); the spec: OTLP over gRPC to port 4317, trace id from
+    # x-request-id.
+    otel_collector_address: str = var(
+        "OTEL_COLLECTOR_ADDRESS",
+        "127.0.0.1:4317",
+        "opentelemetry plugin: the collector (host:port) its spans are exported to, OTLP/gRPC",
+    )
+    otel_collector_timeout: float = var(
+        "OTEL_COLLECTOR_TIMEOUT",
+        3.0,
+        "opentelemetry plugin: seconds one export to the collector may take",
+        bounds=(0.001, 600),
+    )
+    otel_trace_id_source: str = var(
+        "OTEL_TRACE_ID_SOURCE",
+        "x-request-id",
+        "opentelemetry plugin: the trace id of a request without `traceparent`",
+        choices=("x-request-id", "random"),
+    )
+    otel_resource: tuple[str, ...] = var(
+        "OTEL_RESOURCE",
+        (),
+        "opentelemetry plugin: comma-separated `key=value` attributes of the spans' resource",
+        check=key_value,
     )
 
     @property

@@ -170,10 +170,13 @@ def route(rid: str, uri: str, port: int, **extra: Any) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def serve_edge(env: PluginEnv | None = None) -> AsyncIterator[Edge]:
+async def serve_edge(
+    env: PluginEnv | None = None, config: EdgeConfig | None = None
+) -> AsyncIterator[Edge]:
     """A data plane serving on 127.0.0.1:<free port> with `env` (e.g. `env.kv` for plugins
-    that use the key-value store)."""
-    plane = DataPlane(EDGE_CONFIG, env or PluginEnv())
+    that use the key-value store) and `config` (default: `env.config`, else EDGE_CONFIG)."""
+    env = env or PluginEnv()
+    plane = DataPlane(config or env.config or EDGE_CONFIG, env)
     server = await plane.serve("127.0.0.1", 0)
     try:
         yield Edge(plane, server.sockets[0].getsockname()[1])

@@ -34,6 +34,7 @@ class DataPlane:
     def __init__(self, config: EdgeConfig, env: PluginEnv) -> None:
         self.config = config
         self.env = env
+        env.config = config
         self.pools = Pools()
         self.compiled: Compiled | None = None
 

@@ -9,12 +9,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateways.edge import batch
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.dataplane.standalone import load
 from gateways.edge.metrics import process_metrics
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins import _ext_proc, analytics_logger
+from gateways.edge.plugins import _ext_proc, analytics_logger, http_logger, opentelemetry
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 
 def plugin_env(config: EdgeConfig, stores: Stores) -> PluginEnv:
     env = PluginEnv()
-    env.config = config
     env.kv = stores.kv
     env.sink = stores.sink
     env.jwks = JwksCache(config.idp_jwks_url)
@@ -72,6 +72,9 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
         await plane.close_pools()
         await analytics_logger.close()  # the last batch of request log rows
         await _ext_proc.close()  # the ext-plugins' gRPC channels and HTTP session
+        await batch.close()  # the loggers' last batches
+        await http_logger.close()
+        await opentelemetry.close()  # the spans not exported yet
 
     parts = DataPlaneParts(plane, [listen], on_cleanup=[close], on_reload=[reload])
     if not config.config_file:

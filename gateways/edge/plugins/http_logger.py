@@ -1,0 +1,99 @@
+"""`http-logger` (APISIX priority 410, before_proxy/body_filter when bodies are logged, log):
+each request's log entry (see `gateways.edge.log_entry`) batched by APISIX's batch processor
+(`gateways.edge.batch`) and POSTed to `uri`.
+
+A batch is one JSON array (`concat_method: json`, `Content-Type: application/json`), or the
+entries' JSON joined by new lines (`new_line`, `text/plain`); with `batch_max_size: 1` each
+POST carries one JSON object, as APISIX does. `auth_header` is sent as `Authorization`;
+`timeout` (seconds) bounds one POST; a response of 400 or more counts as a failure (retried
+`max_retry_count` times); `ssl_verify` checks the receiver's certificate (off by default, as
+in APISIX). One aiohttp session per worker carries every logger's POSTs (keep-alive
+connections are reused); `close()` closes it at the data plane's stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any, ClassVar
+
+import aiohttp
+
+from gateways.edge.batch import batch_properties
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.plugin import PluginEnv
+
+# APISIX's core.schema.uri_def
+URI_PATTERN = r"^[^\/]+:\/\/([\da-zA-Z.-]+|\[[\da-fA-F:]+\])(:\d+)?"
+
+_SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def session() -> aiohttp.ClientSession:
+    """The worker's HTTP client session (one per event loop)."""
+    loop = asyncio.get_running_loop()
+    found = _SESSIONS.get(loop)
+    if found is None or found.closed:
+        found = _SESSIONS[loop] = aiohttp.ClientSession()
+    return found
+
+
+async def close() -> None:
+    """Close the worker's session (the data plane's stop, after the last batches)."""
+    found = _SESSIONS.pop(asyncio.get_running_loop(), None)
+    if found is not None:
+        await found.close()
+
+
+class HttpLogger(LoggerPlugin):
+    """Push request logs, in batches, to an HTTP(S) server as JSON."""
+
+    name = "http-logger"
+    priority = 410
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "uri": {"type": "string", "pattern": URI_PATTERN},
+            "auth_header": {"type": "string"},
+            "timeout": {"type": "integer", "minimum": 1, "default": 3},
+            "concat_method": {"type": "string", "enum": ["json", "new_line"], "default": "json"},
+            "ssl_verify": {"type": "boolean", "default": False},
+            **LOG_PROPERTIES,
+            **batch_properties("http logger"),
+        },
+        "required": ["uri"],
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.uri: str = conf["uri"]
+        self.concat_method = conf.get("concat_method", "json")
+        self.headers = {
+            "Content-Type": "application/json" if self.concat_method == "json" else "text/plain"
+        }
+        if conf.get("auth_header"):
+            self.headers["Authorization"] = conf["auth_header"]
+        self.timeout = aiohttp.ClientTimeout(total=conf.get("timeout", 3))
+        self.ssl_verify: bool = conf.get("ssl_verify", False)
+
+    async def send(self, entries: list[Any], batch_max_size: int) -> None:
+        if batch_max_size == 1:
+            body = encode(entries[0])
+        elif self.concat_method == "json":
+            body = encode(entries)
+        else:
+            body = "\n".join(encode(entry) for entry in entries)
+        async with session().post(
+            self.uri,
+            data=body.encode(),
+            headers=self.headers,
+            timeout=self.timeout,
+            ssl=self.ssl_verify,
+        ) as resp:
+            if resp.status >= 400:
+                text = (await resp.content.read(1024)).decode("utf-8", "replace")
+                raise ConnectionError(
+                    f"server returned status code[{resp.status}] uri[{self.uri}] body[{text}]"
+                )

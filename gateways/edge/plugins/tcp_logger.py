@@ -1,0 +1,68 @@
+"""`tcp-logger` (APISIX priority 405, before_proxy/body_filter when bodies are logged, log):
+each request's log entry (see `gateways.edge.log_entry`) batched by APISIX's batch processor
+(`gateways.edge.batch`) and written to a TCP server.
+
+As APISIX does, each batch opens one connection, writes the batch as one JSON array (one JSON
+object with `batch_max_size: 1`) and closes it, so the connection's end delimits the batch;
+`timeout` (milliseconds) bounds the whole exchange. With `tls` the connection is TLS, with
+`tls_options` as the server name (SNI) and, as APISIX's `sslhandshake(..., false)`, without
+verifying the server's certificate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from typing import Any, ClassVar
+
+from gateways.edge.batch import batch_properties
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.plugin import PluginEnv
+
+
+class TcpLogger(LoggerPlugin):
+    """Push request logs, in batches, to a TCP server as JSON."""
+
+    name = "tcp-logger"
+    priority = 405
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "host": {"type": "string"},
+            "port": {"type": "integer", "minimum": 0},
+            "tls": {"type": "boolean", "default": False},
+            "tls_options": {"type": "string"},
+            "timeout": {"type": "integer", "minimum": 1, "default": 1000},
+            **LOG_PROPERTIES,
+            **batch_properties("tcp logger"),
+        },
+        "required": ["host", "port"],
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.host: str = conf["host"]
+        self.port: int = conf["port"]
+        self.timeout: float = conf.get("timeout", 1000) / 1000
+        self.tls: ssl.SSLContext | None = None
+        self.server_name: str | None = None
+        if conf.get("tls"):
+            self.tls = ssl.create_default_context()
+            self.tls.check_hostname = False
+            self.tls.verify_mode = ssl.CERT_NONE
+            self.server_name = conf.get("tls_options") or self.host
+
+    async def send(self, entries: list[Any], batch_max_size: int) -> None:
+        data = encode(entries[0] if batch_max_size == 1 else entries).encode()
+        async with asyncio.timeout(self.timeout):
+            _, writer = await asyncio.open_connection(
+                self.host, self.port, ssl=self.tls, server_hostname=self.server_name
+            )
+            try:
+                writer.write(data)
+                await writer.drain()
+            finally:
+                writer.close()
+                with contextlib.suppress(ConnectionError, ssl.SSLError):
+                    await writer.wait_closed()

@@ -1,0 +1,101 @@
+"""`udp-logger` (APISIX priority 400, before_proxy/body_filter when bodies are logged, log):
+each request's log entry (see `gateways.edge.log_entry`) batched by APISIX's batch processor
+(`gateways.edge.batch`) and sent to a UDP server.
+
+As APISIX does, a batch is one datagram holding a JSON array (one JSON object with
+`batch_max_size: 1`), sent from a new socket. Deliberate difference: a batch too large for one
+datagram (65,507 bytes) is sent as several, each a JSON array of whole entries (APISIX's send
+fails with "message too long" and the batch is lost); an entry too large on its own is dropped
+with an error line. `timeout` (seconds) bounds opening the socket (name resolution).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, ClassVar
+
+from gateways.edge.batch import batch_properties
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.plugin import PluginEnv
+
+log = logging.getLogger(__name__)
+MAX_DATAGRAM = 65_507  # the largest UDP payload over IPv4
+
+
+def datagrams(entries: list[Any], batch_max_size: int, limit: int = MAX_DATAGRAM) -> list[bytes]:
+    """The batch as datagrams: one JSON array when it fits, else arrays of whole entries."""
+    if batch_max_size == 1:
+        encoded = [encode(entry).encode() for entry in entries]
+        return [data for data in encoded if _fits(data, limit)]
+    whole = encode(entries).encode()
+    if len(whole) <= limit:
+        return [whole]
+    out: list[bytes] = []
+    part: list[bytes] = []
+    size = 2  # the brackets
+    for entry in entries:
+        data = encode(entry).encode()
+        if not _fits(data, limit - 2):
+            continue
+        if part and size + 1 + len(data) > limit:
+            out.append(b"[" + b",".join(part) + b"]")
+            part, size = [], 2
+        size += len(data) + (1 if part else 0)
+        part.append(data)
+    if part:
+        out.append(b"[" + b",".join(part) + b"]")
+    return out
+
+
+def _fits(data: bytes, limit: int) -> bool:
+    if len(data) <= limit:
+        return True
+    log.error("udp logger: a log entry of %d bytes does not fit in a datagram", len(data))
+    return False
+
+
+class _Sender(asyncio.DatagramProtocol):
+    def __init__(self) -> None:
+        self.error: Exception | None = None
+
+    def error_received(self, exc: Exception) -> None:
+        self.error = exc
+
+
+class UdpLogger(LoggerPlugin):
+    """Push request logs, in batches, to a UDP server as JSON."""
+
+    name = "udp-logger"
+    priority = 400
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "host": {"type": "string"},
+            "port": {"type": "integer", "minimum": 0},
+            "timeout": {"type": "integer", "minimum": 1, "default": 3},
+            **LOG_PROPERTIES,
+            **batch_properties("udp logger"),
+        },
+        "required": ["host", "port"],
+    }
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.host: str = conf["host"]
+        self.port: int = conf["port"]
+        self.timeout: float = conf.get("timeout", 3)
+
+    async def send(self, entries: list[Any], batch_max_size: int) -> None:
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(self.timeout):
+            transport, sender = await loop.create_datagram_endpoint(
+                _Sender, remote_addr=(self.host, self.port)
+            )
+        try:
+            for data in datagrams(entries, batch_max_size):
+                transport.sendto(data)
+                if sender.error is not None:
+                    raise sender.error
+        finally:
+            transport.close()
