@@ -14,7 +14,7 @@ from gateways.edge.dataplane import DataPlane
 from gateways.edge.dataplane.standalone import load
 from gateways.edge.metrics import process_metrics
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins import analytics_logger
+from gateways.edge.plugins import _grpc, analytics_logger
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
@@ -70,6 +70,7 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
     async def close() -> None:
         await plane.close_pools()
         await analytics_logger.close()  # the last batch of request log rows
+        await _grpc.close_channels()  # the gRPC plugins' upstream channels
 
     parts = DataPlaneParts(plane, [listen], on_cleanup=[close], on_reload=[reload])
     if not config.config_file:
