@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, TypeVar
 
 from google.protobuf import struct_pb2
@@ -17,6 +17,8 @@ from google.protobuf import struct_pb2
 from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
 from gateways.edge.plugins import REGISTRY
+from gateways.edge.plugins._grpc import ProtoError, load_proto
+from gateways.edge.plugins.grpc_transcode import bind
 from gateways.edge.resources import (
     CONSUMER_GROUPS,
     CONSUMERS,
@@ -59,7 +61,11 @@ IN_USE = {
     SERVICES: "can not delete this service directly",
     PLUGIN_CONFIGS: "can not delete this plugin config",
     CONSUMER_GROUPS: "can not delete this consumer group",
+    PROTOS: "can not delete this proto",
 }
+# Resources whose plugins may name a proto (grpc-transcode's `proto_id`), in the order a
+# refused delete names them (APISIX checks routes, then services).
+PROTO_USERS = (ROUTES, SERVICES, PLUGIN_CONFIGS, GLOBAL_RULES, CONSUMER_GROUPS, CONSUMERS)
 FORBIDDEN = ("create_time", "update_time")
 V3 = {"X-API-VERSION": "v3"}
 RETRIES = 50
@@ -162,7 +168,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         self, request: admin_pb2.PatchResourceRequest, context: Any
     ) -> admin_pb2.PatchResourceResponse:
         kind = _kind(request.kind)
-        if kind == CONSUMERS:
+        if kind in (CONSUMERS, PROTOS):
             raise MethodNotAllowed(f"not supported `PATCH` method for {SINGULAR[kind]}")
         patch = plain_json(request.patch)
         steps = [s for s in request.path.split("/") if s]
@@ -277,8 +283,20 @@ def check(
     if kind == ROUTES and "host" in value and "hosts" in value:
         raise bad("only one of host or hosts is allowed")
     check_resource(kind, value)
+    if kind == PROTOS:
+        try:
+            load_proto(value["content"])
+        except ProtoError as exc:
+            raise bad(f"invalid content: {exc}") from None
+        for holder, other_id, conf in _proto_users(state, id_):  # an update keeps them working
+            try:
+                bind(conf, value["content"])
+            except ValueError as exc:
+                problem = f"{SINGULAR[holder]} [{other_id}] needs it: {exc}"
+                raise bad(f"invalid content: {problem}") from None
     plugins = value.get("plugins") or {}
     check_plugins(plugins, consumer=kind == CONSUMERS, unchecked=unchecked)
+    _check_proto_reference(state, plugins)
     for field, target in REFERENCES.get(kind, ()):
         if field in value and str(value[field]) not in state.of(target):
             name = SINGULAR[target]
@@ -292,6 +310,23 @@ def check(
             for name in plugins:
                 if other_id != id_ and name in (other.value.get("plugins") or {}):
                     raise bad(f"plugin '{name}' already exists in global rule with id '{other_id}'")
+
+
+def _check_proto_reference(state: State, plugins: dict[str, Any]) -> None:
+    """grpc-transcode's proto exists and defines its service, method and detail type (the
+    data plane would refuse the whole configuration otherwise)."""
+    conf = plugins.get("grpc-transcode")
+    if not isinstance(conf, dict) or "proto_id" not in conf:
+        return
+    proto = state.of(PROTOS).get(str(conf["proto_id"]))
+    if proto is None:
+        name = conf["proto_id"]
+        raise bad(f"failed to fetch proto info by proto id [{name}], response code: 404")
+    try:
+        bind(conf, str(proto.value.get("content", "")))
+    except ValueError as exc:
+        message = f"failed to check the configuration of plugin grpc-transcode err: {exc}"
+        raise bad(message) from None
 
 
 def _stored_credentials(plugins: dict[str, Any]) -> dict[str, Any]:
@@ -328,7 +363,21 @@ def _first_user(state: State, kind: str, id_: str) -> tuple[str, str] | None:
             ):
                 if str(entry.value.get(field, "")) == id_:
                     return holder, other_id
+    if kind == PROTOS:
+        for holder, other_id, _ in _proto_users(state, id_):
+            return holder, other_id
     return None
+
+
+def _proto_users(state: State, id_: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(kind, id, grpc-transcode conf) of each resource whose grpc-transcode uses proto `id_`."""
+    for holder in PROTO_USERS:
+        for other_id, entry in sorted(
+            state.of(holder).items(), key=lambda item: item[1].created_index
+        ):
+            conf = (entry.value.get("plugins") or {}).get("grpc-transcode")
+            if isinstance(conf, dict) and str(conf.get("proto_id", "")) == id_:
+                yield holder, other_id, conf
 
 
 def _kind(kind: str) -> str:

@@ -33,8 +33,9 @@ PHASES = ("rewrite", "access", "before_proxy", "header_filter", "body_filter", "
 
 @dataclass(slots=True)
 class Reply:
-    """An answer produced by a plugin instead of the upstream's. `body` is bytes, or a JSON
-    value (sent as `application/json`)."""
+    """An answer produced by a plugin instead of the upstream's. `body` is bytes, a JSON
+    value (sent as `application/json`), or an async iterator of bytes: a body sent chunk by
+    chunk as it is produced (a stream; closed early when the client goes away)."""
 
     status: int
     body: Any = b""

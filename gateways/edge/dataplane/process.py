@@ -9,13 +9,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gateways.edge import batch
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.dataplane.standalone import load
 from gateways.edge.metrics import process_metrics
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins import _ext_proc, analytics_logger, http_logger, opentelemetry
+from gateways.edge.plugins import close_plugins
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
@@ -70,11 +69,7 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
 
     async def close() -> None:
         await plane.close_pools()
-        await analytics_logger.close()  # the last batch of request log rows
-        await _ext_proc.close()  # the ext-plugins' gRPC channels and HTTP session
-        await batch.close()  # the loggers' last batches
-        await http_logger.close()
-        await opentelemetry.close()  # the spans not exported yet
+        await close_plugins()  # last log batches and spans, channels and sessions
 
     parts = DataPlaneParts(plane, [listen], on_cleanup=[close], on_reload=[reload])
     if not config.config_file:

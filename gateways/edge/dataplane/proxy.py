@@ -16,7 +16,7 @@ import json
 import logging
 import posixpath
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
@@ -98,7 +98,9 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
         log_abandoned(ctx, chain)
         raise
     try:
-        if reply is not None:
+        if reply is not None and isinstance(reply.body, AsyncIterator):
+            await stream_reply(ex, ctx, chain, reply)
+        elif reply is not None:
             send_reply(ex, ctx, chain, reply)
         elif ctx.upstream is None:
             send_reply(ex, ctx, chain, Reply(503, NO_UPSTREAM, dict(JSON)))
@@ -204,6 +206,42 @@ def send_reply(ex: Exchange, ctx: RequestContext, chain: Chain, reply: Reply) ->
         body = body_filter(ctx, bytes(body), False) + body_filter(ctx, b"", True)
     ctx.bytes_sent = len(body)
     ex.respond(ctx.status, bytes(body), _headers_out(ctx.response_headers))
+
+
+async def stream_reply(ex: Exchange, ctx: RequestContext, chain: Chain, reply: Reply) -> None:
+    """A plugin's answer whose body is an async iterator of chunks (grpc-web's server
+    streams): sent as it comes, as an upstream's body would be, pausing while the client's
+    socket is full; the iterator is closed when the client goes away."""
+    body: AsyncIterator[bytes] = reply.body
+    ctx.status = reply.status
+    ctx.response_headers = {k.lower(): v for k, v in reply.headers.items()}
+    try:
+        for header_filter in chain.header_filter:
+            header_filter(ctx)
+        has_body = ex.method != "HEAD" and ctx.status not in (204, 304)
+        head = ex.head(ctx.status, _headers_out(ctx.response_headers), None, body=has_body)
+        if not has_body:
+            ex.conn.write(head)
+            return
+        async for chunk in body:
+            for body_filter in chain.body_filter:
+                chunk = body_filter(ctx, chunk, False)
+            ctx.bytes_sent += len(chunk)
+            ex.write(chunk, head)
+            head = b""
+            if ex.conn.closed:
+                return
+            await ex.conn.drain()
+        tail = b""
+        for body_filter in chain.body_filter:  # eof: buffering filters flush
+            tail = body_filter(ctx, tail, True)
+        ctx.bytes_sent += len(tail)
+        ex.write(tail, head)
+        ex.end()
+    finally:
+        aclose = getattr(body, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def request_head(
