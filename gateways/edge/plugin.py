@@ -47,7 +47,8 @@ class RequestContext:
 
     Request (read; `upstream_headers` and `upstream_uri` are what is sent upstream):
         method, path (decoded, no query), query (raw query string), headers, client_ip,
-        scheme, host.
+        scheme, host, real_request_uri (the request target exactly as received, not decoded
+        nor normalized; "" when unknown).
     Matching: route_id, route (the route resource, JSON as stored), service_id.
     Set by plugins: consumer (the consumer resource, set by an auth plugin), consumer_name,
         tenant_id, jwt_claims (verified claims), vars (free-form, plugin to plugin).
@@ -74,6 +75,7 @@ class RequestContext:
         "method",
         "path",
         "query",
+        "real_request_uri",
         "request_id",
         "response_headers",
         "route",
@@ -99,6 +101,7 @@ class RequestContext:
         client_ip: str,
         started: float,
         scheme: str = "http",
+        real_request_uri: str = "",
     ) -> None:
         self.method = method
         self.path = path
@@ -107,6 +110,7 @@ class RequestContext:
         self.client_ip = client_ip
         self.started = started
         self.scheme = scheme
+        self.real_request_uri = real_request_uri
         self.host = headers.get("host", "")
         self.route_id = ""
         self.route: Mapping[str, Any] = {}

@@ -79,8 +79,12 @@ def _detail(error: ValidationError) -> str:
             return f'failed to match pattern "{error.validator_value}" with "{value}"'
         case "minItems":
             return f"expect array to have at least {error.validator_value} items"
+        case "minProperties":
+            return f"expect object to have at least {error.validator_value} properties"
         case "anyOf":
             return "object matches none of the required"
+        case "oneOf":
+            return _one_of(error)
         case "not" if len(error.schema_path) == 3 and error.schema_path[0] == "dependencies":
             # `dependencies: {a: {not: {required: [b]}}}`: a and b exclude each other
             negated: Any = error.validator_value
@@ -90,6 +94,20 @@ def _detail(error: ValidationError) -> str:
                 "value wasn't supposed to match schema"
             )
     return error.message
+
+
+def _one_of(error: ValidationError) -> str:
+    """APISIX's (lua-jsonschema's) wording for `oneOf`."""
+    if error.context:
+        return "value should match only one schema, but matches none"
+    subschemas: Any = error.validator_value
+    matched = [
+        str(index + 1)
+        for index, sub in enumerate(subschemas)
+        if Draft7Validator(sub).is_valid(error.instance)
+    ]
+    both = " and ".join(matched[:2])
+    return f"value should match only one schema, but matches both schemas {both}"
 
 
 def _nest(error: ValidationError, message: str, *, leaf: bool = False) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from sidecars.idp.hashing import hash_secret, verify_secret
+from runtime.hashing import hash_secret, verify_secret
 from sidecars.idp.records import (
     Client,
     Organization,

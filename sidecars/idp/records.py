@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sidecars.idp.hashing import hash_secret, is_hash
+from runtime.hashing import hash_secret, is_hash
 from sidecars.idp.keys import SUPPORTED_ALGS
 
 # Identifiers: usernames, client ids, tenant ids, role names, agent ids (`agent:planner`).

@@ -183,3 +183,10 @@ async def serve_edge(
     finally:
         server.close()
         await plane.close_pools()
+
+
+def conf_problem(name: str, conf: dict[str, Any]) -> str | None:
+    """What the Admin API (and the data plane) says of a plugin configuration: its schema's
+    first problem, then the plugin's `check_conf` on it with defaults; None when accepted."""
+    cls: type[Plugin] = REGISTRY[name]
+    return check(cls.schema, conf) or cls.check_conf(with_defaults(cls.schema, conf))

@@ -71,7 +71,10 @@ async def handle(dp: DataPlane, ex: Exchange) -> None:
     if "%" in path or "/." in path or "//" in path:
         path = normalize(path)
         raw_path = quote(path, safe="/:@!$&'()*+,;=-._~")
-    ctx = RequestContext(ex.method, path, query, ex.headers, ex.client_ip, time.perf_counter())
+    ctx = RequestContext(
+        ex.method, path, query, ex.headers, ex.client_ip, time.perf_counter(),
+        real_request_uri=target,
+    )  # fmt: skip
     route = compiled.router.match(ctx) if compiled is not None else None
     if route is None:
         if path == "/":
@@ -476,7 +479,7 @@ async def forward(
                 continue
             return _fail(ex, ctx, chain, exc)
         receiver = Forward(ex, ctx, chain, conn, timeouts, websocket)
-        conn.begin(receiver, ex.method == "HEAD")
+        conn.begin(receiver, ctx.method == "HEAD")  # the method sent (proxy-rewrite)
         conn.transport.write(request_head(ex, ctx, up, node, uri, websocket))
         sender = None
         if buffered is not None:

@@ -1,7 +1,8 @@
 """Salted scrypt hashes for passwords and client secrets, compared in constant time.
 
 The encoded form is `scrypt$<n>$<r>$<p>$<salt b64>$<hash b64>`, so the cost can be raised later
-without breaking hashes already stored in the state file.
+without breaking hashes already stored (the dev IdP's state file, the edge's basic-auth
+consumers).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 
 # 16 MiB and a few tens of milliseconds per hash: enough for a dev IdP, cheap at start-up.
 _N, _R, _P = 2**14, 8, 1
 _DKLEN = 32
+_ENCODED = re.compile(r"scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9+/]+=*\$[A-Za-z0-9+/]+=*")
 
 
 def _b64(raw: bytes) -> str:
@@ -49,4 +52,4 @@ def verify_secret(secret: str, encoded: str) -> bool:
 
 def is_hash(value: object) -> bool:
     """True when `value` looks like an encoded hash made by `hash_secret`."""
-    return isinstance(value, str) and value.startswith("scrypt$") and value.count("$") == 5
+    return isinstance(value, str) and _ENCODED.fullmatch(value) is not None

@@ -1,0 +1,155 @@
+"""`cors` (APISIX priority 4000, rewrite + header_filter): Cross-Origin Resource Sharing.
+
+- rewrite: any `OPTIONS` request (a preflight) is answered 200 here, without calling the
+  upstream; the CORS headers are added to it by header_filter like to any other response.
+- header_filter: the allowed origin for the request's `Origin`:
+  - `allow_origins`: `*` (any origin, answered `*`), `**` (any origin, answered with the
+    request's own origin: allowed even with credentials), one origin (always answered as
+    configured; the browser compares), or a comma list (the request's origin if listed, else no
+    CORS headers);
+  - `allow_origins_by_regex`: when set, only origins matching one of the regexes (searched,
+    not anchored, as APISIX does) are allowed and `allow_origins` is ignored.
+  Allowed → `Access-Control-Allow-Origin`, `-Allow-Methods` (`**`: every method),
+  `-Allow-Headers` (`**`: the request's `Access-Control-Request-Headers`), `-Max-Age`,
+  `-Expose-Headers` (only when configured), `-Allow-Credentials: true` with `allow_credential`.
+  `Vary: Origin` is added whenever the answer depends on the origin (not a plain `*`).
+  `timing_allow_origins` (same syntax) / `timing_allow_origins_by_regex` set
+  `Timing-Allow-Origin` for a matching origin.
+- `allow_credential: true` with `*` in `allow_origins` (its default), `allow_methods`,
+  `allow_headers`, `expose_headers` or `timing_allow_origins` is refused, as APISIX's
+  check_schema does; so is a regex that does not compile.
+
+Not applicable: `allow_origins_by_metadata` is accepted (schema-checked) but has no effect:
+this edge has no plugin_metadata to hold the named origin lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+
+ORIGINS = r"^(\*|\*\*|null|\w+://[^,]+(,\w+://[^,]+)*)$"
+EVERY_METHOD = "GET,POST,PUT,DELETE,PATCH,HEAD,OPTIONS,CONNECT,TRACE"
+CREDENTIALS = "you can not set '*' for other option when 'allow_credential' is true"
+STARLESS = (
+    "allow_origins", "allow_methods", "allow_headers", "expose_headers", "timing_allow_origins",
+)  # fmt: skip
+REGEXES: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+    "minItems": 1,
+    "uniqueItems": True,
+}
+
+
+class OriginRule:
+    """One origin setting (`allow_origins` or `timing_allow_origins`, with its regexes)."""
+
+    __slots__ = ("listed", "regex", "value")
+
+    def __init__(self, value: str | None, regexes: list[str] | None) -> None:
+        self.value = value
+        self.listed = frozenset(value.split(",")) if value and "," in value else None
+        self.regex = re.compile("|".join(regexes)) if regexes else None
+
+    def allowed(self, origin: str | None) -> str | None:
+        """The `Access-Control-Allow-Origin` value for `origin`, None when not allowed."""
+        if self.regex is not None:
+            return origin if origin and self.regex.search(origin) else None
+        if self.listed is not None:
+            return origin if origin in self.listed else None
+        if self.value == "**":
+            return origin or "*"
+        return self.value
+
+
+class Cors(Plugin):
+    """Answers CORS preflight requests at the edge and adds the CORS headers to responses."""
+
+    name = "cors"
+    priority = 4000
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "allow_origins": {"type": "string", "pattern": ORIGINS, "default": "*"},
+            "allow_methods": {"type": "string", "default": "*"},
+            "allow_headers": {"type": "string", "default": "*"},
+            "expose_headers": {"type": "string"},
+            "max_age": {"type": "integer", "default": 5},
+            "allow_credential": {"type": "boolean", "default": False},
+            "allow_origins_by_regex": REGEXES,
+            "allow_origins_by_metadata": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+                "minItems": 1,
+                "uniqueItems": True,
+            },
+            "timing_allow_origins": {"type": "string", "pattern": ORIGINS},
+            "timing_allow_origins_by_regex": REGEXES,
+        },
+    }
+
+    @classmethod
+    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
+        """APISIX's check_schema: no "*" with credentials; the regexes compile."""
+        if conf.get("allow_credential") and any(conf.get(field) == "*" for field in STARLESS):
+            return CREDENTIALS
+        for field in ("allow_origins_by_regex", "timing_allow_origins_by_regex"):
+            for regex in conf.get(field) or ():
+                try:
+                    re.compile(regex)
+                except re.error as exc:
+                    return f'{field}: regex "{regex}" validation failed: {exc}'
+        return None
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        origins, regexes = conf.get("allow_origins", "*"), conf.get("allow_origins_by_regex")
+        self.origins = OriginRule(origins, regexes)
+        timing = conf.get("timing_allow_origins")
+        timing_regexes = conf.get("timing_allow_origins_by_regex")
+        self.timing = OriginRule(timing, timing_regexes) if timing or timing_regexes else None
+        methods = conf.get("allow_methods", "*")
+        allow_headers = conf.get("allow_headers", "*")
+        self.echo_request_headers = allow_headers == "**"
+        # the headers every allowed response gets, computed once
+        self.headers = {
+            "access-control-allow-methods": EVERY_METHOD if methods == "**" else methods,
+            "access-control-max-age": str(conf.get("max_age", 5)),
+        }
+        if conf.get("expose_headers"):
+            self.headers["access-control-expose-headers"] = conf["expose_headers"]
+        if not self.echo_request_headers:
+            self.headers["access-control-allow-headers"] = allow_headers
+        if conf.get("allow_credential"):
+            self.headers["access-control-allow-credentials"] = "true"
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        if ctx.method == "OPTIONS":
+            return Reply(200)
+        return None
+
+    def header_filter(self, ctx: RequestContext) -> None:
+        origin = ctx.headers.get("origin")
+        headers = ctx.response_headers
+        allowed = self.origins.allowed(origin)
+        if allowed != "*":
+            vary = headers.get("vary")
+            if not vary:
+                headers["vary"] = "Origin"
+            elif "origin" not in (token.strip().lower() for token in vary.split(",")):
+                headers["vary"] = f"{vary}, Origin"
+        if allowed is not None:
+            headers["access-control-allow-origin"] = allowed
+            headers.update(self.headers)
+            if self.echo_request_headers:
+                requested = ctx.headers.get("access-control-request-headers")
+                if requested:
+                    headers["access-control-allow-headers"] = requested
+        if self.timing is not None:
+            timing = self.timing.allowed(origin)
+            if timing is not None and (timing == "*" or timing == origin):
+                headers["timing-allow-origin"] = timing

@@ -1,0 +1,112 @@
+"""`redirect` (APISIX priority 900, rewrite): answers with a redirect (`Location`) instead of
+calling the upstream. Exactly one of:
+
+- `uri`: the target, with `$var` / `${var}` request variables (`$uri`, `$host`, `$arg_x`...);
+- `regex_uri` `[regex, template]`: the request path (`$uri`) with the regex's first match
+  replaced by the template (`$1`, `${1}`, `$0`; nginx's `ngx.re.sub`); a path that does not
+  match is not redirected;
+- `http_to_https: true`: a plain-HTTP request (the scheme from `X-Forwarded-Proto`, else the
+  connection) goes to `https://$host$request_uri` with 301 for GET and HEAD, 308 otherwise
+  (which keeps the method and body); an HTTPS request is not redirected.
+
+`ret_code` (302) is the status for `uri` and `regex_uri`. `encode_uri` escapes the target's
+path as nginx does; `append_query_string` appends the request's query (not with
+`http_to_https`, which keeps it anyway). Control characters coming from request variables are
+percent-encoded in `Location`.
+
+Difference from APISIX: the https port comes from no local TLS listener (this edge terminates
+no TLS; APISIX uses `plugin_attr.redirect.https_port` or its `ssl.listen` port), so the target
+has no port: 443.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugins._rewrite import Substitution, escape_uri, header_safe
+from gateways.edge.variables import interpolate, variable
+
+
+class Redirect(Plugin):
+    """Answers with a redirect: a fixed or templated URI, a regex rewrite of the path, or
+    HTTP to HTTPS."""
+
+    name = "redirect"
+    priority = 900
+    schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "ret_code": {"type": "integer", "minimum": 200, "default": 302},
+            "uri": {"type": "string", "minLength": 2},
+            "regex_uri": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "items": {"type": "string"},
+            },
+            "http_to_https": {"type": "boolean"},
+            "encode_uri": {"type": "boolean", "default": False},
+            "append_query_string": {"type": "boolean", "default": False},
+        },
+        "oneOf": [
+            {"required": ["uri"]},
+            {"required": ["regex_uri"]},
+            {"required": ["http_to_https"]},
+        ],
+    }
+
+    @classmethod
+    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
+        """APISIX's check_schema: `regex_uri` compiles; not both http_to_https and
+        append_query_string."""
+        regex_uri = conf.get("regex_uri")
+        if regex_uri:
+            try:
+                Substitution(regex_uri[0], regex_uri[1])
+            except (re.error, ValueError) as exc:
+                return f"invalid regex_uri ({regex_uri[0]}, {regex_uri[1]}), err:{exc}"
+        if conf.get("http_to_https") and conf.get("append_query_string"):
+            return "only one of `http_to_https` and `append_query_string` can be configured."
+        return None
+
+    def __init__(self, conf: Any, env: PluginEnv) -> None:
+        super().__init__(conf, env)
+        self.ret_code = conf.get("ret_code", 302)
+        self.to_https = bool(conf.get("http_to_https"))
+        self.uri = interpolate(conf["uri"]) if "uri" in conf else None
+        regex_uri = conf.get("regex_uri")
+        self.substitution = Substitution(regex_uri[0], regex_uri[1]) if regex_uri else None
+        self.encode = conf.get("encode_uri", False)
+        self.append_query = conf.get("append_query_string", False)
+
+    async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        status = self.ret_code
+        if self.to_https:
+            if (ctx.headers.get("x-forwarded-proto") or ctx.scheme) != "http":
+                return None
+            target = f"https://{variable(ctx, 'host')}{request_uri(ctx)}"
+            status = 301 if ctx.method in ("GET", "HEAD") else 308
+        elif self.uri is not None:
+            target = self.uri(ctx)
+        elif self.substitution is not None:
+            target, found = self.substitution.apply(ctx.path)
+            if found is None:
+                return None
+        else:
+            return None  # http_to_https: false
+        if self.encode:
+            path, mark, rest = target.partition("?")
+            target = escape_uri(path) + mark + rest
+        if self.append_query and ctx.query:
+            target += ("&" if "?" in target else "?") + ctx.query
+        return Reply(status, b"", {"Location": header_safe(target)})
+
+
+def request_uri(ctx: RequestContext) -> str:
+    """nginx's `$request_uri`: the target as the client sent it (origin form)."""
+    if ctx.real_request_uri.startswith("/"):
+        return ctx.real_request_uri
+    return ctx.path + (f"?{ctx.query}" if ctx.query else "")
