@@ -24,6 +24,7 @@ from gateways.edge.dataplane.chain import Chain
 from gateways.edge.dataplane.pool import UpstreamConnection, UpstreamError
 from gateways.edge.dataplane.server import Exchange, error_body
 from gateways.edge.dataplane.upstream import Node, Timeouts, Upstream
+from gateways.edge.hop_by_hop import HOP_BY_HOP, RESPONSE_SKIP
 from gateways.edge.plugin import BodyTooLarge, Reply, RequestContext
 from runtime.config import VERSION
 
@@ -39,28 +40,6 @@ NO_UPSTREAM = b'{"error_msg":"missing upstream configuration in Route or Service
 GRPC_UPSTREAM = b'{"error_msg":"a grpc upstream is reached through grpc-transcode or grpc-web"}'
 PLUGIN_FAILED = b'{"error_msg":"500 Internal Server Error"}'
 JSON = {"content-type": "application/json"}
-# Not forwarded as received (RFC 9110 §7.6.1 hop-by-hop), and what we set ourselves.
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "expect",
-        "x-forwarded-for",
-        "x-forwarded-proto",
-        "x-forwarded-host",
-        "x-forwarded-port",
-        "x-real-ip",
-    }
-)
-RESPONSE_SKIP = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "trailer", "upgrade"}
-)
 
 
 async def handle(dp: DataPlane, ex: Exchange) -> None:

@@ -37,43 +37,17 @@ import grpc
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
 from yarl import URL
 
+from gateways.edge.hop_by_hop import HOP_BY_HOP
+from gateways.edge.hop_by_hop import RESPONSE_SKIP as PROXY_RESPONSE_SKIP
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins import _ext_proc
 from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ProcessorError
 
 log = logging.getLogger(__name__)
 
-# Not forwarded as received: hop-by-hop (RFC 9110 §7.6.1), framing, and what we set ourselves.
-REQUEST_SKIP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "expect",
-        "content-length",
-        "x-forwarded-for",
-        "x-forwarded-proto",
-        "x-forwarded-host",
-        "x-forwarded-port",
-        "x-real-ip",
-    }
-)
-RESPONSE_SKIP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "trailer",
-        "upgrade",
-        "content-length",
-    }
-)
+# The proxy's rules, and framing: the body is sent and received whole.
+REQUEST_SKIP = HOP_BY_HOP | {"content-length"}
+RESPONSE_SKIP = PROXY_RESPONSE_SKIP | {"content-length"}
 
 
 class ExtPluginPostResp(Plugin):

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
+from gateways.edge.plugins._rewrite import parse_template
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.variables import compile_vars, interpolate
 
@@ -42,7 +43,6 @@ ADD_ENTRY = re.compile(r"^([^:\s]+)\s*:\s*([^:]+)$")  # APISIX's parse of "Name:
 FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 NEUTRAL_FLAGS = frozenset("jodDJ")
 UNICODE_FLAGS = frozenset("uU")
-TEMPLATE = re.compile(r"\$(?:(\d+)|\{(\d+)\}|(\$))")  # ngx.re.sub's $1, ${1}, $$
 BODY_HEADERS = ("content-length", "content-encoding", "last-modified", "etag")
 
 Template = Callable[[RequestContext], str]
@@ -70,14 +70,7 @@ class Substitution:
 
     def _replacement(self, template: str) -> Callable[[re.Match[Any]], Any]:
         """ngx.re.sub's template as a function of the match ($n of a missing group is "")."""
-        parts: list[str | int] = []
-        last = 0
-        for found in TEMPLATE.finditer(template):
-            parts.append(template[last : found.start()])
-            number = found.group(1) or found.group(2)
-            parts.append(int(number) if number is not None else "$")
-            last = found.end()
-        parts.append(template[last:])
+        parts = parse_template(template)  # the grammar redirect and proxy-rewrite use
         empty: Any = "" if self.text else b""
         pieces = [p if isinstance(p, int) else (p if self.text else p.encode()) for p in parts]
         if len(pieces) == 1:
