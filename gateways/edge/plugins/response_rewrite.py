@@ -239,6 +239,10 @@ class ResponseRewrite(Plugin):
         else:
             self.set = [(name, _value(value)) for name, value in headers.items()]
 
+    def active_phases(self) -> frozenset[str]:
+        # Headers or status only: no body phase, so the response keeps its Content-Length.
+        return self.phases() if self.rewrites_body else self.phases() - {"body_filter"}
+
     def header_filter(self, ctx: RequestContext) -> None:
         if self.condition is not None and not self.condition(ctx):
             return
