@@ -279,10 +279,15 @@ def test_schema_and_defaults() -> None:
     assert check(schema, {"functions": []}) == (
         'property "functions" validation failed: expect array to have at least 1 items'
     )
-    lua = "return function() ngx.log(ngx.ERR, 'one') end"  # APISIX's example: refused
-    assert check(schema, {"functions": [lua]}) is not None
+    plugin = REGISTRY["serverless-pre-function"]
+    lua = "return function() ngx.log(ngx.ERR, 'one') end"  # APISIX's example: refused, saying why
+    assert plugin.check_conf({"functions": [lua]}) == (
+        '"return function() ngx.log(ngx.ERR, \'o..." is not a function name: each entry names a '
+        "Python function installed with the edge; code strings are never run"
+    )
     assert check(schema, {"functions": ["strata.respond"], "phase": "balancer"}) is not None
+    assert check(schema, {"functions": [""]}) is not None
+    for name in ("pkg.mod:", ":fn", "a b", "pkg/mod", "pkg.mod:fn()"):
+        assert "is not a function name" in str(plugin.check_conf({"functions": [name]})), name
     for name in ("strata.add_header", "pkg.mod:fn", "pkg.mod.fn", "my-pkg.fn", "a:B.c"):
-        assert check(schema, {"functions": [name]}) is None, name
-    for name in ("", "pkg.mod:", ":fn", "a b", "pkg/mod", "pkg.mod:fn()"):
-        assert check(schema, {"functions": [name]}) is not None, name
+        assert "is not a function name" not in str(plugin.check_conf({"functions": [name]}))
