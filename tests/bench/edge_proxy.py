@@ -42,6 +42,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import jwt
+
 ROOT = Path(__file__).resolve().parents[2]
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -118,6 +120,9 @@ def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subproces
 # Request headers every measured request carries (the reference set's bearer token).
 WRK_HEADERS: list[str] = []
 
+# An HS256 token of jwt-auth's bench consumer (pyjwt; no expiry, so no clock in the way).
+BENCH_JWT = jwt.encode({"key": "bench-key"}, "bench-secret-of-32-bytes-long!!!", "HS256")
+
 # --each: plugin → (its route configuration, extra resources, request headers). `{upstream}`
 # in a string is the benchmark upstream's port. Each configuration lets every request
 # through to the upstream (limits far above the request rate).
@@ -169,6 +174,30 @@ EACH: dict[str, tuple[dict[str, object], dict[str, list[dict[str, object]]], lis
     "http-logger": ({"uri": "http://127.0.0.1:{upstream}/log"}, {}, []),
     "udp-logger": ({"host": "127.0.0.1", "port": 9}, {}, []),
     "prometheus": ({}, {}, []),
+    "jwt-auth": (
+        {},
+        {
+            "consumers": [
+                {
+                    "username": "bench",
+                    "plugins": {
+                        "jwt-auth": {
+                            "key": "bench-key",
+                            "secret": "bench-secret-of-32-bytes-long!!!",
+                        }
+                    },
+                }
+            ]
+        },
+        [f"Authorization: Bearer {BENCH_JWT}"],
+    ),
+    "redirect": ({"uri": "/elsewhere$uri", "ret_code": 301}, {}, []),
+    "serverless-pre-function": (
+        {"functions": ["strata.add_header"], "headers": {"x-bench": "$remote_addr"}},
+        {},
+        [],
+    ),
+    "opentelemetry": ({}, {}, ["X-Request-Id: 0af7651916cd43dd8448eb211c80319c"]),
 }
 
 
