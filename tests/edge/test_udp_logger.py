@@ -15,6 +15,7 @@ import pytest
 from helpers import route, serve_edge, upstream
 
 from gateways.edge import batch
+from gateways.edge.log_entry import encode
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.plugins.udp_logger import datagrams
 from gateways.edge.schema import check, with_defaults
@@ -87,13 +88,14 @@ def test_a_batch_too_large_for_a_datagram_is_split_into_whole_entries(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     entries = [{"n": i, "pad": "x" * 300} for i in range(10)]
-    whole = datagrams(entries, 10)
+    encoded = [encode(entry) for entry in entries]
+    whole = datagrams(encoded, 10)
     assert len(whole) == 1 and json.loads(whole[0]) == entries
-    parts = datagrams(entries, 10, limit=1000)
+    parts = datagrams(encoded, 10, limit=1000)
     assert len(parts) > 1 and all(len(part) <= 1000 for part in parts)
     assert [entry for part in parts for entry in json.loads(part)] == entries
     with caplog.at_level(logging.ERROR, logger="gateways.edge.plugins.udp_logger"):
-        kept = datagrams([{"pad": "x" * 2000}, {"n": 1}], 2, limit=1000)
+        kept = datagrams([encode({"pad": "x" * 2000}), encode({"n": 1})], 2, limit=1000)
     assert [json.loads(part) for part in kept] == [[{"n": 1}]]  # the oversized entry is dropped
     assert "does not fit in a datagram" in caplog.text
 

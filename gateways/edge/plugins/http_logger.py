@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import aiohttp
 
 from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
 from gateways.edge.plugin import PluginEnv
 
 # APISIX's core.schema.uri_def
@@ -79,15 +79,13 @@ class HttpLogger(LoggerPlugin):
         self.ssl_verify: bool = conf.get("ssl_verify", False)
 
     async def send(self, entries: list[Any], batch_max_size: int) -> None:
-        if batch_max_size == 1:
-            body = encode(entries[0])
-        elif self.concat_method == "json":
-            body = encode(entries)
+        if self.concat_method == "json":
+            body = as_batch(entries, batch_max_size)
         else:
-            body = "\n".join(encode(entry) for entry in entries)
+            body = b"\n".join(entries)
         async with session().post(
             self.uri,
-            data=body.encode(),
+            data=body,
             headers=self.headers,
             timeout=self.timeout,
             ssl=self.ssl_verify,

@@ -17,7 +17,7 @@ import ssl
 from typing import Any, ClassVar
 
 from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
 from gateways.edge.plugin import PluginEnv
 
 
@@ -54,7 +54,7 @@ class TcpLogger(LoggerPlugin):
             self.server_name = conf.get("tls_options") or self.host
 
     async def send(self, entries: list[Any], batch_max_size: int) -> None:
-        data = encode(entries[0] if batch_max_size == 1 else entries).encode()
+        data = as_batch(entries, batch_max_size)
         async with asyncio.timeout(self.timeout):
             _, writer = await asyncio.open_connection(
                 self.host, self.port, ssl=self.tls, server_hostname=self.server_name

@@ -16,26 +16,25 @@ import logging
 from typing import Any, ClassVar
 
 from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, encode
+from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
 from gateways.edge.plugin import PluginEnv
 
 log = logging.getLogger(__name__)
 MAX_DATAGRAM = 65_507  # the largest UDP payload over IPv4
 
 
-def datagrams(entries: list[Any], batch_max_size: int, limit: int = MAX_DATAGRAM) -> list[bytes]:
-    """The batch as datagrams: one JSON array when it fits, else arrays of whole entries."""
+def datagrams(entries: list[bytes], batch_max_size: int, limit: int = MAX_DATAGRAM) -> list[bytes]:
+    """The batch (encoded entries) as datagrams: one JSON array when it fits, else arrays of
+    whole entries."""
     if batch_max_size == 1:
-        encoded = [encode(entry).encode() for entry in entries]
-        return [data for data in encoded if _fits(data, limit)]
-    whole = encode(entries).encode()
+        return [data for data in entries if _fits(data, limit)]
+    whole = as_batch(entries, batch_max_size)
     if len(whole) <= limit:
         return [whole]
     out: list[bytes] = []
     part: list[bytes] = []
     size = 2  # the brackets
-    for entry in entries:
-        data = encode(entry).encode()
+    for data in entries:
         if not _fits(data, limit - 2):
             continue
         if part and size + 1 + len(data) > limit:
