@@ -7,6 +7,7 @@ import ipaddress
 from collections.abc import Iterable
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+REMEMBERED = 10_000
 
 
 def parse_ip(text: str) -> Address | None:
@@ -33,9 +34,10 @@ def invalid_address(entries: Iterable[str]) -> str | None:
 
 class IpMatcher:
     """Does an address belong to any of the entries (IPs or CIDRs, v4 and v6)? Single
-    addresses are a set lookup; networks are tested one by one."""
+    addresses are a set lookup; networks are tested one by one. Answers are remembered per
+    address text (clients repeat; parsing costs microseconds), up to `REMEMBERED`."""
 
-    __slots__ = ("addresses", "networks")
+    __slots__ = ("addresses", "known", "networks")
 
     def __init__(self, entries: Iterable[str]) -> None:
         self.addresses: set[Address] = set()
@@ -47,8 +49,17 @@ class IpMatcher:
             else:
                 networks.append(network)
         self.networks = tuple(networks)
+        self.known: dict[str, bool] = {}
 
     def match(self, text: str) -> bool:
+        known = self.known.get(text)
+        if known is None:
+            if len(self.known) >= REMEMBERED:
+                self.known.clear()
+            known = self.known[text] = self._match(text)
+        return known
+
+    def _match(self, text: str) -> bool:
         address = parse_ip(text)
         if address is None:
             return False

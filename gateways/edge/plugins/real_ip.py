@@ -17,6 +17,7 @@ Difference from APISIX: the client port is not kept (no `remote_port` variable h
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 LIST_SEPARATOR = re.compile(r",\s*")
 
 
+@functools.lru_cache(maxsize=4096)  # clients repeat; parsing an address costs microseconds
 def parse_address(text: str) -> str | None:
     """The IP of `ip`, `ip:port`, `[ipv6]` or `[ipv6]:port` (normalized), None otherwise."""
     text = text.strip()
