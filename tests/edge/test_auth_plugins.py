@@ -3,6 +3,7 @@ independent JOSE library."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 
@@ -116,6 +117,28 @@ async def test_jwt_auth_failures_use_apisix_bodies() -> None:
     assert await reject({"authorization": expired}) == (401, "failed to verify jwt")
     wrong_alg = hs_token({"key": "user-key", "exp": now + 60}, secret, "HS512")
     assert await reject({"authorization": wrong_alg}) == (401, "failed to verify jwt")
+
+
+async def test_jwt_auth_remembers_a_verified_token_until_exp_or_a_new_consumer_conf() -> None:
+    secret = b"my-secret-key-of-32-bytes-long!!"
+    env = env_with("jwt-auth", {"jack": {"key": "user-key", "secret": secret.decode()}})
+    plugin = make_plugin("jwt-auth", {}, env)
+    token = hs_token({"key": "user-key", "exp": int(time.time()) + 60}, secret)
+    for _ in range(2):  # verified, then remembered
+        ctx = request(headers={"authorization": token})
+        assert await plugin.rewrite(ctx) is None and ctx.consumer_name == "jack"
+    # a new configuration changes jack's secret: the remembered token is verified again
+    changed_env = env_with("jwt-auth", {"jack": {"key": "user-key", "secret": "x" * 32}})
+    env.consumers = changed_env.consumers
+    changed = await plugin.rewrite(request(headers={"authorization": token}))
+    assert changed.body == {"message": "failed to verify jwt"}
+    # a remembered token is not accepted past its exp
+    exp = int(time.time()) + 1
+    short = hs_token({"key": "user-key", "exp": exp}, b"x" * 32)
+    assert await plugin.rewrite(request(headers={"authorization": short})) is None
+    await asyncio.sleep(exp - time.time() + 0.05)
+    expired = await plugin.rewrite(request(headers={"authorization": short}))
+    assert expired.body == {"message": "failed to verify jwt"}
 
 
 async def test_jwt_auth_es256_hs512_base64_and_hide() -> None:

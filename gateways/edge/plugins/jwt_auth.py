@@ -11,6 +11,9 @@ APISIX. `exp` and `nbf` are checked when present (`claims_to_verify`), with
 from __future__ import annotations
 
 import base64
+import math
+import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -25,6 +28,7 @@ ALGORITHMS = [
     "PS256", "PS384", "PS512", "EdDSA",
 ]  # fmt: skip
 _IMPLS = get_default_algorithms()
+VERIFIED_CACHE_SIZE = 4096
 
 
 class JwtAuth(Plugin):
@@ -85,6 +89,11 @@ class JwtAuth(Plugin):
         # Prepared keys per consumer (and the configuration they came from): PEM parsing is
         # far dearer than verifying.
         self._keys: dict[str, tuple[Mapping[str, Any], Any]] = {}
+        # Verified tokens (bounded LRU): token → (the consumer's jwt-auth conf it was verified
+        # against, username, claims, expiry). Verifying costs tens of microseconds; a client
+        # sends the same token many times. A hit holds while that conf object is the
+        # consumer's current one (a new configuration version re-verifies) and until expiry.
+        self._verified: OrderedDict[str, tuple[Mapping[str, Any], str, Any, float]] = OrderedDict()
 
     def _token(self, ctx: RequestContext) -> tuple[str | None, str]:
         value = ctx.headers.get(self.header)
@@ -101,6 +110,15 @@ class JwtAuth(Plugin):
         token, source = self._token(ctx)
         if not token:
             return self._reject(ctx, "Missing JWT token in request")
+        hit = self._verified.get(token)
+        if hit is not None:
+            verified_with, holder, verified_claims, until = hit
+            current = self.env.consumers.get(holder)
+            if _conf_of(current) is verified_with and time.time() < until:
+                self._verified.move_to_end(token)
+                self._accept(ctx, holder, current, verified_claims, source)
+                return None
+            del self._verified[token]
         try:
             unverified = jwt.decode_complete(token, options={"verify_signature": False})
         except jwt.PyJWTError:
@@ -127,6 +145,23 @@ class JwtAuth(Plugin):
             )
         except (jwt.PyJWTError, ValueError):
             return self._reject(ctx, "failed to verify jwt")
+        until = math.inf
+        if self.options["verify_exp"] and isinstance(claims.get("exp"), int | float):
+            until = claims["exp"] + auth.get("lifetime_grace_period", 0)
+        self._verified[token] = (auth, username, claims, until)
+        if len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+        self._accept(ctx, username, consumer, claims, source)
+        return None
+
+    def _accept(
+        self,
+        ctx: RequestContext,
+        username: str,
+        consumer: Mapping[str, Any] | None,
+        claims: Any,
+        source: str,
+    ) -> None:
         attach_consumer(ctx, username, consumer or {})
         ctx.jwt_claims = claims
         if self.hide:
@@ -136,7 +171,6 @@ class JwtAuth(Plugin):
                 drop_query_arg(ctx, self.query)
             else:
                 _drop_cookie(ctx, self.cookie)
-        return None
 
     def _key(self, username: str, auth: Mapping[str, Any]) -> Any:
         cached = self._keys.get(username)
