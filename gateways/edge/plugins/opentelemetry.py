@@ -32,6 +32,7 @@ core spans of the request's stages.
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import socket
 from dataclasses import dataclass
@@ -298,6 +299,9 @@ class OpenTelemetry(Plugin):
         return {k: str(v) for k, v in attributes.items() if v is not None}
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
+        if self.sampler is ALWAYS_OFF and "traceparent" not in ctx.headers:
+            self._unsampled(ctx)
+            return None
         uri = matched_uri(ctx)
         parent = PROPAGATOR.extract(ctx.headers)  # the client's traceparent, when valid
         trace_id = 0
@@ -323,6 +327,22 @@ class OpenTelemetry(Plugin):
         ctx.vars["opentelemetry_span_id"] = trace.format_span_id(context.span_id)
         ctx.vars["opentelemetry_context_traceparent"] = carrier.get("traceparent", "")
         return None
+
+    def _unsampled(self, ctx: RequestContext) -> None:
+        """APISIX's default (`always_off`) on a request without a parent: nothing is recorded,
+        only the trace context travels upstream, so it is written here without the SDK's
+        span machinery (what a non-recording span would carry: new ids, flags 00)."""
+        trace_id = 0
+        if self.ids_from_request:
+            trace_id = trace_id_of(ctx.request_id or ctx.headers.get("x-request-id", ""))
+        trace_id = trace_id or random.getrandbits(128) or 1
+        span_id = random.getrandbits(64) or 1
+        trace_hex, span_hex = f"{trace_id:032x}", f"{span_id:016x}"
+        traceparent = f"00-{trace_hex}-{span_hex}-00"
+        ctx.upstream_headers["traceparent"] = traceparent
+        ctx.vars["opentelemetry_trace_id"] = trace_hex
+        ctx.vars["opentelemetry_span_id"] = span_hex
+        ctx.vars["opentelemetry_context_traceparent"] = traceparent
 
     def log(self, ctx: RequestContext) -> None:
         span = ctx.vars.pop(SPAN, None)
