@@ -157,3 +157,15 @@ async def start_edge(env: Mapping[str, str], workers: int = 2) -> asyncio.subpro
     process.terminate()
     await process.wait()
     raise AssertionError("the edge did not become healthy in 15 s")
+
+
+def edge_snapshot(revision: int = 1, **resources: Any) -> Any:
+    """An edge configuration `Snapshot` from lists of resources by kind
+    (`routes=[...]`, `consumers=[...]` keyed by username, the others by id)."""
+    from gateways.edge.resources import Snapshot
+
+    by_id = {}
+    for kind, items in resources.items():
+        key = "username" if kind == "consumers" else "id"
+        by_id[kind] = {str(item[key]): item for item in items}
+    return Snapshot(revision, by_id)

@@ -11,13 +11,12 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY
+from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import Snapshot
 from gateways.edge.schema import check, with_defaults
 
 
@@ -141,7 +140,7 @@ class Edge:
 
     def apply(self, **resources: Any) -> None:
         self.revision += 1
-        self.plane.apply(snapshot(self.revision, **resources))
+        self.plane.apply(edge_snapshot(self.revision, **resources))
 
     async def call(self, path: str, method: str = "GET", **kwargs: Any) -> tuple[int, Any, Any]:
         async with (
@@ -154,14 +153,6 @@ class Edge:
             except ValueError:
                 data = body
             return resp.status, data, resp.headers
-
-
-def snapshot(revision: int = 1, **resources: Any) -> Snapshot:
-    by_id = {}
-    for kind, items in resources.items():
-        key = "username" if kind == "consumers" else "id"
-        by_id[kind] = {str(item[key]): item for item in items}
-    return Snapshot(revision, by_id)
 
 
 def route(rid: str, uri: str, port: int, **extra: Any) -> dict[str, Any]:

@@ -14,13 +14,13 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
+from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot, free_port
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected, Snapshot
+from gateways.edge.resources import ConfigRejected
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -154,7 +154,7 @@ class Edge:
         self.url = f"http://127.0.0.1:{port}"
 
     def apply(self, revision: int = 2, **resources: Any) -> None:
-        self.plane.apply(snapshot(revision, **resources))
+        self.plane.apply(edge_snapshot(revision, **resources))
 
     async def get(self, path: str, **kwargs: Any) -> tuple[int, Any, Any]:
         async with (
@@ -167,14 +167,6 @@ class Edge:
             except ValueError:
                 data = body
             return resp.status, data, resp.headers
-
-
-def snapshot(revision: int = 1, **resources: Any) -> Snapshot:
-    by_id = {}
-    for kind, items in resources.items():
-        key = "username" if kind == "consumers" else "id"
-        by_id[kind] = {str(item[key]): item for item in items}
-    return Snapshot(revision, by_id)
 
 
 @pytest.fixture
@@ -664,7 +656,7 @@ async def test_body_over_the_limit_chunked_is_413() -> None:
         {"ADMIN_API_KEY": ADMIN_API_KEY, "MASTER_KEY": MASTER_KEY, "MAX_BODY_BYTES": "1000"}
     )
     plane = DataPlane(small, PluginEnv())
-    plane.apply(snapshot(routes=[route("1", "/*", free_port())]))
+    plane.apply(edge_snapshot(routes=[route("1", "/*", free_port())]))
     server = await plane.serve("127.0.0.1", 0)
     try:
         port = server.sockets[0].getsockname()[1]
