@@ -21,6 +21,12 @@ _INT64 = {FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64}
 _INT = _INT64 | {FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_UINT32}
 JSON_TYPES = {"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"}
 _FLOAT = {FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE}
+_INT_RANGE = {
+    FieldDescriptor.CPPTYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.CPPTYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.CPPTYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.CPPTYPE_UINT64: (0, 2**64 - 1),
+}
 
 
 def to_json(message: Message) -> dict[str, Any]:
@@ -160,7 +166,11 @@ def scalar_from_text(field: FieldDescriptor, text: str) -> Any:
     """Convert a path or query parameter to the field's type."""
     try:
         if field.cpp_type in _INT:
-            return int(text)
+            value = int(text)
+            low, high = _INT_RANGE[field.cpp_type]
+            if not low <= value <= high:
+                raise InvalidRequest(f"parameter {field.name!r} is out of range, got {text!r}")
+            return value
         if field.cpp_type in _FLOAT:
             return float(text)
     except ValueError as exc:

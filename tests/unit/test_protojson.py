@@ -3,9 +3,9 @@
 import pytest
 
 from runtime.errors import InvalidRequest
-from runtime.protojson import merge_json, to_json
+from runtime.protojson import merge_json, scalar_from_text, to_json
 from strata.agent.v1 import approval_pb2
-from strata.controlplane.v1 import rate_limit_pb2, tenant_pb2
+from strata.controlplane.v1 import audit_pb2, rate_limit_pb2, tenant_pb2
 
 
 def test_int64_fields_render_as_json_numbers() -> None:
@@ -54,3 +54,11 @@ def test_merge_json_lenient_keeps_typed_fields_and_skips_unknown() -> None:
 def test_merge_json_rejects_non_objects() -> None:
     with pytest.raises(InvalidRequest, match="must be a JSON object"):
         merge_json(tenant_pb2.CreateTenantRequest(), ["name"])
+
+
+def test_query_integers_outside_the_field_type_are_400() -> None:
+    limit = audit_pb2.QueryAuditRequest.DESCRIPTOR.fields_by_name["limit"]  # int32
+    assert scalar_from_text(limit, "2147483647") == 2**31 - 1
+    for text in ("2147483648", "-2147483649", "99999999999"):
+        with pytest.raises(InvalidRequest, match="'limit' is out of range"):
+            scalar_from_text(limit, text)
