@@ -7,8 +7,10 @@ The agent registry and the STS exist only when `SVC_AGENT_IDENTITY=on` (404 othe
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from controlplane.analytics import AnalyticsServicer, AuditServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
@@ -16,6 +18,7 @@ from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
+from runtime.errors import Unavailable
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
@@ -38,6 +41,8 @@ from strata.controlplane.v1 import (
     tenant_pb2_grpc,
     webhook_pb2_grpc,
 )
+
+log = logging.getLogger(__name__)
 
 SERVICE = "controlplane"
 PKG = "strata.controlplane.v1"
@@ -62,6 +67,8 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
+            bind(analytics_pb2_grpc, AnalyticsServicer(stores.analytics)),
+            bind(audit_pb2_grpc, AuditServicer(stores.analytics)),
         )
     }
     declared = unimplemented(
@@ -100,8 +107,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         }
 
     async def migrate() -> None:
+        # An unreachable analytics store does not stop the control plane: its analytics
+        # endpoints answer 503 and apply the migrations on their first successful query.
         if stores.analytics is not None:
-            await stores.analytics.migrate()
+            try:
+                await stores.analytics.migrate()
+            except Unavailable as exc:
+                log.error("analytics store unreachable at start", extra={"error": exc.message})
 
     async def close() -> None:
         await edge_config.stop()
