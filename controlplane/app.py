@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.api_keys import ApiKeyServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.rate_limits import RateLimitServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
@@ -62,6 +64,11 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
+            bind(
+                api_key_pb2_grpc,
+                ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics),
+            ),
+            bind(rate_limit_pb2_grpc, RateLimitServicer(stores.kv, edge_config.store)),
         )
     }
     declared = unimplemented(
