@@ -90,6 +90,7 @@ ROUTE_ID = re.compile(r"[a-zA-Z0-9\-_.]{1,64}")  # an edge route id (APISIX's id
 MAX_ROUTES = 100
 MAX_REASON = 2000
 MAX_EMAIL = 254
+COUNTED_PER_QUERY = 200
 SHOWN = 4  # characters of the key a masked `prefix` shows
 FUNCTION = "strata.allow_routes"
 LABEL_KEY, LABEL_REQUEST, LABEL_TENANT = "strata.key_id", "strata.key_request", "strata.tenant"
@@ -413,33 +414,38 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     async def _request_counts(self, keys: list[dict[str, Any]]) -> dict[str, int]:
         """Key id → rows of `gateway.request_log` made with it (its consumer name, between its
-        creation and its revocation); {} when there is no analytics store to ask."""
+        creation and its revocation); {} when there is no analytics store to ask or it fails.
+        Every value is a query parameter; a query counts up to COUNTED_PER_QUERY keys."""
         if not keys or self.analytics is None:
             return {}
-        columns: list[str] = []
-        params: dict[str, Any] = {"names": sorted({k["name"] for k in keys})}
-        for i, key in enumerate(keys):
-            columns.append(
-                f"countIf(consumer_name = {{n{i}:String}} AND ts >= {{s{i}:Int64}} "
-                f"AND ts < {{e{i}:Int64}}) AS c{i}"
+        counts: dict[str, int] = {}
+        for start in range(0, len(keys), COUNTED_PER_QUERY):
+            chunk = keys[start : start + COUNTED_PER_QUERY]
+            columns: list[str] = []
+            params: dict[str, Any] = {"names": sorted({k["name"] for k in chunk})}
+            for i, key in enumerate(chunk):
+                columns.append(
+                    f"countIf(consumer_name = {{n{i}:String}} AND ts >= {{s{i}:Int64}} "
+                    f"AND ts < {{e{i}:Int64}}) AS c{i}"
+                )
+                params |= {
+                    f"n{i}": key["name"],
+                    f"s{i}": _millis(key.get("created_at")) or 0,
+                    f"e{i}": _millis(key.get("revoked_at")) or 1 << 62,
+                }
+            sql = (
+                f"SELECT {', '.join(columns)} FROM (SELECT consumer_name, "
+                "toUnixTimestamp64Milli(timestamp) AS ts FROM gateway.request_log "
+                "WHERE consumer_name IN {names:Array(String)})"
             )
-            params |= {
-                f"n{i}": key["name"],
-                f"s{i}": _millis(key.get("created_at")) or 0,
-                f"e{i}": _millis(key.get("revoked_at")) or 1 << 62,
-            }
-        sql = (
-            f"SELECT {', '.join(columns)} FROM (SELECT consumer_name, "
-            "toUnixTimestamp64Milli(timestamp) AS ts FROM gateway.request_log "
-            "WHERE consumer_name IN {names:Array(String)})"
-        )
-        try:
-            rows = await self.analytics.query(sql, params)
-        except Exception:
-            log.warning("request counts unavailable: the analytics store failed", exc_info=True)
-            return {}
-        row = rows[0] if rows else {}
-        return {key["id"]: int(row.get(f"c{i}", 0)) for i, key in enumerate(keys)}
+            try:
+                rows = await self.analytics.query(sql, params)
+            except Exception:
+                log.warning("request counts unavailable: the analytics store failed", exc_info=True)
+                return {}
+            row = rows[0] if rows else {}
+            counts |= {key["id"]: int(row.get(f"c{i}", 0)) for i, key in enumerate(chunk)}
+        return counts
 
 
 def _issue(state: State, key_request: dict[str, Any], key_id: str, full_key: str) -> list[Change]:

@@ -45,15 +45,19 @@ def identifier(value: str, field: str) -> str:
 
 def visible_tenant(named: str | None = None) -> str | None:
     """The tenant whose resources the caller may see: None for a platform administrator who
-    names none (every tenant), the named one for an administrator who names one, and the
+    names none (every tenant), the one an administrator names (argument, else the
+    `x-tenant-id` header), and the
     token's own tenant for anyone else (the guard already refused a request naming another).
     A non-administrator whose token carries no `tenant_id` sees nothing here (403): naming a
     tenant is not enough to act for it."""
-    principal = current_caller().principal
+    caller = current_caller()
+    principal = caller.principal
     if principal is None:  # not reachable through the guard: every RPC here authenticates
         raise PermissionDenied("authentication required", error="forbidden")
     if principal.is_platform_admin:
-        return named or None
+        # An `x-tenant-id` header names one too (the guard made it the caller's tenant).
+        header = caller.tenant_id if caller.tenant_id != principal.tenant_id else None
+        return named or header
     if principal.tenant_id is None:
         raise PermissionDenied(
             "this token carries no tenant_id: ask for a token with the tenant scope",

@@ -340,6 +340,7 @@ async def test_concurrent_decisions_give_exactly_one_success(
 ) -> None:
     tenant, route = await tenants.add(), unique("r")
     await tenants.put_routes(route)
+    issued_ids: list[str] = []
     for decisions in (("approve",) * 4, ("approve", "deny", "approve", "deny")):
         name = unique("key")
         names.add(name)
@@ -357,6 +358,7 @@ async def test_concurrent_decisions_give_exactly_one_success(
         stored = json.loads(await kv.hget("cp:key-requests", created["id"]))
         if winner["status"] == "approved":
             assert len(issued) == 1 and issued[0]["id"] == winner["key_id"]
+            issued_ids.append(winner["key_id"])
             assert stored["status"] == "approved"
             consumer = await stored_consumer(kv, name)
             assert consumer is not None
@@ -364,6 +366,10 @@ async def test_concurrent_decisions_give_exactly_one_success(
         else:
             assert issued == [] and stored["status"] == "denied"
             assert await stored_consumer(kv, name) is None
+    # Revocations race too: one succeeds, the others find the key revoked.
+    key_id = issued_ids[0]  # the first round only approves
+    answers = await asyncio.gather(*(cp.api("DELETE", f"/api/keys/{key_id}") for _ in range(3)))
+    assert sorted(status for status, _ in answers) == [200, 409, 409], answers
 
 
 # --- who may do what ---------------------------------------------------------------------------
@@ -417,6 +423,8 @@ async def test_tenants_see_and_change_only_their_own_keys(
     assert {ours, theirs} <= {r["name"] for r in seen}
     _, seen = await cp.api("GET", "/api/keys/requests?tenant_id=globex", token=admin)
     assert {r["tenant_id"] for r in seen} == {globex}
+    _, seen = await cp.api("GET", "/api/keys/requests", token=admin, headers={"X-Tenant-ID": acme})
+    assert {r["tenant_id"] for r in seen} == {acme}
 
     # Only platform administrators decide.
     status, _ = await cp.api("POST", f"/api/keys/requests/{mine['id']}/approve", token=alice)
