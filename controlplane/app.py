@@ -11,11 +11,13 @@ import logging
 from typing import Any
 
 from controlplane.analytics import AnalyticsServicer, AuditServicer
+from controlplane.api_keys import ApiKeyServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.rate_limits import RateLimitServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import Unavailable
@@ -69,6 +71,11 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(platform_health_pb2_grpc, health_servicer),
             bind(analytics_pb2_grpc, AnalyticsServicer(stores.analytics)),
             bind(audit_pb2_grpc, AuditServicer(stores.analytics)),
+            bind(
+                api_key_pb2_grpc,
+                ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics),
+            ),
+            bind(rate_limit_pb2_grpc, RateLimitServicer(stores.kv, edge_config.store)),
         )
     }
     declared = unimplemented(

@@ -69,6 +69,8 @@ PROTO_USERS = (ROUTES, SERVICES, PLUGIN_CONFIGS, GLOBAL_RULES, CONSUMER_GROUPS, 
 FORBIDDEN = ("create_time", "update_time")
 V3 = {"X-API-VERSION": "v3"}
 RETRIES = 50
+# A change `EdgeConfigServicer.write` applies: (kind, id, value), None deleting.
+Change = tuple[str, str, dict[str, Any] | None]
 
 
 def key_not_found() -> NotFound:
@@ -232,6 +234,50 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         schema = copy.deepcopy(schema)
         schema.setdefault("properties", {})["_meta"] = {"type": "object"}  # as APISIX injects
         return admin_pb2.GetPluginResponse(schema=struct(schema))
+
+    # --- in-process writes of other control plane services ---------------------------------
+
+    async def write(self, plan: Callable[[State], tuple[list[Change], T]]) -> T:
+        """One atomic change of several resources, for the control plane's own services (an
+        API key's consumer, a tenant's consumer group). `plan` reads the current configuration
+        and returns the changes — `(kind, id, value)` to put (the id field, `username` for
+        consumers, is set from `id`) or `(kind, id, None)` to delete (absent: nothing to do) —
+        and a result. Each change is checked as an Admin API write is (schemas, plugin schemas,
+        references, unique credentials; a referenced resource is not deleted), against the
+        configuration with the changes before it applied, and all are committed in one
+        revision or none is. `plan` may raise to abort; it runs again when another write
+        lands in between. Returns `plan`'s result."""
+
+        def change(state: State) -> tuple[list[Op], T]:
+            changes, result = plan(state)
+            working = State(state.revision, {k: dict(v) for k, v in state.entries.items()})
+            revision, now, ops = state.revision + 1, int(time.time()), []
+            for kind, id_, wanted in changes:
+                _kind(kind)
+                existing = working.of(kind).get(id_)
+                entry: Entry | None = None
+                if wanted is None:
+                    if existing is None:
+                        continue
+                    user = _first_user(working, kind, id_)
+                    if user is not None:
+                        raise bad(
+                            f"{IN_USE[kind]}, {SINGULAR[user[0]]} [{user[1]}] is still using it"
+                        )
+                    del working.entries[kind][id_]
+                else:
+                    value = {**wanted, ("username" if kind == CONSUMERS else "id"): id_}
+                    if kind == CONSUMERS and isinstance(value.get("plugins"), dict):
+                        value["plugins"] = _stored_credentials(value["plugins"])
+                    created = existing.value.get("create_time", now) if existing else now
+                    value.update(create_time=created, update_time=now)
+                    check(working, kind, id_, value)
+                    entry = Entry(value, existing.created_index if existing else revision, revision)
+                    working.entries.setdefault(kind, {})[id_] = entry
+                ops.append((kind, id_, entry))
+            return ops, result
+
+        return await self._commit(change)
 
     # --- the write path ------------------------------------------------------------------
 

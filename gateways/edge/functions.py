@@ -2,7 +2,8 @@
 callables installed with the edge, found by name. Never code received over the network.
 
 A name is, in this order:
-1. a built-in of this module (`BUILTIN`: `strata.add_header`, `strata.respond`);
+1. a built-in of this module (`BUILTIN`: `strata.add_header`, `strata.respond`,
+   `strata.allow_routes`);
 2. an entry point of the group `strata.edge.functions` of an installed distribution (the
    built-ins are registered there too, in pyproject.toml); the group is read once per process,
    as a package installed later needs a restart anyway;
@@ -69,9 +70,28 @@ def respond(conf: Mapping[str, Any], ctx: RequestContext) -> tuple[int, Any]:
     return int(conf.get("status", 200)), conf.get("body", "")
 
 
+ROUTE_NOT_ALLOWED = {"error_msg": "this API key may not call this route"}
+
+
+@edge_function
+def allow_routes(conf: Mapping[str, Any], ctx: RequestContext) -> tuple[int, Any] | None:
+    """`strata.allow_routes`: on a consumer (the control plane's API keys), admits only the
+    routes whose ids are listed in the conf's `routes` (403 otherwise) and, with `tenant_id`,
+    makes that tenant the request's (what tenant-rate-limit counts and the upstream receives
+    in `X-Tenant-ID`; a header naming another tenant is then refused by tenant-rate-limit).
+    Meant for the access phase, which runs after the auth plugin found the consumer."""
+    if ctx.route_id not in (conf.get("routes") or ()):
+        return 403, ROUTE_NOT_ALLOWED
+    tenant = conf.get("tenant_id")
+    if tenant:
+        ctx.tenant_id = str(tenant)
+    return None
+
+
 BUILTIN: dict[str, Callable[..., Any]] = {
     "strata.add_header": add_header,
     "strata.respond": respond,
+    "strata.allow_routes": allow_routes,
 }
 
 

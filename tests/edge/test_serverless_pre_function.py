@@ -129,6 +129,34 @@ async def test_builtins_add_header_and_respond() -> None:
         assert (await edge.call("/health"))[:2] == (200, {"status": "ok"})
 
 
+async def test_builtin_allow_routes_on_a_consumer() -> None:
+    """`strata.allow_routes` (the control plane's API keys): the consumer may call the listed
+    routes only, and its `tenant_id` becomes the request's tenant."""
+    consumer = {
+        "username": "ci",
+        "plugins": {
+            "key-auth": {"key": "sk-ci"},
+            **pre(["strata.allow_routes"], routes=["a"], tenant_id="acme"),
+        },
+    }
+    keyed = {"key-auth": {}, "tenant-rate-limit": {"allow_missing_tenant": True}}
+    async with upstream() as port, serve_edge() as edge:  # no store: the limiter fails open
+        edge.apply(
+            routes=[
+                route("a", "/a/*", port, plugins=keyed),
+                route("b", "/b/*", port, plugins=keyed),
+            ],
+            consumers=[consumer],
+        )
+        status, body, _ = await edge.call("/a/x", headers={"apikey": "sk-ci"})
+        assert status == 200 and body["headers"]["x-consumer-username"] == "ci"
+        assert body["headers"]["x-tenant-id"] == "acme"
+        status, body, _ = await edge.call("/b/x", headers={"apikey": "sk-ci"})
+        assert status == 403 and body == {"error_msg": "this API key may not call this route"}
+        status, _, _ = await edge.call("/a/x", headers={"apikey": "sk-ci", "X-Tenant-ID": "other"})
+        assert status == 403  # the key's tenant, not a header's
+
+
 async def test_access_by_default_and_an_answer_ends_the_chain() -> None:
     reached = []
 

@@ -80,6 +80,25 @@ async def test_override_wins_over_default_count(env: PluginEnv) -> None:
     assert await env.kv.zcard(f"rl:{with_window}:r1:120") == 1
 
 
+async def test_route_override_wins_over_tenant_override_on_its_route(env: PluginEnv) -> None:
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 100}, env)
+    t = tenant()
+    await env.kv.set(f"rl:config:{t}", '{"limit": 3, "window": "60s"}')
+    await env.kv.set(f"rl:config:{t}:r1", '{"limit": 1, "window": "2m"}')
+    assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1")) is None
+    reply = await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1"))
+    assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == "1"
+    assert await env.kv.zcard(f"rl:{t}:r1:120") == 1  # counted in the override's window
+    # Another route of the tenant keeps the tenant override.
+    for _ in range(3):
+        assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r2")) is None
+    reply = await plugin.access(request(headers={"x-tenant-id": t}, route_id="r2"))
+    assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == "3"
+    # A change applies to the next request.
+    await env.kv.set(f"rl:config:{t}:r1", "2")
+    assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1")) is None
+
+
 async def test_tenant_sources_and_missing_tenant(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {}, env)
     reply = await plugin.access(request())

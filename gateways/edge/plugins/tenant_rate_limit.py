@@ -8,10 +8,12 @@ seconds per tenant and route, counted in the key-value store's sorted set
   tenant than the token's is refused with 403 unless the token holds the `platform-admin`
   role (the platform's rule in every layer); the upstream always receives the tenant that
   was counted in `tenant_header`, never a client's header that the token contradicts.
-- Limit: `rl:config:{tenant_id}` wins over `default_count`, read inside the same script. Its
-  value is either a plain integer (the limit) or the control plane's JSON
-  `{"limit": 500, "window": "60s"}` (`window` optional: an integer of seconds or a string with
-  an `s`/`m`/`h`/`d` unit); an overridden window counts in the key of that window.
+- Limit: the route override `rl:config:{tenant_id}:{route_id}` wins over the tenant override
+  `rl:config:{tenant_id}`, which wins over `default_count`, read inside the same script (so a
+  change applies to the next request). A value is either a plain integer (the limit) or the
+  control plane's JSON `{"limit": 500, "window": "60s"}` (`window` optional: an integer of
+  seconds or a string with an `s`/`m`/`h`/`d` unit); an overridden window counts in the key of
+  that window.
 - The script reads the store's clock (`TIME`), so processes and hosts with skewed clocks
   still share one window, and admits only while the set holds fewer than the limit: several
   processes bursting at once never get more than the limit per window.
@@ -47,7 +49,7 @@ SCRIPT = """
 local limit = tonumber(ARGV[2])
 local window = tonumber(ARGV[3])
 local key = KEYS[2]
-local override = redis.call('GET', KEYS[1])
+local override = redis.call('GET', KEYS[3]) or redis.call('GET', KEYS[1])
 if override then
   local n = tonumber(override)
   if n then
@@ -190,6 +192,7 @@ class TenantRateLimit(Plugin):
         keys_and_args = (
             f"rl:config:{tenant}",
             prefix + self.window_arg,
+            f"rl:config:{tenant}:{route_id}",
             prefix,
             self.count,
             self.window_arg,
@@ -199,10 +202,10 @@ class TenantRateLimit(Plugin):
         try:
             async with asyncio.timeout(self.timeout):
                 try:
-                    return await calls.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+                    return await calls.evalsha(SHA, 3, *keys_and_args)  # type: ignore[no-any-return]
                 except NoScriptError:  # a new or flushed store: load once, then by hash
                     await kv.script_load(SCRIPT)
-                    return await calls.evalsha(SHA, 2, *keys_and_args)  # type: ignore[no-any-return]
+                    return await calls.evalsha(SHA, 3, *keys_and_args)  # type: ignore[no-any-return]
         except (RedisError, OSError, TimeoutError):
             self.down_until = time.monotonic() + DOWN_BACKOFF
             self._fail_open()

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/api_key.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xb8\x01\n\x06\x41piKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x0e\n\x06routes\x18\x05 \x03(\t\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x17\n\nexpires_at\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x15\n\rrequest_count\x18\t \x01(\x03\x42\r\n\x0b_expires_at\"\x8e\x01\n\nKeyRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06routes\x18\x05 \x03(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x14\n\x0crequested_at\x18\x07 \x01(\t\x12\x0e\n\x06status\x18\x08 \x01(\t\"\x14\n\x12ListApiKeysRequest\"C\n\x13ListApiKeysResponse\x12,\n\x04keys\x18\x01 \x03(\x0b\x32\x1e.strata.controlplane.v1.ApiKey\"f\n\x14RequestApiKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0e\n\x06routes\x18\x03 \x03(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05\x65mail\x18\x05 \x01(\t\"P\n\x15RequestApiKeyResponse\x12\x37\n\x0bkey_request\x18\x01 \x01(\x0b\x32\".strata.controlplane.v1.KeyRequest\"\x18\n\x16ListKeyRequestsRequest\"S\n\x17ListKeyRequestsResponse\x12\x38\n\x0ckey_requests\x18\x01 \x03(\x0b\x32\".strata.controlplane.v1.KeyRequest\"&\n\x18\x41pproveKeyRequestRequest\x12\n\n\x02id\x18\x01 \x01(\t\"[\n\x19\x41pproveKeyRequestResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ull_key\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"#\n\x15\x44\x65nyKeyRequestRequest\x12\n\n\x02id\x18\x01 \x01(\t\"(\n\x16\x44\x65nyKeyRequestResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"!\n\x13RevokeApiKeyRequest\x12\n\n\x02id\x18\x01 \x01(\t\"&\n\x14RevokeApiKeyResponse\x12\x0e\n\x06status\x18\x01 \x01(\t2\xe0\x05\n\rApiKeyService\x12n\n\x0bListApiKeys\x12*.strata.controlplane.v1.ListApiKeysRequest\x1a+.strata.controlplane.v1.ListApiKeysResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rRequestApiKey\x12,.strata.controlplane.v1.RequestApiKeyRequest\x1a-.strata.controlplane.v1.RequestApiKeyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12z\n\x0fListKeyRequests\x12..strata.controlplane.v1.ListKeyRequestsRequest\x1a/.strata.controlplane.v1.ListKeyRequestsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x80\x01\n\x11\x41pproveKeyRequest\x12\x30.strata.controlplane.v1.ApproveKeyRequestRequest\x1a\x31.strata.controlplane.v1.ApproveKeyRequestResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0e\x44\x65nyKeyRequest\x12-.strata.controlplane.v1.DenyKeyRequestRequest\x1a..strata.controlplane.v1.DenyKeyRequestResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12q\n\x0cRevokeApiKey\x12+.strata.controlplane.v1.RevokeApiKeyRequest\x1a,.strata.controlplane.v1.RevokeApiKeyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/api_key.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xb8\x01\n\x06\x41piKey\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06prefix\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x11\n\ttenant_id\x18\x04 \x01(\t\x12\x0e\n\x06routes\x18\x05 \x03(\t\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x12\n\ncreated_at\x18\x07 \x01(\t\x12\x17\n\nexpires_at\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x15\n\rrequest_count\x18\t \x01(\x03\x42\r\n\x0b_expires_at\"\x8e\x01\n\nKeyRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05\x65mail\x18\x02 \x01(\t\x12\x11\n\ttenant_id\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06routes\x18\x05 \x03(\t\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x14\n\x0crequested_at\x18\x07 \x01(\t\x12\x0e\n\x06status\x18\x08 \x01(\t\":\n\x12ListApiKeysRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"C\n\x13ListApiKeysResponse\x12,\n\x04keys\x18\x01 \x03(\x0b\x32\x1e.strata.controlplane.v1.ApiKey\"f\n\x14RequestApiKeyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x0e\n\x06routes\x18\x03 \x03(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05\x65mail\x18\x05 \x01(\t\"P\n\x15RequestApiKeyResponse\x12\x37\n\x0bkey_request\x18\x01 \x01(\x0b\x32\".strata.controlplane.v1.KeyRequest\">\n\x16ListKeyRequestsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"S\n\x17ListKeyRequestsResponse\x12\x38\n\x0ckey_requests\x18\x01 \x03(\x0b\x32\".strata.controlplane.v1.KeyRequest\"&\n\x18\x41pproveKeyRequestRequest\x12\n\n\x02id\x18\x01 \x01(\t\"[\n\x19\x41pproveKeyRequestResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x10\n\x08\x66ull_key\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"#\n\x15\x44\x65nyKeyRequestRequest\x12\n\n\x02id\x18\x01 \x01(\t\"(\n\x16\x44\x65nyKeyRequestResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\"!\n\x13RevokeApiKeyRequest\x12\n\n\x02id\x18\x01 \x01(\t\"&\n\x14RevokeApiKeyResponse\x12\x0e\n\x06status\x18\x01 \x01(\t2\xe0\x05\n\rApiKeyService\x12n\n\x0bListApiKeys\x12*.strata.controlplane.v1.ListApiKeysRequest\x1a+.strata.controlplane.v1.ListApiKeysResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rRequestApiKey\x12,.strata.controlplane.v1.RequestApiKeyRequest\x1a-.strata.controlplane.v1.RequestApiKeyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12z\n\x0fListKeyRequests\x12..strata.controlplane.v1.ListKeyRequestsRequest\x1a/.strata.controlplane.v1.ListKeyRequestsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x80\x01\n\x11\x41pproveKeyRequest\x12\x30.strata.controlplane.v1.ApproveKeyRequestRequest\x1a\x31.strata.controlplane.v1.ApproveKeyRequestResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0e\x44\x65nyKeyRequest\x12-.strata.controlplane.v1.DenyKeyRequestRequest\x1a..strata.controlplane.v1.DenyKeyRequestResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12q\n\x0cRevokeApiKey\x12+.strata.controlplane.v1.RevokeApiKeyRequest\x1a,.strata.controlplane.v1.RevokeApiKeyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,29 +49,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_KEYREQUEST']._serialized_start=283
   _globals['_KEYREQUEST']._serialized_end=425
   _globals['_LISTAPIKEYSREQUEST']._serialized_start=427
-  _globals['_LISTAPIKEYSREQUEST']._serialized_end=447
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=449
-  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=516
-  _globals['_REQUESTAPIKEYREQUEST']._serialized_start=518
-  _globals['_REQUESTAPIKEYREQUEST']._serialized_end=620
-  _globals['_REQUESTAPIKEYRESPONSE']._serialized_start=622
-  _globals['_REQUESTAPIKEYRESPONSE']._serialized_end=702
-  _globals['_LISTKEYREQUESTSREQUEST']._serialized_start=704
-  _globals['_LISTKEYREQUESTSREQUEST']._serialized_end=728
-  _globals['_LISTKEYREQUESTSRESPONSE']._serialized_start=730
-  _globals['_LISTKEYREQUESTSRESPONSE']._serialized_end=813
-  _globals['_APPROVEKEYREQUESTREQUEST']._serialized_start=815
-  _globals['_APPROVEKEYREQUESTREQUEST']._serialized_end=853
-  _globals['_APPROVEKEYREQUESTRESPONSE']._serialized_start=855
-  _globals['_APPROVEKEYREQUESTRESPONSE']._serialized_end=946
-  _globals['_DENYKEYREQUESTREQUEST']._serialized_start=948
-  _globals['_DENYKEYREQUESTREQUEST']._serialized_end=983
-  _globals['_DENYKEYREQUESTRESPONSE']._serialized_start=985
-  _globals['_DENYKEYREQUESTRESPONSE']._serialized_end=1025
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=1027
-  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=1060
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=1062
-  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=1100
-  _globals['_APIKEYSERVICE']._serialized_start=1103
-  _globals['_APIKEYSERVICE']._serialized_end=1839
+  _globals['_LISTAPIKEYSREQUEST']._serialized_end=485
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_start=487
+  _globals['_LISTAPIKEYSRESPONSE']._serialized_end=554
+  _globals['_REQUESTAPIKEYREQUEST']._serialized_start=556
+  _globals['_REQUESTAPIKEYREQUEST']._serialized_end=658
+  _globals['_REQUESTAPIKEYRESPONSE']._serialized_start=660
+  _globals['_REQUESTAPIKEYRESPONSE']._serialized_end=740
+  _globals['_LISTKEYREQUESTSREQUEST']._serialized_start=742
+  _globals['_LISTKEYREQUESTSREQUEST']._serialized_end=804
+  _globals['_LISTKEYREQUESTSRESPONSE']._serialized_start=806
+  _globals['_LISTKEYREQUESTSRESPONSE']._serialized_end=889
+  _globals['_APPROVEKEYREQUESTREQUEST']._serialized_start=891
+  _globals['_APPROVEKEYREQUESTREQUEST']._serialized_end=929
+  _globals['_APPROVEKEYREQUESTRESPONSE']._serialized_start=931
+  _globals['_APPROVEKEYREQUESTRESPONSE']._serialized_end=1022
+  _globals['_DENYKEYREQUESTREQUEST']._serialized_start=1024
+  _globals['_DENYKEYREQUESTREQUEST']._serialized_end=1059
+  _globals['_DENYKEYREQUESTRESPONSE']._serialized_start=1061
+  _globals['_DENYKEYREQUESTRESPONSE']._serialized_end=1101
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_start=1103
+  _globals['_REVOKEAPIKEYREQUEST']._serialized_end=1136
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_start=1138
+  _globals['_REVOKEAPIKEYRESPONSE']._serialized_end=1176
+  _globals['_APIKEYSERVICE']._serialized_start=1179
+  _globals['_APIKEYSERVICE']._serialized_end=1915
 # @@protoc_insertion_point(module_scope)

@@ -50,8 +50,10 @@ class KeyRequest(_message.Message):
     def __init__(self, id: _Optional[str] = ..., email: _Optional[str] = ..., tenant_id: _Optional[str] = ..., name: _Optional[str] = ..., routes: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., requested_at: _Optional[str] = ..., status: _Optional[str] = ...) -> None: ...
 
 class ListApiKeysRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
 
 class ListApiKeysResponse(_message.Message):
     __slots__ = ("keys",)
@@ -80,8 +82,10 @@ class RequestApiKeyResponse(_message.Message):
     def __init__(self, key_request: _Optional[_Union[KeyRequest, _Mapping]] = ...) -> None: ...
 
 class ListKeyRequestsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
 
 class ListKeyRequestsResponse(_message.Message):
     __slots__ = ("key_requests",)

@@ -74,7 +74,9 @@ class ApiKeyServiceServicer:
     """
 
     def ListApiKeys(self, request, context):
-        """GET /api/keys — lists the API keys, masked (200, a bare array of key).
+        """GET /api/keys — lists the API keys, masked (200, a bare array of key): a tenant's caller
+        sees its tenant's keys; a platform administrator sees every key, or one tenant's with
+        `?tenant_id=`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -83,14 +85,17 @@ class ApiKeyServiceServicer:
     def RequestApiKey(self, request, context):
         """POST /api/keys/request — files a key request (201 key request with `status` `pending`);
         `name` becomes the edge consumer name.
-        Errors: INVALID_ARGUMENT (400) when a field is missing (body not shown by the spec).
+        Errors: INVALID_ARGUMENT (400) naming a missing or malformed field; PERMISSION_DENIED (403)
+        for another tenant than the caller's; NOT_FOUND (404 {error:'Tenant not found'});
+        ALREADY_EXISTS (409) when `name` is held by another key, key request or edge consumer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListKeyRequests(self, request, context):
-        """GET /api/keys/requests — lists the pending key requests (200, a bare array of key request).
+        """GET /api/keys/requests — lists the pending key requests (200, a bare array of key request),
+        scoped like ListApiKeys.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -99,7 +104,8 @@ class ApiKeyServiceServicer:
     def ApproveKeyRequest(self, request, context):
         """POST /api/keys/requests/{id}/approve — approves a pending request: creates the edge consumer
         with key-auth and returns the full key once (200 {status:'approved', key_id, full_key, name}).
-        Errors: the spec shows none (an unknown or settled request may answer NOT_FOUND).
+        Errors: NOT_FOUND (404 {error:'Key request not found'}); ABORTED (409) when the request is
+        already decided or being decided, or its name is taken by another edge consumer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,7 +113,8 @@ class ApiKeyServiceServicer:
 
     def DenyKeyRequest(self, request, context):
         """POST /api/keys/requests/{id}/deny — denies a pending request (200 {status:'denied'}).
-        Errors: the spec shows none (an unknown or settled request may answer NOT_FOUND).
+        Errors: NOT_FOUND (404 {error:'Key request not found'}); ABORTED (409) when the request is
+        already decided or being decided.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -115,7 +122,8 @@ class ApiKeyServiceServicer:
 
     def RevokeApiKey(self, request, context):
         """DELETE /api/keys/{id} — revokes an active key and removes its edge consumer
-        (200 {status:'revoked'}). Errors: the spec shows none.
+        (200 {status:'revoked'}). Errors: NOT_FOUND (404 {error:'API key not found'}, also for
+        another tenant's key); ABORTED (409) when the key is already revoked.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

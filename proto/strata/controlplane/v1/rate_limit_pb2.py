@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/controlplane/v1/rate_limit.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"H\n\x0eRateLimitLevel\x12\r\n\x05limit\x18\x01 \x01(\x03\x12\x0e\n\x06window\x18\x02 \x01(\t\x12\x17\n\x0f\x63urrent_traffic\x18\x03 \x01(\x03\"I\n\x16RouteRateLimitOverride\x12\x10\n\x08route_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\x12\x0e\n\x06window\x18\x03 \x01(\t\"\xf1\x01\n\x12RateLimitHierarchy\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12>\n\x0eglobal_default\x18\x02 \x01(\x0b\x32&.strata.controlplane.v1.RateLimitLevel\x12?\n\x0ftenant_override\x18\x03 \x01(\x0b\x32&.strata.controlplane.v1.RateLimitLevel\x12G\n\x0froute_overrides\x18\x04 \x03(\x0b\x32..strata.controlplane.v1.RouteRateLimitOverride\"1\n\x1cGetRateLimitHierarchyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"^\n\x1dGetRateLimitHierarchyResponse\x12=\n\thierarchy\x18\x01 \x01(\x0b\x32*.strata.controlplane.v1.RateLimitHierarchy\"]\n\x19PutTenantRateLimitRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\x12\x13\n\x06window\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_window\";\n\x1aPutTenantRateLimitResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\"n\n\x18PutRouteRateLimitRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x03\x12\x13\n\x06window\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\t\n\x07_window\"L\n\x19PutRouteRateLimitResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x03\x32\xaa\x03\n\x10RateLimitService\x12\x8c\x01\n\x15GetRateLimitHierarchy\x12\x34.strata.controlplane.v1.GetRateLimitHierarchyRequest\x1a\x35.strata.controlplane.v1.GetRateLimitHierarchyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x83\x01\n\x12PutTenantRateLimit\x12\x31.strata.controlplane.v1.PutTenantRateLimitRequest\x1a\x32.strata.controlplane.v1.PutTenantRateLimitResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x80\x01\n\x11PutRouteRateLimit\x12\x30.strata.controlplane.v1.PutRouteRateLimitRequest\x1a\x31.strata.controlplane.v1.PutRouteRateLimitResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/controlplane/v1/rate_limit.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"H\n\x0eRateLimitLevel\x12\r\n\x05limit\x18\x01 \x01(\x03\x12\x0e\n\x06window\x18\x02 \x01(\t\x12\x17\n\x0f\x63urrent_traffic\x18\x03 \x01(\x03\"b\n\x16RouteRateLimitOverride\x12\x10\n\x08route_id\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\x12\x0e\n\x06window\x18\x03 \x01(\t\x12\x17\n\x0f\x63urrent_traffic\x18\x04 \x01(\x03\"\xf1\x01\n\x12RateLimitHierarchy\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12>\n\x0eglobal_default\x18\x02 \x01(\x0b\x32&.strata.controlplane.v1.RateLimitLevel\x12?\n\x0ftenant_override\x18\x03 \x01(\x0b\x32&.strata.controlplane.v1.RateLimitLevel\x12G\n\x0froute_overrides\x18\x04 \x03(\x0b\x32..strata.controlplane.v1.RouteRateLimitOverride\"1\n\x1cGetRateLimitHierarchyRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"^\n\x1dGetRateLimitHierarchyResponse\x12=\n\thierarchy\x18\x01 \x01(\x0b\x32*.strata.controlplane.v1.RateLimitHierarchy\"l\n\x19PutTenantRateLimitRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x12\n\x05limit\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x06window\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x08\n\x06_limitB\t\n\x07_window\";\n\x1aPutTenantRateLimitResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x03\"}\n\x18PutRouteRateLimitRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\x12\n\x05limit\x18\x03 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x06window\x18\x04 \x01(\tH\x01\x88\x01\x01\x42\x08\n\x06_limitB\t\n\x07_window\"L\n\x19PutRouteRateLimitResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x03\x32\xaa\x03\n\x10RateLimitService\x12\x8c\x01\n\x15GetRateLimitHierarchy\x12\x34.strata.controlplane.v1.GetRateLimitHierarchyRequest\x1a\x35.strata.controlplane.v1.GetRateLimitHierarchyResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x83\x01\n\x12PutTenantRateLimit\x12\x31.strata.controlplane.v1.PutTenantRateLimitRequest\x1a\x32.strata.controlplane.v1.PutTenantRateLimitResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x80\x01\n\x11PutRouteRateLimit\x12\x30.strata.controlplane.v1.PutRouteRateLimitRequest\x1a\x31.strata.controlplane.v1.PutRouteRateLimitResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,21 +41,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RATELIMITLEVEL']._serialized_start=98
   _globals['_RATELIMITLEVEL']._serialized_end=170
   _globals['_ROUTERATELIMITOVERRIDE']._serialized_start=172
-  _globals['_ROUTERATELIMITOVERRIDE']._serialized_end=245
-  _globals['_RATELIMITHIERARCHY']._serialized_start=248
-  _globals['_RATELIMITHIERARCHY']._serialized_end=489
-  _globals['_GETRATELIMITHIERARCHYREQUEST']._serialized_start=491
-  _globals['_GETRATELIMITHIERARCHYREQUEST']._serialized_end=540
-  _globals['_GETRATELIMITHIERARCHYRESPONSE']._serialized_start=542
-  _globals['_GETRATELIMITHIERARCHYRESPONSE']._serialized_end=636
-  _globals['_PUTTENANTRATELIMITREQUEST']._serialized_start=638
-  _globals['_PUTTENANTRATELIMITREQUEST']._serialized_end=731
-  _globals['_PUTTENANTRATELIMITRESPONSE']._serialized_start=733
-  _globals['_PUTTENANTRATELIMITRESPONSE']._serialized_end=792
-  _globals['_PUTROUTERATELIMITREQUEST']._serialized_start=794
-  _globals['_PUTROUTERATELIMITREQUEST']._serialized_end=904
-  _globals['_PUTROUTERATELIMITRESPONSE']._serialized_start=906
-  _globals['_PUTROUTERATELIMITRESPONSE']._serialized_end=982
-  _globals['_RATELIMITSERVICE']._serialized_start=985
-  _globals['_RATELIMITSERVICE']._serialized_end=1411
+  _globals['_ROUTERATELIMITOVERRIDE']._serialized_end=270
+  _globals['_RATELIMITHIERARCHY']._serialized_start=273
+  _globals['_RATELIMITHIERARCHY']._serialized_end=514
+  _globals['_GETRATELIMITHIERARCHYREQUEST']._serialized_start=516
+  _globals['_GETRATELIMITHIERARCHYREQUEST']._serialized_end=565
+  _globals['_GETRATELIMITHIERARCHYRESPONSE']._serialized_start=567
+  _globals['_GETRATELIMITHIERARCHYRESPONSE']._serialized_end=661
+  _globals['_PUTTENANTRATELIMITREQUEST']._serialized_start=663
+  _globals['_PUTTENANTRATELIMITREQUEST']._serialized_end=771
+  _globals['_PUTTENANTRATELIMITRESPONSE']._serialized_start=773
+  _globals['_PUTTENANTRATELIMITRESPONSE']._serialized_end=832
+  _globals['_PUTROUTERATELIMITREQUEST']._serialized_start=834
+  _globals['_PUTROUTERATELIMITREQUEST']._serialized_end=959
+  _globals['_PUTROUTERATELIMITRESPONSE']._serialized_start=961
+  _globals['_PUTROUTERATELIMITRESPONSE']._serialized_end=1037
+  _globals['_RATELIMITSERVICE']._serialized_start=1040
+  _globals['_RATELIMITSERVICE']._serialized_end=1466
 # @@protoc_insertion_point(module_scope)

@@ -18,14 +18,16 @@ class RateLimitLevel(_message.Message):
     def __init__(self, limit: _Optional[int] = ..., window: _Optional[str] = ..., current_traffic: _Optional[int] = ...) -> None: ...
 
 class RouteRateLimitOverride(_message.Message):
-    __slots__ = ("route_id", "limit", "window")
+    __slots__ = ("route_id", "limit", "window", "current_traffic")
     ROUTE_ID_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_TRAFFIC_FIELD_NUMBER: _ClassVar[int]
     route_id: str
     limit: int
     window: str
-    def __init__(self, route_id: _Optional[str] = ..., limit: _Optional[int] = ..., window: _Optional[str] = ...) -> None: ...
+    current_traffic: int
+    def __init__(self, route_id: _Optional[str] = ..., limit: _Optional[int] = ..., window: _Optional[str] = ..., current_traffic: _Optional[int] = ...) -> None: ...
 
 class RateLimitHierarchy(_message.Message):
     __slots__ = ("tenant_id", "global_default", "tenant_override", "route_overrides")

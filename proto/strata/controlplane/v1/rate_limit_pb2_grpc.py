@@ -70,7 +70,8 @@ class RateLimitServiceServicer:
 
     def PutTenantRateLimit(self, request, context):
         """PUT /api/rate-limits/{tenant_id} — sets the tenant override (200 {status:'updated', limit}).
-        Errors: INVALID_ARGUMENT (400) when `limit` is missing (body not shown by the spec).
+        Errors: INVALID_ARGUMENT (400) naming `limit` (missing, not a positive integer) or `window`
+        (not a duration such as 60s, 5m, 1h); NOT_FOUND (404 {error:'Tenant not found'}).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -79,7 +80,8 @@ class RateLimitServiceServicer:
     def PutRouteRateLimit(self, request, context):
         """PUT /api/rate-limits/{tenant_id}/routes/{route_id} — sets a per-route override for the tenant
         (200 {status:'updated', route_id, limit}).
-        Errors: INVALID_ARGUMENT (400) when `limit` is missing (body not shown by the spec).
+        Errors: INVALID_ARGUMENT (400) naming `limit` or `window` as for the tenant override;
+        NOT_FOUND (404 {error:'Tenant not found'}, {error:'Route not found'}).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
