@@ -14,6 +14,7 @@ from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
@@ -57,11 +58,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         config.master_key,
         config.grpc_deadline_secs,
     )
+    tenants = TenantServicer(config, stores, edge_config.servicer)
     implemented = {
         b.name: b
         for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
+            bind(tenant_pb2_grpc, tenants),
         )
     }
     declared = unimplemented(
@@ -106,6 +109,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     async def close() -> None:
         await edge_config.stop()
         await health_servicer.close()
+        await tenants.close()
         await stores.close()
 
     return ServiceDefinition(

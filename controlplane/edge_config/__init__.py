@@ -34,6 +34,10 @@ class EdgeConfiguration:
     store: EdgeConfigStore
     watch: ConfigWatch
     bindings: list[Binding]
+    # The Admin API servicer, for the control plane's own features that configure the edge
+    # in-process (tenants' consumer groups, API keys' consumers): the same checks and
+    # atomic writes as the Admin API.
+    servicer: EdgeConfigServicer
     _seeding: asyncio.Task[None] | None = field(default=None, init=False)
 
     @classmethod
@@ -42,12 +46,13 @@ class EdgeConfiguration:
     ) -> EdgeConfiguration:
         store = EdgeConfigStore(stores.kv)
         watch = ConfigWatch(store, poll_secs=config.edge_config_poll_secs)
+        servicer = EdgeConfigServicer(store)
         bindings = [
-            bind(admin_pb2_grpc, EdgeConfigServicer(store)),
+            bind(admin_pb2_grpc, servicer),
             # Envoy's protos declare no Strata rule: edge workers call with the master key.
             bind(ads_pb2_grpc, AggregatedDiscovery(watch, metrics), access=Access.ACCESS_INTERNAL),
         ]
-        return cls(config, store, watch, bindings)
+        return cls(config, store, watch, bindings, servicer)
 
     async def start(self) -> None:
         if not await self._try_seed():  # the store is down: again in the background

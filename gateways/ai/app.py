@@ -47,12 +47,8 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
 
-    implemented = {
-        b.name: b for b in (bind(budget_pb2_grpc, BudgetServicer(stores.kv)),)
-    }
-    bindings = [
-        implemented.get(b.name, b) for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc)
-    ]
+    implemented = {b.name: b for b in (bind(budget_pb2_grpc, BudgetServicer(stores.kv)),)}
+    bindings = [implemented.get(b.name, b) for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc)]
     return ServiceDefinition(
         name=SERVICE,
         bindings=bindings,

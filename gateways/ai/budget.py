@@ -7,8 +7,8 @@
 - `POST /v1/budget/{tenant_id}` `{tokens}` (platform administrators, e.g. the control plane
   provisioning a tenant) sets the tokens left → `{tenant_id, tokens_set}`. `tokens` missing,
   not an integer or negative → 400 in the OpenAI envelope with `type: invalid_request`.
-- `DeleteBudget` (gRPC only) removes the counter; the control plane calls it when it deletes a
-  tenant.
+- `DELETE /v1/budget/{tenant_id}` (platform administrators; beyond the spec) removes the counter
+  → `{tenant_id, deleted}`; the control plane calls it when it deletes a tenant.
 
 Chat completions debit the counter (DECRBY); the key-value store is the one source, so every
 AI gateway replica sees the same budget. An unreachable store is 503 (a budget is a security

@@ -9,8 +9,9 @@ Chat requests are passthrough: the front door binds the typed fields (`model`, `
 `body` Struct. Answers render `completion` / `chunk`; the servicer sets the `x-cache` and
 `x-tenant-id` headers through its context (`runtime.context.respond`).
 
-`GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`); the
-budget's `DeleteBudget` is gRPC only (the control plane's tenant delete).
+`GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`);
+`DELETE /v1/budget/{tenant_id}` (beyond the spec) removes a budget, for the control plane's
+tenant delete.
 
 `/`, `/health` and `/metrics` are served by the front door itself, not by RPCs.
 """
@@ -50,4 +51,5 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         render=render_budget,
     ),
     HttpRule("POST", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/SetBudget"),
+    HttpRule("DELETE", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/DeleteBudget", body=None),
 )

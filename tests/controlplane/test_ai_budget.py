@@ -46,7 +46,10 @@ async def call(
         http.request(
             method,
             path,
-            headers={"Content-Type": "application/json", **(MASTER if headers is None else headers)},
+            headers={
+                "Content-Type": "application/json",
+                **(MASTER if headers is None else headers),
+            },
             data=data,
         ) as resp,
     ):
@@ -187,3 +190,13 @@ async def test_budget_is_503_when_the_store_is_unreachable(
         assert answer["error"]["type"] == "service_unavailable"
         status, _ = await call(svc, "/v1/budget/acme", "POST", body={"tokens": 5})
         assert status == 503
+
+
+async def test_delete_over_http_removes_the_budget(ai: Serving, idp: str) -> None:
+    t = tenant()
+    await call(ai, f"/v1/budget/{t}", "POST", body={"tokens": 10})
+    alice = {"Authorization": f"Bearer {await user_token(idp, 'alice', 'alice')}"}
+    assert (await call(ai, f"/v1/budget/{t}", "DELETE", headers=alice))[0] == 403
+    assert await call(ai, f"/v1/budget/{t}", "DELETE") == (200, {"tenant_id": t, "deleted": True})
+    assert await call(ai, f"/v1/budget/{t}", "DELETE") == (200, {"tenant_id": t, "deleted": False})
+    assert (await call(ai, f"/v1/budget/{t}"))[1]["unlimited"] is True

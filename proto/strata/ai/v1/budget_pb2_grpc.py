@@ -84,9 +84,9 @@ class BudgetServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteBudget(self, request, context):
-        """gRPC only (no HTTP route) — removes the tenant's budget (the tenant is then unlimited);
-        the control plane calls it when it deletes a tenant. Removing a budget that is not set
-        succeeds with `deleted: false`.
+        """DELETE /v1/budget/{tenant_id} (not in the spec) — removes the tenant's budget (the tenant
+        is then unlimited) → `{tenant_id, deleted}`; the control plane calls it when it deletes a
+        tenant. Removing a budget that is not set succeeds with `deleted: false`.
         Errors: INVALID_ARGUMENT (400) when `tenant_id` is not an identifier.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
