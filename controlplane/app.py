@@ -18,6 +18,7 @@ from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from controlplane.rate_limits import RateLimitServicer
+from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import Unavailable
@@ -64,6 +65,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         config.master_key,
         config.grpc_deadline_secs,
     )
+    tenants = TenantServicer(config, stores, edge_config.servicer)
     implemented = {
         b.name: b
         for b in (
@@ -76,6 +78,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
                 ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics),
             ),
             bind(rate_limit_pb2_grpc, RateLimitServicer(stores.kv, edge_config.store)),
+            bind(tenant_pb2_grpc, tenants),
         )
     }
     declared = unimplemented(
@@ -125,6 +128,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     async def close() -> None:
         await edge_config.stop()
         await health_servicer.close()
+        await tenants.close()
         await stores.close()
 
     return ServiceDefinition(

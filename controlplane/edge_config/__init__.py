@@ -34,8 +34,9 @@ class EdgeConfiguration:
     store: EdgeConfigStore
     watch: ConfigWatch
     bindings: list[Binding]
-    # The Admin API's servicer: other control plane services write the edge configuration
-    # in-process through it (`EdgeConfigServicer.write`), with the Admin API's checks.
+    # The Admin API servicer, for the control plane's own features that configure the edge
+    # in-process (tenants' consumer groups, API keys' consumers): the same checks and
+    # atomic writes as the Admin API.
     servicer: EdgeConfigServicer
     _seeding: asyncio.Task[None] | None = field(default=None, init=False)
 

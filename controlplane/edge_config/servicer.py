@@ -310,6 +310,13 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
 
         return await self._commit(change)
 
+    async def commit(self, change: Callable[[State], tuple[list[Op], T]]) -> T:
+        """Apply the changes `change` decides from the current configuration as one atomic
+        write, deciding again if another write landed in between: for control plane features
+        that change several resources at once (a tenant's consumer group and its consumers).
+        `change` checks what it writes (`check`) and raises to write nothing."""
+        return await self._commit(change)
+
     async def _commit(self, change: Callable[[State], tuple[list[Op], T]]) -> T:
         for _ in range(RETRIES):
             state = await self.store.load()

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateways.ai.budget import BudgetServicer
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.http_rules import HTTP_RULES
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.errors import StrataError
-from runtime.service import ServiceDefinition, unimplemented
+from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.vectors import open_vectors
 from runtime.telemetry import Metrics
@@ -46,9 +47,11 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
 
+    implemented = {b.name: b for b in (bind(budget_pb2_grpc, BudgetServicer(stores.kv)),)}
+    bindings = [implemented.get(b.name, b) for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc)]
     return ServiceDefinition(
         name=SERVICE,
-        bindings=unimplemented(chat_pb2_grpc, budget_pb2_grpc),
+        bindings=bindings,
         http_rules=HTTP_RULES,
         info={
             "service": SERVICE,

@@ -9,11 +9,16 @@ Chat requests are passthrough: the front door binds the typed fields (`model`, `
 `body` Struct. Answers render `completion` / `chunk`; the servicer sets the `x-cache` and
 `x-tenant-id` headers through its context (`runtime.context.respond`).
 
+`GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`);
+`DELETE /v1/budget/{tenant_id}` (beyond the spec) removes a budget, for the control plane's
+tenant delete.
+
 `/`, `/health` and `/metrics` are served by the front door itself, not by RPCs.
 """
 
 from __future__ import annotations
 
+from gateways.ai.budget import render_budget
 from runtime.http_rules import HttpRule
 
 PKG = "strata.ai.v1"
@@ -38,6 +43,13 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         passthrough="body",
         when_streaming=STREAM_CHAT,
     ),
-    HttpRule("GET", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/GetBudget", body=None),
+    HttpRule(
+        "GET",
+        "/v1/budget/{tenant_id}",
+        f"{PKG}.BudgetService/GetBudget",
+        body=None,
+        render=render_budget,
+    ),
     HttpRule("POST", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/SetBudget"),
+    HttpRule("DELETE", "/v1/budget/{tenant_id}", f"{PKG}.BudgetService/DeleteBudget", body=None),
 )

@@ -133,6 +133,27 @@ async def test_tenant_sources_and_missing_tenant(env: PluginEnv) -> None:
     assert (await strict.access(request())).status == 400
 
 
+async def test_an_api_key_consumer_counts_for_its_tenant_group(env: PluginEnv) -> None:
+    """A key-auth consumer carries no token: its consumer group (id = tenant id) is its tenant,
+    and a header naming another tenant is refused as for a token."""
+    plugin = make_plugin("tenant-rate-limit", {}, env)
+    mine, other = tenant(), tenant()
+    await env.kv.set(f"rl:config:{mine}", '{"limit": 1, "window": "60s"}')
+    ctx = request()
+    ctx.consumer, ctx.consumer_name = {"username": "k1", "group_id": mine}, "k1"
+    assert await plugin.access(ctx) is None
+    assert ctx.tenant_id == mine and ctx.upstream_headers["x-tenant-id"] == mine
+    again = request()
+    again.consumer, again.consumer_name = {"username": "k1", "group_id": mine}, "k1"
+    assert (await plugin.access(again)).status == 429  # the tenant's override: 1 per window
+    spoofed = request(headers={"x-tenant-id": other})
+    spoofed.consumer, spoofed.consumer_name = {"username": "k1", "group_id": mine}, "k1"
+    assert (await plugin.access(spoofed)).status == 403
+    loose = request(headers={"x-tenant-id": other})  # a consumer without a group: the header
+    loose.consumer, loose.consumer_name = {"username": "k2"}, "k2"
+    assert await plugin.access(loose) is None and loose.tenant_id == other
+
+
 async def test_script_reloads_after_flush(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {}, env)
     await env.kv.script_flush()

@@ -24,7 +24,14 @@ from runtime.stores import Stores
 from runtime.stores.analytics import Analytics
 from runtime.stores.shipping import ShippingSink
 from runtime.testing import Serving, serving
-from strata.controlplane.v1 import log_ingest_pb2, log_ingest_pb2_grpc, tenant_pb2, tenant_pb2_grpc
+from strata.controlplane.v1 import (
+    log_ingest_pb2,
+    log_ingest_pb2_grpc,
+    provider_pb2,
+    provider_pb2_grpc,
+    tenant_pb2,
+    tenant_pb2_grpc,
+)
 
 MASTER = (("authorization", f"Bearer {MASTER_KEY}"),)
 BEARER = {"Authorization": f"Bearer {MASTER_KEY}"}
@@ -120,20 +127,21 @@ async def test_flag_off_answers_404_for_registry_and_sts(cp: Serving) -> None:
 
 
 async def test_unimplemented_operation_is_501_json_and_grpc_unimplemented(cp: Serving) -> None:
-    status, body, _ = await get(cp, "/api/tenants", BEARER)
+    # LLM provider management has its own issue: still declared only.
+    status, body, _ = await get(cp, "/api/providers", BEARER)
     assert status == 501
     assert body == {
         "error": "not_implemented",
-        "message": "GET /api/tenants is declared but not implemented yet",
+        "message": "GET /api/providers is declared but not implemented yet",
     }
-    stub = tenant_pb2_grpc.TenantServiceStub(cp.channel)
+    stub = provider_pb2_grpc.ProviderServiceStub(cp.channel)
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.ListTenants(tenant_pb2.ListTenantsRequest(), metadata=MASTER, timeout=5)
+        await stub.ListProviders(provider_pb2.ListProvidersRequest(), metadata=MASTER, timeout=5)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     _, metrics, _ = await get(cp, "/metrics")
     assert (
         'strata_grpc_requests_total{code="UNIMPLEMENTED",'
-        'method="strata.controlplane.v1.TenantService/ListTenants",service="controlplane"} 1.0'
+        'method="strata.controlplane.v1.ProviderService/ListProviders",service="controlplane"} 1.0'
     ) in metrics
 
 
@@ -150,8 +158,8 @@ async def test_missing_and_bad_tokens_get_401_json_on_both_transports(cp: Servin
 
 async def test_identity_provider_tokens_are_accepted(cp: Serving, idp: str) -> None:
     token = await user_token(idp)
-    status, _, _ = await get(cp, "/api/tenants", {"Authorization": f"Bearer {token}"})
-    assert status == 501  # authenticated; the operation itself is not built yet
+    status, body, _ = await get(cp, "/api/tenants", {"Authorization": f"Bearer {token}"})
+    assert status == 200 and isinstance(body, list)  # authenticated: alice's tenant only
 
 
 async def test_bad_input_is_a_clear_json_error(cp: Serving) -> None:

@@ -3,7 +3,9 @@ seconds per tenant and route, counted in the key-value store's sorted set
 `rl:{tenant_id}:{route_id}:{window}` by one atomic Lua script per request.
 
 - Tenant: the verified JWT's `tenant_id` (`ctx.tenant_id`, set by openid-connect, or the
-  claims jwt-auth verified) before the `tenant_header` header. No tenant → `missing_tenant_code`
+  claims jwt-auth verified), else the consumer group of the authenticated consumer (an API key's
+  consumer sits in its tenant's group, whose id is the tenant id: the platform's key layout),
+  before the `tenant_header` header. No tenant → `missing_tenant_code`
   unless `allow_missing_tenant` (then the request passes unlimited). A header naming another
   tenant than the token's is refused with 403 unless the token holds the `platform-admin`
   role (the platform's rule in every layer); the upstream always receives the tenant that
@@ -149,6 +151,8 @@ class TenantRateLimit(Plugin):
         tenant = ctx.tenant_id
         if not tenant and claims:
             tenant = claims.get("tenant_id")
+        if not tenant and ctx.consumer:  # a consumer of a tenant's group (group id = tenant)
+            tenant = str(ctx.consumer.get("group_id") or "") or None
         named = ctx.headers.get(self.header)
         if tenant and named and named != tenant and not _platform_admin(claims):
             return Reply(403, {"error_msg": f"token tenant {tenant!r} may not act for {named!r}"})

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19strata/ai/v1/budget.proto\x12\x0cstrata.ai.v1\x1a\x1dstrata/access/v1/access.proto\"%\n\x10GetBudgetRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"m\n\x11GetBudgetResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1d\n\x10remaining_tokens\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\tunlimited\x18\x03 \x01(\x08\x42\x13\n\x11_remaining_tokens\"E\n\x10SetBudgetRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x06tokens\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\t\n\x07_tokens\":\n\x11SetBudgetResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x12\n\ntokens_set\x18\x02 \x01(\x03\x32\xbb\x01\n\rBudgetService\x12T\n\tGetBudget\x12\x1e.strata.ai.v1.GetBudgetRequest\x1a\x1f.strata.ai.v1.GetBudgetResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12T\n\tSetBudget\x12\x1e.strata.ai.v1.SetBudgetRequest\x1a\x1f.strata.ai.v1.SetBudgetResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19strata/ai/v1/budget.proto\x12\x0cstrata.ai.v1\x1a\x1dstrata/access/v1/access.proto\"%\n\x10GetBudgetRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\"m\n\x11GetBudgetResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x1d\n\x10remaining_tokens\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x11\n\tunlimited\x18\x03 \x01(\x08\x42\x13\n\x11_remaining_tokens\"E\n\x10SetBudgetRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x13\n\x06tokens\x18\x02 \x01(\x03H\x00\x88\x01\x01\x42\t\n\x07_tokens\":\n\x11SetBudgetResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x12\n\ntokens_set\x18\x02 \x01(\x03\"(\n\x13\x44\x65leteBudgetRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\":\n\x14\x44\x65leteBudgetResponse\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x0f\n\x07\x64\x65leted\x18\x02 \x01(\x08\x32\x9a\x02\n\rBudgetService\x12T\n\tGetBudget\x12\x1e.strata.ai.v1.GetBudgetRequest\x1a\x1f.strata.ai.v1.GetBudgetResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12T\n\tSetBudget\x12\x1e.strata.ai.v1.SetBudgetRequest\x1a\x1f.strata.ai.v1.SetBudgetResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12]\n\x0c\x44\x65leteBudget\x12!.strata.ai.v1.DeleteBudgetRequest\x1a\".strata.ai.v1.DeleteBudgetResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BUDGETSERVICE'].methods_by_name['GetBudget']._serialized_options = b'\212\265\030\002\010\003'
   _globals['_BUDGETSERVICE'].methods_by_name['SetBudget']._loaded_options = None
   _globals['_BUDGETSERVICE'].methods_by_name['SetBudget']._serialized_options = b'\212\265\030\002\010\005'
+  _globals['_BUDGETSERVICE'].methods_by_name['DeleteBudget']._loaded_options = None
+  _globals['_BUDGETSERVICE'].methods_by_name['DeleteBudget']._serialized_options = b'\212\265\030\002\010\005'
   _globals['_GETBUDGETREQUEST']._serialized_start=74
   _globals['_GETBUDGETREQUEST']._serialized_end=111
   _globals['_GETBUDGETRESPONSE']._serialized_start=113
@@ -44,6 +46,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SETBUDGETREQUEST']._serialized_end=293
   _globals['_SETBUDGETRESPONSE']._serialized_start=295
   _globals['_SETBUDGETRESPONSE']._serialized_end=353
-  _globals['_BUDGETSERVICE']._serialized_start=356
-  _globals['_BUDGETSERVICE']._serialized_end=543
+  _globals['_DELETEBUDGETREQUEST']._serialized_start=355
+  _globals['_DELETEBUDGETREQUEST']._serialized_end=395
+  _globals['_DELETEBUDGETRESPONSE']._serialized_start=397
+  _globals['_DELETEBUDGETRESPONSE']._serialized_end=455
+  _globals['_BUDGETSERVICE']._serialized_start=458
+  _globals['_BUDGETSERVICE']._serialized_end=740
 # @@protoc_insertion_point(module_scope)

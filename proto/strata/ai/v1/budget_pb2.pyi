@@ -36,3 +36,17 @@ class SetBudgetResponse(_message.Message):
     tenant_id: str
     tokens_set: int
     def __init__(self, tenant_id: _Optional[str] = ..., tokens_set: _Optional[int] = ...) -> None: ...
+
+class DeleteBudgetRequest(_message.Message):
+    __slots__ = ("tenant_id",)
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    def __init__(self, tenant_id: _Optional[str] = ...) -> None: ...
+
+class DeleteBudgetResponse(_message.Message):
+    __slots__ = ("tenant_id", "deleted")
+    TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    tenant_id: str
+    deleted: bool
+    def __init__(self, tenant_id: _Optional[str] = ..., deleted: _Optional[bool] = ...) -> None: ...

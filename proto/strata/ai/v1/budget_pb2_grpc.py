@@ -27,7 +27,10 @@ if _version_not_supported:
 
 class BudgetServiceStub:
     """BudgetService reads and sets the per-tenant token budget of the AI gateway, stored as the
-    key-value counter `{tenant_id}:budget:tokens`. Chat completions debit it.
+    key-value counter `{tenant_id}:budget:tokens` (the tokens left; absent: no budget, unlimited).
+    Chat completions debit it. The control plane sets it when it provisions a tenant (the plan's
+    budget), resets it on `PATCH /api/tenants/{id}` with `token_budget`, and removes it when the
+    tenant is deleted.
     """
 
     def __init__(self, channel):
@@ -46,11 +49,19 @@ class BudgetServiceStub:
                 request_serializer=strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetRequest.SerializeToString,
                 response_deserializer=strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetResponse.FromString,
                 _registered_method=True)
+        self.DeleteBudget = channel.unary_unary(
+                '/strata.ai.v1.BudgetService/DeleteBudget',
+                request_serializer=strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetRequest.SerializeToString,
+                response_deserializer=strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetResponse.FromString,
+                _registered_method=True)
 
 
 class BudgetServiceServicer:
     """BudgetService reads and sets the per-tenant token budget of the AI gateway, stored as the
-    key-value counter `{tenant_id}:budget:tokens`. Chat completions debit it.
+    key-value counter `{tenant_id}:budget:tokens` (the tokens left; absent: no budget, unlimited).
+    Chat completions debit it. The control plane sets it when it provisions a tenant (the plan's
+    budget), resets it on `PATCH /api/tenants/{id}` with `token_budget`, and removes it when the
+    tenant is deleted.
     """
 
     def GetBudget(self, request, context):
@@ -72,6 +83,16 @@ class BudgetServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteBudget(self, request, context):
+        """DELETE /v1/budget/{tenant_id} (not in the spec) — removes the tenant's budget (the tenant
+        is then unlimited) → `{tenant_id, deleted}`; the control plane calls it when it deletes a
+        tenant. Removing a budget that is not set succeeds with `deleted: false`.
+        Errors: INVALID_ARGUMENT (400) when `tenant_id` is not an identifier.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BudgetServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -85,6 +106,11 @@ def add_BudgetServiceServicer_to_server(servicer, server):
                     request_deserializer=strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetRequest.FromString,
                     response_serializer=strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetResponse.SerializeToString,
             ),
+            'DeleteBudget': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteBudget,
+                    request_deserializer=strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetRequest.FromString,
+                    response_serializer=strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'strata.ai.v1.BudgetService', rpc_method_handlers)
@@ -95,7 +121,10 @@ def add_BudgetServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class BudgetService:
     """BudgetService reads and sets the per-tenant token budget of the AI gateway, stored as the
-    key-value counter `{tenant_id}:budget:tokens`. Chat completions debit it.
+    key-value counter `{tenant_id}:budget:tokens` (the tokens left; absent: no budget, unlimited).
+    Chat completions debit it. The control plane sets it when it provisions a tenant (the plan's
+    budget), resets it on `PATCH /api/tenants/{id}` with `token_budget`, and removes it when the
+    tenant is deleted.
     """
 
     @staticmethod
@@ -142,6 +171,33 @@ class BudgetService:
             '/strata.ai.v1.BudgetService/SetBudget',
             strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetRequest.SerializeToString,
             strata_dot_ai_dot_v1_dot_budget__pb2.SetBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteBudget(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.ai.v1.BudgetService/DeleteBudget',
+            strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetRequest.SerializeToString,
+            strata_dot_ai_dot_v1_dot_budget__pb2.DeleteBudgetResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,6 +28,19 @@ if _version_not_supported:
 class TenantServiceStub:
     """TenantService manages the tenant lifecycle: the tenant records themselves, their IP allowlist
     and their prompt configuration. Creating a tenant provisions it across all layers.
+    (controlplane/tenants/.)
+
+    A tenant's token reaches only its own tenant: it lists only its own, and another tenant's id
+    is 403 `forbidden` on every RPC here, answered before any lookup (so it does not tell whether
+    that tenant exists). A token without a `tenant_id` claim acts for no tenant. Platform
+    administrators reach every tenant. The key-value store unreachable is 503.
+
+    A change that spans layers (create, update, delete, IP allowlist) that fails at one layer
+    answers 503 (the layer unreachable) or 502 (the layer refused) with
+    `{error: '<action>_failed', message: '<action> failed at <layer>: <cause>', layer}`, where
+    action is `provisioning`, `update` or `deletion` and layer one of `metadata`, `rate-limit`,
+    `token-budget` (AI gateway), `edge`, `identity-provider`; create and update undo the steps
+    already made first.
     """
 
     def __init__(self, channel):
@@ -86,10 +99,24 @@ class TenantServiceStub:
 class TenantServiceServicer:
     """TenantService manages the tenant lifecycle: the tenant records themselves, their IP allowlist
     and their prompt configuration. Creating a tenant provisions it across all layers.
+    (controlplane/tenants/.)
+
+    A tenant's token reaches only its own tenant: it lists only its own, and another tenant's id
+    is 403 `forbidden` on every RPC here, answered before any lookup (so it does not tell whether
+    that tenant exists). A token without a `tenant_id` claim acts for no tenant. Platform
+    administrators reach every tenant. The key-value store unreachable is 503.
+
+    A change that spans layers (create, update, delete, IP allowlist) that fails at one layer
+    answers 503 (the layer unreachable) or 502 (the layer refused) with
+    `{error: '<action>_failed', message: '<action> failed at <layer>: <cause>', layer}`, where
+    action is `provisioning`, `update` or `deletion` and layer one of `metadata`, `rate-limit`,
+    `token-budget` (AI gateway), `edge`, `identity-provider`; create and update undo the steps
+    already made first.
     """
 
     def ListTenants(self, request, context):
-        """GET /api/tenants — lists every tenant (200, a bare array of tenant).
+        """GET /api/tenants — lists every tenant (200, a bare array of tenant), in creation order; a
+        tenant's token sees its own tenant only.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,9 +124,16 @@ class TenantServiceServicer:
 
     def CreateTenant(self, request, context):
         """POST /api/tenants — creates a tenant (201 tenant, `status` `active`, `token_budget_used` 0);
-        provisions metadata, rate-limit bucket, token budget (plan defaults) and an edge consumer
-        group.
-        Errors: ALREADY_EXISTS (409) {error:'Tenant already exists'} when the id is taken.
+        provisions, in order: (a) metadata in `cp:tenants` (an atomic claim of the id), (b) the
+        rate-limit bucket `rl:config:{id}` = `{"limit": <plan>, "window": "60s"}`, (c) the token
+        budget at the AI gateway (`strata.ai.v1.BudgetService/SetBudget`), (d) the edge consumer
+        group `{id}` (plugins `tenant-rate-limit`, and `ip-restriction` for the allowlist or a
+        suspension), (e) with `org_name` or `realm_name`, the organization `{id}` at the identity
+        provider (when its admin API is configured). The id, given or generated (`<slug of
+        name>-<6 hex>`), matches `[A-Za-z0-9._-]{1,64}` (it names the edge consumer group).
+        Errors: ALREADY_EXISTS (409) {error:'Tenant already exists'} when the id is taken (of two
+        concurrent creates of one id, exactly one succeeds); INVALID_ARGUMENT (400) naming the
+        field; UNAVAILABLE (503) / upstream error (502) `provisioning_failed` naming the layer.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,24 +141,34 @@ class TenantServiceServicer:
 
     def GetTenant(self, request, context):
         """GET /api/tenants/{id} — returns one tenant (200 tenant).
-        Errors: NOT_FOUND (404) {error:'Tenant not found'}.
+        Errors: NOT_FOUND (404) {error:'Tenant not found'}; PERMISSION_DENIED (403) for another
+        tenant's token.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTenant(self, request, context):
-        """PATCH /api/tenants/{id} — changes only the provided fields (200 {status:'updated'});
-        setting `token_budget` resets the remaining budget to that value.
-        Errors: the spec shows none (an unknown tenant may reuse NOT_FOUND {error:'Tenant not found'}).
+        """PATCH /api/tenants/{id} — changes only the provided fields (200 {status:'updated'}); `plan`
+        alone does not change the limits. `token_budget` resets the remaining budget at the AI
+        gateway to that value; `rate_limit_max` rewrites `rl:config:{id}` (keeping its window);
+        `status: suspended` makes the edge refuse the tenant's API keys (its consumer group gets
+        `ip-restriction` refusing every address, 403 {message:'Tenant suspended'}), `active` lifts it.
+        Errors: NOT_FOUND (404) {error:'Tenant not found'}; INVALID_ARGUMENT (400) naming the field
+        (unknown plan or status, a negative number, no field given); `update_failed` (503/502).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteTenant(self, request, context):
-        """DELETE /api/tenants/{id} — removes the tenant's metadata, rate-limit bucket and budget
-        (200 {status:'deleted'}). Errors: the spec shows none.
+        """DELETE /api/tenants/{id} — removes everything the tenant owns (200 {status:'deleted'}): its
+        edge consumer group and the consumers in it (its API keys), its budget at the AI gateway,
+        its identity provider organization, its keys in the key-value store (rate limits and their
+        windows, API keys and key requests, notifications, preferences, branding, webhooks, IP
+        allowlist, prompt configuration: controlplane/tenants/owned.py), then its metadata.
+        Errors: NOT_FOUND (404) {error:'Tenant not found'}; `deletion_failed` (503/502) naming the
+        layer — the tenant stays listed and the delete can be sent again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -132,8 +176,9 @@ class TenantServiceServicer:
 
     def GetIpAllowlist(self, request, context):
         """GET /api/tenants/{id}/ip-allowlist — returns the tenant's CIDR allowlist
-        (200 {tenant_id, cidrs}; shape not shown by the spec, chosen here).
-        Errors: the spec shows none.
+        (200 {tenant_id, cidrs}; shape not shown by the spec, chosen here; stored in
+        `cp:ip-allowlist:{id}`).
+        Errors: NOT_FOUND (404) {error:'Tenant not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -141,8 +186,12 @@ class TenantServiceServicer:
 
     def PutIpAllowlist(self, request, context):
         """PUT /api/tenants/{id}/ip-allowlist — replaces the tenant's CIDR allowlist
-        (200 {status:'updated', tenant_id, cidrs}; shape not shown by the spec, chosen here).
-        Errors: INVALID_ARGUMENT (400) when an entry is not a CIDR (body not shown by the spec).
+        (200 {status:'updated', tenant_id, cidrs}; shape not shown by the spec, chosen here), enforced
+        at the edge for the tenant's API keys: `ip-restriction` `whitelist` on its consumer group
+        (other addresses 403); an empty list removes the restriction. Entries are normalized (a bare
+        address is its /32 or /128, host bits cleared), duplicates dropped; at most 256.
+        Errors: INVALID_ARGUMENT (400) naming the entry (`cidrs[1]: '10.0.0.0/33' is not ...`);
+        NOT_FOUND (404) {error:'Tenant not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -150,8 +199,9 @@ class TenantServiceServicer:
 
     def GetPromptConfig(self, request, context):
         """GET /api/tenants/{id}/prompt-config — returns the tenant's prompt configuration
-        (200, a free-form object; path and shape not shown by the spec, chosen here).
-        Errors: the spec shows none.
+        (200, the object; `{}` when none is stored; path and shape not shown by the spec, chosen
+        here).
+        Errors: NOT_FOUND (404) {error:'Tenant not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -159,8 +209,9 @@ class TenantServiceServicer:
 
     def PutPromptConfig(self, request, context):
         """PUT /api/tenants/{id}/prompt-config — replaces the tenant's prompt configuration and returns
-        the stored object (200; path and shape not shown by the spec, chosen here).
-        Errors: the spec shows none.
+        the stored object (200; path and shape not shown by the spec, chosen here); `{}` removes it.
+        Errors: INVALID_ARGUMENT (400) naming an unknown field or a value that is not a string (or
+        longer than 32768 characters); NOT_FOUND (404) {error:'Tenant not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -225,6 +276,19 @@ def add_TenantServiceServicer_to_server(servicer, server):
 class TenantService:
     """TenantService manages the tenant lifecycle: the tenant records themselves, their IP allowlist
     and their prompt configuration. Creating a tenant provisions it across all layers.
+    (controlplane/tenants/.)
+
+    A tenant's token reaches only its own tenant: it lists only its own, and another tenant's id
+    is 403 `forbidden` on every RPC here, answered before any lookup (so it does not tell whether
+    that tenant exists). A token without a `tenant_id` claim acts for no tenant. Platform
+    administrators reach every tenant. The key-value store unreachable is 503.
+
+    A change that spans layers (create, update, delete, IP allowlist) that fails at one layer
+    answers 503 (the layer unreachable) or 502 (the layer refused) with
+    `{error: '<action>_failed', message: '<action> failed at <layer>: <cause>', layer}`, where
+    action is `provisioning`, `update` or `deletion` and layer one of `metadata`, `rate-limit`,
+    `token-budget` (AI gateway), `edge`, `identity-provider`; create and update undo the steps
+    already made first.
     """
 
     @staticmethod

@@ -1,0 +1,620 @@
+"""`strata.controlplane.v1.TenantService`: the tenant lifecycle across the layers.
+
+Create (platform administrators) claims the id atomically in `cp:tenants` (HSETNX: of two
+concurrent creates of one id, one gets 201 and the other 409 `Tenant already exists`), then
+provisions, in order, each step a real call: (a) the metadata claim, (b) the rate-limit bucket
+`rl:config:{id}` = the plan's limit, (c) the token budget at the AI gateway
+(`strata.ai.v1.BudgetService/SetBudget` over gRPC with the master key), (d) the tenant's edge
+consumer group (`edge.py`), (e) with `org_name` or `realm_name`, the organization at the
+identity provider (when `IDP_ADMIN_URL` and `IDP_ADMIN_TOKEN` are set; skipped otherwise).
+A failed step undoes the earlier ones and answers 503/502 naming the layer (`steps.py`). The
+claimed record is hidden (404) until the last step marks it active; a claim left by a crashed
+process is taken over after `STALE_CLAIM_SECS`.
+
+Patch, delete and the IP allowlist hold a per-tenant lock (`cp:tenant-lock:{id}`) so that the
+edge, the AI gateway and the metadata always agree. Delete removes, in order: the edge consumer
+group and its consumers (the tenant's API keys), the AI gateway budget (`DeleteBudget`), the
+identity provider organization made at create, every key of `owned.OWNED`, then the metadata
+— a delete that fails part way names the layer and can be sent again.
+
+Who sees what: platform administrators see every tenant; a tenant's token lists only its own
+tenant and reads only its own (another tenant's id is 403 `forbidden`, answered by the guard
+before any lookup, so it says nothing of whether that tenant exists). Writes of the tenant
+itself are for platform administrators (the proto's rules); a tenant's token may read and set
+its own IP allowlist and prompt configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.servicer import EdgeConfigServicer
+from controlplane.identity import IdentityAdmin
+from controlplane.tenants import records as rec
+from controlplane.tenants.edge import TenantEdge
+from controlplane.tenants.live import live_figures
+from controlplane.tenants.owned import remove_owned
+from controlplane.tenants.steps import (
+    EDGE,
+    IDENTITY_PROVIDER,
+    METADATA,
+    RATE_LIMIT,
+    TOKEN_BUDGET,
+    Steps,
+    layer_error,
+)
+from runtime.access import IDENTIFIER, current_caller
+from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
+from runtime.peers import Peer
+from runtime.protojson import plain_json
+from runtime.stores import Stores
+from strata.ai.v1 import budget_pb2, budget_pb2_grpc
+from strata.controlplane.v1 import tenant_pb2 as pb
+from strata.controlplane.v1 import tenant_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+STALE_CLAIM_SECS = 300.0  # a create still provisioning after this long has died
+LOCK_TTL_MS = 60_000
+LOCK_WAIT_SECS = 5.0
+MAX_CIDRS = 256
+PROMPT_FIELDS = ("system_prompt", "prefix", "suffix")
+MAX_PROMPT_CHARS = 32_768
+NOT_FOUND = "Tenant not found"
+_RUNNING: set[asyncio.Task[Any]] = set()
+
+# Compare-and-set of one hash field: ARGV id, expected value ('' = absent), new value
+# ('' = delete). Returns 1 when written, 0 when the field held something else.
+_CAS = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if (current or '') ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+return 1
+"""
+# Release a lock only if it is still ours.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
+    def __init__(
+        self, config: ControlPlaneConfig, stores: Stores, edge: EdgeConfigServicer
+    ) -> None:
+        self.kv: Redis = stores.kv
+        self.analytics = stores.analytics
+        self.edge = TenantEdge(edge)
+        self.ai = Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
+        self.idp: IdentityAdmin | None = None
+        self.idp_realm: str | None = None
+        if config.idp_admin_url and config.idp_admin_token:
+            self.idp = IdentityAdmin(config.idp_admin_url, config.idp_admin_token)
+            found = re.search(r"/realms/([^/]+)/?$", config.idp_admin_url)
+            self.idp_realm = found.group(1) if found else None
+        self._cas = self.kv.register_script(_CAS)
+        self._release = self.kv.register_script(_RELEASE)
+
+    async def close(self) -> None:
+        await self.ai.close()
+        if self.idp is not None:
+            await self.idp.close()
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def ListTenants(
+        self, request: pb.ListTenantsRequest, context: Any
+    ) -> pb.ListTenantsResponse:
+        principal = current_caller().principal
+        async with _kv():
+            if principal is None or principal.is_platform_admin:
+                raw = list((await self.kv.hgetall(rec.TENANTS)).values())
+            elif principal.tenant_id:
+                one = await self.kv.hget(rec.TENANTS, principal.tenant_id)
+                raw = [one] if one is not None else []
+            else:  # a token without a tenant acts for none
+                raw = []
+        records = [r for r in map(_parse, raw) if r is not None and _shown(r)]
+        records.sort(key=lambda r: (float(r.get("created_ts", 0)), str(r["id"])))
+        return pb.ListTenantsResponse(tenants=await self._views(records))
+
+    async def GetTenant(self, request: pb.GetTenantRequest, context: Any) -> pb.GetTenantResponse:
+        _own_or_admin(request.id)
+        record = await self._load(request.id)
+        return pb.GetTenantResponse(tenant=(await self._views([record]))[0])
+
+    # --- create --------------------------------------------------------------------------
+
+    async def CreateTenant(
+        self, request: pb.CreateTenantRequest, context: Any
+    ) -> pb.CreateTenantResponse:
+        name = rec.check_name(request.name)
+        if not request.plan:
+            raise rec.bad(f"'plan' is required: one of {', '.join(rec.PLANS)}")
+        plan = rec.check_plan(request.plan)
+        given = rec.check_id(request.id) if request.HasField("id") else None
+        record: dict[str, Any] = {
+            "id": given or "",
+            "name": name,
+            "plan": plan,
+            "status": "active",
+            "rate_limit_max": rec.PLANS[plan].rate_limit,
+            "token_budget": rec.PLANS[plan].token_budget,
+            "created_at": datetime.now(UTC).strftime("%Y-%m-%d"),
+            "created_ts": time.time(),
+        }
+        if request.HasField("admin_email"):
+            record["admin_email"] = rec.check_email(request.admin_email)
+        if request.HasField("org_name"):
+            record["org_name"] = rec.check_name(request.org_name, "org_name")
+        if request.HasField("realm_name"):
+            realm = rec.check_id(request.realm_name, "realm_name")
+            if self.idp is not None and self.idp_realm and realm != self.idp_realm:
+                raise rec.bad(
+                    f"'realm_name' {realm!r} is not the identity provider's realm "
+                    f"({self.idp_realm!r}): tenants are organizations of that realm"
+                )
+            record["realm_name"] = realm
+        if request.HasField("claim_path"):
+            record["claim_path"] = rec.check_claim_path(request.claim_path)
+        created = await _shielded(self._create(record, given))
+        return pb.CreateTenantResponse(tenant=(await self._views([created]))[0])
+
+    async def _create(self, record: dict[str, Any], given: str | None) -> dict[str, Any]:
+        tenant, claim = await self._claim(record, given)
+        record["id"] = tenant
+        steps = Steps("provisioning")
+        steps.on_failure(METADATA, lambda: self._cas(keys=[rec.TENANTS], args=[tenant, claim, ""]))
+        limit = int(record["rate_limit_max"])
+        await steps.run(
+            RATE_LIMIT,
+            lambda: self.kv.set(rec.rl_config_key(tenant), rec.rl_config_value(limit)),
+            lambda _: self.kv.delete(rec.rl_config_key(tenant)),
+        )
+        await steps.run(
+            TOKEN_BUDGET,
+            lambda: self._set_budget(tenant, int(record["token_budget"])),
+            lambda _: self._delete_budget(tenant),
+        )
+        await steps.run(
+            EDGE,
+            lambda: self.edge.put_group(tenant, record["name"], "active", []),
+            lambda previous: self.edge.restore_group(tenant, previous),
+        )
+        idp = self.idp
+        if idp is not None and ("org_name" in record or "realm_name" in record):
+            org_name = record.get("org_name") or record["name"]
+            await steps.run(
+                IDENTITY_PROVIDER,
+                lambda: idp.create_organization(tenant, org_name, tenant),
+                lambda _: idp.delete("organizations", tenant),
+            )
+            record["idp_org"] = tenant
+        elif "org_name" in record or "realm_name" in record:
+            log.info(
+                "identity provider admin API not configured: organization not created",
+                extra={"tenant_id": tenant},
+            )
+        final = _dump(record)
+
+        async def activate() -> None:
+            if not await self._cas(keys=[rec.TENANTS], args=[tenant, claim, final]):
+                raise Unavailable("the tenant's claim changed while it was being provisioned")
+
+        await steps.run(METADATA, activate)
+        log.info("tenant created", extra={"tenant_id": tenant, "plan": record["plan"]})
+        return record
+
+    async def _claim(self, record: dict[str, Any], given: str | None) -> tuple[str, str]:
+        """Claim the id in `cp:tenants` (hidden while provisioning); returns (id, claim JSON).
+        A generated id that happens to be taken is generated again."""
+        for _ in range(5):
+            tenant = given or rec.generated_id(str(record["name"]))
+            claim = _dump({**record, "id": tenant, "provisioning": time.time()})
+            try:
+                if await self.kv.hsetnx(rec.TENANTS, tenant, claim):
+                    return tenant, claim
+                if await self._take_over_stale(tenant, claim):
+                    return tenant, claim
+            except (RedisError, OSError) as exc:
+                raise layer_error("provisioning", METADATA, exc) from exc
+            if given is not None:
+                raise AlreadyExists("Tenant already exists")
+        raise AlreadyExists("Tenant already exists")  # five generated ids taken: not reached
+
+    async def _take_over_stale(self, tenant: str, claim: str) -> bool:
+        current = _text(await self.kv.hget(rec.TENANTS, tenant))
+        record = _parse(current)
+        if record is None or "provisioning" not in record:
+            return False
+        if time.time() - float(record["provisioning"]) < STALE_CLAIM_SECS:
+            return False
+        log.warning("taking over a stale tenant claim", extra={"tenant_id": tenant})
+        return bool(await self._cas(keys=[rec.TENANTS], args=[tenant, current or "", claim]))
+
+    # --- update --------------------------------------------------------------------------
+
+    async def UpdateTenant(
+        self, request: pb.UpdateTenantRequest, context: Any
+    ) -> pb.UpdateTenantResponse:
+        tenant = _path_id(request.id)
+        changes: dict[str, Any] = {}
+        if request.HasField("plan"):
+            changes["plan"] = rec.check_plan(request.plan)
+        if request.HasField("status"):
+            changes["status"] = rec.check_status(request.status)
+        if request.HasField("rate_limit_max"):
+            changes["rate_limit_max"] = rec.check_range(
+                request.rate_limit_max, "rate_limit_max", rec.MAX_RATE_LIMIT
+            )
+        if request.HasField("token_budget"):
+            changes["token_budget"] = rec.check_range(
+                request.token_budget, "token_budget", rec.MAX_TOKENS
+            )
+        if not changes:
+            raise rec.bad(
+                "nothing to update: give any of plan, status, rate_limit_max, token_budget"
+            )
+        await _shielded(self._update(tenant, changes))
+        return pb.UpdateTenantResponse(status="updated")
+
+    async def _update(self, tenant: str, changes: dict[str, Any]) -> None:
+        async with self._locked(tenant):
+            record = await self._load(tenant)
+            updated = {**record, **changes}
+            steps = Steps("update")
+            if changes.get("status", record["status"]) != record["status"]:
+                cidrs = await self._allowlist(tenant)
+                await steps.run(
+                    EDGE,
+                    lambda: self.edge.put_group(tenant, record["name"], updated["status"], cidrs),
+                    lambda previous: self.edge.restore_group(tenant, previous),
+                )
+            if "token_budget" in changes:
+                before = await steps.run(TOKEN_BUDGET, lambda: self._get_budget(tenant))
+                await steps.run(
+                    TOKEN_BUDGET,
+                    lambda: self._set_budget(tenant, changes["token_budget"]),
+                    lambda _: self._restore_budget(tenant, before),
+                )
+
+            async def write() -> None:
+                limit = None
+                if "rate_limit_max" in changes:
+                    previous = _text(await self.kv.get(rec.rl_config_key(tenant)))
+                    limit = rec.rl_config_value(changes["rate_limit_max"], previous)
+                async with self.kv.pipeline(transaction=True) as pipe:
+                    pipe.hset(rec.TENANTS, tenant, _dump(updated))
+                    if limit is not None:
+                        pipe.set(rec.rl_config_key(tenant), limit)
+                    await pipe.execute()
+
+            await steps.run(METADATA, write)
+
+    # --- delete --------------------------------------------------------------------------
+
+    async def DeleteTenant(
+        self, request: pb.DeleteTenantRequest, context: Any
+    ) -> pb.DeleteTenantResponse:
+        tenant = _path_id(request.id)
+        await _shielded(self._delete(tenant))
+        return pb.DeleteTenantResponse(status="deleted")
+
+    async def _delete(self, tenant: str) -> None:
+        async with self._locked(tenant):
+            record = await self._load(tenant, stale_claims=True)
+            steps = Steps("deletion")
+            removed = await steps.run(EDGE, lambda: self.edge.remove(tenant))
+            await steps.run(TOKEN_BUDGET, lambda: self._delete_budget(tenant))
+            idp = self.idp
+            if record.get("idp_org"):
+                if idp is not None:
+                    await steps.run(
+                        IDENTITY_PROVIDER, lambda: _forget_org(idp, str(record["idp_org"]))
+                    )
+                else:
+                    log.warning(
+                        "identity provider admin API not configured: organization kept",
+                        extra={"tenant_id": tenant, "organization": record["idp_org"]},
+                    )
+
+            async def forget() -> None:
+                await remove_owned(self.kv, tenant)
+                await self.kv.hdel(rec.TENANTS, tenant)
+
+            await steps.run(METADATA, forget)
+        log.info("tenant deleted", extra={"tenant_id": tenant, "consumers_removed": len(removed)})
+
+    # --- IP allowlist --------------------------------------------------------------------
+
+    async def GetIpAllowlist(
+        self, request: pb.GetIpAllowlistRequest, context: Any
+    ) -> pb.GetIpAllowlistResponse:
+        _own_or_admin(request.id)
+        await self._load(request.id)
+        return pb.GetIpAllowlistResponse(
+            tenant_id=request.id, cidrs=await self._allowlist(request.id)
+        )
+
+    async def PutIpAllowlist(
+        self, request: pb.PutIpAllowlistRequest, context: Any
+    ) -> pb.PutIpAllowlistResponse:
+        _own_or_admin(request.id)
+        cidrs = normalized_cidrs(list(request.cidrs))
+        await _shielded(self._put_allowlist(request.id, cidrs))
+        return pb.PutIpAllowlistResponse(status="updated", tenant_id=request.id, cidrs=cidrs)
+
+    async def _put_allowlist(self, tenant: str, cidrs: list[str]) -> None:
+        key = rec.allowlist_key(tenant)
+        async with self._locked(tenant):
+            record = await self._load(tenant)
+            async with _kv():
+                previous = await self.kv.get(key)
+            steps = Steps("update")
+
+            async def store() -> None:
+                if cidrs:
+                    await self.kv.set(key, json.dumps(cidrs))
+                else:
+                    await self.kv.delete(key)
+
+            async def restore(_: None) -> None:
+                if previous is None:
+                    await self.kv.delete(key)
+                else:
+                    await self.kv.set(key, previous)
+
+            await steps.run(METADATA, store, restore)
+            await steps.run(
+                EDGE,
+                lambda: self.edge.put_group(tenant, record["name"], record["status"], cidrs),
+                lambda before: self.edge.restore_group(tenant, before),
+            )
+
+    # --- prompt configuration ------------------------------------------------------------
+
+    async def GetPromptConfig(
+        self, request: pb.GetPromptConfigRequest, context: Any
+    ) -> pb.GetPromptConfigResponse:
+        _own_or_admin(request.id)
+        await self._load(request.id)
+        async with _kv():
+            raw = await self.kv.get(rec.prompt_config_key(request.id))
+        response = pb.GetPromptConfigResponse()
+        response.config.SetInParent()  # `{}`, not null, when nothing is stored
+        response.config.update(json.loads(raw) if raw else {})
+        return response
+
+    async def PutPromptConfig(
+        self, request: pb.PutPromptConfigRequest, context: Any
+    ) -> pb.PutPromptConfigResponse:
+        _own_or_admin(request.id)
+        config = prompt_config(plain_json(request.config))
+        await _shielded(self._put_prompt_config(request.id, config))
+        response = pb.PutPromptConfigResponse()
+        response.config.SetInParent()
+        response.config.update(config)
+        return response
+
+    async def _put_prompt_config(self, tenant: str, config: dict[str, str]) -> None:
+        async with self._locked(tenant):
+            await self._load(tenant)
+            async with _kv():
+                if config:
+                    await self.kv.set(rec.prompt_config_key(tenant), json.dumps(config))
+                else:
+                    await self.kv.delete(rec.prompt_config_key(tenant))
+
+    # --- helpers -------------------------------------------------------------------------
+
+    async def _load(self, tenant: str, *, stale_claims: bool = False) -> dict[str, Any]:
+        """The tenant's record; 404 when absent or still being provisioned (a claim older
+        than STALE_CLAIM_SECS is returned when `stale_claims`, so that delete can clear it)."""
+        if not rec.TENANT_ID.fullmatch(tenant):
+            raise NotFound(NOT_FOUND)
+        async with _kv():
+            raw = await self.kv.hget(rec.TENANTS, tenant)
+        record = _parse(raw) if raw is not None else None
+        if record is None:
+            raise NotFound(NOT_FOUND)
+        if not _shown(record):
+            stale = time.time() - float(record["provisioning"]) >= STALE_CLAIM_SECS
+            if not (stale_claims and stale):
+                raise NotFound(NOT_FOUND)
+        return record
+
+    async def _views(self, records: list[dict[str, Any]]) -> list[pb.Tenant]:
+        async with _kv():
+            figures = await live_figures(self.kv, self.analytics, records)
+        return [
+            pb.Tenant(
+                id=str(r["id"]),
+                name=str(r["name"]),
+                plan=str(r["plan"]),
+                status=str(r["status"]),
+                rate_limit_max=f["rate_limit_max"],
+                rate_limit_usage=f["rate_limit_usage"],
+                token_budget=int(r["token_budget"]),
+                token_budget_used=f["token_budget_used"],
+                request_count_24h=f["request_count_24h"],
+                created_at=str(r["created_at"]),
+            )
+            for r, f in zip(records, figures, strict=True)
+        ]
+
+    async def _allowlist(self, tenant: str) -> list[str]:
+        async with _kv():
+            raw = await self.kv.get(rec.allowlist_key(tenant))
+        value = json.loads(raw) if raw else []
+        return [str(c) for c in value] if isinstance(value, list) else []
+
+    @asynccontextmanager
+    async def _locked(self, tenant: str) -> AsyncIterator[None]:
+        """One change of the tenant at a time, across every control plane replica."""
+        key, token = rec.lock_key(tenant), secrets.token_hex(8)
+        deadline = time.monotonic() + LOCK_WAIT_SECS
+        async with _kv():
+            while not await self.kv.set(key, token, nx=True, px=LOCK_TTL_MS):
+                if time.monotonic() >= deadline:
+                    raise AlreadyExists(
+                        "the tenant is being changed by another request; try again",
+                        error="conflict",
+                    )
+                await asyncio.sleep(0.05)
+        try:
+            yield
+        finally:
+            try:
+                await self._release(keys=[key], args=[token])
+            except (RedisError, OSError):  # it expires after LOCK_TTL_MS
+                log.warning("tenant lock not released", extra={"tenant_id": tenant})
+
+    # The AI gateway's BudgetService, over gRPC with the master key.
+
+    def _budgets(self) -> Any:
+        return budget_pb2_grpc.BudgetServiceStub(self.ai.channel)
+
+    async def _set_budget(self, tenant: str, tokens: int) -> None:
+        request = budget_pb2.SetBudgetRequest(tenant_id=tenant, tokens=tokens)
+        await self.ai.call(self._budgets().SetBudget, request)
+
+    async def _get_budget(self, tenant: str) -> int | None:
+        reply = await self.ai.call(
+            self._budgets().GetBudget, budget_pb2.GetBudgetRequest(tenant_id=tenant)
+        )
+        return int(reply.remaining_tokens) if reply.HasField("remaining_tokens") else None
+
+    async def _delete_budget(self, tenant: str) -> None:
+        request = budget_pb2.DeleteBudgetRequest(tenant_id=tenant)
+        await self.ai.call(self._budgets().DeleteBudget, request)
+
+    async def _restore_budget(self, tenant: str, tokens: int | None) -> None:
+        if tokens is None:
+            await self._delete_budget(tenant)
+        else:
+            await self._set_budget(tenant, tokens)
+
+
+def normalized_cidrs(entries: list[str]) -> list[str]:
+    """Each entry parsed as an IPv4 or IPv6 network (a bare address is its /32 or /128; host
+    bits are cleared: `10.1.2.3/8` → `10.0.0.0/8`), duplicates dropped, order kept."""
+    if len(entries) > MAX_CIDRS:
+        raise rec.bad(f"'cidrs' holds at most {MAX_CIDRS} entries, got {len(entries)}")
+    networks: list[str] = []
+    for index, entry in enumerate(entries):
+        try:
+            network = str(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise rec.bad(
+                f"'cidrs[{index}]': {entry[:100]!r} is not an IPv4 or IPv6 address or CIDR"
+            ) from None
+        if network not in networks:
+            networks.append(network)
+    return networks
+
+
+def prompt_config(value: Any) -> dict[str, str]:
+    """The prompt configuration as stored: only `system_prompt`, `prefix`, `suffix`, each a
+    string (null or absent: not set)."""
+    if not isinstance(value, dict):
+        raise rec.bad("the prompt configuration must be a JSON object")
+    config: dict[str, str] = {}
+    for field, text in value.items():
+        if field not in PROMPT_FIELDS:
+            raise rec.bad(
+                f"unknown field {field!r} in the prompt configuration; known fields: "
+                f"{', '.join(PROMPT_FIELDS)}"
+            )
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise rec.bad(f"'{field}' must be a string")
+        if len(text) > MAX_PROMPT_CHARS:
+            raise rec.bad(f"'{field}' must be at most {MAX_PROMPT_CHARS} characters")
+        config[field] = text
+    return config
+
+
+def _own_or_admin(tenant: str) -> None:
+    """A tenant's token reaches only its own tenant (the guard already refuses a token whose
+    `tenant_id` differs; a token without one acts for no tenant here)."""
+    principal = current_caller().principal
+    if principal is None or principal.is_platform_admin:
+        return
+    if principal.tenant_id != tenant:
+        raise PermissionDenied(
+            f"this token acts for tenant {principal.tenant_id!r}, not {tenant[:140]!r}",
+            error="forbidden",
+        )
+
+
+def _path_id(tenant: str) -> str:
+    if not IDENTIFIER.fullmatch(tenant):
+        raise rec.bad(f"tenant id {tenant[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}")
+    return tenant
+
+
+def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and "id" in value else None
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _shown(record: dict[str, Any]) -> bool:
+    return "provisioning" not in record
+
+
+def _dump(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), sort_keys=True)
+
+
+async def _forget_org(idp: IdentityAdmin, org: str) -> None:
+    with contextlib.suppress(NotFound):  # already gone
+        await idp.delete("organizations", org)
+
+
+async def _shielded(work: Coroutine[Any, Any, T]) -> T:
+    """Run a multi-layer change to its end (done, or undone) even if the caller goes away:
+    a cancelled request must not leave half a tenant."""
+    task: asyncio.Task[T] = asyncio.ensure_future(work)
+    _RUNNING.add(task)  # the loop keeps only weak references to tasks
+    task.add_done_callback(_RUNNING.discard)
+    return await asyncio.shield(task)
+
+
+@asynccontextmanager
+async def _kv() -> AsyncIterator[None]:
+    """The key-value store unreachable → 503 (tenants' state is security state: fail closed)."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise Unavailable(
+            f"the key-value store is unreachable: {exc}", error="service_unavailable"
+        ) from exc

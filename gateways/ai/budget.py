@@ -1,0 +1,100 @@
+"""`strata.ai.v1.BudgetService`: each tenant's token budget, the key-value counter
+`{tenant_id}:budget:tokens` (the tokens left; absent: no budget, the tenant is unlimited).
+
+- `GET /v1/budget/{tenant_id}` → `{tenant_id, remaining_tokens}`, or
+  `{tenant_id, remaining_tokens: null, unlimited: true}` when no budget is set. Tenant-scoped:
+  a token of another tenant is refused (403) by the guard.
+- `POST /v1/budget/{tenant_id}` `{tokens}` (platform administrators, e.g. the control plane
+  provisioning a tenant) sets the tokens left → `{tenant_id, tokens_set}`. `tokens` missing,
+  not an integer or negative → 400 in the OpenAI envelope with `type: invalid_request`.
+- `DELETE /v1/budget/{tenant_id}` (platform administrators; beyond the spec) removes the counter
+  → `{tenant_id, deleted}`; the control plane calls it when it deletes a tenant.
+
+Chat completions debit the counter (DECRBY); the key-value store is the one source, so every
+AI gateway replica sees the same budget. An unreachable store is 503 (a budget is a security
+control: it fails closed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from runtime.access import IDENTIFIER
+from runtime.errors import InvalidRequest, Unavailable
+from strata.ai.v1 import budget_pb2, budget_pb2_grpc
+
+INVALID = "invalid_request"  # the spec's `type` of a bad budget POST
+MAX_TOKENS = 2**53 - 1  # stays exact in every JSON reader
+
+
+def budget_key(tenant_id: str) -> str:
+    """The spec's key of a tenant's budget counter."""
+    return f"{tenant_id}:budget:tokens"
+
+
+def _tenant(tenant_id: str) -> str:
+    if not IDENTIFIER.fullmatch(tenant_id):
+        raise InvalidRequest(
+            f"tenant_id {tenant_id[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}", error=INVALID
+        )
+    return tenant_id
+
+
+class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
+    def __init__(self, kv: Redis) -> None:
+        self.kv = kv
+
+    async def GetBudget(
+        self, request: budget_pb2.GetBudgetRequest, context: Any
+    ) -> budget_pb2.GetBudgetResponse:
+        tenant = _tenant(request.tenant_id)
+        try:
+            value = await self.kv.get(budget_key(tenant))
+        except (RedisError, OSError) as exc:
+            raise _unavailable(exc) from exc
+        if value is None:
+            return budget_pb2.GetBudgetResponse(tenant_id=tenant, unlimited=True)
+        return budget_pb2.GetBudgetResponse(tenant_id=tenant, remaining_tokens=int(value))
+
+    async def SetBudget(
+        self, request: budget_pb2.SetBudgetRequest, context: Any
+    ) -> budget_pb2.SetBudgetResponse:
+        tenant = _tenant(request.tenant_id)
+        if not request.HasField("tokens"):
+            raise InvalidRequest("'tokens' is required: an integer number of tokens", error=INVALID)
+        if not 0 <= request.tokens <= MAX_TOKENS:
+            raise InvalidRequest(
+                f"'tokens' must be an integer between 0 and {MAX_TOKENS}", error=INVALID
+            )
+        try:
+            await self.kv.set(budget_key(tenant), request.tokens)
+        except (RedisError, OSError) as exc:
+            raise _unavailable(exc) from exc
+        return budget_pb2.SetBudgetResponse(tenant_id=tenant, tokens_set=request.tokens)
+
+    async def DeleteBudget(
+        self, request: budget_pb2.DeleteBudgetRequest, context: Any
+    ) -> budget_pb2.DeleteBudgetResponse:
+        tenant = _tenant(request.tenant_id)
+        try:
+            removed = await self.kv.delete(budget_key(tenant))
+        except (RedisError, OSError) as exc:
+            raise _unavailable(exc) from exc
+        return budget_pb2.DeleteBudgetResponse(tenant_id=tenant, deleted=bool(removed))
+
+
+def _unavailable(exc: BaseException) -> Unavailable:
+    return Unavailable(
+        f"the key-value store holding budgets is unreachable: {exc}", error="service_unavailable"
+    )
+
+
+def render_budget(response: Any) -> dict[str, Any]:
+    """GetBudgetResponse in the spec's two shapes: `{tenant_id, remaining_tokens}`, or
+    `{tenant_id, remaining_tokens: null, unlimited: true}` when no budget is set."""
+    if response.HasField("remaining_tokens"):
+        return {"tenant_id": response.tenant_id, "remaining_tokens": response.remaining_tokens}
+    return {"tenant_id": response.tenant_id, "remaining_tokens": None, "unlimited": True}
