@@ -13,6 +13,8 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
+from controlplane.notifications.delivery import DeliveryWorker
+from controlplane.notifications.servicer import NotificationServicer, WebhookServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
@@ -57,11 +59,14 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         config.master_key,
         config.grpc_deadline_secs,
     )
+    delivery = DeliveryWorker(config, stores.kv, metrics)
     implemented = {
         b.name: b
         for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
+            bind(notification_pb2_grpc, NotificationServicer(config, stores.kv)),
+            bind(webhook_pb2_grpc, WebhookServicer(config, stores.kv)),
         )
     }
     declared = unimplemented(
@@ -103,7 +108,12 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         if stores.analytics is not None:
             await stores.analytics.migrate()
 
+    async def start_delivery() -> None:
+        if config.notify_delivery:
+            await delivery.start()
+
     async def close() -> None:
+        await delivery.stop()
         await edge_config.stop()
         await health_servicer.close()
         await stores.close()
@@ -126,7 +136,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
-        on_startup=[migrate, edge_config.start],
+        on_startup=[migrate, edge_config.start, start_delivery],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,
