@@ -70,7 +70,7 @@ class ControlPlaneConfig(AgentIdentityConfig):
     smtp_starttls: str = var(
         "SMTP_STARTTLS",
         "required",
-        "STARTTLS before sending: `required`, `opportunistic` (when offered) or `off`",
+        "STARTTLS before sending (`opportunistic`: when the server offers it)",
         choices=("required", "opportunistic", "off"),
     )
     notify_delivery: bool = var(
