@@ -72,6 +72,7 @@ METADATA_HOSTS = frozenset(
     }
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_DEV_ONLY = "allowed only when ENVIRONMENT=development"
 
 
 class OutboundRefused(InvalidRequest):
@@ -97,24 +98,27 @@ def _embedded_ipv4(ip: IPAddress) -> IPAddress:
     return ip
 
 
+def _kind(ip: IPAddress, development: bool) -> str | None:
+    """What makes `ip` a refused target, as a noun phrase; None when it may be called."""
+    target = _embedded_ipv4(ip)
+    if ip in METADATA_ADDRESSES or target in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    if target.is_loopback:
+        return None if development else f"a loopback address ({_DEV_ONLY})"
+    for kind in ("link-local", "unspecified", "multicast", "reserved"):
+        if getattr(target, f"is_{kind.replace('-', '_')}"):
+            return f"{'an' if kind[0] == 'u' else 'a'} {kind} address"
+    if not development and not target.is_global:
+        return f"a private address ({_DEV_ONLY})"
+    return None
+
+
 def refusal(address: str | IPAddress, *, development: bool) -> str | None:
     """Why the platform must not connect to `address`, or None when it may. An IPv6 address
     that carries an IPv4 one (mapped, NAT64, 6to4, Teredo) is judged by the IPv4 address."""
     ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-    target = _embedded_ipv4(ip)
-    if ip in METADATA_ADDRESSES or target in METADATA_ADDRESSES:
-        return f"{ip} is a cloud metadata address"
-    if target.is_loopback:
-        if development:
-            return None
-        return f"{ip} is a loopback address (allowed only when ENVIRONMENT=development)"
-    for kind in ("link-local", "unspecified", "multicast", "reserved"):
-        if getattr(target, f"is_{kind.replace('-', '_')}"):
-            article = "an" if kind[0] in "u" else "a"
-            return f"{ip} is {article} {kind} address"
-    if not development and not target.is_global:
-        return f"{ip} is a private address (allowed only when ENVIRONMENT=development)"
-    return None
+    kind = _kind(ip, development)
+    return None if kind is None else f"{ip} is {kind}"
 
 
 def _parse_ip(host: str) -> IPAddress | None:
@@ -164,10 +168,11 @@ def _check_addresses(
     field: str, host: str, addresses: Iterable[IPAddress], *, development: bool
 ) -> None:
     for ip in addresses:
-        reason = refusal(ip, development=development)
-        if reason is not None:
-            shown = "" if str(ip) == host else f"{host} resolves to "
-            raise OutboundRefused(field, f"refused: {shown}{reason}")
+        kind = _kind(ip, development)
+        if kind is not None:
+            if _parse_ip(host) is not None:
+                raise OutboundRefused(field, f"refused: {ip} is {kind}")
+            raise OutboundRefused(field, f"refused: {host} resolves to {ip}, {kind}")
 
 
 async def check_outbound_url(url: str, *, development: bool, field: str = "url") -> list[IPAddress]:

@@ -36,8 +36,8 @@ FAST = {
 WAIT = 15.0  # upper bound of every wait for something to happen (never a sleep)
 
 
-@pytest.fixture
-def start(config_for, stores_for) -> Callable[..., Any]:
+@pytest.fixture(name="start")
+def start_fixture(config_for, stores_for) -> Callable[..., Any]:
     """`async with start(**env) as cp`: the control plane, as `__main__` builds it."""
 
     def make(**env: str) -> Any:
@@ -47,21 +47,21 @@ def start(config_for, stores_for) -> Callable[..., Any]:
     return make
 
 
-@pytest.fixture
-async def cp(start) -> AsyncIterator[Serving]:
+@pytest.fixture(name="cp")
+async def cp_fixture(start) -> AsyncIterator[Serving]:
     async with start() as svc:
         yield svc
 
 
-@pytest.fixture
-async def kv(valkey_url: str) -> AsyncIterator[Any]:
+@pytest.fixture(name="kv")
+async def kv_fixture(valkey_url: str) -> AsyncIterator[Any]:
     client = connect_kv(valkey_url)
     yield client
     await client.aclose()
 
 
-@pytest.fixture
-async def clean(kv) -> Callable[..., Awaitable[None]]:
+@pytest.fixture(name="clean")
+async def clean_fixture(kv) -> Callable[..., Awaitable[None]]:
     """`await clean(*tenants)`: forget what earlier tests left for these tenants."""
 
     async def run(*tenants: str) -> None:
@@ -72,9 +72,19 @@ async def clean(kv) -> Callable[..., Awaitable[None]]:
     return run
 
 
-@pytest.fixture
-async def tokens(idp: str) -> dict[str, dict[str, str]]:
-    """Authorization headers of real IdP users: alice (acme), bob (globex), admin (platform-admin)."""
+@pytest.fixture(name="no_webhooks", autouse=True)
+async def no_webhooks_fixture(kv) -> AsyncIterator[None]:
+    """Webhooks are global (platform-wide ones receive every tenant's events): each test
+    starts and ends without any."""
+    await kv.delete(store.WEBHOOKS)
+    yield
+    await kv.delete(store.WEBHOOKS)
+
+
+@pytest.fixture(name="tokens")
+async def tokens_fixture(idp: str) -> dict[str, dict[str, str]]:
+    """Authorization headers of real IdP users: alice (acme), bob (globex) and admin (a
+    platform administrator)."""
     found = {}
     for user in ("alice", "bob", "admin"):
         token = await user_token(idp, user, user)
@@ -131,8 +141,8 @@ class Receiver:
         return await asyncio.wait_for(self.requests.get(), WAIT)
 
 
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
+@pytest.fixture(name="receiver")
+async def receiver_fixture() -> AsyncIterator[Receiver]:
     box = Receiver()
     app = web.Application()
     app.router.add_post("/{tail:.*}", box.handle)
@@ -177,8 +187,8 @@ class SmtpServer:
     mailbox: Mailbox
 
 
-@pytest.fixture
-async def smtp() -> AsyncIterator[SmtpServer]:
+@pytest.fixture(name="smtp")
+async def smtp_fixture() -> AsyncIterator[SmtpServer]:
     """A real SMTP server (aiosmtpd) on 127.0.0.1, in this event loop, with AUTH."""
     mailbox = Mailbox()
     loop = asyncio.get_running_loop()
@@ -221,18 +231,15 @@ async def jobs_of(kv: Any, notification_id: str) -> int:
 
 
 async def settled(kv: Any, notification_id: str) -> None:
-    """Wait until every delivery of the notification is done (delivered or given up)."""
+    """Wait until every delivery of the notification is done (delivered or given up): the
+    store is polled, since the worker may run in another process."""
     async with asyncio.timeout(WAIT):
-        while await jobs_of(kv, notification_id):
+        while await jobs_of(kv, notification_id):  # noqa: ASYNC110
             await asyncio.sleep(0.02)
 
 
 async def dead_letters(kv: Any, notification_id: str) -> list[dict[str, Any]]:
-    return [
-        json.loads(job)
-        for job in await kv.lrange(store.DEAD, 0, -1)
-        if notification_id in job
-    ]
+    return [json.loads(job) for job in await kv.lrange(store.DEAD, 0, -1) if notification_id in job]
 
 
 async def notify(

@@ -6,30 +6,33 @@ with retries, filtering by `enabled_types`, give-up, restarts and two replicas."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
 
 import grpc
 import pytest
-from notify_kit import (  # noqa: F401  (fixtures)
+from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     ADMIN,
     Receiver,
     call,
-    clean,
-    cp,
+    clean_fixture,
+    cp_fixture,
     dead_letters,
     jobs_of,
-    kv,
+    kv_fixture,
+    no_webhooks_fixture,
     notify,
-    receiver,
+    receiver_fixture,
     settled,
-    smtp,
-    start,
-    tokens,
+    smtp_fixture,
+    start_fixture,
+    tokens_fixture,
     verify_signature,
 )
-from support import MASTER_KEY
+from redis.exceptions import ResponseError
+from support import MASTER_KEY, free_port
 
 from controlplane.notifications import raise_notification, store
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
@@ -241,9 +244,7 @@ async def test_preferences_refuse_bad_values_and_keep_the_old_ones(cp, kv, chang
     good = {"tenant_id": acme, "webhook_url": "http://127.0.0.1:9/ok", "email": "a@acme.example"}
     assert (await call(cp, "PUT", "/api/notifications/preferences", body=good))[0] == 200
     before = await kv.get(f"cp:notify-prefs:{acme}")
-    status, body = await call(
-        cp, "PUT", "/api/notifications/preferences", body={**good, **change}
-    )
+    status, body = await call(cp, "PUT", "/api/notifications/preferences", body={**good, **change})
     assert status == 400, body
     assert body["field"] == field and field in body["message"]
     assert await kv.get(f"cp:notify-prefs:{acme}") == before
@@ -320,14 +321,17 @@ async def test_tenant_deletion_removes_notifications_and_preferences(cp, kv) -> 
 
 
 async def test_store_unreachable_is_503_and_nothing_is_half_written(start) -> None:
-    from support import free_port
-
     async with start(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as svc:
         status, body = await call(
             svc,
             "POST",
             "/api/notifications",
-            body={"tenant_id": "acme", "notification_type": "key_denied", "title": "t", "message": "m"},
+            body={
+                "tenant_id": "acme",
+                "notification_type": "key_denied",
+                "title": "t",
+                "message": "m",
+            },
         )
         assert status == 503 and body["error"] == "unavailable"
         status, body = await call(svc, "GET", "/api/notifications")
@@ -360,7 +364,12 @@ async def test_tenant_callers_see_and_change_only_their_own(cp, tokens, clean) -
     assert status == 200
 
     # Creating is for platform administrators and services (the master key).
-    create = {"tenant_id": "acme", "notification_type": "key_approved", "title": "t", "message": "m"}
+    create = {
+        "tenant_id": "acme",
+        "notification_type": "key_approved",
+        "title": "t",
+        "message": "m",
+    }
     status, body = await call(cp, "POST", "/api/notifications", alice, create)
     assert status == 403
     status, _ = await call(cp, "POST", "/api/notifications", admin, create)
@@ -546,8 +555,6 @@ async def test_a_client_error_is_not_retried(cp, kv, receiver) -> None:
 
 async def test_an_unreachable_receiver_is_retried(start, kv, receiver) -> None:
     """Connection refused counts as a failure worth retrying (the receiver may come back)."""
-    from support import free_port
-
     acme = tenant()
     async with start(NOTIFY_MAX_ATTEMPTS="2") as svc:
         await _prefs(svc, acme, webhook_url=f"http://127.0.0.1:{free_port()}/gone")
@@ -594,10 +601,8 @@ async def test_a_delivery_left_unfinished_is_taken_over(start, kv, receiver) -> 
         await _prefs(svc, acme, webhook_url=f"{receiver.url}/hook")
         nid = await notify(svc, acme)
     # The dead worker: it reads the entry in the group and never acknowledges it.
-    try:
+    with contextlib.suppress(ResponseError):  # the group exists already
         await kv.xgroup_create(store.QUEUE, store.GROUP, id="0", mkstream=True)
-    except Exception:  # the group exists already
-        pass
     taken = []
     while not any(nid in f["job"] for _, f in taken):
         reply = await kv.xreadgroup(store.GROUP, "crashed-worker", {store.QUEUE: ">"}, count=100)
@@ -665,8 +670,8 @@ async def test_delivery_metrics(cp, kv, receiver) -> None:
     await receiver.next()
     await settled(kv, nid)
     status, text = await call(cp, "GET", "/metrics", {})
+    assert status == 200
     assert (
         'strata_notification_deliveries_total{channel="webhook",outcome="delivered",'
         'service="controlplane"} 1.0'
     ) in text
-
