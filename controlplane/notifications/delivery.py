@@ -200,7 +200,9 @@ class DeliveryWorker:
                         "notification queue unreachable; retrying",
                         extra={"error": repr(exc), "failures": failures},
                     )
-                    await self._idle(min(30.0, self.config.notify_poll_secs * 2**failures))
+                    await self._idle(
+                        min(30.0, self.config.notify_poll_secs * 2 ** min(failures, 10))
+                    )
                     continue
                 for entry_id, fields in entries:
                     task = asyncio.create_task(self._handle(entry_id, fields))

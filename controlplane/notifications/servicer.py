@@ -38,9 +38,14 @@ def _is_admin() -> bool:
 def scope(named: str | None) -> str | None:
     """The tenant a call acts on: what a platform administrator names (None: all tenants),
     or the caller's own tenant (the guard already refused a different one)."""
+    caller = current_caller()
     if _is_admin():
-        return named or None
-    tenant = current_caller().tenant_id
+        if named:
+            return named
+        # Named by the x-tenant-id header: the guard made it the call's tenant.
+        claimed = caller.principal.tenant_id if caller.principal is not None else None
+        return caller.tenant_id if caller.tenant_id != claimed else None
+    tenant = caller.tenant_id
     if tenant is None:
         raise PermissionDenied(
             "a token with a tenant_id claim (or a platform administrator) is required",

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from notify_kit import (  # noqa: F401  (fixtures are used by their names)
+    ADMIN,
     call,
     clean_fixture,
     cp_fixture,
@@ -53,6 +54,8 @@ async def test_create_list_delete(cp, kv, clean) -> None:
     assert [h["id"] for h in listed["webhooks"]] == [hook["id"], platform["id"]]
     assert all(h["secret"] is None for h in listed["webhooks"])  # never listed
     status, listed = await call(cp, "GET", f"/api/webhooks?tenant_id={acme}")
+    assert [h["id"] for h in listed["webhooks"]] == [hook["id"]]
+    status, listed = await call(cp, "GET", "/api/webhooks", {**ADMIN, "x-tenant-id": acme})
     assert [h["id"] for h in listed["webhooks"]] == [hook["id"]]
 
     status, answer = await call(cp, "DELETE", f"/api/webhooks/{hook['id']}")
