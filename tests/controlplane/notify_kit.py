@@ -161,8 +161,13 @@ class Mailbox:
     def __init__(self) -> None:
         self.messages: asyncio.Queue[Envelope] = asyncio.Queue()
         self.logins: list[tuple[bytes, bytes]] = []
+        self.replies: list[str] = []  # scripted answers to DATA, then 250
+        self.refused = 0
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        if self.replies:
+            self.refused += 1
+            return self.replies.pop(0)
         self.messages.put_nowait(envelope)
         return "250 Message accepted for delivery"
 

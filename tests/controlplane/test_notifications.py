@@ -484,6 +484,20 @@ async def test_email_over_smtp(start, kv, smtp) -> None:
     assert smtp.mailbox.logins == [(b"mailer", b"mail-secret")]
 
 
+async def test_email_deferred_by_the_server_is_retried(start, kv, smtp) -> None:
+    acme = tenant()
+    env = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.port), "SMTP_STARTTLS": "off"}
+    smtp.mailbox.replies = ["451 4.3.0 Try again later"]
+    async with start(**env) as svc:
+        await _prefs(svc, acme, email="ops@acme.example")
+        nid = await notify(svc, acme, "key_approved", "Key approved")
+        envelope = await smtp.mailbox.next()
+        await settled(kv, nid)
+    assert smtp.mailbox.refused == 1
+    assert envelope.rcpt_tos == ["ops@acme.example"]
+    assert await dead_letters(kv, nid) == []
+
+
 async def test_every_channel_at_once_filtered_by_enabled_types(start, kv, receiver, smtp) -> None:
     acme = tenant()
     env = {"SMTP_HOST": "127.0.0.1", "SMTP_PORT": str(smtp.port), "SMTP_STARTTLS": "off"}
