@@ -59,7 +59,7 @@ from redis.asyncio import Redis
 
 from controlplane.edge_config.servicer import Change, EdgeConfigServicer
 from controlplane.edge_config.store import State
-from controlplane.events import notify
+from controlplane.notifications import raise_notification
 from controlplane.tenancy import (
     TENANTS,
     identifier,
@@ -404,7 +404,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
         """The decision stands whatever happens here: a failure is logged, not answered (the
         approval's key is returned once, now or never)."""
         try:
-            await notify(self.kv, tenant, notification_type, title, message)
+            await raise_notification(self.kv, tenant, notification_type, title, message)
         except Exception:
             log.warning(
                 "could not raise a notification",

@@ -16,6 +16,8 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.http_rules import HTTP_RULES
 from controlplane.log_ingest import LogIngestServicer
+from controlplane.notifications.delivery import DeliveryWorker
+from controlplane.notifications.servicer import NotificationServicer, WebhookServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.tenants import TenantServicer
@@ -66,6 +68,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         config.grpc_deadline_secs,
     )
     tenants = TenantServicer(config, stores, edge_config.servicer)
+    delivery = DeliveryWorker(config, stores.kv, metrics)
     implemented = {
         b.name: b
         for b in (
@@ -79,6 +82,8 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             ),
             bind(rate_limit_pb2_grpc, RateLimitServicer(stores.kv, edge_config.store)),
             bind(tenant_pb2_grpc, tenants),
+            bind(notification_pb2_grpc, NotificationServicer(config, stores.kv)),
+            bind(webhook_pb2_grpc, WebhookServicer(config, stores.kv)),
         )
     }
     declared = unimplemented(
@@ -125,7 +130,12 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             except Unavailable as exc:
                 log.error("analytics store unreachable at start", extra={"error": exc.message})
 
+    async def start_delivery() -> None:
+        if config.notify_delivery:
+            await delivery.start()
+
     async def close() -> None:
+        await delivery.stop()
         await edge_config.stop()
         await health_servicer.close()
         await tenants.close()
@@ -149,7 +159,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
-        on_startup=[migrate, edge_config.start],
+        on_startup=[migrate, edge_config.start, start_delivery],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,

@@ -15,7 +15,10 @@ class ControlPlaneConfig(AgentIdentityConfig):
     grpc_port: int = grpc_port(14001)
 
     environment: str = var(
-        "ENVIRONMENT", "development", "`development` allows manual LLM provider keys"
+        "ENVIRONMENT",
+        "development",
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
     )
     allowed_origins: tuple[str, ...] = var(
         "ALLOWED_ORIGINS", (), "comma-separated CORS origins of the operator and developer portals"
@@ -55,6 +58,78 @@ class ControlPlaneConfig(AgentIdentityConfig):
         "seconds between edge configuration revision polls (besides change notifications)",
         bounds=(0.1, 60),
     )
+
+    # Notification delivery (controlplane/notifications): e-mail over SMTP, and the worker.
+    smtp_host: str | None = var(
+        "SMTP_HOST", None, "SMTP server of notification e-mail (unset: e-mail is not sent)"
+    )
+    smtp_port: int = var("SMTP_PORT", 587, "SMTP server port", bounds=(1, 65535))
+    smtp_from: str = var("SMTP_FROM", "strata@localhost", "sender address of notification e-mail")
+    smtp_user: str | None = var("SMTP_USER", None, "SMTP user name (no AUTH when unset)")
+    smtp_password: str | None = var("SMTP_PASSWORD", None, "SMTP password")
+    smtp_starttls: str = var(
+        "SMTP_STARTTLS",
+        "required",
+        "STARTTLS before sending (`opportunistic`: when the server offers it)",
+        choices=("required", "opportunistic", "off"),
+    )
+    notify_delivery: bool = var(
+        "NOTIFY_DELIVERY", True, "`off`: this process runs no notification delivery worker"
+    )
+    notify_max_attempts: int = var(
+        "NOTIFY_MAX_ATTEMPTS", 6, "delivery attempts per target before giving up", bounds=(1, 100)
+    )
+    notify_retry_base_secs: float = var(
+        "NOTIFY_RETRY_BASE_SECS",
+        2.0,
+        "delay before the first retry, seconds (doubled per attempt, with jitter)",
+        bounds=(0.001, 3600),
+    )
+    notify_retry_max_secs: float = var(
+        "NOTIFY_RETRY_MAX_SECS",
+        600.0,
+        "longest delay between retries, seconds",
+        bounds=(0.001, 86400),
+    )
+    notify_timeout_secs: float = var(
+        "NOTIFY_TIMEOUT_SECS", 10.0, "timeout of one delivery attempt, seconds", bounds=(0.1, 120)
+    )
+    notify_poll_secs: float = var(
+        "NOTIFY_POLL_SECS",
+        1.0,
+        "seconds between checks of the delivery queue (new items in this process wake it at once)",
+        bounds=(0.01, 60),
+    )
+    notify_claim_idle_secs: float = var(
+        "NOTIFY_CLAIM_IDLE_SECS",
+        60.0,
+        "a delivery another replica took and left unfinished this long is taken over, seconds",
+        bounds=(1, 86400),
+    )
+    notify_keep_per_tenant: int = var(
+        "NOTIFY_KEEP_PER_TENANT",
+        1000,
+        "notifications kept per tenant (the oldest are dropped)",
+        bounds=(1, 1_000_000),
+    )
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.notify_claim_idle_secs < 2 * self.notify_timeout_secs:
+            problems.append(
+                "NOTIFY_CLAIM_IDLE_SECS must be at least twice NOTIFY_TIMEOUT_SECS (a delivery "
+                "still running must not be taken over by another replica)"
+            )
+        if self.notify_retry_max_secs < self.notify_retry_base_secs:
+            problems.append("NOTIFY_RETRY_MAX_SECS must not be below NOTIFY_RETRY_BASE_SECS")
+        if self.smtp_password and not self.smtp_user:
+            problems.append("SMTP_PASSWORD is set without SMTP_USER")
+        return problems
+
+    @property
+    def development(self) -> bool:
+        """ENVIRONMENT=development: outbound URLs may reach loopback and private addresses."""
+        return self.environment == "development"
 
     @property
     def owns_analytics(self) -> bool:

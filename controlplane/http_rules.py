@@ -187,7 +187,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     # Webhooks.
     HttpRule("GET", "/api/webhooks", f"{PKG}.WebhookService/ListWebhooks", body=None),
     HttpRule("POST", "/api/webhooks", f"{PKG}.WebhookService/CreateWebhook",
-          response_body="webhook"),
+          status=201, response_body="webhook"),
     HttpRule("DELETE", "/api/webhooks/{id}", f"{PKG}.WebhookService/DeleteWebhook", body=None),
     # Agent registry (feature-flagged, platform admins only).
     HttpRule("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent"),

@@ -102,9 +102,11 @@ OWNED: tuple[Owned, ...] = (
     # API keys and key requests (JSON records carrying tenant_id).
     HashEntries("cp:api-keys"),
     HashEntries("cp:key-requests"),
-    # Notifications and their delivery preferences.
-    Key("cp:notifications:{tenant}"),
-    Pattern("cp:notifications:{tenant}:*"),
+    # Notifications, their read marks and delivery preferences (controlplane/notifications/
+    # store.py; the id → tenant index entries go with them in delete_tenant_notifications).
+    Key("cp:notifications:items:{tenant}"),
+    Key("cp:notifications:order:{tenant}"),
+    Key("cp:notifications:read:{tenant}"),
     Key("cp:notify-prefs:{tenant}"),
     # Branding.
     Key("cp:branding:{tenant}"),

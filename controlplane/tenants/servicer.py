@@ -45,6 +45,7 @@ from redis.exceptions import RedisError
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.identity import IdentityAdmin
+from controlplane.notifications import delete_tenant_notifications
 from controlplane.tenants import records as rec
 from controlplane.tenants.edge import TenantEdge
 from controlplane.tenants.live import live_figures
@@ -340,6 +341,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     )
 
             async def forget() -> None:
+                await delete_tenant_notifications(self.kv, tenant)  # and its index entries
                 await remove_owned(self.kv, tenant)
                 await self.kv.hdel(rec.TENANTS, tenant)
 

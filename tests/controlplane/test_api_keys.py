@@ -99,12 +99,10 @@ async def file(platform: Platform, body: dict[str, Any], token: str = MASTER) ->
 
 
 async def notifications(kv: Any, platform: Platform, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's notifications: through GET /api/notifications once that is built, else
-    where controlplane/events.py stores them."""
+    """The tenant's notifications, through GET /api/notifications."""
     status, body = await platform.api("GET", f"/api/notifications?tenant_id={tenant}")
-    if status == 200:
-        return list(body["notifications"])
-    return [json.loads(n) for n in await kv.lrange(f"cp:notifications:{tenant}", 0, -1)]
+    assert status == 200, body
+    return list(body["notifications"])
 
 
 async def stored_consumer(kv: Any, name: str) -> dict[str, Any] | None:

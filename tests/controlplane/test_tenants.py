@@ -574,7 +574,9 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
     await kv.zadd(f"rl:{tid}:r1:60", {"m": 1})
     await kv.set(f"cp:branding:{tid}", "{}")
     await kv.set(f"cp:notify-prefs:{tid}", "{}")
-    await kv.rpush(f"cp:notifications:{tid}", "{}")
+    notification = {"tenant_id": tid, "notification_type": "key_approved", "title": "t",
+                    "message": "m"}  # fmt: skip
+    assert (await api(cp, "POST", "/api/notifications", notification))[0] == 201
     await kv.hset("cp:api-keys", f"k-{tid}", json.dumps({"tenant_id": tid}))
     await kv.hset("cp:api-keys", f"k-{other['id']}", json.dumps({"tenant_id": other["id"]}))
     await kv.hset("cp:key-requests", f"kr-{tid}", json.dumps({"tenant_id": tid}))

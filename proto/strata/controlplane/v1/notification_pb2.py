@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)strata/controlplane/v1/notification.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x8a\x01\n\x0cNotification\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x19\n\x11notification_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0c\n\x04read\x18\x06 \x01(\x08\x12\x12\n\ncreated_at\x18\x07 \x01(\t\"\xb1\x01\n\x17NotificationPreferences\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x18\n\x0bwebhook_url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tslack_url\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x65mail\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x15\n\renabled_types\x18\x05 \x03(\tB\x0e\n\x0c_webhook_urlB\x0c\n\n_slack_urlB\x08\n\x06_email\"U\n\x18ListNotificationsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x0bunread_only\x18\x02 \x01(\x08\x42\x0c\n\n_tenant_id\"\x8d\x01\n\x19ListNotificationsResponse\x12;\n\rnotifications\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.Notification\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x16\n\ttenant_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"i\n\x19\x43reateNotificationRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x19\n\x11notification_type\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"8\n\x1a\x43reateNotificationResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\")\n\x1bMarkNotificationReadRequest\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x1cMarkNotificationReadResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04read\x18\x02 \x01(\x08\"I\n!GetNotificationPreferencesRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"j\n\"GetNotificationPreferencesResponse\x12\x44\n\x0bpreferences\x18\x01 \x01(\x0b\x32/.strata.controlplane.v1.NotificationPreferences\"i\n!PutNotificationPreferencesRequest\x12\x44\n\x0bpreferences\x18\x01 \x01(\x0b\x32/.strata.controlplane.v1.NotificationPreferences\"G\n\"PutNotificationPreferencesResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t2\xfd\x05\n\x13NotificationService\x12\x80\x01\n\x11ListNotifications\x12\x30.strata.controlplane.v1.ListNotificationsRequest\x1a\x31.strata.controlplane.v1.ListNotificationsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x83\x01\n\x12\x43reateNotification\x12\x31.strata.controlplane.v1.CreateNotificationRequest\x1a\x32.strata.controlplane.v1.CreateNotificationResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x89\x01\n\x14MarkNotificationRead\x12\x33.strata.controlplane.v1.MarkNotificationReadRequest\x1a\x34.strata.controlplane.v1.MarkNotificationReadResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x9b\x01\n\x1aGetNotificationPreferences\x12\x39.strata.controlplane.v1.GetNotificationPreferencesRequest\x1a:.strata.controlplane.v1.GetNotificationPreferencesResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\xb2\x01\n\x1aPutNotificationPreferences\x12\x39.strata.controlplane.v1.PutNotificationPreferencesRequest\x1a:.strata.controlplane.v1.PutNotificationPreferencesResponse\"\x1d\x8a\xb5\x18\x19\x08\x03\x12\x15preferences.tenant_idb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n)strata/controlplane/v1/notification.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\x8a\x01\n\x0cNotification\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t\x12\x19\n\x11notification_type\x18\x03 \x01(\t\x12\r\n\x05title\x18\x04 \x01(\t\x12\x0f\n\x07message\x18\x05 \x01(\t\x12\x0c\n\x04read\x18\x06 \x01(\x08\x12\x12\n\ncreated_at\x18\x07 \x01(\t\"\xfd\x01\n\x17NotificationPreferences\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x18\n\x0bwebhook_url\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x16\n\tslack_url\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x65mail\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x31\n\renabled_types\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.ListValue\x12\x1b\n\x0esigning_secret\x18\x06 \x01(\tH\x03\x88\x01\x01\x42\x0e\n\x0c_webhook_urlB\x0c\n\n_slack_urlB\x08\n\x06_emailB\x11\n\x0f_signing_secret\"U\n\x18ListNotificationsRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x0bunread_only\x18\x02 \x01(\x08\x42\x0c\n\n_tenant_id\"\x8d\x01\n\x19ListNotificationsResponse\x12;\n\rnotifications\x18\x01 \x03(\x0b\x32$.strata.controlplane.v1.Notification\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x16\n\ttenant_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"i\n\x19\x43reateNotificationRequest\x12\x11\n\ttenant_id\x18\x01 \x01(\t\x12\x19\n\x11notification_type\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"8\n\x1a\x43reateNotificationResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\")\n\x1bMarkNotificationReadRequest\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x1cMarkNotificationReadResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04read\x18\x02 \x01(\x08\"I\n!GetNotificationPreferencesRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"j\n\"GetNotificationPreferencesResponse\x12\x44\n\x0bpreferences\x18\x01 \x01(\x0b\x32/.strata.controlplane.v1.NotificationPreferences\"i\n!PutNotificationPreferencesRequest\x12\x44\n\x0bpreferences\x18\x01 \x01(\x0b\x32/.strata.controlplane.v1.NotificationPreferences\"G\n\"PutNotificationPreferencesResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x11\n\ttenant_id\x18\x02 \x01(\t2\xfd\x05\n\x13NotificationService\x12\x80\x01\n\x11ListNotifications\x12\x30.strata.controlplane.v1.ListNotificationsRequest\x1a\x31.strata.controlplane.v1.ListNotificationsResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x83\x01\n\x12\x43reateNotification\x12\x31.strata.controlplane.v1.CreateNotificationRequest\x1a\x32.strata.controlplane.v1.CreateNotificationResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x89\x01\n\x14MarkNotificationRead\x12\x33.strata.controlplane.v1.MarkNotificationReadRequest\x1a\x34.strata.controlplane.v1.MarkNotificationReadResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\x9b\x01\n\x1aGetNotificationPreferences\x12\x39.strata.controlplane.v1.GetNotificationPreferencesRequest\x1a:.strata.controlplane.v1.GetNotificationPreferencesResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12\xb2\x01\n\x1aPutNotificationPreferences\x12\x39.strata.controlplane.v1.PutNotificationPreferencesRequest\x1a:.strata.controlplane.v1.PutNotificationPreferencesResponse\"\x1d\x8a\xb5\x18\x19\x08\x03\x12\x15preferences.tenant_idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,30 +43,30 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NOTIFICATIONSERVICE'].methods_by_name['GetNotificationPreferences']._serialized_options = b'\212\265\030\002\010\003'
   _globals['_NOTIFICATIONSERVICE'].methods_by_name['PutNotificationPreferences']._loaded_options = None
   _globals['_NOTIFICATIONSERVICE'].methods_by_name['PutNotificationPreferences']._serialized_options = b'\212\265\030\031\010\003\022\025preferences.tenant_id'
-  _globals['_NOTIFICATION']._serialized_start=101
-  _globals['_NOTIFICATION']._serialized_end=239
-  _globals['_NOTIFICATIONPREFERENCES']._serialized_start=242
-  _globals['_NOTIFICATIONPREFERENCES']._serialized_end=419
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=421
-  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=506
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=509
-  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=650
-  _globals['_CREATENOTIFICATIONREQUEST']._serialized_start=652
-  _globals['_CREATENOTIFICATIONREQUEST']._serialized_end=757
-  _globals['_CREATENOTIFICATIONRESPONSE']._serialized_start=759
-  _globals['_CREATENOTIFICATIONRESPONSE']._serialized_end=815
-  _globals['_MARKNOTIFICATIONREADREQUEST']._serialized_start=817
-  _globals['_MARKNOTIFICATIONREADREQUEST']._serialized_end=858
-  _globals['_MARKNOTIFICATIONREADRESPONSE']._serialized_start=860
-  _globals['_MARKNOTIFICATIONREADRESPONSE']._serialized_end=916
-  _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_start=918
-  _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_end=991
-  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=993
-  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=1099
-  _globals['_PUTNOTIFICATIONPREFERENCESREQUEST']._serialized_start=1101
-  _globals['_PUTNOTIFICATIONPREFERENCESREQUEST']._serialized_end=1206
-  _globals['_PUTNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=1208
-  _globals['_PUTNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=1279
-  _globals['_NOTIFICATIONSERVICE']._serialized_start=1282
-  _globals['_NOTIFICATIONSERVICE']._serialized_end=2047
+  _globals['_NOTIFICATION']._serialized_start=131
+  _globals['_NOTIFICATION']._serialized_end=269
+  _globals['_NOTIFICATIONPREFERENCES']._serialized_start=272
+  _globals['_NOTIFICATIONPREFERENCES']._serialized_end=525
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_start=527
+  _globals['_LISTNOTIFICATIONSREQUEST']._serialized_end=612
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_start=615
+  _globals['_LISTNOTIFICATIONSRESPONSE']._serialized_end=756
+  _globals['_CREATENOTIFICATIONREQUEST']._serialized_start=758
+  _globals['_CREATENOTIFICATIONREQUEST']._serialized_end=863
+  _globals['_CREATENOTIFICATIONRESPONSE']._serialized_start=865
+  _globals['_CREATENOTIFICATIONRESPONSE']._serialized_end=921
+  _globals['_MARKNOTIFICATIONREADREQUEST']._serialized_start=923
+  _globals['_MARKNOTIFICATIONREADREQUEST']._serialized_end=964
+  _globals['_MARKNOTIFICATIONREADRESPONSE']._serialized_start=966
+  _globals['_MARKNOTIFICATIONREADRESPONSE']._serialized_end=1022
+  _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_start=1024
+  _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_end=1097
+  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=1099
+  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=1205
+  _globals['_PUTNOTIFICATIONPREFERENCESREQUEST']._serialized_start=1207
+  _globals['_PUTNOTIFICATIONPREFERENCESREQUEST']._serialized_end=1312
+  _globals['_PUTNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=1314
+  _globals['_PUTNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=1385
+  _globals['_NOTIFICATIONSERVICE']._serialized_start=1388
+  _globals['_NOTIFICATIONSERVICE']._serialized_end=2153
 # @@protoc_insertion_point(module_scope)

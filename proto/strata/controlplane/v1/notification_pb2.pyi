@@ -1,3 +1,4 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from strata.access.v1 import access_pb2 as _access_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -26,18 +27,20 @@ class Notification(_message.Message):
     def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., notification_type: _Optional[str] = ..., title: _Optional[str] = ..., message: _Optional[str] = ..., read: _Optional[bool] = ..., created_at: _Optional[str] = ...) -> None: ...
 
 class NotificationPreferences(_message.Message):
-    __slots__ = ("tenant_id", "webhook_url", "slack_url", "email", "enabled_types")
+    __slots__ = ("tenant_id", "webhook_url", "slack_url", "email", "enabled_types", "signing_secret")
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     WEBHOOK_URL_FIELD_NUMBER: _ClassVar[int]
     SLACK_URL_FIELD_NUMBER: _ClassVar[int]
     EMAIL_FIELD_NUMBER: _ClassVar[int]
     ENABLED_TYPES_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
     tenant_id: str
     webhook_url: str
     slack_url: str
     email: str
-    enabled_types: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, tenant_id: _Optional[str] = ..., webhook_url: _Optional[str] = ..., slack_url: _Optional[str] = ..., email: _Optional[str] = ..., enabled_types: _Optional[_Iterable[str]] = ...) -> None: ...
+    enabled_types: _struct_pb2.ListValue
+    signing_secret: str
+    def __init__(self, tenant_id: _Optional[str] = ..., webhook_url: _Optional[str] = ..., slack_url: _Optional[str] = ..., email: _Optional[str] = ..., enabled_types: _Optional[_Union[_struct_pb2.ListValue, _Mapping]] = ..., signing_secret: _Optional[str] = ...) -> None: ...
 
 class ListNotificationsRequest(_message.Message):
     __slots__ = ("tenant_id", "unread_only")

@@ -27,7 +27,9 @@ if _version_not_supported:
 
 class NotificationServiceStub:
     """NotificationService stores per-tenant notifications and each tenant's delivery preferences
-    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`).
+    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`). Every new notification
+    is delivered to those targets (and to the matching webhooks of WebhookService) by the control
+    plane's background delivery worker; see controlplane/notifications.
     """
 
     def __init__(self, channel):
@@ -65,20 +67,27 @@ class NotificationServiceStub:
 
 class NotificationServiceServicer:
     """NotificationService stores per-tenant notifications and each tenant's delivery preferences
-    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`).
+    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`). Every new notification
+    is delivered to those targets (and to the matching webhooks of WebhookService) by the control
+    plane's background delivery worker; see controlplane/notifications.
     """
 
     def ListNotifications(self, request, context):
-        """GET /api/notifications — lists notifications (200 {notifications:[...], total, tenant_id}).
+        """GET /api/notifications — lists notifications, newest first
+        (200 {notifications:[...], total, tenant_id}). A tenant caller sees its own tenant's only;
+        a platform administrator sees every tenant's unless `tenant_id` is given.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CreateNotification(self, request, context):
-        """POST /api/notifications — creates a notification, internal use (201 {id, status:'created'}).
-        Errors: INVALID_ARGUMENT (400) when a field is missing or `notification_type` is unknown
-        (body not shown by the spec).
+        """POST /api/notifications — creates a notification, internal use (201 {id, status:'created'}):
+        platform administrators, i.e. the master key the other Strata services call with (AI
+        gateway `budget_warning`, agent gateway `hitl_pending` / `session_errored`, health probes
+        `health_degraded`). Delivery is queued, never awaited.
+        Errors: INVALID_ARGUMENT (400) naming the field when a field is missing, a tenant ID is
+        malformed or `notification_type` is unknown.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -86,7 +95,8 @@ class NotificationServiceServicer:
 
     def MarkNotificationRead(self, request, context):
         """POST /api/notifications/{id}/read — marks a notification read (200 {id, read:true}).
-        Errors: the spec shows none (an unknown ID may answer NOT_FOUND).
+        Errors: NOT_FOUND (404 {error:'Notification not found'}) for an unknown ID or another
+        tenant's notification.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -94,7 +104,8 @@ class NotificationServiceServicer:
 
     def GetNotificationPreferences(self, request, context):
         """GET /api/notifications/preferences — returns a tenant's delivery preferences
-        (200 preferences).
+        (200 preferences; the defaults when the tenant saved none). `tenant_id` defaults to
+        `default` (a tenant caller: its own tenant).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -102,7 +113,8 @@ class NotificationServiceServicer:
 
     def PutNotificationPreferences(self, request, context):
         """PUT /api/notifications/preferences — replaces a tenant's delivery preferences
-        (200 {status:'updated', tenant_id}). Errors: the spec shows none.
+        (200 {status:'updated', tenant_id}). Errors: INVALID_ARGUMENT (400) naming the field for a
+        URL the outbound guard refuses, a malformed e-mail address or an unknown type.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,7 +158,9 @@ def add_NotificationServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class NotificationService:
     """NotificationService stores per-tenant notifications and each tenant's delivery preferences
-    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`).
+    (webhook URL, chat webhook URL, e-mail, filtered by `enabled_types`). Every new notification
+    is delivered to those targets (and to the matching webhooks of WebhookService) by the control
+    plane's background delivery worker; see controlplane/notifications.
     """
 
     @staticmethod

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/webhook.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"q\n\x07Webhook\x12\n\n\x02id\x18\x01 \x01(\t\x12\x16\n\ttenant_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x04 \x03(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\tB\x0c\n\n_tenant_id\";\n\x13ListWebhooksRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"I\n\x14ListWebhooksResponse\x12\x31\n\x08webhooks\x18\x01 \x03(\x0b\x32\x1f.strata.controlplane.v1.Webhook\"^\n\x14\x43reateWebhookRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x16\n\ttenant_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"I\n\x15\x43reateWebhookResponse\x12\x30\n\x07webhook\x18\x01 \x01(\x0b\x32\x1f.strata.controlplane.v1.Webhook\"\"\n\x14\x44\x65leteWebhookRequest\x12\n\n\x02id\x18\x01 \x01(\t\"3\n\x15\x44\x65leteWebhookResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t2\xef\x02\n\x0eWebhookService\x12q\n\x0cListWebhooks\x12+.strata.controlplane.v1.ListWebhooksRequest\x1a,.strata.controlplane.v1.ListWebhooksResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rCreateWebhook\x12,.strata.controlplane.v1.CreateWebhookRequest\x1a-.strata.controlplane.v1.CreateWebhookResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rDeleteWebhook\x12,.strata.controlplane.v1.DeleteWebhookRequest\x1a-.strata.controlplane.v1.DeleteWebhookResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/webhook.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x91\x01\n\x07Webhook\x12\n\n\x02id\x18\x01 \x01(\t\x12\x16\n\ttenant_id\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x0b\n\x03url\x18\x03 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x04 \x03(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x13\n\x06secret\x18\x06 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\t\n\x07_secret\";\n\x13ListWebhooksRequest\x12\x16\n\ttenant_id\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x0c\n\n_tenant_id\"I\n\x14ListWebhooksResponse\x12\x31\n\x08webhooks\x18\x01 \x03(\x0b\x32\x1f.strata.controlplane.v1.Webhook\"~\n\x14\x43reateWebhookRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x16\n\ttenant_id\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06secret\x18\x04 \x01(\tH\x01\x88\x01\x01\x42\x0c\n\n_tenant_idB\t\n\x07_secret\"I\n\x15\x43reateWebhookResponse\x12\x30\n\x07webhook\x18\x01 \x01(\x0b\x32\x1f.strata.controlplane.v1.Webhook\"\"\n\x14\x44\x65leteWebhookRequest\x12\n\n\x02id\x18\x01 \x01(\t\"3\n\x15\x44\x65leteWebhookResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t2\xef\x02\n\x0eWebhookService\x12q\n\x0cListWebhooks\x12+.strata.controlplane.v1.ListWebhooksRequest\x1a,.strata.controlplane.v1.ListWebhooksResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rCreateWebhook\x12,.strata.controlplane.v1.CreateWebhookRequest\x1a-.strata.controlplane.v1.CreateWebhookResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x12t\n\rDeleteWebhook\x12,.strata.controlplane.v1.DeleteWebhookRequest\x1a-.strata.controlplane.v1.DeleteWebhookResponse\"\x06\x8a\xb5\x18\x02\x08\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,20 +38,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WEBHOOKSERVICE'].methods_by_name['CreateWebhook']._serialized_options = b'\212\265\030\002\010\003'
   _globals['_WEBHOOKSERVICE'].methods_by_name['DeleteWebhook']._loaded_options = None
   _globals['_WEBHOOKSERVICE'].methods_by_name['DeleteWebhook']._serialized_options = b'\212\265\030\002\010\003'
-  _globals['_WEBHOOK']._serialized_start=95
-  _globals['_WEBHOOK']._serialized_end=208
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=210
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=269
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=271
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=344
-  _globals['_CREATEWEBHOOKREQUEST']._serialized_start=346
-  _globals['_CREATEWEBHOOKREQUEST']._serialized_end=440
-  _globals['_CREATEWEBHOOKRESPONSE']._serialized_start=442
-  _globals['_CREATEWEBHOOKRESPONSE']._serialized_end=515
-  _globals['_DELETEWEBHOOKREQUEST']._serialized_start=517
-  _globals['_DELETEWEBHOOKREQUEST']._serialized_end=551
-  _globals['_DELETEWEBHOOKRESPONSE']._serialized_start=553
-  _globals['_DELETEWEBHOOKRESPONSE']._serialized_end=604
-  _globals['_WEBHOOKSERVICE']._serialized_start=607
-  _globals['_WEBHOOKSERVICE']._serialized_end=974
+  _globals['_WEBHOOK']._serialized_start=96
+  _globals['_WEBHOOK']._serialized_end=241
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=243
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=302
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=304
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=377
+  _globals['_CREATEWEBHOOKREQUEST']._serialized_start=379
+  _globals['_CREATEWEBHOOKREQUEST']._serialized_end=505
+  _globals['_CREATEWEBHOOKRESPONSE']._serialized_start=507
+  _globals['_CREATEWEBHOOKRESPONSE']._serialized_end=580
+  _globals['_DELETEWEBHOOKREQUEST']._serialized_start=582
+  _globals['_DELETEWEBHOOKREQUEST']._serialized_end=616
+  _globals['_DELETEWEBHOOKRESPONSE']._serialized_start=618
+  _globals['_DELETEWEBHOOKRESPONSE']._serialized_end=669
+  _globals['_WEBHOOKSERVICE']._serialized_start=672
+  _globals['_WEBHOOKSERVICE']._serialized_end=1039
 # @@protoc_insertion_point(module_scope)

@@ -8,18 +8,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Webhook(_message.Message):
-    __slots__ = ("id", "tenant_id", "url", "event_types", "created_at")
+    __slots__ = ("id", "tenant_id", "url", "event_types", "created_at", "secret")
     ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
     id: str
     tenant_id: str
     url: str
     event_types: _containers.RepeatedScalarFieldContainer[str]
     created_at: str
-    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., created_at: _Optional[str] = ...) -> None: ...
+    secret: str
+    def __init__(self, id: _Optional[str] = ..., tenant_id: _Optional[str] = ..., url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., created_at: _Optional[str] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class ListWebhooksRequest(_message.Message):
     __slots__ = ("tenant_id",)
@@ -34,14 +36,16 @@ class ListWebhooksResponse(_message.Message):
     def __init__(self, webhooks: _Optional[_Iterable[_Union[Webhook, _Mapping]]] = ...) -> None: ...
 
 class CreateWebhookRequest(_message.Message):
-    __slots__ = ("url", "event_types", "tenant_id")
+    __slots__ = ("url", "event_types", "tenant_id", "secret")
     URL_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
     url: str
     event_types: _containers.RepeatedScalarFieldContainer[str]
     tenant_id: str
-    def __init__(self, url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., tenant_id: _Optional[str] = ...) -> None: ...
+    secret: str
+    def __init__(self, url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., tenant_id: _Optional[str] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class CreateWebhookResponse(_message.Message):
     __slots__ = ("webhook",)

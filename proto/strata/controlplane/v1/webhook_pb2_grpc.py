@@ -27,7 +27,9 @@ if _version_not_supported:
 
 class WebhookServiceStub:
     """WebhookService manages outgoing webhook subscriptions. Shapes are not shown by the spec beyond
-    "URL and event types"; the fields below are chosen here.
+    "URL and event types"; the fields below are chosen here. Event types are the notification
+    types; each new notification of a matching type (of the webhook's tenant, or of any tenant
+    for a platform-wide webhook) is POSTed to the URL, signed with the webhook's secret.
     """
 
     def __init__(self, channel):
@@ -55,20 +57,23 @@ class WebhookServiceStub:
 
 class WebhookServiceServicer:
     """WebhookService manages outgoing webhook subscriptions. Shapes are not shown by the spec beyond
-    "URL and event types"; the fields below are chosen here.
+    "URL and event types"; the fields below are chosen here. Event types are the notification
+    types; each new notification of a matching type (of the webhook's tenant, or of any tenant
+    for a platform-wide webhook) is POSTed to the URL, signed with the webhook's secret.
     """
 
     def ListWebhooks(self, request, context):
-        """GET /api/webhooks — lists webhooks, optionally of one tenant (200 {webhooks:[...]}).
+        """GET /api/webhooks — lists webhooks, optionally of one tenant (200 {webhooks:[...]}); a
+        tenant caller sees its own tenant's only. Secrets are never listed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CreateWebhook(self, request, context):
-        """POST /api/webhooks — creates a webhook (200 webhook; success status not shown by the spec).
-        Errors: INVALID_ARGUMENT (400) for a missing or malformed `url` or empty `event_types`
-        (body not shown by the spec).
+        """POST /api/webhooks — creates a webhook (201 webhook, with its `secret` shown this once).
+        Errors: INVALID_ARGUMENT (400) naming the field for a missing URL or one the outbound guard
+        refuses, empty or unknown `event_types`, a short `secret`, or too many webhooks.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -76,7 +81,7 @@ class WebhookServiceServicer:
 
     def DeleteWebhook(self, request, context):
         """DELETE /api/webhooks/{id} — deletes a webhook (200 {status:'deleted', id}).
-        Errors: the spec shows none (an unknown ID may answer NOT_FOUND).
+        Errors: NOT_FOUND (404 {error:'Webhook not found'}) for an unknown ID or another tenant's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -110,7 +115,9 @@ def add_WebhookServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class WebhookService:
     """WebhookService manages outgoing webhook subscriptions. Shapes are not shown by the spec beyond
-    "URL and event types"; the fields below are chosen here.
+    "URL and event types"; the fields below are chosen here. Event types are the notification
+    types; each new notification of a matching type (of the webhook's tenant, or of any tenant
+    for a platform-wide webhook) is POSTed to the URL, signed with the webhook's secret.
     """
 
     @staticmethod

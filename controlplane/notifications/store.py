@@ -1,0 +1,338 @@
+"""Notifications, delivery preferences and webhooks in the key-value store.
+
+Key layout (every key is the control plane's; a tenant id is `[A-Za-z0-9._:-]{1,128}`, and
+each per-tenant key has a fixed segment before the tenant so no two tenants' keys collide):
+
+- `cp:notifications:items:{tenant}` (hash): notification id → notification JSON (no `read`).
+- `cp:notifications:order:{tenant}` (sorted set): notification ids by creation time (ms); the
+  oldest beyond NOTIFY_KEEP_PER_TENANT are dropped with their read marks.
+- `cp:notifications:read:{tenant}` (set): ids of the tenant's notifications marked read.
+- `cp:notifications:ids` (hash): notification id → tenant (mark read by id).
+- `cp:notifications:tenants` (set): tenants that have notifications (listing all tenants).
+- `cp:notify-prefs:{tenant}` (string): preferences JSON `{tenant_id, webhook_url, slack_url,
+  email, enabled_types, signing_secret, updated_at}`.
+- `cp:webhooks` (hash): webhook id (`wh-...`) → `{id, tenant_id, url, event_types, secret,
+  created_at}` (`tenant_id` null: platform-wide).
+- `cp:deliveries` (stream, consumer group `delivery`): delivery jobs, field `job` (JSON); see
+  `delivery.py`.
+- `cp:deliveries:retry` (sorted set): jobs waiting for their next attempt, by due time (ms).
+- `cp:deliveries:dead` (list): the latest 1000 jobs given up on, newest first, for operators.
+
+A new notification and its delivery job are written in one MULTI/EXEC transaction: a
+notification that is listed is also queued, and the other way round.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import uuid
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from runtime.access import IDENTIFIER
+from runtime.errors import InvalidRequest, Unavailable
+
+log = logging.getLogger(__name__)
+
+# The spec's notification types.
+TYPES = (
+    "key_approved",
+    "key_denied",
+    "budget_warning",
+    "hitl_pending",
+    "session_errored",
+    "health_degraded",
+)
+DEFAULT_ENABLED = ("key_approved", "key_denied", "budget_warning", "hitl_pending")
+DEFAULT_KEEP = 1000  # notifications kept per tenant (NOTIFY_KEEP_PER_TENANT)
+MAX_TITLE = 256
+MAX_MESSAGE = 8192
+MAX_WEBHOOKS = 25  # per tenant, and platform-wide
+
+ITEMS = "cp:notifications:items:"
+ORDER = "cp:notifications:order:"
+READ = "cp:notifications:read:"
+IDS = "cp:notifications:ids"
+TENANTS = "cp:notifications:tenants"
+PREFS = "cp:notify-prefs:"
+WEBHOOKS = "cp:webhooks"
+QUEUE = "cp:deliveries"
+GROUP = "delivery"
+RETRY = "cp:deliveries:retry"
+DEAD = "cp:deliveries:dead"
+DEAD_KEPT = 1000
+
+# Drop a tenant's oldest notifications beyond the cap, with their read marks and id index.
+_TRIM = """
+local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[1])
+if excess <= 0 then return 0 end
+local popped = redis.call('ZPOPMIN', KEYS[2], excess)
+for i = 1, #popped, 2 do
+  redis.call('HDEL', KEYS[1], popped[i])
+  redis.call('SREM', KEYS[3], popped[i])
+  redis.call('HDEL', KEYS[4], popped[i])
+end
+return excess
+"""
+# Mark read only a notification that still exists (a trimmed one must not leave a mark).
+_MARK_READ = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+
+# Delivery workers of this process, woken when a notification is raised here (the others
+# find it on their next poll).
+_wakeups: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def register_wakeup(event: Any) -> None:
+    """`event.set()` is called whenever this process queues a delivery."""
+    _wakeups.add(event)
+
+
+def wake_workers() -> None:
+    for event in list(_wakeups):
+        event.set()
+
+
+@contextmanager
+def kv_errors() -> Iterator[None]:
+    """The key-value store unreachable → 503: notifications fail closed, never half-written."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise Unavailable(
+            f"the key-value store is unreachable: {exc.__class__.__name__}", error="unavailable"
+        ) from exc
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def invalid(field: str, message: str) -> InvalidRequest:
+    return InvalidRequest(f"{field}: {message}", error="invalid_request", field=field)
+
+
+def check_tenant(tenant_id: str, field: str = "tenant_id") -> str:
+    if not tenant_id:
+        raise invalid(field, "is required")
+    if not IDENTIFIER.fullmatch(tenant_id):
+        raise invalid(field, f"{tenant_id[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}")
+    return tenant_id
+
+
+def check_type(value: object, field: str = "notification_type") -> str:
+    if not isinstance(value, str) or not value:
+        raise invalid(field, "is required" if not value else "must be a string")
+    if value not in TYPES:
+        raise invalid(field, f"must be one of {', '.join(TYPES)}, got {value[:64]!r}")
+    return value
+
+
+def check_types(values: list[Any], field: str) -> list[str]:
+    """A list of notification types, each once, in the order given."""
+    chosen: list[str] = []
+    for value in values:
+        kind = check_type(value, field)
+        if kind not in chosen:
+            chosen.append(kind)
+    return chosen
+
+
+def check_text(value: str, field: str, limit: int) -> str:
+    if not value.strip():
+        raise invalid(field, "is required")
+    if len(value) > limit:
+        raise invalid(field, f"is longer than {limit} characters")
+    return value
+
+
+# Notifications ---------------------------------------------------------------------------
+
+
+async def raise_notification(
+    kv: redis.Redis,
+    tenant_id: str,
+    notification_type: str,
+    title: str,
+    message: str,
+    *,
+    keep: int = DEFAULT_KEEP,
+) -> str:
+    """Store a new notification of `tenant_id` and queue its delivery; returns its id.
+
+    The one way to raise a notification: `POST /api/notifications` (and its gRPC
+    CreateNotification, which the gateways call) and the control plane's own parts (API key
+    approval: `key_approved` / `key_denied`) all come here. Delivery never runs in the caller:
+    the job is queued in the store and a delivery worker sends it. Raises InvalidRequest (400
+    naming the field) for bad input, Unavailable (503) when the store is unreachable."""
+    check_tenant(tenant_id)
+    check_type(notification_type)
+    check_text(title, "title", MAX_TITLE)
+    check_text(message, "message", MAX_MESSAGE)
+    created = datetime.now(UTC)
+    notification = {
+        "id": str(uuid.uuid4()),
+        "tenant_id": tenant_id,
+        "notification_type": notification_type,
+        "title": title,
+        "message": message,
+        "created_at": created.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
+    nid = notification["id"]
+    job = json.dumps({"kind": "notification", "notification": notification})
+    with kv_errors():
+        async with kv.pipeline(transaction=True) as tx:
+            tx.hset(ITEMS + tenant_id, nid, json.dumps(notification))
+            tx.zadd(ORDER + tenant_id, {nid: int(created.timestamp() * 1000)})
+            tx.hset(IDS, nid, tenant_id)
+            tx.sadd(TENANTS, tenant_id)
+            tx.xadd(QUEUE, {"job": job})
+            await tx.execute()
+    try:
+        await kv.eval(_TRIM, 4, *_tenant_keys(tenant_id), keep)
+    except (RedisError, OSError) as exc:  # the next notification trims again
+        log.warning("could not trim notifications", extra={"error": repr(exc)})
+    wake_workers()
+    return nid
+
+
+def _tenant_keys(tenant_id: str) -> tuple[str, str, str, str]:
+    return (ITEMS + tenant_id, ORDER + tenant_id, READ + tenant_id, IDS)
+
+
+async def list_notifications(
+    kv: redis.Redis, tenant_id: str | None, *, unread_only: bool = False
+) -> list[dict[str, Any]]:
+    """A tenant's notifications (every tenant's when `tenant_id` is None), newest first."""
+    with kv_errors():
+        tenants: list[str] = (
+            [tenant_id] if tenant_id is not None else sorted(map(str, await kv.smembers(TENANTS)))
+        )
+        async with kv.pipeline(transaction=False) as pipe:
+            for tenant in tenants:
+                pipe.hgetall(ITEMS + tenant)
+                pipe.smembers(READ + tenant)
+            replies = await pipe.execute()
+    found: list[dict[str, Any]] = []
+    for items, read in zip(replies[::2], replies[1::2], strict=True):
+        for nid, raw in items.items():
+            if unread_only and nid in read:
+                continue
+            found.append({**json.loads(raw), "read": nid in read})
+    found.sort(key=lambda n: (n["created_at"], n["id"]), reverse=True)
+    return found
+
+
+async def mark_read(kv: redis.Redis, notification_id: str, tenant_id: str | None) -> bool:
+    """Mark a notification read; False when it does not exist or belongs to another tenant
+    than `tenant_id` (None: any tenant)."""
+    with kv_errors():
+        found = await kv.hget(IDS, notification_id)
+        owner = None if found is None else str(found)
+        if owner is None or (tenant_id is not None and owner != tenant_id):
+            return False
+        done = await kv.eval(_MARK_READ, 2, ITEMS + owner, READ + owner, notification_id)
+    return bool(done)
+
+
+async def get_notification(kv: redis.Redis, tenant_id: str, nid: str) -> dict[str, Any] | None:
+    raw = await kv.hget(ITEMS + tenant_id, nid)
+    return None if raw is None else dict(json.loads(raw))
+
+
+# Preferences -----------------------------------------------------------------------------
+
+
+def default_preferences(tenant_id: str) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "webhook_url": None,
+        "slack_url": None,
+        "email": None,
+        "enabled_types": list(DEFAULT_ENABLED),
+        "signing_secret": None,
+    }
+
+
+async def get_preferences(kv: redis.Redis, tenant_id: str) -> dict[str, Any]:
+    """The tenant's preferences, or the defaults when it saved none."""
+    with kv_errors():
+        raw = await kv.get(PREFS + tenant_id)
+    return default_preferences(tenant_id) if raw is None else dict(json.loads(raw))
+
+
+async def put_preferences(kv: redis.Redis, preferences: dict[str, Any]) -> None:
+    with kv_errors():
+        await kv.set(PREFS + preferences["tenant_id"], json.dumps(preferences))
+
+
+def new_secret(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(32)
+
+
+# Webhooks --------------------------------------------------------------------------------
+
+
+async def list_webhooks(kv: redis.Redis) -> list[dict[str, Any]]:
+    """Every webhook, oldest first."""
+    with kv_errors():
+        raw = await kv.hgetall(WEBHOOKS)
+    hooks = [dict(json.loads(v)) for v in raw.values()]
+    hooks.sort(key=lambda h: (h["created_at"], h["id"]))
+    return hooks
+
+
+async def get_webhook(kv: redis.Redis, webhook_id: str) -> dict[str, Any] | None:
+    with kv_errors():
+        raw = await kv.hget(WEBHOOKS, webhook_id)
+    return None if raw is None else dict(json.loads(raw))
+
+
+async def save_webhook(kv: redis.Redis, hook: dict[str, Any]) -> None:
+    with kv_errors():
+        await kv.hset(WEBHOOKS, hook["id"], json.dumps(hook))
+
+
+async def delete_webhook(kv: redis.Redis, webhook_id: str) -> None:
+    with kv_errors():
+        await kv.hdel(WEBHOOKS, webhook_id)
+
+
+# A tenant's deletion ---------------------------------------------------------------------
+
+
+async def delete_tenant_notifications(kv: redis.Redis, tenant_id: str) -> None:
+    """Remove everything of `tenant_id` this package stores: its notifications, read marks,
+    preferences and webhooks (for the tenant deletion; queued deliveries of the tenant find
+    their target gone and are dropped)."""
+    check_tenant(tenant_id)
+    with kv_errors():
+        ids = await kv.hkeys(ITEMS + tenant_id)
+        hooks = [
+            hook_id
+            for hook_id, raw in (await kv.hgetall(WEBHOOKS)).items()
+            if json.loads(raw).get("tenant_id") == tenant_id
+        ]
+        async with kv.pipeline(transaction=True) as tx:
+            tx.delete(ITEMS + tenant_id, ORDER + tenant_id, READ + tenant_id, PREFS + tenant_id)
+            if ids:
+                tx.hdel(IDS, *ids)
+            if hooks:
+                tx.hdel(WEBHOOKS, *hooks)
+            tx.srem(TENANTS, tenant_id)
+            await tx.execute()
+
+
+def new_webhook_id() -> str:
+    return f"wh-{uuid.uuid4().hex}"
