@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.branding import BrandingServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
+from controlplane.edge_config.servicer import EdgeConfigServicer
+from controlplane.edge_routes import RouteServicer
 from controlplane.http_rules import HTTP_RULES
+from controlplane.licensing import LicenseServicer
 from controlplane.log_ingest import LogIngestServicer
-from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.platform_health import PlatformHealthServicer, Probe, log_health_degraded
+from controlplane.platform_settings import SettingsServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
@@ -56,12 +61,23 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         ],
         config.master_key,
         config.grpc_deadline_secs,
+        kv=stores.kv,
+        analytics=stores.analytics,
+        # The `health_degraded` notification of each layer transition: logged until the
+        # notification service's raise_notification is passed here.
+        notify=log_health_degraded,
+        interval_secs=config.health_probe_interval_secs,
     )
+    settings_servicer = SettingsServicer(stores.kv, stores.analytics)
     implemented = {
         b.name: b
         for b in (
             bind(log_ingest_pb2_grpc, LogIngestServicer(stores.sink)),
             bind(platform_health_pb2_grpc, health_servicer),
+            bind(branding_pb2_grpc, BrandingServicer(stores.kv)),
+            bind(settings_pb2_grpc, settings_servicer),
+            bind(license_pb2_grpc, LicenseServicer(config.license_key, config.license_public_key)),
+            bind(route_pb2_grpc, RouteServicer(EdgeConfigServicer(edge_config.store), stores.sink)),
         )
     }
     declared = unimplemented(
@@ -102,6 +118,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     async def migrate() -> None:
         if stores.analytics is not None:
             await stores.analytics.migrate()
+            await settings_servicer.apply_stored_retention()
 
     async def close() -> None:
         await edge_config.stop()
@@ -126,7 +143,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
-        on_startup=[migrate, edge_config.start],
+        on_startup=[migrate, edge_config.start, health_servicer.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controlplane.licensing import check_public_key
 from runtime.config import AgentIdentityConfig, grpc_port, http_port, loopback, var
 
 
@@ -55,6 +56,30 @@ class ControlPlaneConfig(AgentIdentityConfig):
         "seconds between edge configuration revision polls (besides change notifications)",
         bounds=(0.1, 60),
     )
+
+    # Platform health (the background probes behind /api/health/alerts) and the license.
+    health_probe_interval_secs: float = var(
+        "HEALTH_PROBE_INTERVAL_SECS",
+        30.0,
+        "seconds between background probes of the layers and stores (health alerts and "
+        "`health_degraded` notifications); 0 probes only when asked",
+        bounds=(0, 86400),
+    )
+    license_key: str | None = var(
+        "LICENSE_KEY", None, "platform license (a signed JWT); none: the community tier"
+    )
+    license_public_key: str | None = var(
+        "LICENSE_PUBLIC_KEY",
+        None,
+        "public key verifying LICENSE_KEY (PEM, or base64 of its DER SubjectPublicKeyInfo)",
+        check=check_public_key,
+    )
+
+    def problems(self) -> list[str]:
+        found = super().problems()
+        if self.license_key and not self.license_public_key:
+            found.append("LICENSE_KEY is set without LICENSE_PUBLIC_KEY to verify it")
+        return found
 
     @property
     def owns_analytics(self) -> bool:
