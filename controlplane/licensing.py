@@ -35,7 +35,7 @@ def load_public_key(text: str) -> PublicKey:
         else:
             key = load_der_public_key(base64.b64decode(stripped, validate=True))
     except (ValueError, binascii.Error, TypeError) as exc:
-        raise ValueError(f"is not a PEM or base64 DER public key ({exc})") from None
+        raise ValueError(f"not a PEM or base64 DER public key ({exc})") from None
     if not isinstance(key, ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey):
         raise ValueError("must be an Ed25519, EC P-256 or RSA public key")
     return key
