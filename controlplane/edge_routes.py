@@ -29,6 +29,7 @@ from controlplane.kv_errors import kv_unavailable
 from gateways.edge.resources import ROUTES, UPSTREAMS
 from runtime.access import IDENTIFIER, current_caller
 from runtime.errors import InvalidRequest, NotFound, Unavailable
+from runtime.protojson import plain_json
 from runtime.stores.analytics import AnalyticsSink
 from strata.controlplane.v1 import route_pb2 as pb
 from strata.controlplane.v1 import route_pb2_grpc
@@ -136,8 +137,17 @@ def with_lifecycle(route: dict[str, Any], lifecycle: str, now: int) -> dict[str,
     return route
 
 
+def inline_target(upstream: Mapping[str, Any]) -> dict[str, Any]:
+    """An inline upstream object, or a nodes map made one (the edge's schema checks it)."""
+    if not upstream:
+        raise invalid("upstream must not be an empty object")
+    if "nodes" in upstream or "service_name" in upstream:
+        return {"upstream": dict(upstream)}
+    return {"upstream": {"type": "roundrobin", "nodes": dict(upstream)}}
+
+
 def canary_target(upstream: str, upstream_ids: Mapping[str, Any]) -> dict[str, Any]:
-    """The weighted upstream entry (without its weight) of the canary."""
+    """The weighted upstream entry (without its weight) of a canary named by a string."""
     if upstream in upstream_ids:
         return {"upstream_id": upstream}
     match = HOST_PORT.fullmatch(upstream)
@@ -287,13 +297,23 @@ class RouteServicer(route_pb2_grpc.RouteServiceServicer):
         if not 0 <= weight <= 100:
             raise invalid(f"weight must be between 0 and 100, got {weight}")
         target = None
+        given = plain_json(request.upstream) if request.HasField("upstream") else None
         if weight > 0:
-            upstream = request.upstream.strip() if request.HasField("upstream") else ""
-            if not upstream:
+            if isinstance(given, str):
+                given = given.strip()
+            if given is None or given == "":
                 raise invalid("upstream is required with a weight above 0")
-            with kv_unavailable():
-                upstreams = (await self.edge.store.load()).of(UPSTREAMS)
-            target = canary_target(upstream, upstreams)
+            if isinstance(given, dict):
+                target = inline_target(given)
+            elif isinstance(given, str):
+                with kv_unavailable():
+                    upstreams = (await self.edge.store.load()).of(UPSTREAMS)
+                target = canary_target(given, upstreams)
+            else:
+                raise invalid(
+                    "upstream must be an edge upstream id, host:port, an upstream object "
+                    "or a nodes map"
+                )
         await self._change(
             request.id,
             lambda route: with_canary(route, target, weight),
@@ -301,6 +321,8 @@ class RouteServicer(route_pb2_grpc.RouteServiceServicer):
             f"{weight}%",
         )
         answer = pb.UpdateRouteCanaryResponse(status="updated", route_id=request.id, weight=weight)
-        if weight > 0:
-            answer.upstream = request.upstream.strip()
+        if isinstance(given, dict) and weight > 0:
+            answer.upstream.struct_value.update(given)
+        elif isinstance(given, str) and weight > 0:
+            answer.upstream.string_value = given
         return answer

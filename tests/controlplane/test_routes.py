@@ -330,6 +330,20 @@ async def test_canary_splits_traffic_at_the_edge(platform: Platform, analytics: 
     await platform.until("/shop/x", lambda s, h, t: t == "stable")
     assert await platform.served_by("/shop/x", 10) == {"canary": 5, "stable": 5}
 
+    # 20% to an inline nodes map, then to an inline upstream object
+    nodes = {target: 1}
+    assert (await canary({"weight": 20, "upstream": nodes}))[1]["upstream"] == nodes
+    split = (await platform.route("shop"))["plugins"]["traffic-split"]
+    first = split["rules"][0]["weighted_upstreams"][0]
+    assert first == {"upstream": {"type": "roundrobin", "nodes": nodes}, "weight": 20}
+    await platform.until("/shop/z", lambda s, h, t: t == "canary")
+    assert await platform.served_by("/shop/z", 10) == {"canary": 2, "stable": 8}
+    inline = {"type": "roundrobin", "nodes": [{"host": "127.0.0.1", "port": platform.canary,
+                                               "weight": 1}]}  # fmt: skip
+    assert (await canary({"weight": 40, "upstream": inline}))[1]["upstream"] == inline
+    split = (await platform.route("shop"))["plugins"]["traffic-split"]
+    assert split["rules"][0]["weighted_upstreams"][0] == {"upstream": inline, "weight": 40}
+
     # 100%: everything to the canary
     assert (await canary({"weight": 100, "upstream": "shop-canary"}))[0] == 200
     await platform.until("/shop/y", lambda s, h, t: t == "canary")
@@ -346,7 +360,7 @@ async def test_canary_splits_traffic_at_the_edge(platform: Platform, analytics: 
     assert (await canary({"weight": 0}))[0] == 200  # already none: no change, no row
 
     rows = await audit_rows(analytics, "shop", "route_canary")
-    assert statuses(rows) == ["30%", "50%", "100%", "0%"]
+    assert statuses(rows) == ["30%", "50%", "20%", "40%", "100%", "0%"]
 
 
 async def test_canary_bad_input_changes_nothing(platform: Platform, tokens: Tokens) -> None:
@@ -363,6 +377,10 @@ async def test_canary_bad_input_changes_nothing(platform: Platform, tokens: Toke
         ({"weight": 10, "upstream": "127.0.0.1:0"}, "neither the id of an edge upstream"),
         ({"weight": 10, "upstream": "127.0.0.1:70000"}, "neither the id of an edge upstream"),
         ({"weight": 10, "upstream": "[zz::1]:80"}, "neither the id of an edge upstream"),
+        ({"weight": 10, "upstream": 8080}, "upstream must be"),
+        ({"weight": 10, "upstream": [target]}, "upstream must be"),
+        ({"weight": 10, "upstream": {}}, "upstream must not be an empty object"),
+        ({"weight": 10, "upstream": None}, "upstream is required"),
         ({"weight": "ten", "upstream": target}, "weight"),
         ({"weight": 10, "upstream": target, "extra": 1}, "extra"),
     ]
@@ -370,6 +388,11 @@ async def test_canary_bad_input_changes_nothing(platform: Platform, tokens: Toke
         status, answer = await call(platform.cp, "PATCH", path, MASTER, body)
         assert status == 400 and answer["error"] == "invalid_request", (body, answer)
         assert message in answer["message"], (body, answer)
+    # an inline upstream the edge's schema refuses
+    refused = {"weight": 10, "upstream": {"nodes": {target: -1}}}
+    status, answer = await call(platform.cp, "PATCH", path, MASTER, refused)
+    assert status == 400 and answer["error"] == "invalid_configuration", answer
+    assert "traffic-split" in answer["message"]
     status, answer = await call(
         platform.cp, "PATCH", "/api/routes/nope/canary", MASTER, {"weight": 10, "upstream": target}
     )

@@ -72,7 +72,8 @@ class RouteServiceServicer:
 
         Each transition writes one row to the analytics table `gateway.agent_audit_log`, which
         `GET /api/audit` reads: action `route_lifecycle`, `tool_name` `route:<id>`, `status` the
-        new lifecycle, `agent_id` the caller (token subject, or `master` for the master key),
+        new lifecycle, `agent_id` the caller (the token's `preferred_username`, else its
+        subject; `master-key` for the master key),
         `tenant_id` the route's `tenant_id` label (empty for platform routes), `trace_id` the
         request's trace. Setting the value the route already has changes nothing and writes no
         row. When the audit row cannot be written, the route is put back and the call fails
@@ -91,16 +92,21 @@ class RouteServiceServicer:
         here).
 
         A weight above 0 writes the route's `traffic-split` plugin (replacing any other conf of
-        it): `{"rules":[{"weighted_upstreams":[<canary with weight>, {"weight": 100 - weight}]}]}`,
-        where the canary is `{"upstream_id": <upstream>}` when the edge holds an upstream of that
-        id, else the inline upstream `{"type":"roundrobin","nodes":{"<host:port>":1}}`. The entry
-        with a weight only is the route's own upstream. Weight 0 removes the plugin (no split).
-        Each change writes an audit row as the lifecycle does, with action `route_canary` and
-        `status` `<weight>%`.
+        it): `{"rules":[{"weighted_upstreams":[<canary with weight>, {"weight": 100 - weight}]}]}`;
+        the entry with a weight only is the route's own upstream. The canary is, by `upstream`:
+        - a string naming an edge upstream: `{"upstream_id": <upstream>}`;
+        - another string, `host:port`: `{"upstream": {"type":"roundrobin","nodes":{"<host:port>":1}}}`;
+        - an object with `nodes` (or `service_name`): that inline upstream, as the edge takes it;
+        - another object, a nodes map (`{"10.0.0.5:8080": 1}`): an inline round-robin upstream
+        with those nodes.
+        Weight 0 removes the plugin (no split). Each change writes an audit row as the lifecycle
+        does, with action `route_canary` and `status` `<weight>%`.
         Errors: INVALID_ARGUMENT (400) {error:'invalid_request', message} for a missing weight, a
-        weight outside 0..100, a weight above 0 without an upstream, an upstream that is neither
-        an edge upstream id nor `host:port`, or a route without an upstream of its own to split
-        with; NOT_FOUND (404) {error:'Route not found'}.
+        weight outside 0..100, a weight above 0 without an upstream, a string upstream that is
+        neither an edge upstream id nor `host:port`, an upstream of another JSON type, or a route
+        without an upstream of its own to split with; {error:'invalid_configuration', message}
+        for an inline upstream the edge's schema refuses; NOT_FOUND (404)
+        {error:'Route not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
