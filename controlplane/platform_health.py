@@ -256,7 +256,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         layers = await self._layers()
         # Recorded (and notified) without holding up the answer.
         statuses = {layer_id(s.layer): s.status for s in layers}
-        self._spawn(self._record_and_notify(layers, statuses))
+        self._spawn(lambda: self._record_and_notify(layers, statuses))
         return pb.ListServiceHealthResponse(services=layers)
 
     async def ListHealthAlerts(
@@ -298,9 +298,9 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
 
     # --- background ------------------------------------------------------------------------
 
-    def _spawn(self, work: Awaitable[object]) -> None:
+    def _spawn(self, work: Callable[[], Awaitable[object]]) -> None:
         async def run() -> None:
-            await work
+            await work()
 
         task = asyncio.create_task(run())
         self._tasks.add(task)

@@ -165,7 +165,7 @@ async def test_one_notification_per_transition_across_replicas(
         first = await alerts(one)
         second = await alerts(two)  # the other replica: same since, no second notification
         await one.ListServiceHealth(pb.ListServiceHealthRequest(), None)
-        await asyncio.sleep(0.05)
+        await asyncio.gather(*one._tasks)  # its recording, done in the background
         assert first == second and first[0]["status"] == "degraded"
         raised = raised_one + raised_two
         assert [(t.layer, t.status, t.previous) for t in raised] == [("L2", "degraded", "")]
@@ -267,3 +267,22 @@ async def test_key_value_store_unreachable(start: Start, layer: Layer) -> None:
         assert again[0]["since"] == since  # this replica remembers when it began
         status, health = await call(cp, "GET", "/health")
         assert status == 200 and health["status"] == "degraded"
+
+
+async def test_the_services_probe_also_notifies(
+    layer: Layer, valkey_url: str, analytics: Analytics, clean_status: None
+) -> None:
+    health, raised = servicer(
+        [Probe("L2", "ai-gateway", layer.target, "http://ai")], valkey_url, analytics
+    )
+    try:
+        await layer.set(NOT_SERVING)
+        answer = await health.ListServiceHealth(pb.ListServiceHealthRequest(), None)
+        assert [s.status for s in answer.services] == ["degraded"]
+        await asyncio.gather(*health._tasks)  # recorded in the background
+        assert [(t.layer, t.status) for t in raised] == [("L2", "degraded")]
+        assert (await alerts(health))[0]["since"] == raised[0].since
+        assert len(raised) == 1
+    finally:
+        await health.close()
+        await health.kv.aclose()  # type: ignore[union-attr]
