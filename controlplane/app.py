@@ -12,13 +12,17 @@ from typing import Any
 
 from controlplane.analytics import AnalyticsServicer, AuditServicer
 from controlplane.api_keys import ApiKeyServicer
+from controlplane.branding import BrandingServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
+from controlplane.edge_routes import RouteServicer
 from controlplane.http_rules import HTTP_RULES
+from controlplane.licensing import LicenseServicer
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.notifications.delivery import DeliveryWorker
 from controlplane.notifications.servicer import NotificationServicer, WebhookServicer
-from controlplane.platform_health import PlatformHealthServicer, Probe
+from controlplane.platform_health import PlatformHealthServicer, Probe, health_degraded_notifier
+from controlplane.platform_settings import SettingsServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
@@ -66,9 +70,14 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         ],
         config.master_key,
         config.grpc_deadline_secs,
+        kv=stores.kv,
+        analytics=stores.analytics,
+        notify=health_degraded_notifier(stores.kv),  # health_degraded per layer transition
+        interval_secs=config.health_probe_interval_secs,
     )
     tenants = TenantServicer(config, stores, edge_config.servicer)
     delivery = DeliveryWorker(config, stores.kv, metrics)
+    settings_servicer = SettingsServicer(stores.kv, stores.analytics)
     implemented = {
         b.name: b
         for b in (
@@ -84,6 +93,10 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(tenant_pb2_grpc, tenants),
             bind(notification_pb2_grpc, NotificationServicer(config, stores.kv)),
             bind(webhook_pb2_grpc, WebhookServicer(config, stores.kv)),
+            bind(branding_pb2_grpc, BrandingServicer(stores.kv)),
+            bind(settings_pb2_grpc, settings_servicer),
+            bind(license_pb2_grpc, LicenseServicer(config.license_key, config.license_public_key)),
+            bind(route_pb2_grpc, RouteServicer(edge_config.servicer, stores.sink)),
         )
     }
     declared = unimplemented(
@@ -127,6 +140,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         if stores.analytics is not None:
             try:
                 await stores.analytics.migrate()
+                await settings_servicer.apply_stored_retention()
             except Unavailable as exc:
                 log.error("analytics store unreachable at start", extra={"error": exc.message})
 
@@ -159,7 +173,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
         authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
         metrics=metrics,
-        on_startup=[migrate, edge_config.start, start_delivery],
+        on_startup=[migrate, edge_config.start, start_delivery, health_servicer.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controlplane.licensing import check_public_key
 from runtime.config import AgentIdentityConfig, grpc_port, http_port, loopback, var
 
 
@@ -113,6 +114,24 @@ class ControlPlaneConfig(AgentIdentityConfig):
         bounds=(1, 1_000_000),
     )
 
+    # Platform health (the background probes behind /api/health/alerts) and the license.
+    health_probe_interval_secs: float = var(
+        "HEALTH_PROBE_INTERVAL_SECS",
+        30.0,
+        "seconds between background probes of the layers and stores (health alerts and "
+        "`health_degraded` notifications); 0 probes only when asked",
+        bounds=(0, 86400),
+    )
+    license_key: str | None = var(
+        "LICENSE_KEY", None, "platform license (a signed JWT); none: the community tier"
+    )
+    license_public_key: str | None = var(
+        "LICENSE_PUBLIC_KEY",
+        None,
+        "public key verifying LICENSE_KEY (PEM, or base64 of its DER SubjectPublicKeyInfo)",
+        check=check_public_key,
+    )
+
     def problems(self) -> list[str]:
         problems = super().problems()
         if self.notify_claim_idle_secs < 2 * self.notify_timeout_secs:
@@ -124,6 +143,8 @@ class ControlPlaneConfig(AgentIdentityConfig):
             problems.append("NOTIFY_RETRY_MAX_SECS must not be below NOTIFY_RETRY_BASE_SECS")
         if self.smtp_password and not self.smtp_user:
             problems.append("SMTP_PASSWORD is set without SMTP_USER")
+        if self.license_key and not self.license_public_key:
+            problems.append("LICENSE_KEY is set without LICENSE_PUBLIC_KEY to verify it")
         return problems
 
     @property

@@ -210,6 +210,35 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         respond(context, headers=V3)
         return admin_pb2.DeleteResourceResponse(deleted=id_, key=_key(kind, id_))
 
+    async def modify(
+        self,
+        kind: str,
+        id_: str,
+        build: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        unchecked: Collection[str] = (),
+    ) -> dict[str, Any]:
+        """For the control plane's own features (route lifecycle, canary): rewrite an existing
+        resource from its current value in one atomic write, checked as an Admin API write.
+        `build` gets a copy of the stored value without `create_time`/`update_time` and
+        returns the new one (it may run again when a concurrent write lands first; raising
+        aborts). Plugins the resource already carries stay accepted as they were stored (the
+        reference routes' plugins seeded before they were built). NotFound `key_not_found`
+        when absent; returns the stored value."""
+        stored = (await self.store.load()).of(kind).get(id_)
+        carried = (stored.value.get("plugins") or {}) if stored is not None else {}
+        accepted = {*unchecked, *(carried if isinstance(carried, dict) else ())}
+
+        def rebuilt(existing: Entry | None) -> dict[str, Any]:
+            assert existing is not None  # must_exist
+            current = copy.deepcopy(existing.value)
+            for name in FORBIDDEN:
+                current.pop(name, None)
+            return build(current)
+
+        value, _ = await self._save(kind, id_, rebuilt, must_exist=True, unchecked=accepted)
+        return value
+
     # --- plugins -------------------------------------------------------------------------
 
     async def ListPlugins(

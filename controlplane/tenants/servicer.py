@@ -578,11 +578,23 @@ def _path_id(tenant: str) -> str:
 
 
 def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
+    """A stored tenant record; fields a record lacks (one written by an older version or by
+    hand) take the defaults of its plan, so one short record cannot break the list."""
     try:
         value = json.loads(raw) if raw else None
     except ValueError:
         return None
-    return value if isinstance(value, dict) and "id" in value else None
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    plan = value.get("plan") if value.get("plan") in rec.PLANS else "free"
+    defaults = {
+        "name": str(value["id"]),
+        "plan": plan,
+        "status": "active",
+        "token_budget": rec.PLANS[plan].token_budget,
+        "created_at": "",
+    }
+    return {**defaults, **value}
 
 
 def _text(value: bytes | str | None) -> str | None:

@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class BrandingServiceStub:
-    """BrandingService stores each tenant's portal branding.
+    """BrandingService stores each tenant's portal branding, in the key-value store hash
+    `cp:branding:{tenant_id}` (fields `logo_base64`, `portal_title`, `primary_color`,
+    `updated_at`; absent fields are unset). The tenant must exist (field of hash `cp:tenants`).
     """
 
     def __init__(self, channel):
@@ -48,11 +50,16 @@ class BrandingServiceStub:
 
 
 class BrandingServiceServicer:
-    """BrandingService stores each tenant's portal branding.
+    """BrandingService stores each tenant's portal branding, in the key-value store hash
+    `cp:branding:{tenant_id}` (fields `logo_base64`, `portal_title`, `primary_color`,
+    `updated_at`; absent fields are unset). The tenant must exist (field of hash `cp:tenants`).
     """
 
     def GetBranding(self, request, context):
-        """GET /api/tenants/{id}/branding — returns the tenant's branding (200 branding).
+        """GET /api/tenants/{id}/branding — returns the tenant's branding (200 branding); a tenant
+        that never set one gets the defaults: null logo, colour and `updated_at`, the portal title
+        `Developer Portal`.
+        Errors: NOT_FOUND (404) {error:'Tenant not found'} for a tenant absent from `cp:tenants`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -60,9 +67,14 @@ class BrandingServiceServicer:
 
     def UpdateBranding(self, request, context):
         """POST /api/tenants/{id}/branding — changes only the provided fields and returns the branding
-        with a new `updated_at` (200 branding).
-        Errors: INVALID_ARGUMENT (400) {error:'Logo exceeds 100KB limit'} when `logo_base64` is
-        100 KB or more.
+        with a new `updated_at` (200 branding). An empty `logo_base64` or `primary_color` clears
+        it (back to null); a body that sets nothing is refused. People and platform
+        administrators only: an agent's service token is refused (403).
+        Errors: INVALID_ARGUMENT (400) {error:'Logo exceeds 100KB limit'} when the `logo_base64`
+        text is 100 KB (102400 characters) or more; {error:'invalid_request', message} for a logo
+        that is not standard base64 (RFC 4648, padded, no whitespace), a colour that is not
+        `#rgb` or `#rrggbb`, a portal title that is blank, over 200 characters or holds control
+        characters, or a body without any field. NOT_FOUND (404) {error:'Tenant not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -90,7 +102,9 @@ def add_BrandingServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class BrandingService:
-    """BrandingService stores each tenant's portal branding.
+    """BrandingService stores each tenant's portal branding, in the key-value store hash
+    `cp:branding:{tenant_id}` (fields `logo_base64`, `portal_title`, `primary_color`,
+    `updated_at`; absent fields are unset). The tenant must exist (field of hash `cp:tenants`).
     """
 
     @staticmethod

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/license.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x13\n\x11GetLicenseRequest\"Y\n\x12GetLicenseResponse\x12\x0c\n\x04tier\x18\x01 \x01(\t\x12\r\n\x05valid\x18\x02 \x01(\x08\x12\x17\n\nexpires_at\x18\x03 \x01(\tH\x00\x88\x01\x01\x42\r\n\x0b_expires_at2}\n\x0eLicenseService\x12k\n\nGetLicense\x12).strata.controlplane.v1.GetLicenseRequest\x1a*.strata.controlplane.v1.GetLicenseResponse\"\x06\x8a\xb5\x18\x02\x08\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$strata/controlplane/v1/license.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\x13\n\x11GetLicenseRequest\"\x9f\x01\n\x12GetLicenseResponse\x12\x0c\n\x04tier\x18\x01 \x01(\t\x12\r\n\x05valid\x18\x02 \x01(\x08\x12\x17\n\nexpires_at\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x15\n\x08licensee\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x14\n\x07message\x18\x05 \x01(\tH\x02\x88\x01\x01\x42\r\n\x0b_expires_atB\x0b\n\t_licenseeB\n\n\x08_message2}\n\x0eLicenseService\x12k\n\nGetLicense\x12).strata.controlplane.v1.GetLicenseRequest\x1a*.strata.controlplane.v1.GetLicenseResponse\"\x06\x8a\xb5\x18\x02\x08\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,8 +36,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LICENSESERVICE'].methods_by_name['GetLicense']._serialized_options = b'\212\265\030\002\010\002'
   _globals['_GETLICENSEREQUEST']._serialized_start=95
   _globals['_GETLICENSEREQUEST']._serialized_end=114
-  _globals['_GETLICENSERESPONSE']._serialized_start=116
-  _globals['_GETLICENSERESPONSE']._serialized_end=205
-  _globals['_LICENSESERVICE']._serialized_start=207
-  _globals['_LICENSESERVICE']._serialized_end=332
+  _globals['_GETLICENSERESPONSE']._serialized_start=117
+  _globals['_GETLICENSERESPONSE']._serialized_end=276
+  _globals['_LICENSESERVICE']._serialized_start=278
+  _globals['_LICENSESERVICE']._serialized_end=403
 # @@protoc_insertion_point(module_scope)

@@ -27,6 +27,13 @@ if _version_not_supported:
 
 class LicenseServiceStub:
     """LicenseService reports the platform license.
+
+    The license is a JWT in `LICENSE_KEY`, signed by the license issuer (EdDSA, ES256 or RS256)
+    and verified against `LICENSE_PUBLIC_KEY`; its claims are `tier` (required), `sub` (the
+    licensee), `exp` (expiry; none: perpetual) and `iat`. Without `LICENSE_KEY` the platform
+    runs the `community` tier: valid, never expiring. A license that fails verification or has
+    expired is reported `valid: false` with the reason in `message`. The tier is informative:
+    nothing in the platform is gated by it.
     """
 
     def __init__(self, channel):
@@ -44,11 +51,19 @@ class LicenseServiceStub:
 
 class LicenseServiceServicer:
     """LicenseService reports the platform license.
+
+    The license is a JWT in `LICENSE_KEY`, signed by the license issuer (EdDSA, ES256 or RS256)
+    and verified against `LICENSE_PUBLIC_KEY`; its claims are `tier` (required), `sub` (the
+    licensee), `exp` (expiry; none: perpetual) and `iat`. Without `LICENSE_KEY` the platform
+    runs the `community` tier: valid, never expiring. A license that fails verification or has
+    expired is reported `valid: false` with the reason in `message`. The tier is informative:
+    nothing in the platform is gated by it.
     """
 
     def GetLicense(self, request, context):
         """GET /api/license — returns the license tier, validity and expiry
-        (200 {tier, valid, expires_at}; field names not shown by the spec, chosen here).
+        (200 {tier, valid, expires_at, licensee, message}; field names not shown by the spec,
+        chosen here).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -72,6 +87,13 @@ def add_LicenseServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class LicenseService:
     """LicenseService reports the platform license.
+
+    The license is a JWT in `LICENSE_KEY`, signed by the license issuer (EdDSA, ES256 or RS256)
+    and verified against `LICENSE_PUBLIC_KEY`; its claims are `tier` (required), `sub` (the
+    licensee), `exp` (expiry; none: perpetual) and `iat`. Without `LICENSE_KEY` the platform
+    runs the `community` tier: valid, never expiring. A license that fails verification or has
+    expired is reported `valid: false` with the reason in `message`. The tier is informative:
+    nothing in the platform is gated by it.
     """
 
     @staticmethod

@@ -22,11 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,strata/controlplane/v1/platform_health.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"`\n\rServiceHealth\x12\r\n\x05layer\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x05\x12\x0b\n\x03url\x18\x05 \x01(\t\"\x1a\n\x18ListServiceHealthRequest\"T\n\x19ListServiceHealthResponse\x12\x37\n\x08services\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.ServiceHealth\"\x19\n\x17ListHealthAlertsRequest\"C\n\x18ListHealthAlertsResponse\x12\'\n\x06\x61lerts\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct2\x99\x02\n\x15PlatformHealthService\x12\x80\x01\n\x11ListServiceHealth\x12\x30.strata.controlplane.v1.ListServiceHealthRequest\x1a\x31.strata.controlplane.v1.ListServiceHealthResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12}\n\x10ListHealthAlerts\x12/.strata.controlplane.v1.ListHealthAlertsRequest\x1a\x30.strata.controlplane.v1.ListHealthAlertsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,strata/controlplane/v1/platform_health.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"`\n\rServiceHealth\x12\r\n\x05layer\x18\x01 \x01(\t\x12\x0f\n\x07service\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x05\x12\x0b\n\x03url\x18\x05 \x01(\t\"\x1a\n\x18ListServiceHealthRequest\"T\n\x19ListServiceHealthResponse\x12\x37\n\x08services\x18\x01 \x03(\x0b\x32%.strata.controlplane.v1.ServiceHealth\"\x19\n\x17ListHealthAlertsRequest\"\xd3\x01\n\x0bHealthAlert\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08severity\x18\x02 \x01(\t\x12\x12\n\x05layer\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07service\x18\x04 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05store\x18\x05 \x01(\tH\x02\x88\x01\x01\x12\x0e\n\x06status\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\r\n\x05since\x18\x08 \x01(\t\x12\x10\n\x03url\x18\t \x01(\tH\x03\x88\x01\x01\x42\x08\n\x06_layerB\n\n\x08_serviceB\x08\n\x06_storeB\x06\n\x04_url\"O\n\x18ListHealthAlertsResponse\x12\x33\n\x06\x61lerts\x18\x01 \x03(\x0b\x32#.strata.controlplane.v1.HealthAlert2\x99\x02\n\x15PlatformHealthService\x12\x80\x01\n\x11ListServiceHealth\x12\x30.strata.controlplane.v1.ListServiceHealthRequest\x1a\x31.strata.controlplane.v1.ListServiceHealthResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12}\n\x10ListHealthAlerts\x12/.strata.controlplane.v1.ListHealthAlertsRequest\x1a\x30.strata.controlplane.v1.ListHealthAlertsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,16 +36,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListServiceHealth']._serialized_options = b'\212\265\030\002\010\005'
   _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListHealthAlerts']._loaded_options = None
   _globals['_PLATFORMHEALTHSERVICE'].methods_by_name['ListHealthAlerts']._serialized_options = b'\212\265\030\002\010\005'
-  _globals['_SERVICEHEALTH']._serialized_start=133
-  _globals['_SERVICEHEALTH']._serialized_end=229
-  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_start=231
-  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_end=257
-  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_start=259
-  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_end=343
-  _globals['_LISTHEALTHALERTSREQUEST']._serialized_start=345
-  _globals['_LISTHEALTHALERTSREQUEST']._serialized_end=370
-  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_start=372
-  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_end=439
-  _globals['_PLATFORMHEALTHSERVICE']._serialized_start=442
-  _globals['_PLATFORMHEALTHSERVICE']._serialized_end=723
+  _globals['_SERVICEHEALTH']._serialized_start=103
+  _globals['_SERVICEHEALTH']._serialized_end=199
+  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_start=201
+  _globals['_LISTSERVICEHEALTHREQUEST']._serialized_end=227
+  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_start=229
+  _globals['_LISTSERVICEHEALTHRESPONSE']._serialized_end=313
+  _globals['_LISTHEALTHALERTSREQUEST']._serialized_start=315
+  _globals['_LISTHEALTHALERTSREQUEST']._serialized_end=340
+  _globals['_HEALTHALERT']._serialized_start=343
+  _globals['_HEALTHALERT']._serialized_end=554
+  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_start=556
+  _globals['_LISTHEALTHALERTSRESPONSE']._serialized_end=635
+  _globals['_PLATFORMHEALTHSERVICE']._serialized_start=638
+  _globals['_PLATFORMHEALTHSERVICE']._serialized_end=919
 # @@protoc_insertion_point(module_scope)

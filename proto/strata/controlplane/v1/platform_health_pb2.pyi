@@ -1,4 +1,3 @@
-from google.protobuf import struct_pb2 as _struct_pb2
 from strata.access.v1 import access_pb2 as _access_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -36,8 +35,30 @@ class ListHealthAlertsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class HealthAlert(_message.Message):
+    __slots__ = ("id", "severity", "layer", "service", "store", "status", "message", "since", "url")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    severity: str
+    layer: str
+    service: str
+    store: str
+    status: str
+    message: str
+    since: str
+    url: str
+    def __init__(self, id: _Optional[str] = ..., severity: _Optional[str] = ..., layer: _Optional[str] = ..., service: _Optional[str] = ..., store: _Optional[str] = ..., status: _Optional[str] = ..., message: _Optional[str] = ..., since: _Optional[str] = ..., url: _Optional[str] = ...) -> None: ...
+
 class ListHealthAlertsResponse(_message.Message):
     __slots__ = ("alerts",)
     ALERTS_FIELD_NUMBER: _ClassVar[int]
-    alerts: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
-    def __init__(self, alerts: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ...) -> None: ...
+    alerts: _containers.RepeatedCompositeFieldContainer[HealthAlert]
+    def __init__(self, alerts: _Optional[_Iterable[_Union[HealthAlert, _Mapping]]] = ...) -> None: ...

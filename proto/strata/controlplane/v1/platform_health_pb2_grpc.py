@@ -62,7 +62,16 @@ class PlatformHealthServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListHealthAlerts(self, request, context):
-        """GET /api/health/alerts — lists the active alerts (200, a bare array; empty when none).
+        """GET /api/health/alerts — lists the active alerts (200, a bare array of alert; empty when
+        none), from fresh probes: one per layer that is `degraded` or `down` (the probes of
+        /api/health/services), then one per store that does not answer (`kv`: the key-value
+        store; `analytics`: the analytics store).
+
+        Each condition's state is kept in the key-value store hash `cp:health:status`, so that
+        `since` is when it began, whichever control plane replica saw it first; a layer that
+        turns `degraded` or `down` raises one `health_degraded` notification per transition
+        (recorded atomically, so replicas raise it once). The probes also run in the background
+        every `HEALTH_PROBE_INTERVAL_SECS`, so the notification does not wait for a reader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -22,10 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"strata/controlplane/v1/route.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"<\n\x1bUpdateRouteLifecycleRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tlifecycle\x18\x02 \x01(\t\"S\n\x1cUpdateRouteLifecycleResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\x11\n\tlifecycle\x18\x03 \x01(\t\"H\n\x18UpdateRouteCanaryRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x05\x12\x10\n\x08upstream\x18\x03 \x01(\t\"_\n\x19UpdateRouteCanaryResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12\x10\n\x08upstream\x18\x04 \x01(\t2\x9d\x02\n\x0cRouteService\x12\x89\x01\n\x14UpdateRouteLifecycle\x12\x33.strata.controlplane.v1.UpdateRouteLifecycleRequest\x1a\x34.strata.controlplane.v1.UpdateRouteLifecycleResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x80\x01\n\x11UpdateRouteCanary\x12\x30.strata.controlplane.v1.UpdateRouteCanaryRequest\x1a\x31.strata.controlplane.v1.UpdateRouteCanaryResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"strata/controlplane/v1/route.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"<\n\x1bUpdateRouteLifecycleRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x11\n\tlifecycle\x18\x02 \x01(\t\"S\n\x1cUpdateRouteLifecycleResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\x11\n\tlifecycle\x18\x03 \x01(\t\"p\n\x18UpdateRouteCanaryRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\x13\n\x06weight\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12(\n\x08upstream\x18\x03 \x01(\x0b\x32\x16.google.protobuf.ValueB\t\n\x07_weight\"w\n\x19UpdateRouteCanaryResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08route_id\x18\x02 \x01(\t\x12\x0e\n\x06weight\x18\x03 \x01(\x05\x12(\n\x08upstream\x18\x04 \x01(\x0b\x32\x16.google.protobuf.Value2\x9d\x02\n\x0cRouteService\x12\x89\x01\n\x14UpdateRouteLifecycle\x12\x33.strata.controlplane.v1.UpdateRouteLifecycleRequest\x1a\x34.strata.controlplane.v1.UpdateRouteLifecycleResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12\x80\x01\n\x11UpdateRouteCanary\x12\x30.strata.controlplane.v1.UpdateRouteCanaryRequest\x1a\x31.strata.controlplane.v1.UpdateRouteCanaryResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,14 +37,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROUTESERVICE'].methods_by_name['UpdateRouteLifecycle']._serialized_options = b'\212\265\030\002\010\005'
   _globals['_ROUTESERVICE'].methods_by_name['UpdateRouteCanary']._loaded_options = None
   _globals['_ROUTESERVICE'].methods_by_name['UpdateRouteCanary']._serialized_options = b'\212\265\030\002\010\005'
-  _globals['_UPDATEROUTELIFECYCLEREQUEST']._serialized_start=93
-  _globals['_UPDATEROUTELIFECYCLEREQUEST']._serialized_end=153
-  _globals['_UPDATEROUTELIFECYCLERESPONSE']._serialized_start=155
-  _globals['_UPDATEROUTELIFECYCLERESPONSE']._serialized_end=238
-  _globals['_UPDATEROUTECANARYREQUEST']._serialized_start=240
-  _globals['_UPDATEROUTECANARYREQUEST']._serialized_end=312
-  _globals['_UPDATEROUTECANARYRESPONSE']._serialized_start=314
-  _globals['_UPDATEROUTECANARYRESPONSE']._serialized_end=409
-  _globals['_ROUTESERVICE']._serialized_start=412
-  _globals['_ROUTESERVICE']._serialized_end=697
+  _globals['_UPDATEROUTELIFECYCLEREQUEST']._serialized_start=123
+  _globals['_UPDATEROUTELIFECYCLEREQUEST']._serialized_end=183
+  _globals['_UPDATEROUTELIFECYCLERESPONSE']._serialized_start=185
+  _globals['_UPDATEROUTELIFECYCLERESPONSE']._serialized_end=268
+  _globals['_UPDATEROUTECANARYREQUEST']._serialized_start=270
+  _globals['_UPDATEROUTECANARYREQUEST']._serialized_end=382
+  _globals['_UPDATEROUTECANARYRESPONSE']._serialized_start=384
+  _globals['_UPDATEROUTECANARYRESPONSE']._serialized_end=503
+  _globals['_ROUTESERVICE']._serialized_start=506
+  _globals['_ROUTESERVICE']._serialized_end=791
 # @@protoc_insertion_point(module_scope)

@@ -1,7 +1,9 @@
+from google.protobuf import struct_pb2 as _struct_pb2
 from strata.access.v1 import access_pb2 as _access_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -30,8 +32,8 @@ class UpdateRouteCanaryRequest(_message.Message):
     UPSTREAM_FIELD_NUMBER: _ClassVar[int]
     id: str
     weight: int
-    upstream: str
-    def __init__(self, id: _Optional[str] = ..., weight: _Optional[int] = ..., upstream: _Optional[str] = ...) -> None: ...
+    upstream: _struct_pb2.Value
+    def __init__(self, id: _Optional[str] = ..., weight: _Optional[int] = ..., upstream: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class UpdateRouteCanaryResponse(_message.Message):
     __slots__ = ("status", "route_id", "weight", "upstream")
@@ -42,5 +44,5 @@ class UpdateRouteCanaryResponse(_message.Message):
     status: str
     route_id: str
     weight: int
-    upstream: str
-    def __init__(self, status: _Optional[str] = ..., route_id: _Optional[str] = ..., weight: _Optional[int] = ..., upstream: _Optional[str] = ...) -> None: ...
+    upstream: _struct_pb2.Value
+    def __init__(self, status: _Optional[str] = ..., route_id: _Optional[str] = ..., weight: _Optional[int] = ..., upstream: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...

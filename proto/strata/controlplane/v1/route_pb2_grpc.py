@@ -27,7 +27,9 @@ if _version_not_supported:
 
 class RouteServiceStub:
     """RouteService manages edge routes from the control plane: their lifecycle label and their
-    canary traffic split.
+    canary traffic split. Both write the route through the edge configuration service (one
+    atomic read-modify-write of the route; the other fields of the route are kept), so every
+    edge data plane receives the change over xDS like any Admin API write.
     """
 
     def __init__(self, channel):
@@ -50,14 +52,35 @@ class RouteServiceStub:
 
 class RouteServiceServicer:
     """RouteService manages edge routes from the control plane: their lifecycle label and their
-    canary traffic split.
+    canary traffic split. Both write the route through the edge configuration service (one
+    atomic read-modify-write of the route; the other fields of the route are kept), so every
+    edge data plane receives the change over xDS like any Admin API write.
     """
 
     def UpdateRouteLifecycle(self, request, context):
         """PATCH /api/routes/{id}/lifecycle — sets the route's lifecycle label in the edge proxy and
         writes the change to the audit trail (200 {status:'updated', route_id, lifecycle}).
+
+        At the edge: the label `lifecycle` of the route is set to the value, and
+        - `deprecated` adds the response header `Deprecation: @<unix time of the transition>`
+        (RFC 9745) through the route's `response-rewrite` plugin (created when the route has
+        none, merged into its `headers.set` otherwise); leaving `deprecated` removes the header
+        (and the plugin, when nothing else is left in it);
+        - `retired` disables the route (`status: 0`: the edge answers 404 as for an unknown
+        route); leaving `retired` enables it again (`status: 1`);
+        - `draft` and `published` change the label only.
+
+        Each transition writes one row to the analytics table `gateway.agent_audit_log`, which
+        `GET /api/audit` reads: action `route_lifecycle`, `tool_name` `route:<id>`, `status` the
+        new lifecycle, `agent_id` the caller (the token's `preferred_username`, else its
+        subject; `master-key` for the master key),
+        `tenant_id` the route's `tenant_id` label (empty for platform routes), `trace_id` the
+        request's trace. Setting the value the route already has changes nothing and writes no
+        row. When the audit row cannot be written, the route is put back and the call fails
+        with 503: no transition happens without its audit entry.
         Errors: INVALID_ARGUMENT (400) {error:'Invalid lifecycle state'} for a value outside
-        `draft`, `published`, `deprecated`, `retired`.
+        `draft`, `published`, `deprecated`, `retired` (or none); NOT_FOUND (404)
+        {error:'Route not found'} for an id the edge configuration does not hold.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -65,9 +88,25 @@ class RouteServiceServicer:
 
     def UpdateRouteCanary(self, request, context):
         """PATCH /api/routes/{id}/canary — sets the route's canary traffic split
-        (200 {status:'updated', route_id, weight, upstream}; shape not shown by the spec, chosen here).
-        Errors: INVALID_ARGUMENT (400) for a weight outside 0..100 or an empty upstream (body not
-        shown by the spec).
+        (200 {status:'updated', route_id, weight, upstream}; shape not shown by the spec, chosen
+        here).
+
+        A weight above 0 writes the route's `traffic-split` plugin (replacing any other conf of
+        it): `{"rules":[{"weighted_upstreams":[<canary with weight>, {"weight": 100 - weight}]}]}`;
+        the entry with a weight only is the route's own upstream. The canary is, by `upstream`:
+        - a string naming an edge upstream: `{"upstream_id": <upstream>}`;
+        - another string, `host:port`: `{"upstream": {"type":"roundrobin","nodes":{"<host:port>":1}}}`;
+        - an object with `nodes` (or `service_name`): that inline upstream, as the edge takes it;
+        - another object, a nodes map (`{"10.0.0.5:8080": 1}`): an inline round-robin upstream
+        with those nodes.
+        Weight 0 removes the plugin (no split). Each change writes an audit row as the lifecycle
+        does, with action `route_canary` and `status` `<weight>%`.
+        Errors: INVALID_ARGUMENT (400) {error:'invalid_request', message} for a missing weight, a
+        weight outside 0..100, a weight above 0 without an upstream, a string upstream that is
+        neither an edge upstream id nor `host:port`, an upstream of another JSON type, or a route
+        without an upstream of its own to split with; {error:'invalid_configuration', message}
+        for an inline upstream the edge's schema refuses; NOT_FOUND (404)
+        {error:'Route not found'}.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -96,7 +135,9 @@ def add_RouteServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class RouteService:
     """RouteService manages edge routes from the control plane: their lifecycle label and their
-    canary traffic split.
+    canary traffic split. Both write the route through the edge configuration service (one
+    atomic read-modify-write of the route; the other fields of the route are kept), so every
+    edge data plane receives the change over xDS like any Admin API write.
     """
 
     @staticmethod

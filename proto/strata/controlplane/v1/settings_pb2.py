@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/settings.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"e\n\rDataRetention\x12\x1c\n\x14request_log_ttl_days\x18\x01 \x01(\x05\x12\x1f\n\x17\x61i_request_log_ttl_days\x18\x02 \x01(\x05\x12\x15\n\raudit_log_ttl\x18\x03 \x01(\t\"\xa0\x01\n\x12NotificationConfig\x12\x1e\n\x11slack_webhook_url\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nemail_smtp\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rpagerduty_key\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x14\n\x12_slack_webhook_urlB\r\n\x0b_email_smtpB\x10\n\x0e_pagerduty_key\"\xe3\x01\n\x08Settings\x12\x15\n\rplatform_name\x18\x01 \x01(\t\x12\x1a\n\x12\x64\x65\x66\x61ult_rate_limit\x18\x02 \x01(\x03\x12\x1c\n\x14\x64\x65\x66\x61ult_token_budget\x18\x03 \x01(\x03\x12=\n\x0e\x64\x61ta_retention\x18\x04 \x01(\x0b\x32%.strata.controlplane.v1.DataRetention\x12G\n\x13notification_config\x18\x05 \x01(\x0b\x32*.strata.controlplane.v1.NotificationConfig\"\x14\n\x12GetSettingsRequest\"I\n\x13GetSettingsResponse\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Settings\"H\n\x12PutSettingsRequest\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Settings\"Y\n\x13PutSettingsResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x32\n\x08settings\x18\x02 \x01(\x0b\x32 .strata.controlplane.v1.Settings2\xf1\x01\n\x0fSettingsService\x12n\n\x0bGetSettings\x12*.strata.controlplane.v1.GetSettingsRequest\x1a+.strata.controlplane.v1.GetSettingsResponse\"\x06\x8a\xb5\x18\x02\x08\x02\x12n\n\x0bPutSettings\x12*.strata.controlplane.v1.PutSettingsRequest\x1a+.strata.controlplane.v1.PutSettingsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/settings.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xbb\x01\n\rDataRetention\x12!\n\x14request_log_ttl_days\x18\x01 \x01(\x05H\x00\x88\x01\x01\x12$\n\x17\x61i_request_log_ttl_days\x18\x02 \x01(\x05H\x01\x88\x01\x01\x12\x1a\n\raudit_log_ttl\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x17\n\x15_request_log_ttl_daysB\x1a\n\x18_ai_request_log_ttl_daysB\x10\n\x0e_audit_log_ttl\"\xa0\x01\n\x12NotificationConfig\x12\x1e\n\x11slack_webhook_url\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x17\n\nemail_smtp\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x1a\n\rpagerduty_key\x18\x03 \x01(\tH\x02\x88\x01\x01\x42\x14\n\x12_slack_webhook_urlB\r\n\x0b_email_smtpB\x10\n\x0e_pagerduty_key\"\xb4\x02\n\x08Settings\x12\x1a\n\rplatform_name\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x1f\n\x12\x64\x65\x66\x61ult_rate_limit\x18\x02 \x01(\x03H\x01\x88\x01\x01\x12!\n\x14\x64\x65\x66\x61ult_token_budget\x18\x03 \x01(\x03H\x02\x88\x01\x01\x12=\n\x0e\x64\x61ta_retention\x18\x04 \x01(\x0b\x32%.strata.controlplane.v1.DataRetention\x12G\n\x13notification_config\x18\x05 \x01(\x0b\x32*.strata.controlplane.v1.NotificationConfigB\x10\n\x0e_platform_nameB\x15\n\x13_default_rate_limitB\x17\n\x15_default_token_budget\"\x14\n\x12GetSettingsRequest\"I\n\x13GetSettingsResponse\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Settings\"H\n\x12PutSettingsRequest\x12\x32\n\x08settings\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Settings\"Y\n\x13PutSettingsResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x32\n\x08settings\x18\x02 \x01(\x0b\x32 .strata.controlplane.v1.Settings2\xf1\x01\n\x0fSettingsService\x12n\n\x0bGetSettings\x12*.strata.controlplane.v1.GetSettingsRequest\x1a+.strata.controlplane.v1.GetSettingsResponse\"\x06\x8a\xb5\x18\x02\x08\x02\x12n\n\x0bPutSettings\x12*.strata.controlplane.v1.PutSettingsRequest\x1a+.strata.controlplane.v1.PutSettingsResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,20 +36,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SETTINGSSERVICE'].methods_by_name['GetSettings']._serialized_options = b'\212\265\030\002\010\002'
   _globals['_SETTINGSSERVICE'].methods_by_name['PutSettings']._loaded_options = None
   _globals['_SETTINGSSERVICE'].methods_by_name['PutSettings']._serialized_options = b'\212\265\030\002\010\005'
-  _globals['_DATARETENTION']._serialized_start=96
-  _globals['_DATARETENTION']._serialized_end=197
-  _globals['_NOTIFICATIONCONFIG']._serialized_start=200
-  _globals['_NOTIFICATIONCONFIG']._serialized_end=360
-  _globals['_SETTINGS']._serialized_start=363
-  _globals['_SETTINGS']._serialized_end=590
-  _globals['_GETSETTINGSREQUEST']._serialized_start=592
-  _globals['_GETSETTINGSREQUEST']._serialized_end=612
-  _globals['_GETSETTINGSRESPONSE']._serialized_start=614
-  _globals['_GETSETTINGSRESPONSE']._serialized_end=687
-  _globals['_PUTSETTINGSREQUEST']._serialized_start=689
-  _globals['_PUTSETTINGSREQUEST']._serialized_end=761
-  _globals['_PUTSETTINGSRESPONSE']._serialized_start=763
-  _globals['_PUTSETTINGSRESPONSE']._serialized_end=852
-  _globals['_SETTINGSSERVICE']._serialized_start=855
-  _globals['_SETTINGSSERVICE']._serialized_end=1096
+  _globals['_DATARETENTION']._serialized_start=97
+  _globals['_DATARETENTION']._serialized_end=284
+  _globals['_NOTIFICATIONCONFIG']._serialized_start=287
+  _globals['_NOTIFICATIONCONFIG']._serialized_end=447
+  _globals['_SETTINGS']._serialized_start=450
+  _globals['_SETTINGS']._serialized_end=758
+  _globals['_GETSETTINGSREQUEST']._serialized_start=760
+  _globals['_GETSETTINGSREQUEST']._serialized_end=780
+  _globals['_GETSETTINGSRESPONSE']._serialized_start=782
+  _globals['_GETSETTINGSRESPONSE']._serialized_end=855
+  _globals['_PUTSETTINGSREQUEST']._serialized_start=857
+  _globals['_PUTSETTINGSREQUEST']._serialized_end=929
+  _globals['_PUTSETTINGSRESPONSE']._serialized_start=931
+  _globals['_PUTSETTINGSRESPONSE']._serialized_end=1020
+  _globals['_SETTINGSSERVICE']._serialized_start=1023
+  _globals['_SETTINGSSERVICE']._serialized_end=1264
 # @@protoc_insertion_point(module_scope)

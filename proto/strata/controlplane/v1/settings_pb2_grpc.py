@@ -26,7 +26,16 @@ if _version_not_supported:
 
 
 class SettingsServiceStub:
-    """SettingsService stores the platform-wide settings.
+    """SettingsService stores the platform-wide settings, as one JSON object in the key-value store
+    key `cp:settings` (secrets in clear there; masked in every answer). Until the first PUT the
+    defaults are answered: `platform_name` `Strata`, `default_rate_limit` 100,
+    `default_token_budget` 100000, retention 90 / 365 days and `forever` for the audit log, no
+    notification channel.
+
+    Secrets are never answered in clear: `pagerduty_key` as `****` plus its last 4 characters,
+    `slack_webhook_url` as its scheme and host, then `/****` and the last 4 characters of the
+    URL, and the password of `email_smtp` as `****`. A PUT that sends back a masked value
+    unchanged keeps the stored secret, so a settings object read with GET can be sent back.
     """
 
     def __init__(self, channel):
@@ -48,11 +57,20 @@ class SettingsServiceStub:
 
 
 class SettingsServiceServicer:
-    """SettingsService stores the platform-wide settings.
+    """SettingsService stores the platform-wide settings, as one JSON object in the key-value store
+    key `cp:settings` (secrets in clear there; masked in every answer). Until the first PUT the
+    defaults are answered: `platform_name` `Strata`, `default_rate_limit` 100,
+    `default_token_budget` 100000, retention 90 / 365 days and `forever` for the audit log, no
+    notification channel.
+
+    Secrets are never answered in clear: `pagerduty_key` as `****` plus its last 4 characters,
+    `slack_webhook_url` as its scheme and host, then `/****` and the last 4 characters of the
+    URL, and the password of `email_smtp` as `****`. A PUT that sends back a masked value
+    unchanged keeps the stored secret, so a settings object read with GET can be sent back.
     """
 
     def GetSettings(self, request, context):
-        """GET /api/settings — returns the platform settings (200 settings).
+        """GET /api/settings — returns the platform settings (200 settings, secrets masked).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -60,7 +78,17 @@ class SettingsServiceServicer:
 
     def PutSettings(self, request, context):
         """PUT /api/settings — replaces the platform settings (200 {status:'updated', settings}).
-        Errors: INVALID_ARGUMENT (400) for a malformed settings object (body not shown by the spec).
+        A field left out (or null) takes its default. The retention periods are applied to the
+        analytics tables (their TTL: `request_log`, `ai_request_log`, and `agent_audit_log` with
+        `sts_token_issuance` for the audit log) before the settings are stored.
+        Errors: INVALID_ARGUMENT (400) {error:'invalid_request', message} naming the field: a
+        blank `platform_name` or one over 100 characters; `default_rate_limit` outside
+        1..10000000; `default_token_budget` outside 0..1000000000000; a retention outside
+        1..36500 days; `audit_log_ttl` other than `forever` or `<days>d`; a `slack_webhook_url`
+        that is not an http(s) URL with a host; an `email_smtp` that is not
+        `smtp[s]://[user[:password]@]host[:port]` or `host[:port]`; a `pagerduty_key` over 256
+        characters or with whitespace. UNAVAILABLE (503) when the key-value or analytics store
+        cannot be written (nothing changed).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -88,7 +116,16 @@ def add_SettingsServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class SettingsService:
-    """SettingsService stores the platform-wide settings.
+    """SettingsService stores the platform-wide settings, as one JSON object in the key-value store
+    key `cp:settings` (secrets in clear there; masked in every answer). Until the first PUT the
+    defaults are answered: `platform_name` `Strata`, `default_rate_limit` 100,
+    `default_token_budget` 100000, retention 90 / 365 days and `forever` for the audit log, no
+    notification channel.
+
+    Secrets are never answered in clear: `pagerduty_key` as `****` plus its last 4 characters,
+    `slack_webhook_url` as its scheme and host, then `/****` and the last 4 characters of the
+    URL, and the password of `email_smtp` as `****`. A PUT that sends back a masked value
+    unchanged keeps the stored secret, so a settings object read with GET can be sent back.
     """
 
     @staticmethod
