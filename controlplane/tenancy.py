@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
+from controlplane.kv_errors import kv_unavailable
 from runtime.access import IDENTIFIER, current_caller
-from runtime.errors import InvalidRequest, NotFound, PermissionDenied, Unavailable
+from runtime.errors import InvalidRequest, NotFound, PermissionDenied
 
 TENANTS = "cp:tenants"  # hash: tenant id → tenant JSON (the tenants service writes it)
 
@@ -77,12 +77,8 @@ def store_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
+        with kv_unavailable():
             return await fn(*args, **kwargs)
-        except (RedisError, OSError) as exc:
-            raise Unavailable(
-                f"the key-value store is unreachable: {type(exc).__name__}", error="unavailable"
-            ) from exc
 
     return cast(F, wrapper)
 

@@ -29,16 +29,15 @@ import logging
 import secrets
 import uuid
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
+from controlplane.kv_errors import kv_unavailable
 from runtime.access import IDENTIFIER
-from runtime.errors import InvalidRequest, Unavailable
+from runtime.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +101,6 @@ def register_wakeup(event: Any) -> None:
 def wake_workers() -> None:
     for event in list(_wakeups):
         event.set()
-
-
-@contextmanager
-def kv_errors() -> Iterator[None]:
-    """The key-value store unreachable → 503: notifications fail closed, never half-written."""
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise Unavailable(
-            f"the key-value store is unreachable: {exc.__class__.__name__}", error="unavailable"
-        ) from exc
 
 
 def now_iso() -> str:
@@ -191,7 +179,7 @@ async def raise_notification(
     }
     nid = notification["id"]
     job = json.dumps({"kind": "notification", "notification": notification})
-    with kv_errors():
+    with kv_unavailable():
         async with kv.pipeline(transaction=True) as tx:
             tx.hset(ITEMS + tenant_id, nid, json.dumps(notification))
             tx.zadd(ORDER + tenant_id, {nid: int(created.timestamp() * 1000)})
@@ -215,7 +203,7 @@ async def list_notifications(
     kv: redis.Redis, tenant_id: str | None, *, unread_only: bool = False
 ) -> list[dict[str, Any]]:
     """A tenant's notifications (every tenant's when `tenant_id` is None), newest first."""
-    with kv_errors():
+    with kv_unavailable():
         tenants: list[str] = (
             [tenant_id] if tenant_id is not None else sorted(map(str, await kv.smembers(TENANTS)))
         )
@@ -237,7 +225,7 @@ async def list_notifications(
 async def mark_read(kv: redis.Redis, notification_id: str, tenant_id: str | None) -> bool:
     """Mark a notification read; False when it does not exist or belongs to another tenant
     than `tenant_id` (None: any tenant)."""
-    with kv_errors():
+    with kv_unavailable():
         found = await kv.hget(IDS, notification_id)
         owner = None if found is None else str(found)
         if owner is None or (tenant_id is not None and owner != tenant_id):
@@ -267,13 +255,13 @@ def default_preferences(tenant_id: str) -> dict[str, Any]:
 
 async def get_preferences(kv: redis.Redis, tenant_id: str) -> dict[str, Any]:
     """The tenant's preferences, or the defaults when it saved none."""
-    with kv_errors():
+    with kv_unavailable():
         raw = await kv.get(PREFS + tenant_id)
     return default_preferences(tenant_id) if raw is None else dict(json.loads(raw))
 
 
 async def put_preferences(kv: redis.Redis, preferences: dict[str, Any]) -> None:
-    with kv_errors():
+    with kv_unavailable():
         await kv.set(PREFS + preferences["tenant_id"], json.dumps(preferences))
 
 
@@ -286,7 +274,7 @@ def new_secret(prefix: str) -> str:
 
 async def list_webhooks(kv: redis.Redis) -> list[dict[str, Any]]:
     """Every webhook, oldest first."""
-    with kv_errors():
+    with kv_unavailable():
         raw = await kv.hgetall(WEBHOOKS)
     hooks = [dict(json.loads(v)) for v in raw.values()]
     hooks.sort(key=lambda h: (h["created_at"], h["id"]))
@@ -294,18 +282,18 @@ async def list_webhooks(kv: redis.Redis) -> list[dict[str, Any]]:
 
 
 async def get_webhook(kv: redis.Redis, webhook_id: str) -> dict[str, Any] | None:
-    with kv_errors():
+    with kv_unavailable():
         raw = await kv.hget(WEBHOOKS, webhook_id)
     return None if raw is None else dict(json.loads(raw))
 
 
 async def save_webhook(kv: redis.Redis, hook: dict[str, Any]) -> None:
-    with kv_errors():
+    with kv_unavailable():
         await kv.hset(WEBHOOKS, hook["id"], json.dumps(hook))
 
 
 async def delete_webhook(kv: redis.Redis, webhook_id: str) -> None:
-    with kv_errors():
+    with kv_unavailable():
         await kv.hdel(WEBHOOKS, webhook_id)
 
 
@@ -317,7 +305,7 @@ async def delete_tenant_notifications(kv: redis.Redis, tenant_id: str) -> None:
     preferences and webhooks (for the tenant deletion; queued deliveries of the tenant find
     their target gone and are dropped)."""
     check_tenant(tenant_id)
-    with kv_errors():
+    with kv_unavailable():
         ids = await kv.hkeys(ITEMS + tenant_id)
         hooks = [
             hook_id

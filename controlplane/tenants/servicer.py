@@ -45,6 +45,7 @@ from redis.exceptions import RedisError
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.identity import IdentityAdmin
+from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
 from controlplane.tenants import records as rec
 from controlplane.tenants.edge import TenantEdge
@@ -128,7 +129,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self, request: pb.ListTenantsRequest, context: Any
     ) -> pb.ListTenantsResponse:
         principal = current_caller().principal
-        async with _kv():
+        with kv_unavailable():
             if principal is None or principal.is_platform_admin:
                 raw = list((await self.kv.hgetall(rec.TENANTS)).values())
             elif principal.tenant_id:
@@ -371,7 +372,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         key = rec.allowlist_key(tenant)
         async with self._locked(tenant):
             record = await self._load(tenant)
-            async with _kv():
+            with kv_unavailable():
                 previous = await self.kv.get(key)
             steps = Steps("update")
 
@@ -401,7 +402,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     ) -> pb.GetPromptConfigResponse:
         _own_or_admin(request.id)
         await self._load(request.id)
-        async with _kv():
+        with kv_unavailable():
             raw = await self.kv.get(rec.prompt_config_key(request.id))
         response = pb.GetPromptConfigResponse()
         response.config.SetInParent()  # `{}`, not null, when nothing is stored
@@ -422,7 +423,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     async def _put_prompt_config(self, tenant: str, config: dict[str, str]) -> None:
         async with self._locked(tenant):
             await self._load(tenant)
-            async with _kv():
+            with kv_unavailable():
                 if config:
                     await self.kv.set(rec.prompt_config_key(tenant), json.dumps(config))
                 else:
@@ -435,7 +436,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         than STALE_CLAIM_SECS is returned when `stale_claims`, so that delete can clear it)."""
         if not rec.TENANT_ID.fullmatch(tenant):
             raise NotFound(NOT_FOUND)
-        async with _kv():
+        with kv_unavailable():
             raw = await self.kv.hget(rec.TENANTS, tenant)
         record = _parse(raw) if raw is not None else None
         if record is None:
@@ -447,7 +448,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         return record
 
     async def _views(self, records: list[dict[str, Any]]) -> list[pb.Tenant]:
-        async with _kv():
+        with kv_unavailable():
             figures = await live_figures(self.kv, self.analytics, records)
         return [
             pb.Tenant(
@@ -466,7 +467,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         ]
 
     async def _allowlist(self, tenant: str) -> list[str]:
-        async with _kv():
+        with kv_unavailable():
             raw = await self.kv.get(rec.allowlist_key(tenant))
         value = json.loads(raw) if raw else []
         return [str(c) for c in value] if isinstance(value, list) else []
@@ -476,7 +477,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         """One change of the tenant at a time, across every control plane replica."""
         key, token = rec.lock_key(tenant), secrets.token_hex(8)
         deadline = time.monotonic() + LOCK_WAIT_SECS
-        async with _kv():
+        with kv_unavailable():
             while not await self.kv.set(key, token, nx=True, px=LOCK_TTL_MS):
                 if time.monotonic() >= deadline:
                     raise AlreadyExists(
@@ -586,7 +587,7 @@ def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict) or "id" not in value:
         return None
-    plan = value.get("plan") if value.get("plan") in rec.PLANS else "free"
+    plan = str(value.get("plan")) if value.get("plan") in rec.PLANS else "free"
     defaults = {
         "name": str(value["id"]),
         "plan": plan,
@@ -621,14 +622,3 @@ async def _shielded(work: Coroutine[Any, Any, T]) -> T:
     _RUNNING.add(task)  # the loop keeps only weak references to tasks
     task.add_done_callback(_RUNNING.discard)
     return await asyncio.shield(task)
-
-
-@asynccontextmanager
-async def _kv() -> AsyncIterator[None]:
-    """The key-value store unreachable → 503 (tenants' state is security state: fail closed)."""
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise Unavailable(
-            f"the key-value store is unreachable: {exc}", error="service_unavailable"
-        ) from exc

@@ -510,7 +510,7 @@ async def test_key_value_store_down_fails_closed_with_503(
         for method, path, body in calls:
             status, answer = await down.api(method, path, body=body)
             assert status == 503, (path, answer)
-            assert answer["error"] == "unavailable"
+            assert answer["error"] == "store_unavailable"
 
 
 # --- the real effect at a running edge ---------------------------------------------------------

@@ -333,7 +333,7 @@ async def test_store_unreachable_is_503_and_nothing_is_half_written(start) -> No
                 "message": "m",
             },
         )
-        assert status == 503 and body["error"] == "unavailable"
+        assert status == 503 and body["error"] == "store_unavailable"
         status, body = await call(svc, "GET", "/api/notifications")
         assert status == 503
 

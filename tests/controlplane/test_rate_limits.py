@@ -210,7 +210,7 @@ async def test_key_value_store_down_fails_closed_with_503(
         ):
             body = {"limit": 5} if method == "PUT" else None
             status, answer = await down.api(method, path, body=body)
-            assert status == 503 and answer["error"] == "unavailable", answer
+            assert status == 503 and answer["error"] == "store_unavailable", answer
 
 
 async def test_a_changed_limit_is_enforced_at_the_edge_on_the_next_requests(

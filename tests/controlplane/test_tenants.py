@@ -757,7 +757,7 @@ async def test_key_value_store_unreachable_is_503(
 ) -> None:
     async with start_cp(ai.grpc_target, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as cp:
         status, answer = await api(cp, "GET", "/api/tenants")
-        assert status == 503 and answer["error"] == "service_unavailable"
+        assert status == 503 and answer["error"] == "store_unavailable"
         status, answer = await api(cp, "POST", "/api/tenants", {"name": "X", "plan": "free"})
         assert status == 503 and answer["layer"] == "metadata", answer
         assert (await api(cp, "GET", "/api/tenants/acme"))[0] == 503
