@@ -77,7 +77,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     )
     tenants = TenantServicer(config, stores, edge_config.servicer)
     delivery = DeliveryWorker(config, stores.kv, metrics)
-    settings_servicer = SettingsServicer(stores.kv, stores.analytics)
+    settings_servicer = SettingsServicer(stores.kv, stores.analytics, config.development)
     implemented = {
         b.name: b
         for b in (

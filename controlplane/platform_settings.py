@@ -6,7 +6,8 @@ retention periods are the TTLs of the analytics tables: a PUT applies them (only
 that differ from the tables' current TTL) before it stores the settings, and the control
 plane re-applies the stored ones at start (a fresh ClickHouse gets the migrations' defaults).
 
-URLs are checked for syntax here (scheme, host, port); delivery to them is the notification
+URLs are checked for syntax here (scheme, host, port), and the Slack webhook URL by the
+outbound guard (`runtime/outbound.py`); delivery to them is the notification
 channels' business.
 """
 
@@ -27,6 +28,7 @@ from redis.exceptions import RedisError
 
 from controlplane.kv_errors import kv_unavailable
 from runtime.errors import InvalidRequest, StrataError, Unavailable
+from runtime.outbound import check_outbound_url
 from runtime.protojson import to_json
 from runtime.stores.analytics import Analytics
 from runtime.stores.schema import DATABASE
@@ -315,9 +317,10 @@ async def apply_retention(analytics: Analytics, wanted: Mapping[str, int | None]
 
 
 class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
-    def __init__(self, kv: Redis, analytics: Analytics | None) -> None:
+    def __init__(self, kv: Redis, analytics: Analytics | None, development: bool) -> None:
         self.kv = kv
         self.analytics = analytics
+        self.development = development  # ENVIRONMENT=development: private addresses allowed
 
     async def load(self) -> tuple[dict[str, Any], bool]:
         """The settings (defaults filled in) and whether any were stored."""
@@ -355,6 +358,14 @@ class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
         new = from_request(request.settings)
         before, _ = await self.load()
         keep_masked_secrets(new, before)
+        slack = new["notification_config"].get("slack_webhook_url")
+        if slack and slack != before["notification_config"].get("slack_webhook_url"):
+            # where the platform will POST: never link-local or metadata addresses
+            await check_outbound_url(
+                slack,
+                development=self.development,
+                field="notification_config.slack_webhook_url",
+            )
         wanted = table_ttls(new)
         if self.analytics is not None and wanted != table_ttls(before):
             await apply_retention(self.analytics, wanted)  # Unavailable: nothing changed

@@ -36,7 +36,8 @@ DEFAULTS = {
     },
     "notification_config": {"slack_webhook_url": None, "email_smtp": None, "pagerduty_key": None},
 }
-SLACK = "https://hooks.slack.com/services/T0001/B0002/abcdefghijklWXYZ"
+# loopback: the tests run with ENVIRONMENT=development and resolve no public names
+SLACK = "http://127.0.0.1:9/services/T0001/B0002/abcdefghijklWXYZ"
 PAGERDUTY = "pd-integration-key-0123456789abcd"
 SMTP = "smtps://mailer:s3cret-pass@smtp.example.com:465"
 FULL = {
@@ -55,7 +56,7 @@ FULL = {
     },
 }
 MASKED_CHANNELS = {
-    "slack_webhook_url": "https://hooks.slack.com/****WXYZ",
+    "slack_webhook_url": "http://127.0.0.1:9/****WXYZ",
     "email_smtp": "smtps://mailer:****@smtp.example.com:465",
     "pagerduty_key": "****abcd",
 }
@@ -176,6 +177,8 @@ def _with(path: str, value: Any) -> dict[str, Any]:
         ("notification_config.slack_webhook_url", "https://h.example:99999/x", "slack_webhook_url"),
         ("notification_config.slack_webhook_url", "https://hooks.slack.com/****WXYZ0",
          "slack_webhook_url"),
+        ("notification_config.slack_webhook_url", "http://169.254.169.254/latest/meta-data",
+         "slack_webhook_url"),  # the outbound guard: metadata addresses never
         ("notification_config.email_smtp", "http://smtp.example.com", "email_smtp"),
         ("notification_config.email_smtp", "smtp://smtp.example.com/path", "email_smtp"),
         ("notification_config.email_smtp", "smtp.example.com:0", "email_smtp"),
