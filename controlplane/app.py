@@ -23,6 +23,7 @@ from controlplane.notifications.delivery import DeliveryWorker
 from controlplane.notifications.servicer import NotificationServicer, WebhookServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe, health_degraded_notifier
 from controlplane.platform_settings import SettingsServicer
+from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
@@ -97,6 +98,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(settings_pb2_grpc, settings_servicer),
             bind(license_pb2_grpc, LicenseServicer(config.license_key, config.license_public_key)),
             bind(route_pb2_grpc, RouteServicer(edge_config.servicer, stores.sink)),
+            bind(provider_pb2_grpc, ProviderServicer(stores.kv, config.development)),
         )
     }
     declared = unimplemented(

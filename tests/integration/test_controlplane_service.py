@@ -25,10 +25,10 @@ from runtime.stores.analytics import Analytics
 from runtime.stores.shipping import ShippingSink
 from runtime.testing import Serving, serving
 from strata.controlplane.v1 import (
+    analytics_pb2,
+    analytics_pb2_grpc,
     log_ingest_pb2,
     log_ingest_pb2_grpc,
-    provider_pb2,
-    provider_pb2_grpc,
     tenant_pb2,
     tenant_pb2_grpc,
 )
@@ -127,21 +127,24 @@ async def test_flag_off_answers_404_for_registry_and_sts(cp: Serving) -> None:
 
 
 async def test_unimplemented_operation_is_501_json_and_grpc_unimplemented(cp: Serving) -> None:
-    # LLM provider management has its own issue: still declared only.
-    status, body, _ = await get(cp, "/api/providers", BEARER)
+    # The agent topology belongs to the agent identity issue: still declared only.
+    status, body, _ = await get(cp, "/api/agent-topology", BEARER)
     assert status == 501
     assert body == {
         "error": "not_implemented",
-        "message": "GET /api/providers is declared but not implemented yet",
+        "message": "GET /api/agent-topology is declared but not implemented yet",
     }
-    stub = provider_pb2_grpc.ProviderServiceStub(cp.channel)
+    stub = analytics_pb2_grpc.AnalyticsServiceStub(cp.channel)
     with pytest.raises(grpc.aio.AioRpcError) as info:
-        await stub.ListProviders(provider_pb2.ListProvidersRequest(), metadata=MASTER, timeout=5)
+        await stub.GetAgentTopology(
+            analytics_pb2.GetAgentTopologyRequest(), metadata=MASTER, timeout=5
+        )
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     _, metrics, _ = await get(cp, "/metrics")
     assert (
         'strata_grpc_requests_total{code="UNIMPLEMENTED",'
-        'method="strata.controlplane.v1.ProviderService/ListProviders",service="controlplane"} 1.0'
+        'method="strata.controlplane.v1.AnalyticsService/GetAgentTopology",'
+        'service="controlplane"} 1.0'
     ) in metrics
 
 

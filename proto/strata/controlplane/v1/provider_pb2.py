@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/provider.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xed\x02\n\tKeySource\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x15\n\x08var_name\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04path\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x66ield\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04name\x18\x05 \x01(\tH\x03\x88\x01\x01\x12\x10\n\x03key\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x16\n\tsecret_id\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x16\n\tvault_url\x18\x08 \x01(\tH\x06\x88\x01\x01\x12\x18\n\x0bsecret_name\x18\t \x01(\tH\x07\x88\x01\x01\x12\x19\n\x0cmasked_value\x18\n \x01(\tH\x08\x88\x01\x01\x12\x12\n\x05value\x18\x0b \x01(\tH\t\x88\x01\x01\x42\x0b\n\t_var_nameB\x07\n\x05_pathB\x08\n\x06_fieldB\x07\n\x05_nameB\x06\n\x04_keyB\x0c\n\n_secret_idB\x0c\n\n_vault_urlB\x0e\n\x0c_secret_nameB\x0f\n\r_masked_valueB\x08\n\x06_value\"\xac\x02\n\x08Provider\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x10\n\x08\x62\x61se_url\x18\x04 \x01(\t\x12\x11\n\tauth_type\x18\x05 \x01(\t\x12\x35\n\nkey_source\x18\x06 \x01(\x0b\x32!.strata.controlplane.v1.KeySource\x12\x16\n\x0emodel_patterns\x18\x07 \x03(\t\x12\x16\n\x0e\x64\x65\x66\x61ult_models\x18\x08 \x03(\t\x12\x0f\n\x07\x65nabled\x18\t \x01(\x08\x12\x0e\n\x06status\x18\n \x01(\t\x12\x18\n\x0blast_tested\x18\x0b \x01(\tH\x00\x88\x01\x01\x12\x19\n\x11\x64iscovered_models\x18\x0c \x03(\tB\x0e\n\x0c_last_tested\"\x16\n\x14ListProvidersRequest\"L\n\x15ListProvidersResponse\x12\x33\n\tproviders\x18\x01 \x03(\x0b\x32 .strata.controlplane.v1.Provider\"K\n\x15UpsertProviderRequest\x12\x32\n\x08provider\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Provider\"n\n\x16UpsertProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x15\n\x08provider\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07message\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x0b\n\t_providerB\n\n\x08_message\"#\n\x15\x44\x65leteProviderRequest\x12\n\n\x02id\x18\x01 \x01(\t\"4\n\x16\x44\x65leteProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"!\n\x13TestProviderRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xb8\x01\n\x14TestProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x1e\n\x11models_discovered\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x0e\n\x06models\x18\x03 \x03(\t\x12\x18\n\x0bhttp_status\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07message\x18\x05 \x01(\tH\x02\x88\x01\x01\x42\x14\n\x12_models_discoveredB\x0e\n\x0c_http_statusB\n\n\x08_message2\xec\x03\n\x0fProviderService\x12t\n\rListProviders\x12,.strata.controlplane.v1.ListProvidersRequest\x1a-.strata.controlplane.v1.ListProvidersResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0eUpsertProvider\x12-.strata.controlplane.v1.UpsertProviderRequest\x1a..strata.controlplane.v1.UpsertProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0e\x44\x65leteProvider\x12-.strata.controlplane.v1.DeleteProviderRequest\x1a..strata.controlplane.v1.DeleteProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12q\n\x0cTestProvider\x12+.strata.controlplane.v1.TestProviderRequest\x1a,.strata.controlplane.v1.TestProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%strata/controlplane/v1/provider.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"\xed\x02\n\tKeySource\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x15\n\x08var_name\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04path\x18\x03 \x01(\tH\x01\x88\x01\x01\x12\x12\n\x05\x66ield\x18\x04 \x01(\tH\x02\x88\x01\x01\x12\x11\n\x04name\x18\x05 \x01(\tH\x03\x88\x01\x01\x12\x10\n\x03key\x18\x06 \x01(\tH\x04\x88\x01\x01\x12\x16\n\tsecret_id\x18\x07 \x01(\tH\x05\x88\x01\x01\x12\x16\n\tvault_url\x18\x08 \x01(\tH\x06\x88\x01\x01\x12\x18\n\x0bsecret_name\x18\t \x01(\tH\x07\x88\x01\x01\x12\x19\n\x0cmasked_value\x18\n \x01(\tH\x08\x88\x01\x01\x12\x12\n\x05value\x18\x0b \x01(\tH\t\x88\x01\x01\x42\x0b\n\t_var_nameB\x07\n\x05_pathB\x08\n\x06_fieldB\x07\n\x05_nameB\x06\n\x04_keyB\x0c\n\n_secret_idB\x0c\n\n_vault_urlB\x0e\n\x0c_secret_nameB\x0f\n\r_masked_valueB\x08\n\x06_value\"\xbd\x02\n\x08Provider\x12\n\n\x02id\x18\x01 \x01(\t\x12\x14\n\x0c\x64isplay_name\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x10\n\x08\x62\x61se_url\x18\x04 \x01(\t\x12\x11\n\tauth_type\x18\x05 \x01(\t\x12\x35\n\nkey_source\x18\x06 \x01(\x0b\x32!.strata.controlplane.v1.KeySource\x12\x16\n\x0emodel_patterns\x18\x07 \x03(\t\x12\x16\n\x0e\x64\x65\x66\x61ult_models\x18\x08 \x03(\t\x12\x14\n\x07\x65nabled\x18\t \x01(\x08H\x00\x88\x01\x01\x12\x0e\n\x06status\x18\n \x01(\t\x12\x18\n\x0blast_tested\x18\x0b \x01(\tH\x01\x88\x01\x01\x12\x19\n\x11\x64iscovered_models\x18\x0c \x03(\tB\n\n\x08_enabledB\x0e\n\x0c_last_tested\"\x16\n\x14ListProvidersRequest\"L\n\x15ListProvidersResponse\x12\x33\n\tproviders\x18\x01 \x03(\x0b\x32 .strata.controlplane.v1.Provider\"K\n\x15UpsertProviderRequest\x12\x32\n\x08provider\x18\x01 \x01(\x0b\x32 .strata.controlplane.v1.Provider\"n\n\x16UpsertProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x15\n\x08provider\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\x14\n\x07message\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x0b\n\t_providerB\n\n\x08_message\"#\n\x15\x44\x65leteProviderRequest\x12\n\n\x02id\x18\x01 \x01(\t\"4\n\x16\x44\x65leteProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"!\n\x13TestProviderRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xb8\x01\n\x14TestProviderResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x1e\n\x11models_discovered\x18\x02 \x01(\x03H\x00\x88\x01\x01\x12\x0e\n\x06models\x18\x03 \x03(\t\x12\x18\n\x0bhttp_status\x18\x04 \x01(\x05H\x01\x88\x01\x01\x12\x14\n\x07message\x18\x05 \x01(\tH\x02\x88\x01\x01\x42\x14\n\x12_models_discoveredB\x0e\n\x0c_http_statusB\n\n\x08_message2\xec\x03\n\x0fProviderService\x12t\n\rListProviders\x12,.strata.controlplane.v1.ListProvidersRequest\x1a-.strata.controlplane.v1.ListProvidersResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0eUpsertProvider\x12-.strata.controlplane.v1.UpsertProviderRequest\x1a..strata.controlplane.v1.UpsertProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12w\n\x0e\x44\x65leteProvider\x12-.strata.controlplane.v1.DeleteProviderRequest\x1a..strata.controlplane.v1.DeleteProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x12q\n\x0cTestProvider\x12+.strata.controlplane.v1.TestProviderRequest\x1a,.strata.controlplane.v1.TestProviderResponse\"\x06\x8a\xb5\x18\x02\x08\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,23 +43,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_KEYSOURCE']._serialized_start=97
   _globals['_KEYSOURCE']._serialized_end=462
   _globals['_PROVIDER']._serialized_start=465
-  _globals['_PROVIDER']._serialized_end=765
-  _globals['_LISTPROVIDERSREQUEST']._serialized_start=767
-  _globals['_LISTPROVIDERSREQUEST']._serialized_end=789
-  _globals['_LISTPROVIDERSRESPONSE']._serialized_start=791
-  _globals['_LISTPROVIDERSRESPONSE']._serialized_end=867
-  _globals['_UPSERTPROVIDERREQUEST']._serialized_start=869
-  _globals['_UPSERTPROVIDERREQUEST']._serialized_end=944
-  _globals['_UPSERTPROVIDERRESPONSE']._serialized_start=946
-  _globals['_UPSERTPROVIDERRESPONSE']._serialized_end=1056
-  _globals['_DELETEPROVIDERREQUEST']._serialized_start=1058
-  _globals['_DELETEPROVIDERREQUEST']._serialized_end=1093
-  _globals['_DELETEPROVIDERRESPONSE']._serialized_start=1095
-  _globals['_DELETEPROVIDERRESPONSE']._serialized_end=1147
-  _globals['_TESTPROVIDERREQUEST']._serialized_start=1149
-  _globals['_TESTPROVIDERREQUEST']._serialized_end=1182
-  _globals['_TESTPROVIDERRESPONSE']._serialized_start=1185
-  _globals['_TESTPROVIDERRESPONSE']._serialized_end=1369
-  _globals['_PROVIDERSERVICE']._serialized_start=1372
-  _globals['_PROVIDERSERVICE']._serialized_end=1864
+  _globals['_PROVIDER']._serialized_end=782
+  _globals['_LISTPROVIDERSREQUEST']._serialized_start=784
+  _globals['_LISTPROVIDERSREQUEST']._serialized_end=806
+  _globals['_LISTPROVIDERSRESPONSE']._serialized_start=808
+  _globals['_LISTPROVIDERSRESPONSE']._serialized_end=884
+  _globals['_UPSERTPROVIDERREQUEST']._serialized_start=886
+  _globals['_UPSERTPROVIDERREQUEST']._serialized_end=961
+  _globals['_UPSERTPROVIDERRESPONSE']._serialized_start=963
+  _globals['_UPSERTPROVIDERRESPONSE']._serialized_end=1073
+  _globals['_DELETEPROVIDERREQUEST']._serialized_start=1075
+  _globals['_DELETEPROVIDERREQUEST']._serialized_end=1110
+  _globals['_DELETEPROVIDERRESPONSE']._serialized_start=1112
+  _globals['_DELETEPROVIDERRESPONSE']._serialized_end=1164
+  _globals['_TESTPROVIDERREQUEST']._serialized_start=1166
+  _globals['_TESTPROVIDERREQUEST']._serialized_end=1199
+  _globals['_TESTPROVIDERRESPONSE']._serialized_start=1202
+  _globals['_TESTPROVIDERRESPONSE']._serialized_end=1386
+  _globals['_PROVIDERSERVICE']._serialized_start=1389
+  _globals['_PROVIDERSERVICE']._serialized_end=1881
 # @@protoc_insertion_point(module_scope)
