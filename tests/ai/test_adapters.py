@@ -483,3 +483,16 @@ async def test_openai_compatible_against_the_echo_sidecar(http: aiohttp.ClientSe
         with pytest.raises(ProviderError) as caught:
             await ADAPTERS["openai_compatible"].complete(http, target, failing)
         assert caught.value.status == 429 and caught.value.retryable
+
+
+async def test_anthropic_probe_refused_for_its_model_still_proves_the_key(
+    http: aiohttp.ClientSession,
+) -> None:
+    async with serve_protocol("anthropic", api_key=KEY) as server:
+        target = target_for("anthropic", server.url)
+        server.script(404)  # not_found_error: the probe model, not the key
+        assert await ADAPTERS["anthropic"].list_models(http, target, 5.0) == list(ANTHROPIC_MODELS)
+        server.script(403)
+        with pytest.raises(ProviderError) as caught:
+            await ADAPTERS["anthropic"].list_models(http, target, 5.0)
+        assert caught.value.status == 403 and not caught.value.retryable

@@ -14,7 +14,8 @@
   with `text_delta` (the text), `message_delta` (`stop_reason`, cumulative `usage`),
   `message_stop` (the terminator); `ping` skipped, `error` raised.
 - Models: the spec gives the type no models endpoint; the test is a one-token `/v1/messages`
-  call with `ANTHROPIC_PROBE_MODEL`, then the built-in anthropic model list.
+  call with `ANTHROPIC_PROBE_MODEL` (a 400/404 about the probe still proves the key: Anthropic
+  authenticates first), then the built-in anthropic model list.
 """
 
 from __future__ import annotations
@@ -224,12 +225,18 @@ class AnthropicAdapter:
             params={"max_tokens": 1},
             timeout=limit_secs,
         )
-        await common.post_json(
-            http,
-            target,
-            common.join_url(target.base_url, MESSAGES_PATH),
-            self.body(probe, stream=False),
-            self.headers(target, {}),
-            limit_secs,
-        )
+        try:
+            await common.post_json(
+                http,
+                target,
+                common.join_url(target.base_url, MESSAGES_PATH),
+                self.body(probe, stream=False),
+                self.headers(target, {}),
+                limit_secs,
+            )
+        except ProviderError as exc:
+            # Anthropic authenticates first: a 400/404 about the probe itself (a retired probe
+            # model, say) still proves the key. 401/403, 429, 5xx and no answer are raised.
+            if exc.status not in (400, 404):
+                raise
         return list(ANTHROPIC_MODELS)
