@@ -44,14 +44,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from controlplane.kv_errors import kv_unavailable
+from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ProviderError, ProviderTarget
-from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from gateways.ai.providers.builtin import (
+    AUTH_TYPES,
+    BUILTIN_PROVIDERS,
+    PROVIDER_TYPE_DEFAULTS,
+    PROVIDER_TYPES,
+)
 from runtime.errors import InvalidRequest, NotFound, Unavailable
 from runtime.outbound import (
     OutboundRefused,
@@ -71,16 +76,9 @@ CHANNEL = "platform:providers:changed"
 TEST_TIMEOUT_SECS = 10.0  # spec "Limits": provider test timeout
 TRANSACTION_ATTEMPTS = 20
 
-TYPES = ("openai", "anthropic", "gemini", "cohere", "ollama", "openai_compatible")
-AUTH_TYPES = ("bearer", "x-api-key", "api-key", "none")
-DEFAULT_AUTH = {
-    "openai": "bearer",
-    "anthropic": "x-api-key",
-    "gemini": "bearer",
-    "cohere": "bearer",
-    "ollama": "none",
-    "openai_compatible": "bearer",
-}
+TYPES = PROVIDER_TYPES
+# each type's default auth, from the spec's provider type defaults (gateways/ai/providers)
+DEFAULT_AUTH = {kind: str(PROVIDER_TYPE_DEFAULTS[kind]["auth_type"]) for kind in PROVIDER_TYPES}
 # Key source variants and the fields each takes (the JSON carries `type` and these only).
 KEY_SOURCES: dict[str, tuple[str, ...]] = {
     "env_var": ("var_name",),
@@ -326,93 +324,6 @@ def parse_stored(raw: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-# --- the provider call (the adapters' `list_models` contract) ------------------------------
-
-ANTHROPIC_VERSION = "2023-06-01"
-ANTHROPIC_PROBE_MODEL = "claude-3-5-haiku-latest"
-ANTHROPIC_MODELS = ["claude-3-5-sonnet-latest", "claude-3-5-haiku-latest", "claude-3-opus-latest"]
-MODELS_PATH = {"cohere": "/v2/models"}  # the others: /v1/models (anthropic: none)
-ANSWER_LIMIT = 4 * 1024 * 1024
-
-
-def auth_headers(target: ProviderTarget) -> dict[str, str]:
-    if not target.api_key or target.auth_type == "none":
-        return {}
-    if target.auth_type == "bearer":
-        return {"Authorization": f"Bearer {target.api_key}"}
-    return {target.auth_type: target.api_key}  # x-api-key, api-key
-
-
-async def _answer(resp: aiohttp.ClientResponse) -> Any:
-    body = await resp.content.read(ANSWER_LIMIT + 1)
-    if resp.status >= 400:
-        detail = ""
-        try:
-            error = json.loads(body).get("error")
-            detail = str(error.get("message") if isinstance(error, dict) else error or "")
-        except (ValueError, AttributeError):
-            pass
-        raise ProviderError(
-            f"the provider answered HTTP {resp.status}" + (f": {detail[:200]}" if detail else ""),
-            status=resp.status,
-            retryable=resp.status == 429 or resp.status >= 500,
-        )
-    if len(body) > ANSWER_LIMIT:
-        raise ProviderError("the provider's answer is too large", retryable=False)
-    try:
-        return json.loads(body)
-    except ValueError:
-        raise ProviderError("the provider's answer is not JSON", retryable=False) from None
-
-
-def model_ids(answer: Any) -> list[str]:
-    """Model IDs from an OpenAI-shaped `{data:[{id}]}` or a `{models:[{name|id}]}` answer."""
-    items = None
-    if isinstance(answer, dict):
-        items = answer.get("data", answer.get("models"))
-    if not isinstance(items, list):
-        raise ProviderError("the provider's answer lists no models", retryable=False)
-    found: dict[str, None] = {}
-    for item in items:
-        name = item.get("id") or item.get("name") if isinstance(item, dict) else None
-        if isinstance(name, str) and name:
-            found[name.removeprefix("models/")] = None
-    return list(found)
-
-
-async def discover_models(
-    http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
-) -> list[str]:
-    """The provider's models, as `ADAPTERS[target.type].list_models(http, target, limit_secs)`
-    answers them (same contract: `ProviderError` on failure, `status` 401/403 for a rejected
-    key). Minimal stand-in until the adapters are merged: the OpenAI-compatible models
-    endpoint, cohere's `/v2/models`, anthropic's minimal `/v1/messages` call."""
-    timeout = aiohttp.ClientTimeout(total=limit_secs)
-    headers = {"Accept": "application/json", **auth_headers(target)}
-    try:
-        if target.type == "anthropic":
-            headers["anthropic-version"] = ANTHROPIC_VERSION
-            probe = {
-                "model": ANTHROPIC_PROBE_MODEL,
-                "max_tokens": 1,
-                "messages": [{"role": "user", "content": "ping"}],
-            }
-            async with http.post(
-                f"{target.base_url}/v1/messages", json=probe, headers=headers,
-                timeout=timeout, allow_redirects=False,
-            ) as resp:  # fmt: skip
-                await _answer(resp)
-            return list(ANTHROPIC_MODELS)
-        path = MODELS_PATH.get(target.type, "/v1/models")
-        async with http.get(
-            f"{target.base_url}{path}", headers=headers, timeout=timeout, allow_redirects=False
-        ) as resp:
-            return model_ids(await _answer(resp))
-    except (aiohttp.ClientError, TimeoutError) as exc:
-        reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
-        raise ProviderError(f"the provider is unreachable ({reason})", retryable=True) from exc
-
-
 # --- the servicer --------------------------------------------------------------------------
 
 
@@ -653,7 +564,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
             async with outbound_session(
                 development=self.development, timeout=self.timeout_secs
             ) as http:
-                models = await discover_models(http, target, self.timeout_secs)
+                models = await ADAPTERS[target.type].list_models(http, target, self.timeout_secs)
         except OutboundRefused as exc:
             return Outcome("error", exc.message)
         except ProviderError as exc:

@@ -1,0 +1,302 @@
+"""What every adapter shares: URLs, auth headers, one HTTP attempt, error mapping, and the two
+line protocols providers stream in (server-sent events and newline-delimited JSON).
+
+Error mapping (the contract in `base.py`): no answer (connection refused, reset, DNS, timeout)
+is retryable with `status` None; an HTTP 429 or 5xx is retryable with its status; any other
+4xx (and a 3xx: redirects are not followed, so a key never travels to another host) is not; a
+2xx that is not the JSON the protocol documents, or a stream that stops before its terminator,
+is not retryable, `status` None. Messages name the provider id and quote at most 300
+characters of the provider's own error message, with the key scrubbed from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+
+from gateways.ai.providers.base import ChatCall, ProviderError, ProviderTarget
+
+# Headers the pipeline may hand over but an adapter sets itself (or must never forward).
+_OWN_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "content-type",
+        "content-length",
+        "host",
+        "accept",
+    }
+)
+_ERROR_DETAIL_CHARS = 300
+_ERROR_BODY_BYTES = 16384
+
+
+def join_url(base_url: str, path: str) -> str:
+    """`base_url` + `path`, without doubling a version segment: a base URL given as
+    `http://host:8000/v1` and the path `/v1/models` make `http://host:8000/v1/models`."""
+    base = base_url.rstrip("/")
+    first = path.lstrip("/").split("/", 1)[0]
+    if first and base.rsplit("/", 1)[-1] == first:
+        base = base[: -len(first) - 1]
+    return base + path
+
+
+def auth_headers(target: ProviderTarget, *, api_key_header: str = "api-key") -> dict[str, str]:
+    """The auth header of `target.auth_type`: `bearer` → `Authorization: Bearer <key>`,
+    `x-api-key` → `x-api-key: <key>`, `api-key` → `<api_key_header>: <key>` (`api-key` for
+    Azure-style servers; the gemini adapter passes Google's `x-goog-api-key`), `none` → none.
+    No key resolved: no header (the provider answers 401, which the test reports `invalid`)."""
+    key = target.api_key
+    kind = target.auth_type
+    if kind not in ("bearer", "x-api-key", "api-key", "none"):
+        raise ProviderError(f"{target.id}: unknown auth_type {kind!r}", retryable=False)
+    if kind == "none" or not key:
+        return {}
+    if kind == "bearer":
+        return {"Authorization": f"Bearer {key}"}
+    if kind == "x-api-key":
+        return {"x-api-key": key}
+    return {api_key_header: key}
+
+
+def request_headers(
+    target: ProviderTarget,
+    propagated: Mapping[str, str],
+    *,
+    extra: Mapping[str, str] | None = None,
+    api_key_header: str = "api-key",
+) -> dict[str, str]:
+    """The propagated headers (`traceparent`, `x-request-id`, ...; never one that carries
+    credentials or framing), then the protocol's own, then auth."""
+    headers = {k: v for k, v in propagated.items() if k.lower() not in _OWN_HEADERS}
+    headers["Content-Type"] = "application/json"
+    headers.update(extra or {})
+    headers.update(auth_headers(target, api_key_header=api_key_header))
+    return headers
+
+
+def scrub(text: str, target: ProviderTarget) -> str:
+    """`text` without the key (whole, or its first 8 characters as providers echo them)."""
+    key = target.api_key
+    if key:
+        text = text.replace(key, "***")
+        if len(key) >= 12:
+            text = text.replace(key[:8], "***")
+    return text
+
+
+def fail(target: ProviderTarget, what: str, *, status: int | None = None) -> ProviderError:
+    """A ProviderError whose retryability follows the contract from `status` (None: a malformed
+    or truncated answer, not retryable; use `unreachable` for no answer at all)."""
+    retryable = status is not None and (status == 429 or status >= 500)
+    return ProviderError(scrub(f"{target.id}: {what}", target), status=status, retryable=retryable)
+
+
+def unreachable(target: ProviderTarget, exc: BaseException, limit_secs: float) -> ProviderError:
+    """No answer: a connection error or a timeout. Retryable, `status` None."""
+    if isinstance(exc, TimeoutError):
+        what = f"no answer within {limit_secs:g}s"
+    else:
+        what = f"unreachable ({type(exc).__name__}: {exc})"
+    return ProviderError(scrub(f"{target.id}: {what}", target), status=None, retryable=True)
+
+
+def _error_detail(raw: bytes) -> str:
+    """The provider's own error message from an error body, in any of the documented shapes:
+    OpenAI/Gemini `{error: {message}}`, Anthropic `{type: error, error: {type, message}}`,
+    Cohere `{message}`, Ollama `{error: "..."}`; else the start of the body."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:_ERROR_DETAIL_CHARS]
+    if isinstance(body, list) and body and isinstance(body[0], dict):  # Gemini sometimes
+        body = body[0]
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:_ERROR_DETAIL_CHARS]
+        if isinstance(error, str):
+            return error[:_ERROR_DETAIL_CHARS]
+        if isinstance(body.get("message"), str):
+            return str(body["message"])[:_ERROR_DETAIL_CHARS]
+    return text[:_ERROR_DETAIL_CHARS]
+
+
+async def error_from(resp: aiohttp.ClientResponse, target: ProviderTarget) -> ProviderError:
+    """The ProviderError for a non-2xx answer."""
+    try:
+        raw = await resp.content.read(_ERROR_BODY_BYTES)
+    except (TimeoutError, aiohttp.ClientError):
+        raw = b""
+    detail = _error_detail(raw)
+    reason = f"HTTP {resp.status}" + (f": {detail}" if detail else "")
+    return fail(target, reason, status=resp.status)
+
+
+def parse_json(raw: bytes | str, target: ProviderTarget, what: str = "answer") -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise fail(target, f"malformed {what} (not JSON)") from None
+
+
+def as_dict(value: Any, target: ProviderTarget, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise fail(target, f"malformed answer: {what} is not an object")
+    return value
+
+
+def as_int(value: Any) -> int:
+    """A token count (absent or not a number: 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def content_text(content: Any) -> str:
+    """The text of an OpenAI message `content`: a string, or the text parts of a part list
+    (images and other parts are dropped by the non-OpenAI protocols)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict)]
+        return "".join(t for t in texts if isinstance(t, str))
+    return ""
+
+
+def stop_list(value: Any) -> list[str] | None:
+    """OpenAI `stop` (a string or a list) as a list; None when absent."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value) or None
+    return None
+
+
+async def post_json(
+    http: aiohttp.ClientSession,
+    target: ProviderTarget,
+    url: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    limit_secs: float,
+    *,
+    method: str = "POST",
+) -> Any:
+    """One request answered by one JSON document (`body` is ignored for GET)."""
+    try:
+        async with http.request(
+            method,
+            url,
+            json=body if method != "GET" else None,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=limit_secs),
+            allow_redirects=False,
+        ) as resp:
+            if resp.status >= 300:
+                raise await error_from(resp, target)
+            try:
+                raw = await resp.read()
+            except aiohttp.ClientPayloadError:
+                raise fail(target, "truncated answer") from None
+            return parse_json(raw, target)
+    except ProviderError:
+        raise
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise unreachable(target, exc, limit_secs) from None
+
+
+@asynccontextmanager
+async def open_stream(
+    http: aiohttp.ClientSession,
+    target: ProviderTarget,
+    url: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    limit_secs: float,
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """A streaming POST with a 2xx status. `limit_secs` bounds connecting and every wait for the
+    next bytes (not the whole stream, which may rightly last longer)."""
+    client_timeout = aiohttp.ClientTimeout(
+        total=None, sock_connect=limit_secs, sock_read=limit_secs
+    )
+    try:
+        resp = await http.post(
+            url, json=body, headers=headers, timeout=client_timeout, allow_redirects=False
+        )
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        raise unreachable(target, exc, limit_secs) from None
+    try:
+        if resp.status >= 300:
+            raise await error_from(resp, target)
+        yield resp
+    finally:
+        resp.release()
+
+
+async def iter_lines(
+    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+) -> AsyncIterator[str]:
+    """The lines of a streamed body (any length; CR LF or LF). A stall longer than `limit_secs`
+    is retryable; a connection cut mid-body is a truncated answer (not retryable)."""
+    buffer = bytearray()
+    try:
+        async for chunk in resp.content.iter_any():
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:end]).rstrip(b"\r")
+                del buffer[: end + 1]
+                yield line.decode("utf-8", "replace")
+    except TimeoutError as exc:
+        raise unreachable(target, exc, limit_secs) from None
+    except aiohttp.ClientError:
+        raise fail(target, "stream cut before its end") from None
+    if buffer:
+        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+
+
+async def iter_sse(
+    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+) -> AsyncIterator[tuple[str, str]]:
+    """Server-sent events as (event name, data) per the WHATWG event-stream format: `event:`
+    and `data:` fields (several `data:` lines joined by newlines), comments skipped, an event
+    dispatched at a blank line (and at the end of the body)."""
+    event, data = "", list[str]()
+    async for line in iter_lines(resp, target, limit_secs):
+        if not line:
+            if data:
+                yield event or "message", "\n".join(data)
+            event, data = "", list[str]()
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "event":
+            event = value
+        elif name == "data":
+            data.append(value)
+    if data:
+        yield event or "message", "\n".join(data)
+
+
+async def iter_ndjson(
+    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+) -> AsyncIterator[dict[str, Any]]:
+    """Newline-delimited JSON objects (blank lines skipped)."""
+    async for line in iter_lines(resp, target, limit_secs):
+        if line.strip():
+            yield as_dict(parse_json(line, target, "stream line"), target, "a stream line")
+
+
+def truncated(target: ProviderTarget, terminator: str) -> ProviderError:
+    return fail(target, f"stream ended without {terminator}")
+
+
+def call_timeout(call: ChatCall) -> float:
+    return call.timeout if call.timeout > 0 else 60.0
