@@ -4,10 +4,13 @@
 flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_streaming` variant
 `StreamChatCompletion`, rendered as server-sent events ending with `data: [DONE]`.
 
-Chat requests are passthrough: the front door binds the typed fields (`model`, `messages`,
-`stream`) while ignoring unknown OpenAI keys, and puts the whole JSON body into the request's
-`body` Struct. Answers render `completion` / `chunk`; the servicer sets the `x-cache` and
-`x-tenant-id` headers through its context (`runtime.context.respond`).
+Chat requests are passthrough: the whole JSON body goes into the request's `body` Struct
+(`body="body"`, so nothing is bound strictly: OpenAI's content-part arrays, `null` contents and
+unknown keys all arrive), and the servicer validates it (`pipeline.validate`), answering 400
+`invalid_request_error` naming the field. Chat errors use OpenAI's `invalid_request_error` type
+for every bad request, a malformed JSON body included (`chat_error`). Answers render
+`completion` / `chunk`; the servicer sets the `x-cache` and `x-tenant-id` headers through its
+context (`runtime.context.respond`).
 
 `GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`);
 `DELETE /v1/budget/{tenant_id}` (beyond the spec) removes a budget, for the control plane's
@@ -18,10 +21,23 @@ tenant delete.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateways.ai.budget import render_budget
+from gateways.ai.envelope import openai_error
+from runtime.errors import StrataError
 from runtime.http_rules import HttpRule
 
 PKG = "strata.ai.v1"
+
+
+def chat_error(err: StrataError) -> dict[str, Any]:
+    """The OpenAI envelope, with OpenAI's type for a bad request (the front door's own 400s,
+    malformed JSON, say `invalid_request`)."""
+    if err.error == "invalid_request":
+        err.error = "invalid_request_error"
+    return openai_error(err)
+
 
 # `stream: true` bodies of POST /v1/chat/completions: one SSE `data:` event per message.
 STREAM_CHAT = HttpRule(
@@ -30,7 +46,9 @@ STREAM_CHAT = HttpRule(
     f"{PKG}.ChatService/StreamChatCompletion",
     response_body="chunk",
     stream=True,
+    body="body",
     passthrough="body",
+    envelope=chat_error,
 )
 
 HTTP_RULES: tuple[HttpRule, ...] = (
@@ -40,8 +58,10 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "/v1/chat/completions",
         f"{PKG}.ChatService/CreateChatCompletion",
         response_body="completion",
+        body="body",
         passthrough="body",
         when_streaming=STREAM_CHAT,
+        envelope=chat_error,
     ),
     HttpRule(
         "GET",
