@@ -95,6 +95,7 @@ class Scripted:
     attempts: list[Attempt] = field(default_factory=list)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     fail_after_words: int | None = None  # reset the stream after this many words
+    delay: float = 0.0  # before answering (every attempt)
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -108,6 +109,8 @@ class Scripted:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.attempts.append(Attempt(time.monotonic(), body, dict(request.headers)))
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.script:
             status = self.script.pop(0)
             if status != 200:
