@@ -28,8 +28,9 @@ class AiGatewayConfig(ServiceConfig):
     environment: str = var(
         "ENVIRONMENT",
         "development",
-        "`development` lets providers use `manual` keys (`platform:provider-secrets`); any other "
-        "value refuses them",
+        # (documented as the control plane documents it: the README has one row per variable)
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
     )
     # The request pipeline (gateways/ai/pipeline.py).
     fallback_chain: tuple[str, ...] = var(

@@ -119,7 +119,11 @@ class Scripted:
                     status=status,
                 )
         words = [f"w{i} " for i in range(self.words)]
-        usage = {"prompt_tokens": 7, "completion_tokens": self.words, "total_tokens": 7 + self.words}
+        usage = {
+            "prompt_tokens": 7,
+            "completion_tokens": self.words,
+            "total_tokens": 7 + self.words,
+        }
         if not body.get("stream"):
             return web.json_response(
                 {
@@ -150,7 +154,9 @@ class Scripted:
                 await asyncio.sleep(self.word_delay)
             end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
             await response.write(f"data: {json.dumps(end)}\n\n".encode())
-            await response.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+            await response.write(
+                f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
+            )
             await response.write(b"data: [DONE]\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
             self.cancelled.set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import openai
 import pytest
 from ai_kit import client, provider, set_providers, tenant
@@ -37,8 +38,6 @@ async def echo_provider(echo, kv, monkeypatch):
 
 
 async def set_budget(url: str, t: str, tokens: int) -> None:
-    import aiohttp
-
     async with (
         aiohttp.ClientSession() as http,
         http.post(
@@ -75,18 +74,9 @@ async def test_settles_exactly_and_refuses_when_not_enough(gateway, echo_provide
         async with client(ai.http_url, u) as sdk:
             await sdk.chat.completions.create(model="echo-1", messages=MESSAGES)
         assert await kv.get(f"{u}:budget:tokens") is None
-        metrics = await (await _get(ai.http_url + "/metrics"))
+        async with aiohttp.ClientSession() as http, http.get(ai.http_url + "/metrics") as resp:
+            metrics = await resp.text()
         assert "ai_gateway_budget_exceeded_total 1.0" in metrics
-
-
-async def _get(url: str):
-    import aiohttp
-
-    async def read() -> str:
-        async with aiohttp.ClientSession() as http, http.get(url) as resp:
-            return await resp.text()
-
-    return read()
 
 
 async def test_concurrent_burst_on_two_instances_never_overdraws(
@@ -124,42 +114,42 @@ async def test_budget_warning_reaches_the_control_plane_once(
 ) -> None:
     t = tenant()
     cp_config = config_for(ControlPlaneConfig)
-    async with serving(build_cp(cp_config, stores_for(cp_config))) as cp:
-        async with gateway(CONTROLPLANE_GRPC=cp.grpc_target) as ai:
-            await set_budget(ai.http_url, t, 50)  # 80% used: 10 tokens left or fewer
-            async with client(ai.http_url, t) as sdk:
-                for _ in range(5):  # 50 → 43 → 36 → 29 → 22 → 15: not yet
-                    await sdk.chat.completions.create(
-                        model="echo-1", messages=MESSAGES, max_tokens=10
-                    )
-                assert int(await kv.get(f"{t}:budget:tokens")) == 15
-                assert await kv.get(f"{t}:budget:warned") is None
-                await sdk.chat.completions.create(  # → 8: crossed
-                    model="echo-1", messages=MESSAGES, max_tokens=2
-                )
-                assert int(await kv.get(f"{t}:budget:tokens")) == 8
-                stub = notification_pb2_grpc.NotificationServiceStub(cp.channel)
-                listed = None
-                for _ in range(100):
-                    listed = await stub.ListNotifications(
-                        notification_pb2.ListNotificationsRequest(tenant_id=t),
-                        metadata=(("authorization", f"Bearer {MASTER_KEY}"),),
-                        timeout=5,
-                    )
-                    if listed.notifications:
-                        break
-                    await asyncio.sleep(0.05)
-                assert listed is not None and len(listed.notifications) == 1
-                note = listed.notifications[0]
-                assert note.notification_type == "budget_warning"
-                # Later requests past 80% do not warn again.
-                await sdk.chat.completions.create(
-                    model="echo-1", messages=[{"role": "user", "content": "a"}], max_tokens=1
-                )
-                await asyncio.sleep(0.3)
+    async with (
+        serving(build_cp(cp_config, stores_for(cp_config))) as cp,
+        gateway(CONTROLPLANE_GRPC=cp.grpc_target) as ai,
+    ):
+        await set_budget(ai.http_url, t, 50)  # 80% used: 10 tokens left or fewer
+        async with client(ai.http_url, t) as sdk:
+            for _ in range(5):  # 50 → 43 → 36 → 29 → 22 → 15: not yet
+                await sdk.chat.completions.create(model="echo-1", messages=MESSAGES, max_tokens=10)
+            assert int(await kv.get(f"{t}:budget:tokens")) == 15
+            assert await kv.get(f"{t}:budget:warned") is None
+            await sdk.chat.completions.create(  # → 8: crossed
+                model="echo-1", messages=MESSAGES, max_tokens=2
+            )
+            assert int(await kv.get(f"{t}:budget:tokens")) == 8
+            stub = notification_pb2_grpc.NotificationServiceStub(cp.channel)
+            listed = None
+            for _ in range(100):
                 listed = await stub.ListNotifications(
                     notification_pb2.ListNotificationsRequest(tenant_id=t),
                     metadata=(("authorization", f"Bearer {MASTER_KEY}"),),
                     timeout=5,
                 )
-                assert len(listed.notifications) == 1
+                if listed.notifications:
+                    break
+                await asyncio.sleep(0.05)
+            assert listed is not None and len(listed.notifications) == 1
+            note = listed.notifications[0]
+            assert note.notification_type == "budget_warning"
+            # Later requests past 80% do not warn again.
+            await sdk.chat.completions.create(
+                model="echo-1", messages=[{"role": "user", "content": "a"}], max_tokens=1
+            )
+            await asyncio.sleep(0.3)
+            listed = await stub.ListNotifications(
+                notification_pb2.ListNotificationsRequest(tenant_id=t),
+                metadata=(("authorization", f"Bearer {MASTER_KEY}"),),
+                timeout=5,
+            )
+            assert len(listed.notifications) == 1

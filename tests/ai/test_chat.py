@@ -73,7 +73,11 @@ async def test_raw_stream_is_sse_with_done_and_headers(ai) -> None:
         http.post(
             f"{ai.http_url}/v1/chat/completions",
             headers={"Authorization": f"Bearer {MASTER_KEY}", "x-tenant-id": t},
-            json={"model": "echo-1", "messages": [{"role": "user", "content": "hi"}], "stream": True},
+            json={
+                "model": "echo-1",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": True,
+            },
         ) as resp,
     ):
         body = await resp.text()
@@ -107,7 +111,9 @@ async def test_jwt_tenant_and_header_rules(ai, idp) -> None:
         )
         assert raw.headers["x-tenant-id"] == "acme"
     async with client(ai.http_url, "acme", key=token) as sdk:  # the same tenant: fine
-        await sdk.chat.completions.create(model="echo-1", messages=[{"role": "user", "content": "x"}])
+        await sdk.chat.completions.create(
+            model="echo-1", messages=[{"role": "user", "content": "x"}]
+        )
     async with client(ai.http_url, "globex", key=token) as sdk:
         with pytest.raises(openai.PermissionDeniedError):
             await sdk.chat.completions.create(
@@ -219,7 +225,9 @@ async def test_models_lists_reachable_providers(ai, kv, echo) -> None:
     # A provider whose key variable is not set is not reachable; a change applies within 1 s.
     await set_providers(
         kv,
-        provider("echo", echo, models=["echo-1"], key_source={"type": "env_var", "var_name": "NOPE_VAR"}),
+        provider(
+            "echo", echo, models=["echo-1"], key_source={"type": "env_var", "var_name": "NOPE_VAR"}
+        ),
     )
     import asyncio
 

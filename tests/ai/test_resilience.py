@@ -85,7 +85,10 @@ async def test_breaker_is_shared_opens_probes_once_and_closes(gateway, scripted,
             return_exceptions=True,
         )
         assert len(scripted.attempts) == 4  # the single probe
-        assert sorted(type(r).__name__ for r in results) == ["ChatCompletion", "InternalServerError"]
+        assert sorted(type(r).__name__ for r in results) == [
+            "ChatCompletion",
+            "InternalServerError",
+        ]
         scripted.delay = 0
         await asyncio.sleep(0.3)  # past the breaker copies' refresh
         for sdk in (a, b):  # closed again
@@ -225,11 +228,15 @@ async def test_no_key_in_any_log_line(gateway, kv, echo, monkeypatch, caplog) ->
         await set_providers(
             kv,
             provider(
-                "bad", url, models=["m-1"],
+                "bad",
+                url,
+                models=["m-1"],
                 key_source={"type": "env_var", "var_name": "SECRET_KEY_VAR"},
             ),
             provider(
-                "echo", echo, models=["echo-1"],
+                "echo",
+                echo,
+                models=["echo-1"],
                 key_source={"type": "env_var", "var_name": "SECRET_KEY_VAR"},
             ),
         )
