@@ -5,12 +5,14 @@ Valkey, and the `budget_warning` notification reaching an in-process control pla
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 
 import aiohttp
 import openai
 import pytest
 from ai_kit import client, provider, set_providers, tenant
-from support import MASTER_KEY
+from support import MASTER_KEY, free_port
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -153,3 +155,71 @@ async def test_budget_warning_reaches_the_control_plane_once(
                 timeout=5,
             )
             assert len(listed.notifications) == 1
+
+
+async def _process(env: dict[str, str], port: int):
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateways.ai",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(600):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/health") as resp:
+                    if resp.status == 200:
+                        return proc
+            except aiohttp.ClientError:
+                pass
+            if proc.returncode is not None:
+                raise RuntimeError("the AI gateway process exited")
+            await asyncio.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the AI gateway process did not start")
+
+
+async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, tmp_path) -> None:
+    t = tenant()
+    ports = [(free_port(), free_port()) for _ in range(2)]
+    procs = []
+    try:
+        for i, (http_port, grpc_port) in enumerate(ports):
+            env = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "HTTP_PORT": str(http_port),
+                "GRPC_PORT": str(grpc_port),
+                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: log rows are dropped
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await _process(env, http_port))
+        urls = [f"http://127.0.0.1:{http_port}" for http_port, _ in ports]
+        budget = 300
+        await set_budget(urls[0], t, budget)
+        sdks = [client(url, t) for url in urls]
+
+        async def ask(i: int) -> str:
+            try:
+                await sdks[i % 2].chat.completions.create(
+                    model="echo-1", messages=MESSAGES, max_tokens=10
+                )
+                return "ok"
+            except openai.RateLimitError:
+                return "refused"
+
+        outcomes = await asyncio.gather(*(ask(i) for i in range(60)))
+        for sdk in sdks:
+            await sdk.close()
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()
+    ok = outcomes.count("ok")
+    left = int(await kv.get(f"{t}:budget:tokens"))
+    assert left == budget - USED * ok >= 0
+    assert ok >= budget // RESERVED and outcomes.count("refused") > 0
