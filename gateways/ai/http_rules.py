@@ -4,10 +4,11 @@
 flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_streaming` variant
 `StreamChatCompletion`, rendered as server-sent events ending with `data: [DONE]`.
 
-Chat requests are passthrough: the whole JSON body goes into the request's `body` Struct
-(`body="body"`, so nothing is bound strictly: OpenAI's content-part arrays, `null` contents and
-unknown keys all arrive), and the servicer validates it (`pipeline.validate`), answering 400
-`invalid_request_error` naming the field. Chat errors use OpenAI's `invalid_request_error` type
+Chat requests are passthrough: the front door binds the typed fields (`model`, `messages`,
+`stream`) leniently and puts the whole JSON body into the request's `body` Struct; a body whose
+typed fields do not parse (OpenAI's content-part arrays, a `null` content) leaves them unset and
+still arrives whole in `body`. The servicer validates the body (`pipeline.validate`), answering
+400 `invalid_request_error` naming the field. Chat errors use OpenAI's `invalid_request_error` type
 for every bad request, a malformed JSON body included (`chat_error`). Answers render
 `completion` / `chunk`; the servicer sets the `x-cache` and `x-tenant-id` headers through its
 context (`runtime.context.respond`).
@@ -46,7 +47,6 @@ STREAM_CHAT = HttpRule(
     f"{PKG}.ChatService/StreamChatCompletion",
     response_body="chunk",
     stream=True,
-    body="body",
     passthrough="body",
     envelope=chat_error,
 )
@@ -58,7 +58,6 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "/v1/chat/completions",
         f"{PKG}.ChatService/CreateChatCompletion",
         response_body="completion",
-        body="body",
         passthrough="body",
         when_streaming=STREAM_CHAT,
         envelope=chat_error,
