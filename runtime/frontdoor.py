@@ -113,8 +113,16 @@ class _Binding:
             target = message if rule.body == "*" else getattr(message, rule.body)
             if target.DESCRIPTOR.full_name in JSON_TYPES:  # any JSON, kept as sent (APISIX)
                 _parse_json_value(target, body)
+            elif rule.passthrough is None:
+                merge_json(target, body)
             else:
-                merge_json(target, body, lenient=rule.passthrough is not None)
+                try:
+                    merge_json(target, body, lenient=True)
+                except InvalidRequest:
+                    # A passthrough body whose typed fields do not parse (OpenAI's content
+                    # part arrays where the proto has a string) still reaches the servicer,
+                    # whole in the Struct: the servicer validates it and names the field.
+                    message.Clear()
             if rule.passthrough is not None:
                 getattr(message, rule.passthrough).update(body)
         for name, text in request.match_info.items():

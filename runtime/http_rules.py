@@ -47,8 +47,9 @@ class HttpRule:
         when_streaming: the rule that serves this endpoint instead when the JSON body says
             `"stream": true` (OpenAI's one path for both shapes).
         passthrough: a Struct request field that receives the whole JSON body, while the
-            typed fields bind leniently (unknown keys kept, not rejected): for OpenAI-style
-            bodies whose fields the gateway does not act on but must forward.
+            typed fields bind leniently (unknown keys kept, not rejected; a body whose typed
+            fields do not parse leaves them all unset, and the servicer validates the Struct):
+            for OpenAI-style bodies whose fields the gateway does not act on but must forward.
         envelope: this endpoint's error body (the STS speaks RFC 6749's `{error,
             error_description}`); None for the service's.
         form: the body may also come as `application/x-www-form-urlencoded` (OAuth token

@@ -1,19 +1,24 @@
 """The AI gateway service (L2): its servicers, routes and meta endpoints.
 
-Every RPC of `strata.ai.v1` is declared; until a servicer implements one it answers
-UNIMPLEMENTED (its route 501). Errors leave in the OpenAI envelope, since OpenAI SDKs parse it.
+`ChatService` is the request pipeline (`chat.py` → `pipeline.py`), `BudgetService` the
+budgets (`budget.py`). Errors leave in the OpenAI envelope, since OpenAI SDKs parse it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gateways.ai.background import Background
 from gateways.ai.budget import BudgetServicer
+from gateways.ai.chat import ChatServicer
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.envelope import openai_error
 from gateways.ai.http_rules import HTTP_RULES
+from gateways.ai.metrics import AiMetrics
+from gateways.ai.pipeline import ChatPipeline
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
-from runtime.errors import StrataError
+from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.vectors import open_vectors
@@ -24,22 +29,20 @@ SERVICE = "ai-gateway"
 ENGINE = "strata"
 
 
-def openai_error(err: StrataError) -> dict[str, Any]:
-    """The OpenAI error envelope `{error: {message, type, param, code}}`."""
-    kind = err.error or "api_error"
-    return {
-        "error": {"message": err.message, "type": kind, "param": None, "code": kind, **err.extra}
-    }
-
-
 def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     vectors: dict[str, Any] = {}
+    metrics = Metrics(SERVICE)
+    controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
+    background = Background(stores.sink, controlplane)
+    pipeline = ChatPipeline(config, stores.kv, AiMetrics(metrics), background)
 
     async def open_vector_store() -> None:
         # The semantic cache's store; Milvus Lite starts its server on first open.
         vectors["client"] = await open_vectors(config.milvus_uri)
 
     async def close() -> None:
+        await pipeline.close()
+        await background.close()
         if "client" in vectors:
             vectors["client"].close()
         await stores.close()
@@ -47,7 +50,13 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
 
-    implemented = {b.name: b for b in (bind(budget_pb2_grpc, BudgetServicer(stores.kv)),)}
+    implemented = {
+        b.name: b
+        for b in (
+            bind(budget_pb2_grpc, BudgetServicer(stores.kv)),
+            bind(chat_pb2_grpc, ChatServicer(pipeline)),
+        )
+    }
     bindings = [implemented.get(b.name, b) for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc)]
     return ServiceDefinition(
         name=SERVICE,
@@ -67,9 +76,9 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
         },
         health=health,
         authenticator=authenticator_for(config),
-        metrics=Metrics(SERVICE),
+        metrics=metrics,
         envelope=openai_error,
-        on_startup=[open_vector_store],
+        on_startup=[open_vector_store, pipeline.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

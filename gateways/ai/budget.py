@@ -10,9 +10,12 @@
 - `DELETE /v1/budget/{tenant_id}` (platform administrators; beyond the spec) removes the counter
   → `{tenant_id, deleted}`; the control plane calls it when it deletes a tenant.
 
-Chat completions debit the counter (DECRBY); the key-value store is the one source, so every
-AI gateway replica sees the same budget. An unreachable store is 503 (a budget is a security
-control: it fails closed).
+Chat completions reserve from the counter and settle it against their real usage
+(`budget_reservation.py`); the key-value store is the one source, so every AI gateway replica
+sees the same budget. POST also records the budget set (`{tenant_id}:budget:limit`, the
+reference of the 80% `budget_warning`) and clears the warning marker
+(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. An
+unreachable store is 503 (a budget is a security control: it fails closed).
 """
 
 from __future__ import annotations
@@ -70,7 +73,11 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
                 f"'tokens' must be an integer between 0 and {MAX_TOKENS}", error=INVALID
             )
         try:
-            await self.kv.set(budget_key(tenant), request.tokens)
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.set(budget_key(tenant), request.tokens)
+                pipe.set(f"{tenant}:budget:limit", request.tokens)
+                pipe.delete(f"{tenant}:budget:warned")
+                await pipe.execute()
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
         return budget_pb2.SetBudgetResponse(tenant_id=tenant, tokens_set=request.tokens)
@@ -80,7 +87,10 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
     ) -> budget_pb2.DeleteBudgetResponse:
         tenant = _tenant(request.tenant_id)
         try:
-            removed = await self.kv.delete(budget_key(tenant))
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.delete(budget_key(tenant))
+                pipe.delete(f"{tenant}:budget:limit", f"{tenant}:budget:warned")
+                removed, _ = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
         return budget_pb2.DeleteBudgetResponse(tenant_id=tenant, deleted=bool(removed))

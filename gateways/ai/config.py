@@ -1,10 +1,19 @@
-"""The AI gateway's configuration: its ports and the semantic cache's vector store."""
+"""The AI gateway's configuration: its ports, the semantic cache's vector store, and the
+request pipeline's resilience knobs (retries, circuit breakers, the fallback chain)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from runtime.config import ServiceConfig, grpc_port, http_port, var
+
+PROVIDER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _provider_id(value: str) -> None:
+    if not PROVIDER_ID.fullmatch(value):
+        raise ValueError(f"{value!r} is not a provider id ([A-Za-z0-9._-]{{1,64}})")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,3 +25,72 @@ class AiGatewayConfig(ServiceConfig):
     milvus_uri: str = var(
         "MILVUS_URI", "data/milvus.db", "vector store of the semantic cache (a path: Milvus Lite)"
     )
+    environment: str = var(
+        "ENVIRONMENT",
+        "development",
+        # (documented as the control plane documents it: the README has one row per variable)
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
+    )
+    # The request pipeline (gateways/ai/pipeline.py).
+    fallback_chain: tuple[str, ...] = var(
+        "AI_FALLBACK_CHAIN",
+        (),
+        "comma-separated provider ids tried, in order, after the provider a model routes to "
+        "(when its breaker is open or its retries are exhausted), e.g. `openai,anthropic`",
+        check=_provider_id,
+    )
+    provider_timeout_secs: float = var(
+        "AI_PROVIDER_TIMEOUT_SECS",
+        60.0,
+        "timeout of one provider attempt, seconds (streams: until the first byte, then between "
+        "two reads)",
+        bounds=(0.01, 3600),
+    )
+    retry_max: int = var(
+        "AI_RETRY_MAX",
+        2,
+        "retries of a provider call on connection errors, timeouts, 429 and 5xx (never on 4xx)",
+        bounds=(0, 10),
+    )
+    retry_initial_ms: float = var(
+        "AI_RETRY_INITIAL_MS",
+        100.0,
+        "first retry delay, ms; doubles per retry, with jitter (each delay in [d/2, d])",
+        bounds=(0, 60_000),
+    )
+    breaker_failures: int = var(
+        "AI_BREAKER_FAILURES",
+        5,
+        "consecutive failed attempts (within AI_BREAKER_WINDOW_SECS) that open a provider's "
+        "circuit breaker",
+        bounds=(1, 10_000),
+    )
+    breaker_window_secs: float = var(
+        "AI_BREAKER_WINDOW_SECS",
+        60.0,
+        "window in which failures count towards opening the breaker, seconds",
+        bounds=(0.1, 86_400),
+    )
+    breaker_open_secs: float = var(
+        "AI_BREAKER_OPEN_SECS",
+        30.0,
+        "how long an open breaker refuses calls before one half-open probe, seconds",
+        bounds=(0.05, 86_400),
+    )
+    breaker_refresh_ms: float = var(
+        "AI_BREAKER_REFRESH_MS",
+        250.0,
+        "age after which a replica rereads a breaker's shared state, ms (its staleness bound)",
+        bounds=(0, 10_000),
+    )
+    completion_estimate: int = var(
+        "AI_COMPLETION_ESTIMATE_TOKENS",
+        512,
+        "completion tokens reserved from a budget when the request sets no `max_tokens`",
+        bounds=(1, 1_000_000),
+    )
+
+    @property
+    def development(self) -> bool:
+        return self.environment == "development"

@@ -5,9 +5,13 @@ flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_stream
 `StreamChatCompletion`, rendered as server-sent events ending with `data: [DONE]`.
 
 Chat requests are passthrough: the front door binds the typed fields (`model`, `messages`,
-`stream`) while ignoring unknown OpenAI keys, and puts the whole JSON body into the request's
-`body` Struct. Answers render `completion` / `chunk`; the servicer sets the `x-cache` and
-`x-tenant-id` headers through its context (`runtime.context.respond`).
+`stream`) leniently and puts the whole JSON body into the request's `body` Struct; a body whose
+typed fields do not parse (OpenAI's content-part arrays, a `null` content) leaves them unset and
+still arrives whole in `body`. The servicer validates the body (`pipeline.validate`), answering
+400 `invalid_request_error` naming the field. Chat errors use OpenAI's `invalid_request_error` type
+for every bad request, a malformed JSON body included (`chat_error`). Answers render
+`completion` / `chunk`; the servicer sets the `x-cache` and `x-tenant-id` headers through its
+context (`runtime.context.respond`).
 
 `GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`);
 `DELETE /v1/budget/{tenant_id}` (beyond the spec) removes a budget, for the control plane's
@@ -18,10 +22,23 @@ tenant delete.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateways.ai.budget import render_budget
+from gateways.ai.envelope import openai_error
+from runtime.errors import StrataError
 from runtime.http_rules import HttpRule
 
 PKG = "strata.ai.v1"
+
+
+def chat_error(err: StrataError) -> dict[str, Any]:
+    """The OpenAI envelope, with OpenAI's type for a bad request (the front door's own 400s,
+    malformed JSON, say `invalid_request`)."""
+    if err.error == "invalid_request":
+        err.error = "invalid_request_error"
+    return openai_error(err)
+
 
 # `stream: true` bodies of POST /v1/chat/completions: one SSE `data:` event per message.
 STREAM_CHAT = HttpRule(
@@ -31,6 +48,7 @@ STREAM_CHAT = HttpRule(
     response_body="chunk",
     stream=True,
     passthrough="body",
+    envelope=chat_error,
 )
 
 HTTP_RULES: tuple[HttpRule, ...] = (
@@ -42,6 +60,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         response_body="completion",
         passthrough="body",
         when_streaming=STREAM_CHAT,
+        envelope=chat_error,
     ),
     HttpRule(
         "GET",

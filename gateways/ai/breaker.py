@@ -1,0 +1,150 @@
+"""A circuit breaker per provider, its state in the key-value store so every replica shares it.
+
+Keys (per provider id):
+- `ai:breaker:{id}:failures`: consecutive failed attempts (retryable failures: connection
+  errors, timeouts, 429, 5xx), counted within AI_BREAKER_WINDOW_SECS; a success deletes it;
+- `ai:breaker:{id}:open`: present (TTL AI_BREAKER_OPEN_SECS) while the breaker is open;
+- `ai:breaker:{id}:probe`: the single half-open probe's ticket (SET NX, TTL = the attempt
+  timeout, so a probe that dies with its replica frees the ticket).
+
+States: closed (failures < AI_BREAKER_FAILURES) → open (the failure that reaches the threshold
+sets the open key; the counter then stops expiring) → half-open once the open key expires while
+failures ≥ threshold: one request on one replica wins the probe ticket and calls the provider,
+every other request skips it (next provider of the chain); the probe's success closes the
+breaker (all keys deleted), its failure opens it again.
+
+Hot path: each replica keeps an in-memory copy of every breaker it uses, reread from the store
+when older than AI_BREAKER_REFRESH_MS (250 ms). Staleness bound: a replica may keep sending
+requests to a provider up to that long after another replica opened its breaker (and notices a
+close as late); its own failures and successes update its copy at once. A closed breaker with
+no failures costs no store call per request. The store unreachable: the breaker stays as last
+read (closed if never read) — breakers protect providers, budgets are what fail closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+GO, PROBE, SKIP = "go", "probe", "skip"
+
+_FAIL = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if n >= tonumber(ARGV[2]) then
+  redis.call('PERSIST', KEYS[1])
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[3], 'NX')
+  redis.call('DEL', KEYS[3])
+  return {n, 1}
+end
+return {n, 0}
+"""
+
+
+def _keys(provider_id: str) -> tuple[str, str, str]:
+    base = f"ai:breaker:{provider_id}"
+    return f"{base}:failures", f"{base}:open", f"{base}:probe"
+
+
+@dataclass
+class _View:
+    state: str = CLOSED
+    failures: int = 0
+    read_at: float = float("-inf")
+
+
+@dataclass(frozen=True)
+class BreakerSettings:
+    failures: int = 5
+    window_secs: float = 60.0
+    open_secs: float = 30.0
+    refresh_secs: float = 0.25
+    probe_secs: float = 60.0
+
+
+class Breakers:
+    def __init__(self, kv: Redis, settings: BreakerSettings) -> None:
+        self.kv = kv
+        self.settings = settings
+        self._views: dict[str, _View] = {}
+        self._fail = kv.register_script(_FAIL)
+
+    async def state(self, provider_id: str) -> str:
+        view = await self._view(provider_id)
+        return view.state
+
+    async def allow(self, provider_id: str) -> str:
+        """GO (closed), PROBE (this request is the half-open probe) or SKIP (open, or another
+        request holds the probe)."""
+        view = await self._view(provider_id)
+        if view.state == CLOSED:
+            return GO
+        if view.state == OPEN:
+            return SKIP
+        _, _, probe = _keys(provider_id)
+        try:
+            won = await self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
+        except (RedisError, OSError) as exc:
+            log.warning("breaker %s: store unreachable, calling anyway: %s", provider_id, exc)
+            return GO
+        return PROBE if won else SKIP
+
+    async def success(self, provider_id: str) -> None:
+        view = self._views.get(provider_id)
+        if view is not None and view.state == CLOSED and view.failures == 0:
+            return  # nothing to reset: no store call on the hot path
+        try:
+            await self.kv.delete(*_keys(provider_id))
+        except (RedisError, OSError) as exc:
+            log.warning("breaker %s: could not record a success: %s", provider_id, exc)
+            return
+        self._views[provider_id] = _View(CLOSED, 0, time.monotonic())
+
+    async def failure(self, provider_id: str) -> bool:
+        """Count one failed attempt; True when the breaker is open now."""
+        s = self.settings
+        try:
+            count, opened = await self._fail(
+                keys=list(_keys(provider_id)),
+                args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+            )
+        except (RedisError, OSError) as exc:
+            log.warning("breaker %s: could not record a failure: %s", provider_id, exc)
+            return False
+        state = OPEN if opened else CLOSED
+        self._views[provider_id] = _View(state, int(count), time.monotonic())
+        if opened:
+            log.warning("circuit breaker of provider %s is open", provider_id)
+        return bool(opened)
+
+    async def _view(self, provider_id: str) -> _View:
+        view = self._views.get(provider_id)
+        now = time.monotonic()
+        if view is not None and now - view.read_at < self.settings.refresh_secs:
+            return view
+        failures_key, open_key, _ = _keys(provider_id)
+        try:
+            async with self.kv.pipeline(transaction=False) as pipe:
+                pipe.get(failures_key)
+                pipe.exists(open_key)
+                failures, is_open = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            log.warning("breaker %s: store unreachable, using the last state: %s", provider_id, exc)
+            return view or _View()
+        count = int(failures or 0)
+        if is_open:
+            state = OPEN
+        elif count >= self.settings.failures:
+            state = HALF_OPEN
+        else:
+            state = CLOSED
+        view = _View(state, count, now)
+        self._views[provider_id] = view
+        return view

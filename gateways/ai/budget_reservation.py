@@ -1,0 +1,120 @@
+"""Token budgets on the request path: reserve before forwarding, settle after the answer.
+
+Keys (per tenant; `budget.py` owns GET/POST/DELETE and writes them):
+- `{tenant_id}:budget:tokens`: the tokens left; absent = unlimited;
+- `{tenant_id}:budget:limit`: the budget last set by POST /v1/budget (the 80% reference);
+- `{tenant_id}:budget:warned`: set (SET NX) when the tenant crosses 80% used; POST clears it,
+  so each crossing of a newly set budget warns once.
+
+Reservation (one server-side script, atomic on every replica): the request's estimate — prompt
+characters / 4 plus `max_tokens` (or AI_COMPLETION_ESTIMATE_TOKENS when absent) — is taken
+from the counter if that many are left; otherwise 429 `budget_exceeded` and nothing is taken.
+Settlement (another script): the reservation minus the real usage is given back (or, when the
+answer used more than reserved, the difference is taken). So the counter goes below zero only
+by what requests in flight used beyond their reservations (with `max_tokens` set, only the
+error of the prompt estimate), never because of a race: N concurrent requests can reserve at
+most what is left. A budget POSTed while a request is in flight is settled against the new
+value (the give-back lands on it), and a budget deleted meanwhile stays deleted.
+
+The store unreachable → 503 (a budget fails closed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from gateways.ai.budget import budget_key
+from runtime.errors import ResourceExhausted, Unavailable
+
+log = logging.getLogger(__name__)
+
+WARN_USED = 0.8  # the spec's budget_warning threshold: 80% used
+
+_RESERVE = """
+local left = redis.call('GET', KEYS[1])
+if not left then return {0, 0} end
+left = tonumber(left)
+local want = tonumber(ARGV[1])
+if left < want then return {2, left} end
+return {1, redis.call('DECRBY', KEYS[1], want)}
+"""
+
+_SETTLE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
+local left = redis.call('INCRBY', KEYS[1], ARGV[1])
+local limit = tonumber(redis.call('GET', KEYS[2]) or '')
+local warn = 0
+if limit and limit > 0 and left <= limit * (1 - tonumber(ARGV[2])) then
+  if redis.call('SET', KEYS[3], '1', 'NX') then warn = 1 end
+end
+return {left, warn}
+"""
+
+
+def limit_key(tenant_id: str) -> str:
+    return f"{tenant_id}:budget:limit"
+
+
+def warned_key(tenant_id: str) -> str:
+    return f"{tenant_id}:budget:warned"
+
+
+def estimate_prompt_tokens(messages: Sequence[Mapping[str, Any]]) -> int:
+    """About four characters per token, plus a few per message for the roles and framing."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    return chars // 4 + 4 * len(messages) + 1
+
+
+@dataclass
+class Reservation:
+    tenant_id: str
+    amount: int  # 0 when the tenant is unlimited (nothing to settle)
+    limited: bool
+
+
+@dataclass(frozen=True)
+class Settled:
+    remaining: int | None
+    warn: bool  # this settlement crossed 80% used, and is the one that says so
+
+
+class Budgets:
+    def __init__(self, kv: Redis) -> None:
+        self.kv = kv
+        self._reserve = kv.register_script(_RESERVE)
+        self._settle = kv.register_script(_SETTLE)
+
+    async def reserve(self, tenant_id: str, amount: int) -> Reservation:
+        try:
+            status, left = await self._reserve(keys=[budget_key(tenant_id)], args=[amount])
+        except (RedisError, OSError) as exc:
+            raise Unavailable(
+                f"the key-value store holding budgets is unreachable: {exc}",
+                error="service_unavailable",
+            ) from exc
+        if status == 0:
+            return Reservation(tenant_id, 0, limited=False)
+        if status == 2:
+            raise ResourceExhausted(
+                f"token budget exceeded: {max(int(left), 0)} tokens left, this request may use "
+                f"up to {amount}",
+                error="budget_exceeded",
+            )
+        return Reservation(tenant_id, amount, limited=True)
+
+    async def settle(self, reservation: Reservation, used: int) -> Settled:
+        """Give back what was reserved and not used (or take the excess)."""
+        if not reservation.limited:
+            return Settled(None, False)
+        tenant = reservation.tenant_id
+        left, warn = await self._settle(
+            keys=[budget_key(tenant), limit_key(tenant), warned_key(tenant)],
+            args=[reservation.amount - used, WARN_USED],
+        )
+        return Settled(int(left), bool(warn))

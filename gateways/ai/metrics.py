@@ -1,0 +1,56 @@
+"""The AI gateway's metrics, with the spec's names exactly (registered on the service's
+registry, exposed at `/metrics`). Labels stay low-cardinality: the provider id and the outcome,
+never the tenant or the client-chosen model name."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from runtime.telemetry import Metrics
+
+
+class AiMetrics:
+    def __init__(self, metrics: Metrics) -> None:
+        registry = metrics.registry
+        self.requests = Counter(
+            "ai_gateway_requests_total",
+            "Chat completion requests, by provider and outcome",
+            ["provider", "outcome"],
+            registry=registry,
+        )
+        self.cache_hits = Counter(
+            "ai_gateway_cache_hits_total",
+            "Chat completions answered from the cache",
+            registry=registry,
+        )
+        self.cache_misses = Counter(
+            "ai_gateway_cache_misses_total",
+            "Chat completions not found in the cache",
+            registry=registry,
+        )
+        self.pii_detected = Counter(
+            "ai_gateway_pii_detected_total",
+            "Requests in which PII was detected and redacted",
+            registry=registry,
+        )
+        self.budget_exceeded = Counter(
+            "ai_gateway_budget_exceeded_total",
+            "Requests refused by a tenant's token budget",
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "ai_gateway_tokens_total",
+            "Tokens used through the gateway, by provider and kind (prompt, completion)",
+            ["provider", "kind"],
+            registry=registry,
+        )
+        self.active = Gauge(
+            "ai_gateway_active_requests", "Chat completions in progress", registry=registry
+        )
+        self.latency = Histogram(
+            "ai_gateway_latency_seconds",
+            "Chat completion latency (streams: until the last event), by provider",
+            ["provider"],
+            registry=registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+        )

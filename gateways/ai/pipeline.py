@@ -1,0 +1,616 @@
+"""The request pipeline of `POST /v1/chat/completions`, non-stream and stream, in order:
+
+1. tenant — the guard's outcome (`current_caller()`): the JWT's `tenant_id` claim;
+   `x-tenant-id` only for a token without one or from a platform administrator (another
+   tenant than the claim: 403 before this runs); none → 401 `unauthorized`;
+2. validate — `model`, non-empty `messages`, roles system|user|assistant|tool, content a
+   string or text content parts (joined), `max_tokens` a positive integer → 400
+   `invalid_request_error` naming the field (`param`);
+3. prompt configuration of the tenant (`prompt_config.py`);
+   [issue 10: PII redaction of the last message goes HERE — see `_redact`];
+4. route — the provider table (`provider_table.py`), `routing.route` and the fallback chain;
+5. [issue 10: the two-tier cache LOOKUP goes HERE, non-stream only — see `_cache_lookup`];
+6. budget — reserve the estimate (`budget_reservation.py`), 429 `budget_exceeded`;
+7. call — per provider of the chain: key (`keys.py`), breaker (`breaker.py`), the adapter's
+   attempt with retries (`retry.py`); open breaker → next provider; all open → 503
+   `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`;
+8. settle the budget against the real usage (80% crossed → `budget_warning`, off the path);
+   [issue 10: the cache STORE goes HERE — see `_cache_store`];
+9. answer with `x-cache: MISS` and `x-tenant-id`; one `ai_request_log` row and the metrics,
+   written without delaying the answer.
+
+Streams fail over only before the first byte: the first delta is awaited inside the retry
+loop; once it is sent, a provider failure ends the stream with one error event in the OpenAI
+envelope, `data: {"error": {"message", "type": "provider_error", "param", "code"}}`, followed
+by `data: [DONE]` (the front door writes both), so SDKs raise an APIError instead of hanging.
+A client that disconnects closes this generator: the upstream response is closed at once
+(the provider sees the connection go) and the tenant is billed for what was produced — the
+provider's usage when it reported one, else an estimate (prompt characters / 4 plus the
+characters streamed / 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import aiohttp
+from google.protobuf import json_format, struct_pb2
+from opentelemetry import trace
+
+from gateways.ai.background import Background
+from gateways.ai.breaker import PROBE, SKIP, Breakers, BreakerSettings
+from gateways.ai.budget_reservation import Budgets, Reservation, estimate_prompt_tokens
+from gateways.ai.config import AiGatewayConfig
+from gateways.ai.keys import KeyUnavailable, key_reachable, resolve_key
+from gateways.ai.metrics import AiMetrics
+from gateways.ai.prompt_config import PromptConfigs
+from gateways.ai.prompt_config import apply as apply_prompt_config
+from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
+from gateways.ai.providers import ADAPTERS
+from gateways.ai.providers.base import Adapter, ChatCall, Delta, ProviderError, ProviderTarget
+from gateways.ai.retry import backoff
+from gateways.ai.routing import chain, route
+from runtime.access import current_caller
+from runtime.context import respond, time_left
+from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, UpstreamError
+from strata.ai.v1 import chat_pb2
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Http = aiohttp.ClientSession
+
+INVALID = "invalid_request_error"
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+# A provider's answer to these says the request itself is wrong: the client hears it as 400
+# (no retry, no fallback: another provider would refuse it too).
+CLIENT_FAULTS = frozenset({400, 404, 413, 422})
+PROPAGATED = ("traceparent", "tracestate", "x-request-id")
+
+
+@dataclass
+class Prepared:
+    """A validated request, ready to route."""
+
+    tenant: str
+    model: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]  # the other OpenAI fields, forwarded as sent
+    headers: dict[str, str]  # propagated to the provider
+    trace_id: str
+    max_tokens: int | None
+    pii_detected: bool = False
+
+
+@dataclass
+class Outcome:
+    """What one request did, for its log row and metrics."""
+
+    started: float = field(default_factory=time.perf_counter)
+    tenant: str = ""
+    model: str = ""
+    provider: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hit: bool = False
+    pii_detected: bool = False
+    trace_id: str = ""
+    result: str = "error"
+
+
+def _bad(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, error=INVALID, param=param)
+
+
+def _plain(value: Any) -> Any:
+    """A Struct value as JSON would carry it (whole numbers as integers)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _content(value: Any, param: str, role: str) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None and role == "assistant":  # an assistant turn with tool_calls only
+        return ""
+    if isinstance(value, list):
+        texts = []
+        for index, part in enumerate(value):
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise _bad(
+                    f"{param}[{index}]: only content parts of type 'text' are supported",
+                    f"{param}[{index}]",
+                )
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise _bad(f"{param}[{index}].text must be a string", f"{param}[{index}].text")
+            texts.append(text)
+        return "\n".join(texts)
+    raise _bad(f"{param} must be a string or an array of text content parts", param)
+
+
+def validate(
+    body: Mapping[str, Any],
+) -> tuple[str, list[dict[str, Any]], dict[str, Any], int | None]:
+    """(model, messages, other params, max_tokens) of an OpenAI chat body, or 400."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _bad("you must provide a model parameter: 'model' is required (a string)", "model")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise _bad("'messages' is required: an array of {role, content}", "messages")
+    if not messages:
+        raise _bad("'messages' must not be empty", "messages")
+    clean: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise _bad(f"{where} must be an object with 'role' and 'content'", where)
+        role = message.get("role")
+        if role not in ROLES:
+            raise _bad(
+                f"{where}.role must be one of system, user, assistant, tool; got {role!r}",
+                f"{where}.role",
+            )
+        if "content" not in message and role != "assistant":
+            raise _bad(f"{where}.content is required", f"{where}.content")
+        content = _content(message.get("content"), f"{where}.content", role)
+        clean.append({**_plain(message), "role": role, "content": content})
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise _bad("'stream' must be a boolean", "stream")
+    max_tokens = None
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value != int(value)
+            or value < 1
+        ):
+            raise _bad(f"'{name}' must be a positive integer", name)
+        max_tokens = int(value)
+    params = {k: _plain(v) for k, v in body.items() if k not in ("model", "messages", "stream")}
+    return model, clean, params, max_tokens
+
+
+def _body_of(request: Any) -> dict[str, Any]:
+    """The OpenAI body: the passthrough Struct (the front door, gRPC callers that send it), or
+    the typed fields alone (gRPC callers that do not)."""
+    if request.HasField("body") and request.body.fields:
+        return json_format.MessageToDict(request.body)
+    return {
+        "model": request.model,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+    }
+
+
+def _trace(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """The trace id of the log row, and the headers propagated to the provider."""
+    out = {name: headers[name] for name in PROPAGATED if headers.get(name)}
+    out.setdefault("x-request-id", uuid.uuid4().hex)
+    trace_id = ""
+    parts = out.get("traceparent", "").split("-")
+    if len(parts) == 4 and len(parts[1]) == 32:
+        trace_id = parts[1]
+    else:
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:
+            trace_id = f"{span.trace_id:032x}"
+            out["traceparent"] = f"00-{trace_id}-{span.span_id:016x}-{span.trace_flags:02x}"
+    return trace_id, out
+
+
+class ChatPipeline:
+    def __init__(
+        self,
+        config: AiGatewayConfig,
+        kv: Any,
+        metrics: AiMetrics,
+        background: Background,
+        adapters: Mapping[str, Adapter] = ADAPTERS,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.background = background
+        self.adapters = adapters
+        self.table = ProviderTable(kv, development=config.development)
+        self.budgets = Budgets(kv)
+        self.prompts = PromptConfigs(kv)
+        self.breakers = Breakers(
+            kv,
+            BreakerSettings(
+                failures=config.breaker_failures,
+                window_secs=config.breaker_window_secs,
+                open_secs=config.breaker_open_secs,
+                refresh_secs=config.breaker_refresh_ms / 1000,
+                probe_secs=config.provider_timeout_secs + 5,
+            ),
+        )
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.table.start()
+
+    async def close(self) -> None:
+        await self.table.stop()
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+    def session(self, provider_id: str) -> aiohttp.ClientSession:
+        """One pooled HTTP client per provider (keep-alive connections reused)."""
+        session = self._sessions.get(provider_id)
+        if session is None or session.closed:
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=300),
+                raise_for_status=False,
+            )
+            self._sessions[provider_id] = session
+        return session
+
+    # --- steps 1 to 3 -----------------------------------------------------------------------
+
+    async def prepare(self, request: Any, context: Any, outcome: Outcome) -> Prepared:
+        tenant = current_caller().require_tenant()  # 1
+        outcome.tenant = tenant
+        body = _body_of(request)  # 2
+        model, messages, params, max_tokens = validate(body)
+        outcome.model = model
+        config = await self.prompts.get(tenant)  # 3
+        messages = apply_prompt_config(config, messages)
+        messages, pii = self._redact(tenant, messages)
+        outcome.pii_detected = pii
+        headers = {k.lower(): v for k, v in context.invocation_metadata() or ()}
+        trace_id, propagated = _trace(headers)
+        outcome.trace_id = trace_id
+        return Prepared(tenant, model, messages, params, propagated, trace_id, max_tokens, pii)
+
+    def _redact(
+        self, tenant: str, messages: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """ISSUE 10 — PII redaction of the last message (SSN, email, credit card, phone, name,
+        address) when enabled; returns the messages to forward and whether PII was found
+        (then `ai_gateway_pii_detected_total` and the log row's `pii_detected`). Not built:
+        the messages pass unchanged."""
+        return messages, False
+
+    async def _cache_lookup(self, prepared: Prepared) -> chat_pb2.ChatCompletion | None:
+        """ISSUE 10 — the two-tier cache (exact `{tenant_id}:{model}:{prompt_hash}`, then
+        semantic through the vector store), non-stream only; a hit answers with `x-cache: HIT`
+        or `SEMANTIC_HIT`, without reserving budget. Not built: always a miss."""
+        return None
+
+    async def _cache_store(self, prepared: Prepared, completion: chat_pb2.ChatCompletion) -> None:
+        """ISSUE 10 — store a fresh answer in both cache tiers (off the request path)."""
+
+    def _estimate(self, prepared: Prepared) -> int:
+        completion = prepared.max_tokens or self.config.completion_estimate
+        return estimate_prompt_tokens(prepared.messages) + completion
+
+    async def _reserve(self, prepared: Prepared, outcome: Outcome) -> Reservation:
+        try:
+            return await self.budgets.reserve(prepared.tenant, self._estimate(prepared))
+        except ResourceExhausted:
+            self.metrics.budget_exceeded.inc()
+            outcome.result = "budget_exceeded"
+            raise
+
+    # --- step 7: the call, with retries, breakers and fallbacks ----------------------------
+
+    async def _attempts(
+        self,
+        snapshot: Snapshot,
+        providers: list[Provider],
+        prepared: Prepared,
+        outcome: Outcome,
+        op: Callable[[Adapter, aiohttp.ClientSession, ProviderTarget, ChatCall], Awaitable[T]],
+    ) -> tuple[Provider, T]:
+        config = self.config
+        timeout = config.provider_timeout_secs
+        left = time_left()
+        if left is not None:
+            timeout = max(0.001, min(timeout, left))
+        messages: list[Mapping[str, Any]] = list(prepared.messages)
+        call = ChatCall(
+            model=prepared.model,
+            messages=messages,
+            params=prepared.params,
+            headers=prepared.headers,
+            timeout=timeout,
+        )
+        skipped_open, attempted, last_error = 0, False, "no provider could be called"
+        for provider in providers:
+            outcome.provider = outcome.provider or provider.id
+            adapter = self.adapters.get(provider.type)
+            if adapter is None:
+                last_error = f"provider {provider.id!r}: type {provider.type!r} has no adapter"
+                continue
+            try:
+                key = resolve_key(provider, snapshot, development=config.development)
+            except KeyUnavailable as exc:
+                last_error = str(exc)
+                continue
+            decision = await self.breakers.allow(provider.id)
+            if decision == SKIP:
+                skipped_open += 1
+                last_error = f"provider {provider.id!r}: circuit breaker open"
+                continue
+            attempted = True
+            outcome.provider = provider.id
+            target = ProviderTarget(
+                provider.id, provider.type, provider.base_url, provider.auth_type, key
+            )
+            http = self.session(provider.id)
+            for retry in range(config.retry_max + 1):
+                try:
+                    result = await op(adapter, http, target, call)
+                except ProviderError as exc:
+                    last_error = exc.message
+                    if exc.status in CLIENT_FAULTS:
+                        if decision == PROBE:
+                            await self.breakers.success(provider.id)  # it answered
+                        raise InvalidRequest(
+                            f"provider {provider.id!r} refused the request: {exc.message}",
+                            error=INVALID,
+                        ) from exc
+                    opened = await self.breakers.failure(provider.id)
+                    if not exc.retryable or opened or decision == PROBE:
+                        break
+                    if retry == config.retry_max:
+                        break
+                    await asyncio.sleep(backoff(retry, config.retry_initial_ms / 1000))
+                    continue
+                await self.breakers.success(provider.id)
+                return provider, result
+        if not attempted and skipped_open:
+            raise Unavailable(
+                "all providers of this model's chain are unavailable (circuit breakers open)",
+                error="all_providers_unavailable",
+            )
+        raise UpstreamError(last_error, error="provider_error")
+
+    # --- non-stream -------------------------------------------------------------------------
+
+    async def complete(
+        self, request: chat_pb2.CreateChatCompletionRequest, context: Any
+    ) -> chat_pb2.CreateChatCompletionResponse:
+        outcome = Outcome()
+        self.metrics.active.inc()
+        reservation: Reservation | None = None
+        try:
+            prepared = await self.prepare(request, context, outcome)
+            snapshot = await self.table.current()  # 4
+            providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
+            outcome.provider = providers[0].id
+            cached = await self._cache_lookup(prepared)  # 5 (issue 10)
+            if cached is not None:  # pragma: no cover - issue 10
+                self.metrics.cache_hits.inc()
+                outcome.cache_hit, outcome.result = True, "ok"
+                respond(context, headers={"x-cache": "HIT", "x-tenant-id": prepared.tenant})
+                return chat_pb2.CreateChatCompletionResponse(
+                    completion=cached, cache="HIT", tenant_id=prepared.tenant
+                )
+            self.metrics.cache_misses.inc()
+            reservation = await self._reserve(prepared, outcome)  # 6
+
+            async def one(
+                adapter: Adapter,
+                http: aiohttp.ClientSession,
+                target: ProviderTarget,
+                call: ChatCall,
+            ) -> Any:
+                return await adapter.complete(http, target, call)
+
+            _, answer = await self._attempts(snapshot, providers, prepared, outcome, one)
+            usage = answer.usage
+            prompt = usage.prompt_tokens or estimate_prompt_tokens(prepared.messages)
+            produced = usage.completion_tokens or (len(answer.content) + 3) // 4
+            outcome.prompt_tokens, outcome.completion_tokens = prompt, produced
+            held, reservation = reservation, None
+            await self._settle(held, prompt + produced)  # 8
+            completion = chat_pb2.ChatCompletion(
+                id=answer.id or f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                object="chat.completion",
+                created=int(time.time()),
+                model=prepared.model,
+                usage=chat_pb2.Usage(
+                    prompt_tokens=prompt, completion_tokens=produced, total_tokens=prompt + produced
+                ),
+            )
+            choice = struct_pb2.Struct()
+            choice.update(
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answer.content},
+                    "finish_reason": answer.finish_reason or "stop",
+                }
+            )
+            completion.choices.append(choice)
+            self.background.spawn(self._cache_store(prepared, completion), "cache-store")
+            respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
+            outcome.result = "ok"
+            return chat_pb2.CreateChatCompletionResponse(
+                completion=completion, cache="MISS", tenant_id=prepared.tenant
+            )
+        finally:
+            if reservation is not None:  # failed or cancelled before an answer: give it back
+                self.background.spawn(self._settle(reservation, 0), "budget-settle")
+            self.metrics.active.dec()
+            self._record(outcome)
+
+    # --- stream -----------------------------------------------------------------------------
+
+    async def stream(
+        self, request: chat_pb2.StreamChatCompletionRequest, context: Any
+    ) -> AsyncGenerator[chat_pb2.StreamChatCompletionResponse, None]:
+        outcome = Outcome()
+        self.metrics.active.inc()
+        reservation: Reservation | None = None
+        upstream: AsyncIterator[Delta] | None = None
+        produced: list[str] = []
+        reported = None
+        prepared: Prepared | None = None
+        finished = False
+        try:
+            prepared = await self.prepare(request, context, outcome)
+            snapshot = await self.table.current()
+            providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
+            outcome.provider = providers[0].id
+            # Streaming bypasses the cache (spec): no lookup, no store.
+            reservation = await self._reserve(prepared, outcome)
+
+            async def opened(
+                adapter: Adapter,
+                http: aiohttp.ClientSession,
+                target: ProviderTarget,
+                call: ChatCall,
+            ) -> tuple[AsyncIterator[Delta], Delta | None]:
+                deltas = aiter(adapter.stream(http, target, call))
+                try:
+                    return deltas, await anext(deltas)
+                except StopAsyncIteration:
+                    return deltas, None
+                except BaseException:
+                    await deltas.aclose()  # type: ignore[attr-defined]
+                    raise
+
+            provider, (upstream, delta) = await self._attempts(
+                snapshot, providers, prepared, outcome, opened
+            )
+            respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
+            chunk_id, created, first = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time()), True
+            while delta is not None:
+                if delta.usage is not None:
+                    reported = delta.usage
+                if delta.content or delta.finish_reason:
+                    produced.append(delta.content)
+                    piece: dict[str, Any] = {"content": delta.content} if delta.content else {}
+                    if first:
+                        piece = {"role": "assistant", **piece}
+                    choice = struct_pb2.Struct()
+                    choice.update(
+                        {"index": 0, "delta": piece, "finish_reason": delta.finish_reason}
+                    )
+                    chunk = chat_pb2.ChatCompletionChunk(
+                        id=chunk_id,
+                        object="chat.completion.chunk",
+                        created=created,
+                        model=prepared.model,
+                        choices=[choice],
+                    )
+                    if first:
+                        yield chat_pb2.StreamChatCompletionResponse(
+                            chunk=chunk, cache="MISS", tenant_id=prepared.tenant
+                        )
+                        first = False
+                    else:
+                        yield chat_pb2.StreamChatCompletionResponse(chunk=chunk)
+                try:
+                    delta = await anext(upstream, None)
+                except ProviderError as exc:
+                    await self.breakers.failure(provider.id)
+                    raise UpstreamError(
+                        f"provider {provider.id!r} failed mid-stream: {exc.message}",
+                        error="provider_error",
+                    ) from exc
+            outcome.result = "ok"
+            finished = True
+        finally:
+            if upstream is not None:
+                # Closing the adapter's generator closes its HTTP response: on a client
+                # disconnect, this is what cancels the upstream call.
+                await upstream.aclose()  # type: ignore[attr-defined]
+            if prepared is not None and (upstream is not None or reservation is not None):
+                prompt = (reported.prompt_tokens if reported else 0) or estimate_prompt_tokens(
+                    prepared.messages
+                )
+                completion = (reported.completion_tokens if reported else 0) or (
+                    (sum(len(p) for p in produced) + 3) // 4 if produced else 0
+                )
+                if upstream is not None:
+                    outcome.prompt_tokens, outcome.completion_tokens = prompt, completion
+                used = prompt + completion if upstream is not None else 0
+                if reservation is not None:
+                    if finished:
+                        await self._settle(reservation, used)
+                    else:  # an error or a disconnect: never await in a closing generator
+                        self.background.spawn(self._settle(reservation, used), "budget-settle")
+            if not finished and outcome.result == "error" and upstream is not None:
+                outcome.result = "incomplete"
+            self.metrics.active.dec()
+            self._record(outcome)
+
+    # --- steps 8 and 9 ----------------------------------------------------------------------
+
+    async def _settle(self, reservation: Reservation, used: int) -> None:
+        try:
+            settled = await self.budgets.settle(reservation, used)
+        except Exception as exc:  # the answer is out; a lost settlement only leaves it reserved
+            log.warning("budget of %s not settled: %s", reservation.tenant_id, exc)
+            return
+        if settled.warn and settled.remaining is not None:
+            self.background.budget_warning(reservation.tenant_id, settled.remaining, None)
+
+    def _record(self, outcome: Outcome) -> None:
+        elapsed = time.perf_counter() - outcome.started
+        provider = outcome.provider or "none"
+        self.metrics.requests.labels(provider, outcome.result).inc()
+        self.metrics.latency.labels(provider).observe(elapsed)
+        if outcome.prompt_tokens:
+            self.metrics.tokens.labels(provider, "prompt").inc(outcome.prompt_tokens)
+        if outcome.completion_tokens:
+            self.metrics.tokens.labels(provider, "completion").inc(outcome.completion_tokens)
+        if outcome.pii_detected:
+            self.metrics.pii_detected.inc()
+        if not outcome.tenant or not outcome.model:
+            return  # refused before it was a request of a tenant for a model (401, 400)
+        self.background.log_row(
+            {
+                "timestamp": time.time(),
+                "tenant_id": outcome.tenant,
+                "model": outcome.model,
+                "provider": outcome.provider,
+                "tokens_prompt": outcome.prompt_tokens,
+                "tokens_completion": outcome.completion_tokens,
+                "cache_hit": outcome.cache_hit,
+                "pii_detected": outcome.pii_detected,
+                "latency_ms": round(elapsed * 1000, 3),
+                "trace_id": outcome.trace_id,
+            }
+        )
+
+    # --- GET /v1/models ---------------------------------------------------------------------
+
+    async def models(self) -> chat_pb2.ListModelsResponse:
+        """The models of the enabled providers whose key resolves (what a tenant can reach),
+        each under the provider it routes to (the first that lists it). Providers are
+        platform-wide, so every tenant reaches the same list."""
+        snapshot = await self.table.current()
+        seen: set[str] = set()
+        data = []
+        for provider in snapshot.providers:
+            if not provider.enabled or provider.type not in self.adapters:
+                continue
+            if not key_reachable(provider, snapshot, development=self.config.development):
+                continue
+            for model in provider.models:
+                if model not in seen:
+                    seen.add(model)
+                    data.append(chat_pb2.Model(id=model, object="model", provider=provider.id))
+        return chat_pb2.ListModelsResponse(object="list", data=data)

@@ -1,0 +1,76 @@
+"""A tenant's prompt configuration (`cp:prompt-config:{tenant_id}`, JSON `{system_prompt,
+prefix, suffix}`, written by the control plane), applied to its chat requests:
+`system_prompt` becomes the first message (a system message), `prefix` and `suffix` wrap the
+content of the last user message. Read from the key-value store and kept in memory for at most
+TTL_SECS, so a change applies within a second without a store read per request."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from runtime.errors import Unavailable
+
+TTL_SECS = 1.0
+
+
+def prompt_config_key(tenant_id: str) -> str:
+    return f"cp:prompt-config:{tenant_id}"
+
+
+class PromptConfigs:
+    def __init__(self, kv: Redis) -> None:
+        self.kv = kv
+        self._cache: dict[str, tuple[float, Mapping[str, str]]] = {}
+
+    async def get(self, tenant_id: str) -> Mapping[str, str]:
+        now = time.monotonic()
+        cached = self._cache.get(tenant_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        try:
+            raw = await self.kv.get(prompt_config_key(tenant_id))
+        except (RedisError, OSError) as exc:
+            if cached is not None:
+                return cached[1]
+            raise Unavailable(
+                f"the key-value store holding prompt configurations is unreachable: {exc}",
+                error="service_unavailable",
+            ) from exc
+        config: dict[str, str] = {}
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = {}
+            if isinstance(parsed, dict):
+                config = {
+                    k: v
+                    for k, v in parsed.items()
+                    if k in ("system_prompt", "prefix", "suffix") and isinstance(v, str) and v
+                }
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[tenant_id] = (now + TTL_SECS, config)
+        return config
+
+
+def apply(config: Mapping[str, str], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with the configuration applied (a new list; the input is not changed)."""
+    if not config:
+        return messages
+    out = [dict(m) for m in messages]
+    prefix, suffix = config.get("prefix", ""), config.get("suffix", "")
+    if prefix or suffix:
+        for message in reversed(out):
+            if message.get("role") == "user":
+                message["content"] = f"{prefix}{message.get('content') or ''}{suffix}"
+                break
+    if config.get("system_prompt"):
+        out.insert(0, {"role": "system", "content": config["system_prompt"]})
+    return out

@@ -1,0 +1,174 @@
+"""Helpers of the AI gateway tests: the provider table in the key-value store, scripted local
+providers speaking OpenAI's wire format, and OpenAI SDK clients pointed at the gateway.
+
+A uniquely named module (not `conftest`), so it cannot collide with another suite's helpers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from openai import AsyncOpenAI
+from redis.asyncio import Redis
+from support import MASTER_KEY
+
+PROVIDERS = "platform:providers"
+
+
+def provider(
+    id: str,
+    base_url: str,
+    *,
+    type: str = "openai_compatible",
+    models: list[str] | None = None,
+    patterns: list[str] | None = None,
+    key_source: dict[str, Any] | None = None,
+    enabled: bool = True,
+) -> dict[str, Any]:
+    """A provider JSON as the control plane stores it."""
+    return {
+        "id": id,
+        "display_name": id,
+        "type": type,
+        "base_url": base_url,
+        "auth_type": "bearer",
+        "key_source": key_source or {"type": "none"},
+        "model_patterns": patterns or [],
+        "default_models": models or [],
+        "enabled": enabled,
+        "status": "untested",
+        "last_tested": None,
+        "discovered_models": [],
+    }
+
+
+async def set_providers(kv: Redis, *providers: dict[str, Any]) -> None:
+    """Replace `platform:providers` as the control plane does: write, INCR the version,
+    publish the change."""
+    async with kv.pipeline(transaction=True) as pipe:
+        pipe.delete(PROVIDERS)
+        if providers:
+            pipe.hset(PROVIDERS, mapping={p["id"]: json.dumps(p) for p in providers})
+        pipe.incr("platform:providers:version")
+        await pipe.execute()
+    for p in providers or ({"id": ""},):
+        await kv.publish("platform:providers:changed", p["id"])
+
+
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def client(base_url: str, tenant_id: str | None = None, key: str = MASTER_KEY) -> AsyncOpenAI:
+    """The official OpenAI SDK against the gateway (retries off: the gateway retries)."""
+    headers = {"x-tenant-id": tenant_id} if tenant_id else {}
+    return AsyncOpenAI(
+        base_url=f"{base_url}/v1", api_key=key, default_headers=headers, max_retries=0, timeout=20
+    )
+
+
+@dataclass
+class Attempt:
+    at: float
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+@dataclass
+class Scripted:
+    """A local provider speaking OpenAI's chat completions: answers with the statuses of
+    `script` in order (then 200), records each attempt; streams `words` words, one every
+    `word_delay` seconds, and notes whether the client went away mid-stream."""
+
+    script: list[int] = field(default_factory=list)
+    words: int = 3
+    word_delay: float = 0.0
+    attempts: list[Attempt] = field(default_factory=list)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    fail_after_words: int | None = None  # reset the stream after this many words
+    delay: float = 0.0  # before answering (every attempt)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        return app
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "scripted-1"}]})
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.attempts.append(Attempt(time.monotonic(), body, dict(request.headers)))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.script:
+            status = self.script.pop(0)
+            if status != 200:
+                return web.json_response(
+                    {"error": {"message": f"scripted {status}", "type": "server_error"}},
+                    status=status,
+                )
+        words = [f"w{i} " for i in range(self.words)]
+        usage = {
+            "prompt_tokens": 7,
+            "completion_tokens": self.words,
+            "total_tokens": 7 + self.words,
+        }
+        if not body.get("stream"):
+            return web.json_response(
+                {
+                    "id": "chatcmpl-scripted",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": "".join(words)},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": usage,
+                }
+            )
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            for i, word in enumerate(words):
+                if self.fail_after_words is not None and i == self.fail_after_words:
+                    assert request.transport is not None
+                    request.transport.close()  # a reset mid-stream
+                    return response
+                chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
+                await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                await asyncio.sleep(self.word_delay)
+            end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            await response.write(f"data: {json.dumps(end)}\n\n".encode())
+            await response.write(
+                f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
+            )
+            await response.write(b"data: [DONE]\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.cancelled.set()
+            raise
+        return response
+
+
+@asynccontextmanager
+async def running(app: web.Application) -> AsyncIterator[str]:
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()

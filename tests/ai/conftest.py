@@ -1,0 +1,58 @@
+"""Fixtures of the AI gateway tests: the gateway served in-process as `__main__` builds it
+(`gateway(**env)`, any number of instances against the session's Valkey), the echo LLM sidecar
+in-process, and a clean provider table."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import pytest
+from ai_kit import PROVIDERS, running
+from redis.asyncio import Redis
+
+from gateways.ai.app import build
+from gateways.ai.config import AiGatewayConfig
+from runtime.config import ServiceConfig
+from runtime.stores import Stores
+from runtime.stores.kv import connect_kv
+from runtime.testing import Serving, serving
+from sidecars.echo_llm.app import build_app as build_echo
+
+Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
+
+
+@pytest.fixture
+async def kv(valkey_url: str) -> AsyncIterator[Redis]:
+    client = connect_kv(valkey_url)
+    yield client
+    await client.delete(PROVIDERS, "platform:provider-secrets")
+    await client.aclose()
+
+
+@pytest.fixture
+def gateway(
+    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+) -> Gateway:
+    """`async with gateway(**env) as svc:` an AI gateway instance (call it twice for two
+    replicas sharing the store)."""
+
+    @asynccontextmanager
+    async def start(**env: str) -> AsyncIterator[Serving]:
+        config = config_for(AiGatewayConfig, **env)
+        async with serving(build(config, stores_for(config))) as svc:
+            yield svc
+
+    return start
+
+
+@pytest.fixture
+async def echo() -> AsyncIterator[str]:
+    """The echo LLM sidecar on a free port; yields its base URL."""
+    async with running(build_echo()) as url:
+        yield url
+
+
+def env(**values: Any) -> dict[str, str]:
+    return {k: str(v) for k, v in values.items()}
