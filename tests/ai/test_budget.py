@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 
 import aiohttp
 import openai
 import pytest
-from ai_kit import client, provider, set_providers, tenant
+from ai_kit import client, gateway_process, provider, set_providers, tenant
 from support import MASTER_KEY, free_port
 
 from controlplane.app import build as build_cp
@@ -157,30 +156,6 @@ async def test_budget_warning_reaches_the_control_plane_once(
             assert len(listed.notifications) == 1
 
 
-async def _process(env: dict[str, str], port: int):
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateways.ai",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/health") as resp:
-                    if resp.status == 200:
-                        return proc
-            except aiohttp.ClientError:
-                pass
-            if proc.returncode is not None:
-                raise RuntimeError("the AI gateway process exited")
-            await asyncio.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the AI gateway process did not start")
-
-
 async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, tmp_path) -> None:
     t = tenant()
     ports = [(free_port(), free_port()) for _ in range(2)]
@@ -197,7 +172,7 @@ async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, t
                 "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: log rows are dropped
                 "LOG_LEVEL": "error",
             }
-            procs.append(await _process(env, http_port))
+            procs.append(await gateway_process(env, http_port))
         urls = [f"http://127.0.0.1:{http_port}" for http_port, _ in ports]
         budget = 300
         await set_budget(urls[0], t, budget)

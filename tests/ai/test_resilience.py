@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 
 import aiohttp
 import openai
 import pytest
-from ai_kit import Scripted, client, provider, running, set_providers, tenant
-from support import MASTER_KEY
+from ai_kit import Scripted, client, gateway_process, provider, running, set_providers, tenant
+from support import MASTER_KEY, free_port
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -250,3 +251,49 @@ async def test_no_key_in_any_log_line(gateway, kv, echo, monkeypatch, caplog) ->
         assert bad.attempts[0].headers["Authorization"] == f"Bearer {secret}"  # it was used
     lines = [r.getMessage() + repr(r.__dict__) for r in caplog.records]
     assert lines and not [line for line in lines if secret in line]
+
+
+async def test_breaker_is_shared_by_two_gateway_processes(scripted, kv, valkey_url, tmp_path):
+    """Failures seen by one process open the breaker for the other: no attempt of the second
+    reaches the provider while it is open; after `AI_BREAKER_OPEN_SECS` a success closes it."""
+    await kv.delete(*(f"ai:breaker:flaky:{k}" for k in ("failures", "open", "probe")))
+    scripted.script = [503, 503, 503]
+    ports = [(free_port(), free_port()) for _ in range(2)]
+    procs = []
+    try:
+        for i, (http_port, grpc_port) in enumerate(ports):
+            env = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "HTTP_PORT": str(http_port),
+                "GRPC_PORT": str(grpc_port),
+                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: log rows are dropped
+                "AI_BREAKER_FAILURES": "3",
+                "AI_BREAKER_OPEN_SECS": "1",
+                "AI_RETRY_MAX": "0",
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await gateway_process(env, http_port))
+        a, b = (client(f"http://127.0.0.1:{http_port}", tenant()) for http_port, _ in ports)
+        for _ in range(3):  # three failed attempts through the first process open it
+            with pytest.raises(openai.APIStatusError) as info:
+                await a.chat.completions.create(model="m-1", messages=HI)
+            assert info.value.status_code == 502
+        await asyncio.sleep(0.3)  # past the second process's breaker refresh
+        with pytest.raises(openai.APIStatusError) as info:
+            await b.chat.completions.create(model="m-1", messages=HI)
+        assert info.value.status_code == 503  # open for the second process too
+        assert len(scripted.attempts) == 3  # which never called the provider
+        await asyncio.sleep(1.0)  # half-open: the next attempt is the probe, and succeeds
+        await b.chat.completions.create(model="m-1", messages=HI)
+        await asyncio.sleep(0.3)
+        await a.chat.completions.create(model="m-1", messages=HI)  # closed for the first too
+        assert len(scripted.attempts) == 5
+        await a.close()
+        await b.close()
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()
