@@ -122,17 +122,13 @@ class AnthropicAdapter:
     async def complete(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> Completion:
-        data = common.as_dict(
-            await common.post_json(
-                http,
-                target,
-                common.join_url(target.base_url, MESSAGES_PATH),
-                self.body(call, stream=False),
-                self.headers(target, call.headers),
-                common.call_timeout(call),
-            ),
+        data = await common.post_for_answer(
+            http,
             target,
-            "the answer",
+            MESSAGES_PATH,
+            self.body(call, stream=False),
+            self.headers(target, call.headers),
+            call,
         )
         blocks = data.get("content")
         if not isinstance(blocks, list):

@@ -96,17 +96,13 @@ class CohereAdapter:
     async def complete(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> Completion:
-        data = common.as_dict(
-            await common.post_json(
-                http,
-                target,
-                common.join_url(target.base_url, CHAT_PATH),
-                self.body(call, stream=False),
-                self.headers(target, call.headers),
-                common.call_timeout(call),
-            ),
+        data = await common.post_for_answer(
+            http,
             target,
-            "the answer",
+            CHAT_PATH,
+            self.body(call, stream=False),
+            self.headers(target, call.headers),
+            call,
         )
         message = common.as_dict(data.get("message"), target, "message")
         parts = message.get("content") or []

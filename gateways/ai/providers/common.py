@@ -298,5 +298,20 @@ def truncated(target: ProviderTarget, terminator: str) -> ProviderError:
     return fail(target, f"stream ended without {terminator}")
 
 
+async def post_for_answer(
+    http: aiohttp.ClientSession,
+    target: ProviderTarget,
+    path: str,
+    body: Any,
+    headers: Mapping[str, str],
+    call: ChatCall,
+) -> dict[str, Any]:
+    """One non-stream call: POST `body` to `path` of the provider, the JSON object answered."""
+    answer = await post_json(
+        http, target, join_url(target.base_url, path), body, headers, call_timeout(call)
+    )
+    return as_dict(answer, target, "the answer")
+
+
 def call_timeout(call: ChatCall) -> float:
     return call.timeout if call.timeout > 0 else 60.0

@@ -71,17 +71,13 @@ class OllamaAdapter:
     async def complete(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> Completion:
-        data = common.as_dict(
-            await common.post_json(
-                http,
-                target,
-                common.join_url(target.base_url, CHAT_PATH),
-                self.body(call, stream=False),
-                common.request_headers(target, call.headers),
-                common.call_timeout(call),
-            ),
+        data = await common.post_for_answer(
+            http,
             target,
-            "the answer",
+            CHAT_PATH,
+            self.body(call, stream=False),
+            common.request_headers(target, call.headers),
+            call,
         )
         if "error" in data:
             raise common.fail(target, f"error: {str(data['error'])[:300]}")
