@@ -6,6 +6,7 @@ from __future__ import annotations
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from runtime.config import VERSION
@@ -43,8 +44,12 @@ class Metrics:
 def setup_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider:
     """A tracer provider for this process; spans are exported only when an endpoint is set,
     but trace context is always propagated (W3C traceparent) so callers' traces continue."""
+    # Without a collector, a recorded span goes nowhere: record only what a caller's sampled
+    # trace asks for (ParentBased), never a root of our own. Context still propagates.
+    sampler = ParentBased(ALWAYS_ON if otlp_endpoint else ALWAYS_OFF)
     provider = TracerProvider(
-        resource=Resource.create({"service.name": service, "service.version": VERSION})
+        resource=Resource.create({"service.name": service, "service.version": VERSION}),
+        sampler=sampler,
     )
     if otlp_endpoint:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
