@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 
 from controlplane.kv_errors import kv_unavailable
-from runtime.access import current_caller
-from runtime.errors import InvalidRequest, NotFound, PermissionDenied
+from controlplane.tenancy import visible_tenant
+from runtime.errors import InvalidRequest, NotFound
 from strata.controlplane.v1 import branding_pb2 as pb
 from strata.controlplane.v1 import branding_pb2_grpc
 
@@ -99,17 +99,6 @@ def render(tenant_id: str, stored: Mapping[str, str]) -> pb.Branding:
     return branding
 
 
-def require_own_tenant() -> None:
-    """The guard has refused a token naming another tenant; a token without any `tenant_id`
-    claim (a person's token without the `tenant` scope) is refused here too, unless it is a
-    platform administrator's: branding belongs to one tenant."""
-    principal = current_caller().principal
-    if principal is not None and not principal.is_platform_admin and principal.tenant_id is None:
-        raise PermissionDenied(
-            "this token carries no tenant_id claim; ask for the `tenant` scope", error="forbidden"
-        )
-
-
 class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
@@ -118,7 +107,7 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
     async def GetBranding(
         self, request: pb.GetBrandingRequest, context: object
     ) -> pb.GetBrandingResponse:
-        require_own_tenant()
+        visible_tenant()  # a token without a tenant_id claim acts for none: 403
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.hexists(TENANTS, request.id)
@@ -131,7 +120,7 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
     async def UpdateBranding(
         self, request: pb.UpdateBrandingRequest, context: object
     ) -> pb.UpdateBrandingResponse:
-        require_own_tenant()
+        visible_tenant()  # a token without a tenant_id claim acts for none: 403
         changes: list[str] = []
         if request.HasField("logo_base64"):
             if request.logo_base64:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from runtime.access import TENANT_HEADER, current_caller
-from runtime.errors import InvalidRequest, PermissionDenied, Unavailable
+from controlplane.tenancy import visible_tenant
+from runtime.errors import InvalidRequest, Unavailable
 from runtime.stores.analytics import Analytics
 
 log = logging.getLogger(__name__)
@@ -48,31 +48,10 @@ def optional(request: Any, name: str) -> str | None:
 
 
 def tenant_scope(request: Any, context: Any) -> str | None:
-    """The tenant whose rows this call may read; None means every tenant.
-
-    A platform administrator (master key or `platform-admin` role) reads every tenant unless
-    the request (`tenant_id`) or an `x-tenant-id` header names one. Anyone else reads only the
-    tenant of its token: the guard has already refused a request naming another one (403), and
-    a token without a `tenant_id` claim is refused here, since these tables hold every
-    tenant's traffic."""
-    caller = current_caller()
-    principal = caller.principal
-    if principal is not None and principal.is_platform_admin:
-        named = optional(request, "tenant_id") or _header(context, TENANT_HEADER)
-        return named or None
-    if principal is None or principal.tenant_id is None:
-        raise PermissionDenied(
-            "analytics are per tenant: use a token carrying a tenant_id claim",
-            error="forbidden",
-        )
-    return principal.tenant_id
-
-
-def _header(context: Any, name: str) -> str | None:
-    for key, value in context.invocation_metadata() or ():
-        if key == name and isinstance(value, str):
-            return value
-    return None
+    """The tenant whose rows this call may read; None means every tenant (a platform
+    administrator naming none, by `tenant_id` or `x-tenant-id`). Anyone else reads only its
+    token's tenant (`controlplane.tenancy.visible_tenant`)."""
+    return visible_tenant(optional(request, "tenant_id"))
 
 
 # --- time ---------------------------------------------------------------------------------

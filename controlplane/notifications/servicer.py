@@ -15,9 +15,10 @@ from google.protobuf import struct_pb2
 from controlplane.config import ControlPlaneConfig
 from controlplane.notifications import store
 from controlplane.notifications.store import invalid
-from runtime.access import IDENTIFIER, current_caller
+from controlplane.tenancy import visible_tenant
+from runtime.access import IDENTIFIER
 from runtime.context import respond
-from runtime.errors import InvalidRequest, NotFound, PermissionDenied
+from runtime.errors import InvalidRequest, NotFound
 from runtime.outbound import check_outbound_url
 from strata.controlplane.v1 import (
     notification_pb2,
@@ -28,30 +29,6 @@ from strata.controlplane.v1 import (
 
 MIN_SECRET, MAX_SECRET = 16, 256
 DEFAULT_TENANT = "default"  # the spec's default of GET /api/notifications/preferences
-
-
-def _is_admin() -> bool:
-    principal = current_caller().principal
-    return principal is not None and principal.is_platform_admin
-
-
-def scope(named: str | None) -> str | None:
-    """The tenant a call acts on: what a platform administrator names (None: all tenants),
-    or the caller's own tenant (the guard already refused a different one)."""
-    caller = current_caller()
-    if _is_admin():
-        if named:
-            return named
-        # Named by the x-tenant-id header: the guard made it the call's tenant.
-        claimed = caller.principal.tenant_id if caller.principal is not None else None
-        return caller.tenant_id if caller.tenant_id != claimed else None
-    tenant = caller.tenant_id
-    if tenant is None:
-        raise PermissionDenied(
-            "a token with a tenant_id claim (or a platform administrator) is required",
-            error="forbidden",
-        )
-    return tenant
 
 
 def _check_id(value: str, what: str) -> str:
@@ -93,7 +70,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         self, request: notification_pb2.ListNotificationsRequest, context: Any
     ) -> notification_pb2.ListNotificationsResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
-        tenant = scope(named)
+        tenant = visible_tenant(named)
         found = await store.list_notifications(self.kv, tenant, unread_only=request.unread_only)
         answer = notification_pb2.ListNotificationsResponse(
             notifications=[_notification(n) for n in found], total=len(found)
@@ -120,7 +97,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         self, request: notification_pb2.MarkNotificationReadRequest, context: Any
     ) -> notification_pb2.MarkNotificationReadResponse:
         _check_id(request.id, "notification")
-        tenant = scope(None)
+        tenant = visible_tenant(None)
         if not await store.mark_read(self.kv, request.id, tenant):
             raise NotFound("Notification not found")
         return notification_pb2.MarkNotificationReadResponse(id=request.id, read=True)
@@ -129,7 +106,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         self, request: notification_pb2.GetNotificationPreferencesRequest, context: Any
     ) -> notification_pb2.GetNotificationPreferencesResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
-        tenant = scope(named) or DEFAULT_TENANT
+        tenant = visible_tenant(named) or DEFAULT_TENANT
         prefs = await store.get_preferences(self.kv, tenant)
         message = notification_pb2.NotificationPreferences(tenant_id=tenant)
         for key in ("webhook_url", "slack_url", "email", "signing_secret"):
@@ -143,7 +120,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         self, request: notification_pb2.PutNotificationPreferencesRequest, context: Any
     ) -> notification_pb2.PutNotificationPreferencesResponse:
         given = request.preferences
-        tenant = scope(given.tenant_id or None) or DEFAULT_TENANT
+        tenant = visible_tenant(given.tenant_id or None) or DEFAULT_TENANT
         development = self.config.development
         # Everything is checked before anything is written.
         urls: dict[str, str | None] = {}
@@ -216,7 +193,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         self, request: webhook_pb2.ListWebhooksRequest, context: Any
     ) -> webhook_pb2.ListWebhooksResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
-        tenant = scope(named)
+        tenant = visible_tenant(named)
         hooks = await store.list_webhooks(self.kv)
         if tenant is not None:
             hooks = [h for h in hooks if h.get("tenant_id") == tenant]
@@ -226,7 +203,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         self, request: webhook_pb2.CreateWebhookRequest, context: Any
     ) -> webhook_pb2.CreateWebhookResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
-        tenant = scope(named)
+        tenant = visible_tenant(named)
         if tenant is not None:
             store.check_tenant(tenant)
         if not request.url.strip():
@@ -262,7 +239,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         self, request: webhook_pb2.DeleteWebhookRequest, context: Any
     ) -> webhook_pb2.DeleteWebhookResponse:
         _check_id(request.id, "webhook")
-        tenant = scope(None)
+        tenant = visible_tenant(None)
         hook = await store.get_webhook(self.kv, request.id)
         if hook is None or (tenant is not None and hook.get("tenant_id") != tenant):
             raise NotFound("Webhook not found")

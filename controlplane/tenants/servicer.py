@@ -47,6 +47,7 @@ from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.identity import IdentityAdmin
 from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
+from controlplane.tenancy import visible_tenant
 from controlplane.tenants import records as rec
 from controlplane.tenants.edge import TenantEdge
 from controlplane.tenants.live import live_figures
@@ -560,15 +561,11 @@ def prompt_config(value: Any) -> dict[str, str]:
 
 
 def _own_or_admin(tenant: str) -> None:
-    """A tenant's token reaches only its own tenant (the guard already refuses a token whose
-    `tenant_id` differs; a token without one acts for no tenant here)."""
-    principal = current_caller().principal
-    if principal is None or principal.is_platform_admin:
-        return
-    if principal.tenant_id != tenant:
+    """A tenant's token reaches only its own tenant (`controlplane.tenancy.visible_tenant`)."""
+    own = visible_tenant(tenant)
+    if own != tenant:
         raise PermissionDenied(
-            f"this token acts for tenant {principal.tenant_id!r}, not {tenant[:140]!r}",
-            error="forbidden",
+            f"this token acts for tenant {own!r}, not {tenant[:140]!r}", error="forbidden"
         )
 
 
