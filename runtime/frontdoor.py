@@ -6,7 +6,8 @@ and the middlewares every front door shares (errors as JSON, CORS, request ids, 
 Per request:
 1. the guard authenticates the caller (401 before the body is even read),
 2. the body picks the rule (`"stream": true` → the rule's `when_streaming` variant) and
-   becomes the request message (400 naming the bad field),
+   becomes the request message (400 naming the bad field) — or, for a rule with a
+   `json_method`, goes to that servicer method as parsed,
 3. the guard authorizes the caller against the RPC's declared rule (403),
 4. the servicer runs with a `LocalContext`; the status and headers it sets with `respond`
    go on the response, a JSON body or server-sent events,
@@ -17,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 DEFINITION = web.AppKey("definition", ServiceDefinition)
 REQUEST_ID = web.RequestKey("request_id", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_END = object()  # an empty stream
 
 
 def build_app(defn: ServiceDefinition, guard: Guard | None = None) -> web.Application:
@@ -86,6 +88,7 @@ class _Binding:
     request_class: type[Message]
     fields: Any
     call: Callable[[Message, LocalContext], Any]
+    json_call: Callable[[Any, LocalContext], Any] | None
 
     @classmethod
     def of(cls, defn: ServiceDefinition, rule: HttpRule) -> _Binding:
@@ -103,8 +106,15 @@ class _Binding:
             raise LookupError(f"{where}: response field {rule.response_body!r} unknown")
         if rule.stream != method.server_streaming:
             raise LookupError(f"{where}: stream={rule.stream} but {rule.rpc} disagrees")
-        call = getattr(defn.servicer(rule.service), rule.method_name)
-        return cls(rule, message_factory.GetMessageClass(method.input_type), fields, call)
+        if rule.json_method is not None and (_path_params(rule.path) or rule.body != "*"):
+            raise LookupError(f"{where}: json_method takes the whole body and no path params")
+        servicer = defn.servicer(rule.service)
+        call = getattr(servicer, rule.method_name)
+        # An unimplemented servicer (the generated base class) has no JSON face: its RPCs
+        # answer 501 through the message path.
+        json_call = getattr(servicer, rule.json_method, None) if rule.json_method else None
+        request_class = message_factory.GetMessageClass(method.input_type)
+        return cls(rule, request_class, fields, call, json_call)
 
     def message(self, request: web.Request, body: Any) -> Message:
         """The request message: JSON body, then path parameters, then query parameters."""
@@ -145,18 +155,31 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
     rpc_rules = guard.rules
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        context = LocalContext(request.headers, request.remote or "")
         headers = {k.lower(): v for k, v in request.headers.items()}
+        if REQUEST_ID in request:  # the id the answer carries reaches the servicer's calls
+            headers["x-request-id"] = request[REQUEST_ID]
+        context = LocalContext(headers, request.remote or "")
         try:
             principal = await guard.authenticate(rpc_rules[rule.rpc], headers)
             body = await _body(request, rule) if rule.body is not None else None
             chosen = plain
             if streaming is not None and isinstance(body, dict) and body.get("stream") is True:
                 chosen = streaming
+            if chosen.json_call is not None:  # the JSON body as is, no request message
+                if not isinstance(body, dict):
+                    raise InvalidRequest("the JSON body must be an object", error="invalid_request")
+                message = chosen.request_class()
+                bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+                if chosen.rule.stream:
+                    return await _stream(request, chosen.rule, chosen.json_call(body, context),
+                                         context, envelope)  # fmt: skip
+                value = await chosen.json_call(body, context)
+                return _render_value(chosen.rule, value, context)
             message = chosen.message(request, body)
             bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
             if chosen.rule.stream:
-                return await _stream(request, chosen, message, context, envelope)
+                values = _values(chosen.rule, chosen.call(message, context))
+                return await _stream(request, chosen.rule, values, context, envelope)
             response = await chosen.call(message, context)
             return _render(chosen.rule, response, context)
         except Exception as exc:  # every failure leaves in this endpoint's envelope
@@ -203,8 +226,11 @@ def _value(rule: HttpRule, message: Message) -> Any:
 
 
 def _render(rule: HttpRule, response: Message, context: LocalContext) -> web.StreamResponse:
+    return _render_value(rule, _value(rule, response), context)
+
+
+def _render_value(rule: HttpRule, value: Any, context: LocalContext) -> web.StreamResponse:
     status, headers = http_reply(context.trailing_metadata())
-    value = _value(rule, response)
     if isinstance(value, web.StreamResponse):
         answer = value
     else:
@@ -213,10 +239,20 @@ def _render(rule: HttpRule, response: Message, context: LocalContext) -> web.Str
     return answer
 
 
+async def _values(rule: HttpRule, messages: AsyncIterator[Message]) -> AsyncIterator[Any]:
+    """The JSON values of a server-streaming RPC's messages; closing this closes the RPC's
+    stream (and whatever upstream work it holds)."""
+    try:
+        async for message in messages:
+            yield _value(rule, message)
+    finally:
+        await messages.aclose()  # type: ignore[attr-defined]
+
+
 async def _stream(
     request: web.Request,
-    binding: _Binding,
-    message: Message,
+    rule: HttpRule,
+    values: AsyncIterator[Any],
     context: LocalContext,
     envelope: Envelope,
 ) -> web.StreamResponse:
@@ -225,13 +261,8 @@ async def _stream(
     error keeps its status code and the servicer's headers make it onto the response; a later
     error becomes one last event in the endpoint's envelope. A client that disconnects
     cancels this task, and closing the servicer's stream cancels its upstream work."""
-    rule = binding.rule
-    messages: AsyncIterator[Message] = aiter(binding.call(message, context))
     try:
-        try:
-            first: Message | None = await anext(messages)
-        except StopAsyncIteration:
-            first = None
+        first: Any = await anext(values, _END)
         status, headers = http_reply(context.trailing_metadata())
         response = web.StreamResponse(
             status=status or rule.status,
@@ -248,10 +279,10 @@ async def _stream(
             await response.write(f"data: {json.dumps(value)}\n\n".encode())
 
         try:
-            if first is not None:
-                await send(_value(rule, first))
-                async for item in messages:
-                    await send(_value(rule, item))
+            if first is not _END:
+                await send(first)
+                async for item in values:
+                    await send(item)
         except Exception as exc:
             await send(envelope(as_error(exc, request)))
         if rule.sse_done is not None:
@@ -259,7 +290,7 @@ async def _stream(
         await response.write_eof()
         return response
     finally:
-        await messages.aclose()  # type: ignore[attr-defined]
+        await values.aclose()  # type: ignore[attr-defined]
 
 
 async def _info(request: web.Request) -> web.Response:
@@ -341,7 +372,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 async def _access_log(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Request id in and out, one JSON log line and the transport metrics per request.
     Headers are never logged: they carry credentials."""
-    request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+    request_id = request.headers.get("x-request-id") or os.urandom(16).hex()
     request[REQUEST_ID] = request_id
     started = time.perf_counter()
     response = await handler(request)

@@ -54,6 +54,11 @@ class HttpRule:
             error_description}`); None for the service's.
         form: the body may also come as `application/x-www-form-urlencoded` (OAuth token
             endpoints, RFC 6749 and RFC 8693); its fields bind as JSON strings would.
+        json_method: for hot paths (OpenAI's chat), a servicer method the front door calls in
+            process with the parsed JSON body instead of building the request message; it
+            returns the JSON value to send (streaming: yields one per event). It must run the
+            same logic as the RPC, which stays the contract over gRPC: it spares the two
+            protobuf translations only.
     """
 
     method: str
@@ -69,6 +74,7 @@ class HttpRule:
     passthrough: str | None = None
     envelope: Envelope | None = None
     form: bool = False
+    json_method: str | None = None
 
     @property
     def service(self) -> str:

@@ -23,6 +23,7 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from runtime.frontdoor import build_app
 from runtime.guard import Guard, GuardInterceptor
+from runtime.logs import flush_periodically
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
@@ -139,9 +140,11 @@ def run(
             loop.add_signal_handler(sig, stop.set)
         if definition.on_reload:
             loop.add_signal_handler(signal.SIGHUP, _reload, definition)
+        flusher = asyncio.create_task(flush_periodically())
         await stop.wait()
         log.info("stopping")
         await running.stop()
+        flusher.cancel()
 
     if uvloop:
         import uvloop as uv

@@ -58,11 +58,14 @@ def setup_tracing(service: str, otlp_endpoint: str | None) -> TracerProvider:
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint)))
     if not isinstance(trace.get_tracer_provider(), TracerProvider):
         trace.set_tracer_provider(provider)
-    # Server spans for every aiohttp app built from now on (the gRPC server gets its
-    # interceptor in runtime.serve), and client spans with traceparent on outgoing calls.
-    from opentelemetry.instrumentation.aiohttp_client import AioHttpClientInstrumentor
-    from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
+    if otlp_endpoint:
+        # Server spans for every aiohttp app built from now on (the gRPC server gets its
+        # interceptor in runtime.serve), and client spans with traceparent on outgoing calls.
+        # Without a collector they would cost ~150 µs a request for nothing: services that
+        # call onwards forward the caller's `traceparent` themselves (the AI gateway does).
+        from opentelemetry.instrumentation.aiohttp_client import AioHttpClientInstrumentor
+        from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
 
-    AioHttpServerInstrumentor().instrument(tracer_provider=provider)
-    AioHttpClientInstrumentor().instrument(tracer_provider=provider)
+        AioHttpServerInstrumentor().instrument(tracer_provider=provider)
+        AioHttpClientInstrumentor().instrument(tracer_provider=provider)
     return provider

@@ -31,21 +31,24 @@ from redis.exceptions import RedisError
 
 from gateways.ai.budget import budget_key
 from runtime.errors import ResourceExhausted, Unavailable
+from runtime.stores.kv_pipeline import PipelinedScript
 
 log = logging.getLogger(__name__)
 
 WARN_USED = 0.8  # the spec's budget_warning threshold: 80% used
 
-_RESERVE = """
+# Both run through the client's batcher: concurrent requests' scripts share one round trip
+# (`runtime/stores/kv_pipeline.py`); each still runs atomically in the store.
+_RESERVE = PipelinedScript("""
 local left = redis.call('GET', KEYS[1])
 if not left then return {0, 0} end
 left = tonumber(left)
 local want = tonumber(ARGV[1])
 if left < want then return {2, left} end
 return {1, redis.call('DECRBY', KEYS[1], want)}
-"""
+""")
 
-_SETTLE = """
+_SETTLE = PipelinedScript("""
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local left = redis.call('INCRBY', KEYS[1], ARGV[1])
 local limit = tonumber(redis.call('GET', KEYS[2]) or '')
@@ -54,7 +57,7 @@ if limit and limit > 0 and left <= limit * (1 - tonumber(ARGV[2])) then
   if redis.call('SET', KEYS[3], '1', 'NX') then warn = 1 end
 end
 return {left, warn}
-"""
+""")
 
 
 def limit_key(tenant_id: str) -> str:
@@ -87,12 +90,10 @@ class Settled:
 class Budgets:
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
-        self._reserve = kv.register_script(_RESERVE)
-        self._settle = kv.register_script(_SETTLE)
 
     async def reserve(self, tenant_id: str, amount: int) -> Reservation:
         try:
-            status, left = await self._reserve(keys=[budget_key(tenant_id)], args=[amount])
+            status, left = await _RESERVE(self.kv, [budget_key(tenant_id)], [amount])
         except (RedisError, OSError) as exc:
             raise Unavailable(
                 f"the key-value store holding budgets is unreachable: {exc}",
@@ -113,8 +114,9 @@ class Budgets:
         if not reservation.limited:
             return Settled(None, False)
         tenant = reservation.tenant_id
-        left, warn = await self._settle(
-            keys=[budget_key(tenant), limit_key(tenant), warned_key(tenant)],
-            args=[reservation.amount - used, WARN_USED],
+        left, warn = await _SETTLE(
+            self.kv,
+            [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
+            [reservation.amount - used, WARN_USED],
         )
         return Settled(int(left), bool(warn))

@@ -4,14 +4,13 @@
 flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_streaming` variant
 `StreamChatCompletion`, rendered as server-sent events ending with `data: [DONE]`.
 
-Chat requests are passthrough: the front door binds the typed fields (`model`, `messages`,
-`stream`) leniently and puts the whole JSON body into the request's `body` Struct; a body whose
-typed fields do not parse (OpenAI's content-part arrays, a `null` content) leaves them unset and
-still arrives whole in `body`. The servicer validates the body (`pipeline.validate`), answering
-400 `invalid_request_error` naming the field. Chat errors use OpenAI's `invalid_request_error` type
-for every bad request, a malformed JSON body included (`chat_error`). Answers render
-`completion` / `chunk`; the servicer sets the `x-cache` and `x-tenant-id` headers through its
-context (`runtime.context.respond`).
+In process, the front door hands chat bodies to the servicer's `complete_json` /
+`stream_json` as parsed (`json_method`: the same pipeline, no protobuf round trip on the hot
+path). Over gRPC, the request's `body` Struct carries the whole OpenAI body (`passthrough`).
+The pipeline validates the body (`pipeline.validate`), answering 400 `invalid_request_error`
+naming the field. Chat errors use OpenAI's `invalid_request_error` type for every bad request,
+a malformed JSON body included (`chat_error`). The servicer sets the `x-cache` and
+`x-tenant-id` headers through its context (`runtime.context.respond`).
 
 `GET /v1/budget/{tenant_id}` renders the spec's two shapes (`gateways/ai/budget.py`);
 `DELETE /v1/budget/{tenant_id}` (beyond the spec) removes a budget, for the control plane's
@@ -49,6 +48,7 @@ STREAM_CHAT = HttpRule(
     stream=True,
     passthrough="body",
     envelope=chat_error,
+    json_method="stream_json",
 )
 
 HTTP_RULES: tuple[HttpRule, ...] = (
@@ -61,6 +61,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         passthrough="body",
         when_streaming=STREAM_CHAT,
         envelope=chat_error,
+        json_method="complete_json",
     ),
     HttpRule(
         "GET",

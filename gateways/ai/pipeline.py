@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aiohttp
-from google.protobuf import json_format, struct_pb2
 from opentelemetry import trace
 
 from gateways.ai.background import Background
@@ -86,6 +85,16 @@ class Prepared:
     trace_id: str
     max_tokens: int | None
     pii_detected: bool = False
+
+
+@dataclass
+class Answer:
+    """A non-stream answer: the OpenAI completion object, the cache outcome (`x-cache`) and
+    the tenant it was served for."""
+
+    completion: dict[str, Any]
+    cache: str
+    tenant: str
 
 
 @dataclass
@@ -187,21 +196,10 @@ def validate(
     return model, clean, params, max_tokens
 
 
-def _body_of(request: Any) -> dict[str, Any]:
-    """The OpenAI body: the passthrough Struct (the front door, gRPC callers that send it), or
-    the typed fields alone (gRPC callers that do not)."""
-    if request.HasField("body") and request.body.fields:
-        return json_format.MessageToDict(request.body)
-    return {
-        "model": request.model,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-    }
-
-
 def _trace(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The trace id of the log row, and the headers propagated to the provider."""
     out = {name: headers[name] for name in PROPAGATED if headers.get(name)}
-    out.setdefault("x-request-id", uuid.uuid4().hex)
+    out.setdefault("x-request-id", os.urandom(16).hex())
     trace_id = ""
     parts = out.get("traceparent", "").split("-")
     if len(parts) == 4 and len(parts[1]) == 32:
@@ -266,11 +264,10 @@ class ChatPipeline:
 
     # --- steps 1 to 3 -----------------------------------------------------------------------
 
-    async def prepare(self, request: Any, context: Any, outcome: Outcome) -> Prepared:
+    async def prepare(self, body: Mapping[str, Any], context: Any, outcome: Outcome) -> Prepared:
         tenant = current_caller().require_tenant()  # 1
         outcome.tenant = tenant
-        body = _body_of(request)  # 2
-        model, messages, params, max_tokens = validate(body)
+        model, messages, params, max_tokens = validate(body)  # 2
         outcome.model = model
         config = await self.prompts.get(tenant)  # 3
         messages = apply_prompt_config(config, messages)
@@ -290,13 +287,13 @@ class ChatPipeline:
         the messages pass unchanged."""
         return messages, False
 
-    async def _cache_lookup(self, prepared: Prepared) -> chat_pb2.ChatCompletion | None:
+    async def _cache_lookup(self, prepared: Prepared) -> dict[str, Any] | None:
         """ISSUE 10 — the two-tier cache (exact `{tenant_id}:{model}:{prompt_hash}`, then
         semantic through the vector store), non-stream only; a hit answers with `x-cache: HIT`
         or `SEMANTIC_HIT`, without reserving budget. Not built: always a miss."""
         return None
 
-    async def _cache_store(self, prepared: Prepared, completion: chat_pb2.ChatCompletion) -> None:
+    async def _cache_store(self, prepared: Prepared, completion: dict[str, Any]) -> None:
         """ISSUE 10 — store a fresh answer in both cache tiers (off the request path)."""
 
     def _estimate(self, prepared: Prepared) -> int:
@@ -387,14 +384,14 @@ class ChatPipeline:
 
     # --- non-stream -------------------------------------------------------------------------
 
-    async def complete(
-        self, request: chat_pb2.CreateChatCompletionRequest, context: Any
-    ) -> chat_pb2.CreateChatCompletionResponse:
+    async def complete(self, body: Mapping[str, Any], context: Any) -> Answer:
+        """One chat completion for the OpenAI `body`; the `x-cache` and `x-tenant-id` headers
+        go on `context` (`respond`)."""
         outcome = Outcome()
         self.metrics.active.inc()
         reservation: Reservation | None = None
         try:
-            prepared = await self.prepare(request, context, outcome)
+            prepared = await self.prepare(body, context, outcome)
             snapshot = await self.table.current()  # 4
             providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
             outcome.provider = providers[0].id
@@ -403,9 +400,7 @@ class ChatPipeline:
                 self.metrics.cache_hits.inc()
                 outcome.cache_hit, outcome.result = True, "ok"
                 respond(context, headers={"x-cache": "HIT", "x-tenant-id": prepared.tenant})
-                return chat_pb2.CreateChatCompletionResponse(
-                    completion=cached, cache="HIT", tenant_id=prepared.tenant
-                )
+                return Answer(cached, "HIT", prepared.tenant)
             self.metrics.cache_misses.inc()
             reservation = await self._reserve(prepared, outcome)  # 6
 
@@ -424,30 +419,28 @@ class ChatPipeline:
             outcome.prompt_tokens, outcome.completion_tokens = prompt, produced
             held, reservation = reservation, None
             await self._settle(held, prompt + produced)  # 8
-            completion = chat_pb2.ChatCompletion(
-                id=answer.id or f"chatcmpl-{uuid.uuid4().hex[:24]}",
-                object="chat.completion",
-                created=int(time.time()),
-                model=prepared.model,
-                usage=chat_pb2.Usage(
-                    prompt_tokens=prompt, completion_tokens=produced, total_tokens=prompt + produced
-                ),
-            )
-            choice = struct_pb2.Struct()
-            choice.update(
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": answer.content},
-                    "finish_reason": answer.finish_reason or "stop",
-                }
-            )
-            completion.choices.append(choice)
+            completion = {
+                "id": answer.id or f"chatcmpl-{os.urandom(12).hex()}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": prepared.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": answer.content},
+                        "finish_reason": answer.finish_reason or "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": produced,
+                    "total_tokens": prompt + produced,
+                },
+            }
             self.background.spawn(self._cache_store(prepared, completion), "cache-store")
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
             outcome.result = "ok"
-            return chat_pb2.CreateChatCompletionResponse(
-                completion=completion, cache="MISS", tenant_id=prepared.tenant
-            )
+            return Answer(completion, "MISS", prepared.tenant)
         finally:
             if reservation is not None:  # failed or cancelled before an answer: give it back
                 self.background.spawn(self._settle(reservation, 0), "budget-settle")
@@ -457,8 +450,10 @@ class ChatPipeline:
     # --- stream -----------------------------------------------------------------------------
 
     async def stream(
-        self, request: chat_pb2.StreamChatCompletionRequest, context: Any
-    ) -> AsyncGenerator[chat_pb2.StreamChatCompletionResponse, None]:
+        self, body: Mapping[str, Any], context: Any
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The `chat.completion.chunk` objects of one streamed completion; the headers go on
+        `context` before the first."""
         outcome = Outcome()
         self.metrics.active.inc()
         reservation: Reservation | None = None
@@ -468,7 +463,7 @@ class ChatPipeline:
         prepared: Prepared | None = None
         finished = False
         try:
-            prepared = await self.prepare(request, context, outcome)
+            prepared = await self.prepare(body, context, outcome)
             snapshot = await self.table.current()
             providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
             outcome.provider = providers[0].id
@@ -494,7 +489,7 @@ class ChatPipeline:
                 snapshot, providers, prepared, outcome, opened
             )
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
-            chunk_id, created, first = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time()), True
+            chunk_id, created, first = f"chatcmpl-{os.urandom(12).hex()}", int(time.time()), True
             while delta is not None:
                 if delta.usage is not None:
                     reported = delta.usage
@@ -503,24 +498,16 @@ class ChatPipeline:
                     piece: dict[str, Any] = {"content": delta.content} if delta.content else {}
                     if first:
                         piece = {"role": "assistant", **piece}
-                    choice = struct_pb2.Struct()
-                    choice.update(
-                        {"index": 0, "delta": piece, "finish_reason": delta.finish_reason}
-                    )
-                    chunk = chat_pb2.ChatCompletionChunk(
-                        id=chunk_id,
-                        object="chat.completion.chunk",
-                        created=created,
-                        model=prepared.model,
-                        choices=[choice],
-                    )
-                    if first:
-                        yield chat_pb2.StreamChatCompletionResponse(
-                            chunk=chunk, cache="MISS", tenant_id=prepared.tenant
-                        )
-                        first = False
-                    else:
-                        yield chat_pb2.StreamChatCompletionResponse(chunk=chunk)
+                    yield {
+                        "id": chunk_id,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": prepared.model,
+                        "choices": [
+                            {"index": 0, "delta": piece, "finish_reason": delta.finish_reason}
+                        ],
+                    }
+                    first = False
                 try:
                     delta = await anext(upstream, None)
                 except ProviderError as exc:

@@ -7,7 +7,8 @@ data directory, registers the echo LLM sidecar as an `openai_compatible` provide
 the control plane (`POST /api/providers`, a `manual` key: development), then for non-stream
 and stream (`stream: true`, read to `data: [DONE]`) chat requests at each concurrency, runs wrk
 against the echo provider directly and against the gateway's `/v1/chat/completions` (the
-master key with `x-tenant-id: bench`, no budget set). For each: requests/s, p50 and p99
+master key with `x-tenant-id: bench`, whose token budget is set — as tenant creation
+provisions one — so every request reserves and settles it). For each: requests/s, p50 and p99
 latency, and for the gateway its CPU time per request (utime+stime of its processes, from
 /proc/<pid>/stat, divided by the requests wrk completed). Medians of `--runs` runs.
 Everything listens on 127.0.0.1; the 2 shared cores are shared by wrk, the gateway, the
@@ -150,6 +151,7 @@ def main() -> None:
                 "model_patterns": ["echo-*"], "default_models": ["echo-1"], "enabled": True,
             }  # fmt: skip
             print(post(f"http://127.0.0.1:{4001 + OFFSET}/api/providers", provider, master))
+            print(post(f"{gateway}/v1/budget/bench", {"tokens": 10**12}, master))
             time.sleep(2)  # every gateway replica picks the change up within a second
             rows = []
             for stream in (False, True):

@@ -15,7 +15,7 @@ from support import free_port
 
 from gateways.edge.metrics import EdgeMetrics
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins.tenant_rate_limit import SHA
+from gateways.edge.plugins.tenant_rate_limit import LIMITER
 from runtime.stores.kv import connect_kv
 
 
@@ -158,7 +158,7 @@ async def test_script_reloads_after_flush(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {}, env)
     await env.kv.script_flush()
     assert await plugin.access(request(headers={"x-tenant-id": tenant()})) is None
-    assert (await env.kv.script_exists(SHA)) == [True]
+    assert (await env.kv.script_exists(LIMITER.sha)) == [True]
 
 
 async def test_fails_open_when_the_store_is_down() -> None:

@@ -11,11 +11,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
-from gateways.edge.kv_pipeline import pipelined
 from gateways.edge.plugin import RequestContext
 from gateways.edge.variables import TEMPLATE_VAR, variable
+from runtime.stores.kv_pipeline import PipelinedScript
 
 # What a store call may raise: the store refused, is unreachable, or slower than redis_timeout.
 STORE_ERRORS = (RedisError, OSError, TimeoutError)
@@ -48,25 +48,16 @@ REDIS_REQUIRED: dict[str, Any] = {
 }
 
 
-class Script:
-    """A Lua script run by hash (`EVALSHA`), loaded again when the store lost it."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.sha = hashlib.sha1(text.encode()).hexdigest()
+class Script(PipelinedScript):
+    """A Lua script run by hash, loaded again when the store lost it; concurrent requests'
+    calls share one round trip (`runtime/stores/kv_pipeline.py`)."""
 
     async def run(self, kv: Any, seconds: float, keys: tuple[str, ...], *args: Any) -> Any:
-        """The script's result within `seconds`; raises one of `STORE_ERRORS`. Concurrent
-        requests' calls share one round trip (`gateways/edge/kv_pipeline.py`)."""
+        """The script's result within `seconds`; raises one of `STORE_ERRORS`."""
         if kv is None:
             raise RedisError("no key-value store")
-        calls = pipelined(kv)
         async with asyncio.timeout(seconds):
-            try:
-                return await calls.evalsha(self.sha, len(keys), *keys, *args)
-            except NoScriptError:  # a new or flushed store: load once, then by hash
-                await kv.script_load(self.text)
-                return await calls.evalsha(self.sha, len(keys), *keys, *args)
+            return await self(kv, keys, args)
 
 
 def conf_digest(conf: Mapping[str, Any]) -> str:

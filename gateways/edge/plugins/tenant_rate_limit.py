@@ -19,7 +19,7 @@ seconds per tenant and route, counted in the key-value store's sorted set
 - The script reads the store's clock (`TIME`), so processes and hosts with skewed clocks
   still share one window, and admits only while the set holds fewer than the limit: several
   processes bursting at once never get more than the limit per window.
-- Concurrent requests' scripts share one store round trip (`gateways/edge/kv_pipeline.py`).
+- Concurrent requests' scripts share one store round trip (`runtime/stores/kv_pipeline.py`).
 - Fails open when the store is unreachable or slower than `redis_timeout` ms (counted in
   `strata_edge_rate_limit_fail_open_total`), then skips the store for a second so a dead store
   does not add its timeout to every request.
@@ -34,18 +34,17 @@ seconds per tenant and route, counted in the key-value store's sorted set
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import os
 import secrets
 import time
 from typing import Any, ClassVar
 
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import RedisError
 
-from gateways.edge.kv_pipeline import pipelined
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
+from runtime.stores.kv_pipeline import PipelinedScript
 
 SCRIPT = """
 local limit = tonumber(ARGV[2])
@@ -90,7 +89,7 @@ local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
 if oldest[2] then reset = tonumber(oldest[2]) + span end
 return {allowed, limit, count, math.ceil(reset / 1000000)}
 """
-SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
+LIMITER = PipelinedScript(SCRIPT)
 DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
 
 
@@ -202,14 +201,9 @@ class TenantRateLimit(Plugin):
             self.window_arg,
             self.member_prefix + str(next(self.sequence)),
         )
-        calls = pipelined(kv)  # concurrent requests share one round trip
         try:
-            async with asyncio.timeout(self.timeout):
-                try:
-                    return await calls.evalsha(SHA, 3, *keys_and_args)  # type: ignore[no-any-return]
-                except NoScriptError:  # a new or flushed store: load once, then by hash
-                    await kv.script_load(SCRIPT)
-                    return await calls.evalsha(SHA, 3, *keys_and_args)  # type: ignore[no-any-return]
+            async with asyncio.timeout(self.timeout):  # concurrent requests share one round trip
+                return await LIMITER(kv, keys_and_args[:3], keys_and_args[3:])  # type: ignore[no-any-return]
         except (RedisError, OSError, TimeoutError):
             self.down_until = time.monotonic() + DOWN_BACKOFF
             self._fail_open()

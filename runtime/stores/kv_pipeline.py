@@ -13,7 +13,9 @@ runs atomically in the store: batching shares the network, not the decision.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from redis.exceptions import NoScriptError
@@ -78,4 +80,21 @@ def pipelined(kv: Any) -> PipelinedCalls:
     return calls
 
 
-__all__ = ["NoScriptError", "PipelinedCalls", "pipelined"]
+class PipelinedScript:
+    """A Lua script run by hash through the store client's batcher (`await script(kv, keys,
+    args)`), loaded once into a new or flushed store."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sha = hashlib.sha1(text.encode()).hexdigest()
+
+    async def __call__(self, kv: Any, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        calls = pipelined(kv)
+        try:
+            return await calls.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            await kv.script_load(self.text)
+            return await calls.evalsha(self.sha, len(keys), *keys, *args)
+
+
+__all__ = ["NoScriptError", "PipelinedCalls", "PipelinedScript", "pipelined"]
