@@ -97,7 +97,7 @@ def setup_logging(service: str, level: str = "info") -> None:
     handler = BufferedStderr()
     handler.setFormatter(JsonFormatter(service))
     # What the JSON lines never show, not computed per record (logging HOWTO, "Optimization").
-    logging._srcfile = None  # type: ignore[attr-defined]
+    logging._srcfile = None
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
