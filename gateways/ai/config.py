@@ -90,6 +90,20 @@ class AiGatewayConfig(ServiceConfig):
         "completion tokens reserved from a budget when the request sets no `max_tokens`",
         bounds=(1, 1_000_000),
     )
+    # The two-tier response cache (gateways/ai/cache/).
+    cache_ttl_secs: int = var(
+        "AI_CACHE_TTL_SECS",
+        3600,
+        "lifetime of a cached answer in both tiers (exact and semantic), seconds",
+        bounds=(1, 30 * 86_400),
+    )
+    cache_similarity_threshold: float = var(
+        "AI_CACHE_SIMILARITY_THRESHOLD",
+        0.95,
+        "cosine similarity (all-MiniLM-L6-v2) from which a request's last user message reuses a "
+        "cached answer in the same tenant, model, conversation and parameters (SEMANTIC_HIT)",
+        bounds=(0.5, 1.0),
+    )
 
     @property
     def development(self) -> bool:

@@ -1,0 +1,126 @@
+"""The AI gateway's two-tier response cache (spec, "Chat processing rules"): the exact tier
+in the key-value store, then the semantic tier in the vector store.
+
+A cache must never fail a request: an error of either store makes `lookup` a miss and
+`store` a no-op, with a warning. Only store errors are absorbed (redis-py's, the socket's,
+pymilvus's and gRPC's); anything else is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from gateways.ai.cache import keys
+from gateways.ai.cache.embedding import Embedder
+from gateways.ai.cache.exact import ExactTier
+from gateways.ai.cache.semantic import SemanticTier
+from runtime.stores.vectors import open_vectors
+
+log = logging.getLogger(__name__)
+
+HIT = "HIT"
+SEMANTIC_HIT = "SEMANTIC_HIT"
+
+
+def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
+    """The text the semantic tier compares: the last message's, when a user wrote it."""
+    last = messages[-1]
+    content = last.get("content")
+    if last.get("role") != "user" or not isinstance(content, str) or not content.strip():
+        return None
+    return content
+
+
+class ResponseCache:
+    """Async-safe; one per gateway process, shared by every request. Replicas share both
+    tiers through the stores.
+
+    `vectors` is a pymilvus `MilvusClient`, or a MILVUS_URI to open one with (lazily, on
+    first use; this cache then owns it). `kv` and `embedder` stay the caller's to close."""
+
+    def __init__(
+        self, kv: Redis, vectors: Any, embedder: Embedder, ttl_secs: int, threshold: float
+    ) -> None:
+        self.exact = ExactTier(kv, ttl_secs)
+        self.embedder = embedder
+        self.threshold = threshold
+        self.ttl_secs = ttl_secs
+        self._uri = vectors if isinstance(vectors, str) else None
+        self._semantic = None if self._uri else SemanticTier(vectors, ttl_secs)
+        self._store_errors: tuple[type[BaseException], ...] = (RedisError, OSError, grpc.RpcError)
+
+    async def _semantic_tier(self) -> SemanticTier:
+        if self._semantic is None:
+            assert self._uri is not None
+            self._semantic = SemanticTier(await open_vectors(self._uri), self.ttl_secs)
+        if len(self._store_errors) == 3:
+            # pymilvus is imported only once a client exists (runtime.stores.vectors).
+            from pymilvus.exceptions import MilvusException
+
+            self._store_errors = (*self._store_errors, MilvusException)
+        return self._semantic
+
+    async def lookup(
+        self, tenant: str, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """(`"HIT"`, completion) from the exact tier, else (`"SEMANTIC_HIT"`, completion)
+        from a similar enough last user message in the same tenant, model, conversation
+        prefix and parameters, else None (a miss, or a store that failed)."""
+        key = keys.exact_key(tenant, model, messages, params)
+        try:
+            semantic = await self._semantic_tier()
+            found = await self.exact.get(key)
+            if found is not None:
+                return HIT, found
+            text = _semantic_text(messages)
+            if text is None:
+                return None
+            vector = await self.embedder.embed_one(text)
+            scope = keys.scope(tenant, model, messages, params)
+            nearest = await semantic.nearest(tenant, model, scope, vector)
+            if nearest is None or nearest[1] < self.threshold:
+                return None
+            # The answer lives once, under the exact key the vector points at; gone (expired
+            # or evicted) means a miss.
+            answer = await self.exact.get(nearest[0])
+            return (SEMANTIC_HIT, answer) if answer is not None else None
+        except self._store_errors as error:
+            log.warning("response cache lookup failed, served as a miss: %r", error)
+            return None
+
+    async def store(
+        self,
+        tenant: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        completion: dict[str, Any],
+    ) -> None:
+        """Store a fresh answer in both tiers (the pipeline calls it off the request path).
+        The exact tier first: a vector row must never point at an answer not stored."""
+        prompt_hash = keys.prompt_hash(tenant, model, messages, params)
+        key = f"{tenant}:{model}:{prompt_hash}"
+        try:
+            semantic = await self._semantic_tier()
+            await self.exact.set(key, completion)
+            text = _semantic_text(messages)
+            if text is None:
+                return
+            vector = await self.embedder.embed_one(text)
+            scope = keys.scope(tenant, model, messages, params)
+            await semantic.add(tenant, model, scope, prompt_hash, vector, key)
+        except self._store_errors as error:
+            log.warning("response cache store failed, answer not cached: %r", error)
+
+    async def close(self) -> None:
+        """Stop the semantic tier's threads; close the vector client if this cache opened
+        it."""
+        if self._semantic is not None:
+            self._semantic.close()
+            if self._uri is not None:
+                self._semantic.client.close()

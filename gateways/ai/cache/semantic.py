@@ -1,0 +1,166 @@
+"""The semantic tier: one Milvus collection of request embeddings, each pointing at the exact
+key under which its answer is stored (one copy of the answer, in the key-value store, with
+one TTL; the vector row expires with it).
+
+Isolation is done by Milvus before the nearest-neighbour search, never after it: `tenant` is
+the collection's partition key (a search touches only its tenant's partition, in Milvus
+server and Milvus Lite alike), and the search's boolean `filter` restricts candidates to the
+same tenant, model and scope (`keys.scope`) and to rows not yet expired; Milvus applies it to
+the candidate set of the ANN search, so another tenant's or conversation's vectors can never
+be returned, however close.
+
+Filters are built only from hex digests and integers (tenant, model and scope are stored as
+sha256 digests): no tenant or model name can change a filter's meaning, and Milvus Lite
+(3.2) does not support pymilvus's filter templates.
+
+pymilvus is synchronous: every call runs on this tier's own small executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from gateways.ai.cache.embedding import DIMENSIONS
+from gateways.ai.cache.keys import digest
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+COLLECTION = "ai_semantic_cache"
+# Upkeep, run from `add` (a background task of the pipeline), whichever comes first: a flush
+# seals the rows inserted since the last one. Milvus Lite searches unsealed rows without the
+# index at about 30 ms per search for 1,000 of them (2-3 ms once sealed: tests/bench/ai_cache.py);
+# a Milvus server seals segments by itself, and a flush every few hundred writes is within
+# what it tolerates. The same upkeep purges expired rows.
+UPKEEP_EVERY_ROWS = 256
+UPKEEP_EVERY_SECS = 60.0
+
+
+def _schema(client: Any) -> Any:
+    from pymilvus import DataType, MilvusClient
+
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, max_length=64, is_primary=True)  # prompt hash
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=DIMENSIONS)
+    schema.add_field("tenant", DataType.VARCHAR, max_length=64, is_partition_key=True)
+    schema.add_field("model", DataType.VARCHAR, max_length=64)
+    schema.add_field("scope", DataType.VARCHAR, max_length=64)
+    schema.add_field("exact_key", DataType.VARCHAR, max_length=4096)
+    schema.add_field("expires_at", DataType.INT64)  # unix seconds
+    return schema
+
+
+class SemanticTier:
+    """Async over a pymilvus `MilvusClient`; safe to share between tasks. Store errors
+    propagate (the facade turns them into misses)."""
+
+    def __init__(
+        self, client: Any, ttl_secs: int, collection: str = COLLECTION, threads: int = 2
+    ) -> None:
+        self.client = client
+        self.ttl_secs = ttl_secs
+        self.collection = collection
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="milvus")
+        self._ready: asyncio.Lock = asyncio.Lock()
+        self._created = False
+        self._last_upkeep = time.monotonic()
+        self._rows_since_upkeep = 0
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    async def ensure_collection(self) -> None:
+        """Create (if no replica has yet) and load the collection; idempotent."""
+        if self._created:
+            return
+        async with self._ready:
+            if not self._created:
+                await self._run(self._create_sync)
+                self._created = True
+
+    def _create_sync(self) -> None:
+        if not self.client.has_collection(self.collection):
+            index = self.client.prepare_index_params()
+            index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
+            try:
+                self.client.create_collection(
+                    self.collection, schema=_schema(self.client), index_params=index
+                )
+            except Exception:
+                # Another replica may have created it between the check and the create.
+                if not self.client.has_collection(self.collection):
+                    raise
+        self.client.load_collection(self.collection)
+
+    def _filter(self, tenant: str, model: str, scope: str, now: int) -> str:
+        return (
+            f'tenant == "{digest(tenant)}" and model == "{digest(model)}" '
+            f'and scope == "{scope}" and expires_at > {now}'
+        )
+
+    async def nearest(
+        self, tenant: str, model: str, scope: str, vector: Sequence[float]
+    ) -> tuple[str, float] | None:
+        """(exact key, cosine similarity) of the closest live entry in the same tenant,
+        model and scope, or None."""
+        await self.ensure_collection()
+        found = await self._run(
+            self.client.search,
+            self.collection,
+            data=[list(vector)],
+            limit=1,
+            filter=self._filter(tenant, model, scope, int(time.time())),
+            output_fields=["exact_key"],
+            search_params={"metric_type": "COSINE"},
+        )
+        hits = found[0] if found else []
+        if not hits:
+            return None
+        hit = hits[0]
+        return str(hit["entity"]["exact_key"]), float(hit["distance"])
+
+    async def add(
+        self,
+        tenant: str,
+        model: str,
+        scope: str,
+        entry_id: str,
+        vector: Sequence[float],
+        exact_key: str,
+    ) -> None:
+        """Upsert one entry (the id is the prompt hash: two replicas storing the same request
+        leave one row); every UPKEEP_EVERY_ROWS rows or UPKEEP_EVERY_SECS, flush and purge."""
+        await self.ensure_collection()
+        row = {
+            "id": entry_id,
+            "vector": list(vector),
+            "tenant": digest(tenant),
+            "model": digest(model),
+            "scope": scope,
+            "exact_key": exact_key,
+            "expires_at": int(time.time()) + self.ttl_secs,
+        }
+        await self._run(self.client.upsert, self.collection, [row])
+        self._rows_since_upkeep += 1
+        if (
+            self._rows_since_upkeep >= UPKEEP_EVERY_ROWS
+            or time.monotonic() - self._last_upkeep >= UPKEEP_EVERY_SECS
+        ):
+            self._rows_since_upkeep, self._last_upkeep = 0, time.monotonic()
+            await self._run(self.client.flush, self.collection)
+            await self.purge_expired()
+
+    async def purge_expired(self) -> None:
+        """Delete expired rows (searches already ignore them; this reclaims the space)."""
+        await self._run(
+            self.client.delete, self.collection, filter=f"expires_at <= {int(time.time())}"
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,307 @@
+"""The two-tier response cache against the real stores: the session's Valkey and a Milvus
+Lite file (one per test module: Milvus Lite allows one owning process per file)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from support import free_port
+
+from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
+from gateways.ai.cache.semantic import COLLECTION, SemanticTier
+from runtime.stores.kv import connect_kv
+from runtime.stores.vectors import open_vectors
+
+THRESHOLD = 0.95
+ROOT = Path(__file__).resolve().parents[2]
+ASKED = "Explain photosynthesis in simple terms."
+REWORDED = "Explain photosynthesis simply."
+NEAR_MISS = "Explain photosynthesis in technical detail."
+PARAMS = {"temperature": 0.2, "max_tokens": 64}
+
+
+def user(text: str, *before: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*before, {"role": "user", "content": text}]
+
+
+def completion(text: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+    }
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder()
+
+
+@pytest.fixture(scope="module")
+def milvus_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("milvus") / "cache.db")
+
+
+@pytest.fixture(scope="module")
+async def vectors(milvus_path: str) -> AsyncIterator[Any]:
+    client = await open_vectors(milvus_path)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+async def kv(valkey_url: str) -> AsyncIterator[Redis]:
+    client = connect_kv(valkey_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def cache(kv: Redis, vectors: Any, embedder: Embedder) -> AsyncIterator[ResponseCache]:
+    instance = ResponseCache(kv, vectors, embedder, ttl_secs=60, threshold=THRESHOLD)
+    yield instance
+    await instance.close()
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:8]}"  # each test its own tenant: no cross-test hits
+
+
+async def test_exact_hit(cache: ResponseCache, tenant: str) -> None:
+    answer = completion("Plants turn light into sugar.")
+    assert await cache.lookup(tenant, "m1", user(ASKED), PARAMS) is None
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(ASKED), PARAMS) == (HIT, answer)
+
+
+async def test_exact_key_is_the_specs(cache: ResponseCache, kv: Redis, tenant: str) -> None:
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, completion("x"))
+    key = keys.exact_key(tenant, "m1", user(ASKED), PARAMS)
+    assert key.startswith(f"{tenant}:m1:") and len(key.rsplit(":", 1)[1]) == 64
+    assert 0 < await kv.ttl(key) <= 60
+
+
+async def test_semantic_hit_on_a_paraphrase(cache: ResponseCache, tenant: str) -> None:
+    answer = completion("Plants turn light into sugar.")
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+
+
+async def test_below_threshold_is_a_miss(cache: ResponseCache, tenant: str) -> None:
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, completion("simple"))
+    assert await cache.lookup(tenant, "m1", user(NEAR_MISS), PARAMS) is None
+    assert await cache.lookup(tenant, "m1", user("What is the capital of France?"), PARAMS) is None
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"tenant": "other-tenant"},
+        {"model": "m2"},
+        {"before": ({"role": "system", "content": "Answer in French."},)},
+        {"params": {**PARAMS, "temperature": 0.9}},
+        {"params": {**PARAMS, "seed": 7}},
+    ],
+    ids=["tenant", "model", "conversation-prefix", "temperature", "seed"],
+)
+async def test_same_text_elsewhere_is_a_miss(
+    cache: ResponseCache, tenant: str, other: dict[str, Any]
+) -> None:
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, completion("cached"))
+    where = {"tenant": tenant, "model": "m1", "before": (), "params": PARAMS, **other}
+    if where["tenant"] == "other-tenant":
+        where["tenant"] = f"{tenant}-other"
+    messages = user(ASKED, *where["before"])
+    for text in (ASKED, REWORDED):  # neither the exact nor the semantic tier crosses over
+        messages[-1]["content"] = text
+        assert (
+            await cache.lookup(where["tenant"], where["model"], messages, where["params"]) is None
+        )
+
+
+async def test_metadata_fields_do_not_split_the_cache(cache: ResponseCache, tenant: str) -> None:
+    answer = completion("same")
+    await cache.store(tenant, "m1", user(ASKED), {**PARAMS, "user": "alice"}, answer)
+    found = await cache.lookup(
+        tenant, "m1", user(ASKED), {**PARAMS, "user": "bob", "stream": False}
+    )
+    assert found == (HIT, answer)
+
+
+async def test_isolation_is_a_filter_not_a_post_filtered_top_k(
+    cache: ResponseCache, tenant: str
+) -> None:
+    """Other tenants' identical entries (closer than ours: the very same text) must not crowd
+    ours out: a post-filtered global top-1 would find one of theirs and miss."""
+    for i in range(30):
+        await cache.store(f"{tenant}-n{i}", "m1", user(REWORDED), PARAMS, completion(f"n{i}"))
+    mine = completion("mine")
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, mine)
+    assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, mine)
+
+
+async def test_a_conversation_matches_within_its_own_prefix(
+    cache: ResponseCache, tenant: str
+) -> None:
+    before = (
+        {"role": "user", "content": "I grow tomatoes."},
+        {"role": "assistant", "content": "Nice!"},
+    )
+    answer = completion("in context")
+    await cache.store(tenant, "m1", user(ASKED, *before), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(REWORDED, *before), PARAMS) == (
+        SEMANTIC_HIT,
+        answer,
+    )
+    assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) is None
+
+
+async def test_entries_expire_in_both_tiers(
+    kv: Redis, vectors: Any, embedder: Embedder, tenant: str
+) -> None:
+    short = ResponseCache(kv, vectors, embedder, ttl_secs=1, threshold=THRESHOLD)
+    try:
+        answer = completion("soon gone")
+        await short.store(tenant, "m1", user(ASKED), PARAMS, answer)
+        # Keep the answer alive in Valkey: the vector row must expire on its own.
+        key = keys.exact_key(tenant, "m1", user(ASKED), PARAMS)
+        await kv.expire(key, 60)
+        assert await short.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+        await asyncio.sleep(2.1)
+        assert await short.lookup(tenant, "m1", user(REWORDED), PARAMS) is None  # expires_at
+        await kv.delete(key)
+        assert await short.lookup(tenant, "m1", user(ASKED), PARAMS) is None
+    finally:
+        await short.close()
+
+
+async def test_purge_deletes_expired_rows(vectors: Any, embedder: Embedder, tenant: str) -> None:
+    tier = SemanticTier(vectors, ttl_secs=1)
+    try:
+        vector = await embedder.embed_one(ASKED)
+        await tier.add(tenant, "m1", "scope", uuid.uuid4().hex * 2, vector, "k")
+        digest = keys.digest(tenant)
+
+        def count() -> int:
+            rows = vectors.query(COLLECTION, filter=f'tenant == "{digest}"', output_fields=["id"])
+            return len(rows)
+
+        assert count() == 1
+        await asyncio.sleep(2.1)
+        await tier.purge_expired()
+        assert count() == 0
+    finally:
+        tier.close()
+
+
+async def test_two_replicas_share_both_tiers(
+    valkey_url: str, milvus_path: str, vectors: Any, embedder: Embedder, tenant: str
+) -> None:
+    """Two ResponseCache instances with their own clients, as two gateway replicas have."""
+    kv_b = connect_kv(valkey_url)
+    vectors_b = await open_vectors(milvus_path)  # a second client on the same Milvus
+    kv_a = connect_kv(valkey_url)
+    a = ResponseCache(kv_a, vectors, embedder, ttl_secs=60, threshold=THRESHOLD)
+    b = ResponseCache(kv_b, vectors_b, Embedder(), ttl_secs=60, threshold=THRESHOLD)
+    try:
+        answer = completion("shared")
+        await a.store(tenant, "m1", user(ASKED), PARAMS, answer)
+        assert await b.lookup(tenant, "m1", user(ASKED), PARAMS) == (HIT, answer)
+        assert await b.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+        again = completion("stored by b")
+        await b.store(tenant, "m1", user("Write a haiku about autumn."), PARAMS, again)
+        found = await a.lookup(tenant, "m1", user("Compose a haiku about autumn."), PARAMS)
+        assert found == (SEMANTIC_HIT, again)
+    finally:
+        await a.close()
+        await b.close()
+        await kv_a.aclose()
+        await kv_b.aclose()
+        vectors_b.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from gateways.ai.cache import Embedder, ResponseCache
+    from runtime.stores.kv import connect_kv
+
+    async def main():
+        valkey_url, milvus_path, tenant, text = sys.argv[1:5]
+        kv = connect_kv(valkey_url)
+        cache = ResponseCache(kv, milvus_path, Embedder(), ttl_secs=60, threshold=0.95)
+        messages = [{"role": "user", "content": text}]
+        found = await cache.lookup(tenant, "m1", messages, {"temperature": 0.2, "max_tokens": 64})
+        await cache.close()
+        await kv.aclose()
+        print(json.dumps(found))
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_another_process_shares_the_exact_tier(
+    cache: ResponseCache, valkey_url: str, tmp_path: Path, tenant: str
+) -> None:
+    """A second OS process (its own Milvus Lite file: Lite lets one process own a file; with
+    a Milvus server as MILVUS_URI both processes would share the semantic tier as the two
+    replicas above do) gets the first process's answer from Valkey."""
+    answer = completion("across processes")
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+    root = ROOT
+
+    def child(text: str) -> Any:
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, valkey_url, str(tmp_path / "child.db"), tenant, text],
+            cwd=root, capture_output=True, text=True, timeout=90, check=True,
+            env={"PYTHONPATH": f"{root}:{root / 'proto'}", "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    assert await asyncio.to_thread(child, ASKED) == [HIT, answer]
+    assert await asyncio.to_thread(child, REWORDED) is None  # its own, empty, Milvus Lite
+
+
+async def test_a_store_that_is_down_is_a_miss_and_a_no_op(
+    vectors: Any, embedder: Embedder, tenant: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    down = connect_kv(f"redis://127.0.0.1:{free_port()}/0")
+    cache = ResponseCache(down, vectors, embedder, ttl_secs=60, threshold=THRESHOLD)
+    try:
+        with caplog.at_level(logging.WARNING, logger="gateways.ai.cache.cache"):
+            await cache.store(tenant, "m1", user(ASKED), PARAMS, completion("lost"))
+            assert await cache.lookup(tenant, "m1", user(ASKED), PARAMS) is None
+        assert "store failed" in caplog.text and "lookup failed" in caplog.text
+    finally:
+        await cache.close()
+        await down.aclose()
+
+
+async def test_programming_errors_are_not_swallowed(cache: ResponseCache, tenant: str) -> None:
+    with pytest.raises(TypeError):
+        await cache.store(tenant, "m1", user(ASKED), PARAMS, {"not json": object()})
+
+
+def test_keys_cover_what_changes_the_answer() -> None:
+    base = keys.prompt_hash("t", "m", user("hi"), {"temperature": 0.2})
+    assert keys.prompt_hash("t", "m", user("hi"), {"temperature": 0.2, "user": "u"}) == base
+    assert keys.prompt_hash("t", "m", user("hi"), {"temperature": 0.3}) != base
+    assert keys.prompt_hash("t", "m", user("hi"), {"temperature": 0.2, "tools": []}) != base
+    named = [{"role": "user", "content": "hi", "name": "alice"}]
+    assert keys.prompt_hash("t", "m", named, {"temperature": 0.2}) != base
+    # A `:` in a tenant id or model name cannot make two different requests share a key.
+    assert keys.exact_key("a:b", "c", user("hi"), {}) != keys.exact_key("a", "b:c", user("hi"), {})

@@ -1,0 +1,123 @@
+"""The semantic cache's embedding model: all-MiniLM-L6-v2 on onnxruntime, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from minilm_numpy import MiniLM
+
+from gateways.ai.cache.embedding import DIMENSIONS, Embedder, bundled_model_dir
+from gateways.ai.config import AiGatewayConfig
+
+# sentence-transformers' all-MiniLM-L6-v2 on its model card's two example sentences: the first
+# five dimensions of `SentenceTransformer("all-MiniLM-L6-v2").encode(...)` (torch, fp32).
+REFERENCE = {
+    "This is an example sentence": [0.0676569, 0.0634959, 0.0487131, 0.0793050, 0.0374481],
+    "Each sentence is converted": [0.0864386, 0.1027627, 0.0053946, 0.0020444, -0.0099634],
+}
+
+# The evidence behind AI_CACHE_SIMILARITY_THRESHOLD's default (0.95): rewordings that ask the
+# same thing, and near misses that must not share an answer. With 0.92, "in simple terms" vs
+# "in technical detail" (0.944) would be served the same answer; 0.95 rejects every near
+# miss here and still accepts most rewordings (a miss costs a provider call; a false hit
+# serves a wrong answer).
+PARAPHRASES = [
+    ("How many days are in a leap year?", "How many days does a leap year have?"),
+    ("Write a haiku about autumn.", "Compose a haiku about autumn."),
+    ("Explain photosynthesis in simple terms.", "Explain photosynthesis simply."),
+    ("how do i reset my password", "How do I reset my password?"),
+    ("What's the weather like on Mars?", "What is the weather like on Mars?"),
+]
+NEAR_MISSES = [
+    ("Explain photosynthesis in simple terms.", "Explain photosynthesis in technical detail."),
+    ("What is 2 + 2?", "What is 2 + 3?"),
+    ("Translate 'good morning' into Spanish.", "Translate 'good morning' into French."),
+    ("Write a haiku about autumn.", "Write a haiku about spring."),
+    ("What is the capital of France?", "What is the capital of Germany?"),
+    ("How do I delete my account?", "How do I create an account?"),
+]
+UNRELATED = [
+    ("How do I reset my password?", "Quarterly revenue grew by 12 percent."),
+    ("The cat sat on the mat.", "Explain photosynthesis in simple terms."),
+]
+THRESHOLD = AiGatewayConfig.__dataclass_fields__["cache_similarity_threshold"].default
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return Embedder()
+
+
+def similarity(embedder: Embedder, a: str, b: str) -> float:
+    va, vb = embedder.embed([a, b])
+    return float(va @ vb)
+
+
+def test_matches_sentence_transformers_reference(embedder: Embedder) -> None:
+    vectors = embedder.embed(list(REFERENCE))
+    assert vectors.shape == (2, DIMENSIONS)
+    for vector, expected in zip(vectors, REFERENCE.values(), strict=True):
+        np.testing.assert_allclose(vector[:5], expected, atol=2e-5)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_onnx_graph_agrees_with_the_numpy_reference(embedder: Embedder) -> None:
+    texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
+    reference = Embedder(encoder=MiniLM(bundled_model_dir()))
+    np.testing.assert_allclose(embedder.embed(texts), reference.embed(texts), atol=1e-5)
+
+
+def test_batch_and_single_agree_and_are_deterministic(embedder: Embedder) -> None:
+    texts = ["one", "two words", "and a third, longer text"]
+    batch = embedder.embed(texts)
+    singles = np.vstack([embedder.embed([t]) for t in texts])
+    np.testing.assert_allclose(batch, singles, atol=1e-5)
+    assert np.array_equal(embedder.embed(texts), batch)
+    assert embedder.embed([]).shape == (0, DIMENSIONS)
+
+
+@pytest.mark.parametrize(("a", "b"), PARAPHRASES)
+def test_paraphrases_clear_the_threshold(embedder: Embedder, a: str, b: str) -> None:
+    assert similarity(embedder, a, b) >= THRESHOLD
+
+
+@pytest.mark.parametrize(("a", "b"), NEAR_MISSES)
+def test_near_misses_stay_below_the_threshold(embedder: Embedder, a: str, b: str) -> None:
+    assert similarity(embedder, a, b) < THRESHOLD
+
+
+@pytest.mark.parametrize(("a", "b"), UNRELATED)
+def test_unrelated_texts_are_far(embedder: Embedder, a: str, b: str) -> None:
+    assert similarity(embedder, a, b) < 0.3
+
+
+async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
+    threads: list[str] = []
+    inner = embedder.encoder
+
+    def recording(ids, mask):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return inner(ids, mask)
+
+    embedder.encoder = recording
+    try:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        vectors = await asyncio.gather(*(embedder.embed_one(f"text {i}") for i in range(20)))
+        task.cancel()
+    finally:
+        embedder.encoder = inner
+    assert all(len(v) == DIMENSIONS for v in vectors)
+    assert threads and all(name.startswith("embedder") for name in threads)
+    assert threading.current_thread().name not in threads
+    assert ticks > len(vectors)  # the loop kept running other tasks meanwhile
