@@ -79,6 +79,7 @@ LOCK_TTL_MS = 60_000
 LOCK_WAIT_SECS = 5.0
 MAX_CIDRS = 256
 PROMPT_FIELDS = ("system_prompt", "prefix", "suffix")
+PROMPT_SWITCHES = ("pii_redaction", "cache_enabled")  # the AI gateway's, on unless false
 MAX_PROMPT_CHARS = 32_768
 NOT_FOUND = "Tenant not found"
 _RUNNING: set[asyncio.Task[Any]] = set()
@@ -421,7 +422,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         response.config.update(config)
         return response
 
-    async def _put_prompt_config(self, tenant: str, config: dict[str, str]) -> None:
+    async def _put_prompt_config(self, tenant: str, config: dict[str, Any]) -> None:
         async with self._locked(tenant):
             await self._load(tenant)
             with kv_unavailable():
@@ -538,25 +539,29 @@ def normalized_cidrs(entries: list[str]) -> list[str]:
     return networks
 
 
-def prompt_config(value: Any) -> dict[str, str]:
-    """The prompt configuration as stored: only `system_prompt`, `prefix`, `suffix`, each a
-    string (null or absent: not set)."""
+def prompt_config(value: Any) -> dict[str, Any]:
+    """The chat configuration as stored: `system_prompt`, `prefix`, `suffix` (strings) and
+    the switches `pii_redaction`, `cache_enabled` (booleans, on when absent); null or absent:
+    not set."""
     if not isinstance(value, dict):
         raise rec.bad("the prompt configuration must be a JSON object")
-    config: dict[str, str] = {}
-    for field, text in value.items():
-        if field not in PROMPT_FIELDS:
+    config: dict[str, Any] = {}
+    for field, item in value.items():
+        if field not in PROMPT_FIELDS and field not in PROMPT_SWITCHES:
             raise rec.bad(
-                f"unknown field {field!r} in the prompt configuration; known fields: "
-                f"{', '.join(PROMPT_FIELDS)}"
+                f"unknown field {str(field)[:100]!r} in the prompt configuration; known fields: "
+                f"{', '.join(PROMPT_FIELDS + PROMPT_SWITCHES)}"
             )
-        if text is None:
+        if item is None:
             continue
-        if not isinstance(text, str):
+        if field in PROMPT_SWITCHES:
+            if not isinstance(item, bool):
+                raise rec.bad(f"'{field}' must be a boolean")
+        elif not isinstance(item, str):
             raise rec.bad(f"'{field}' must be a string")
-        if len(text) > MAX_PROMPT_CHARS:
+        elif len(item) > MAX_PROMPT_CHARS:
             raise rec.bad(f"'{field}' must be at most {MAX_PROMPT_CHARS} characters")
-        config[field] = text
+        config[field] = item
     return config
 
 

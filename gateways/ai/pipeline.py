@@ -6,16 +6,19 @@
 2. validate — `model`, non-empty `messages`, roles system|user|assistant|tool, content a
    string or text content parts (joined), `max_tokens` a positive integer → 400
    `invalid_request_error` naming the field (`param`);
-3. prompt configuration of the tenant (`prompt_config.py`);
-   [issue 10: PII redaction of the last message goes HERE — see `_redact`];
+3. the tenant's chat configuration (`prompt_config.py`): PII redaction of every message
+   (`pii/`, unless the tenant turned it off; on its own thread), then the system prompt,
+   prefix and suffix;
 4. route — the provider table (`provider_table.py`), `routing.route` and the fallback chain;
-5. [issue 10: the two-tier cache LOOKUP goes HERE, non-stream only — see `_cache_lookup`];
+5. the two-tier response cache (`cache/`), non-stream only, unless the tenant turned it off
+   or the request says `Cache-Control: no-cache` / `no-store`: a hit answers at once with
+   `x-cache: HIT` or `SEMANTIC_HIT`, reserving no budget;
 6. budget — reserve the estimate (`budget_reservation.py`), 429 `budget_exceeded`;
 7. call — per provider of the chain: key (`keys.py`), breaker (`breaker.py`), the adapter's
    attempt with retries (`retry.py`); open breaker → next provider; all open → 503
    `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`;
 8. settle the budget against the real usage (80% crossed → `budget_warning`, off the path);
-   [issue 10: the cache STORE goes HERE — see `_cache_store`];
+   the fresh answer is stored in both cache tiers, off the request path (not for `no-store`);
 9. answer with `x-cache: MISS` and `x-tenant-id`; one `ai_request_log` row and the metrics,
    written without delaying the answer.
 
@@ -36,6 +39,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -45,10 +49,12 @@ from opentelemetry import trace
 from gateways.ai.background import Background
 from gateways.ai.breaker import PROBE, SKIP, Breakers, BreakerSettings
 from gateways.ai.budget_reservation import Budgets, Reservation, estimate_prompt_tokens
+from gateways.ai.cache import ResponseCache, default_embedder
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.keys import KeyUnavailable, key_reachable, resolve_key
 from gateways.ai.metrics import AiMetrics
-from gateways.ai.prompt_config import PromptConfigs
+from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
 from gateways.ai.providers import ADAPTERS
@@ -85,6 +91,8 @@ class Prepared:
     trace_id: str
     max_tokens: int | None
     pii_detected: bool = False
+    cache_lookup: bool = True  # may answer from the cache
+    cache_store: bool = True  # may store its answer in the cache
 
 
 @dataclass
@@ -212,6 +220,18 @@ def _trace(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     return trace_id, out
 
 
+def _cache_policy(enabled: bool, cache_control: str) -> tuple[bool, bool]:
+    """(may answer from the cache, may store the answer) for the tenant's setting and the
+    request's `Cache-Control` (HTTP's meaning: `no-cache` fetches a fresh answer, which is
+    then stored; `no-store` keeps this exchange out of the cache altogether)."""
+    if not enabled:
+        return False, False
+    directives = {d.strip().lower() for d in cache_control.split(",")}
+    if "no-store" in directives:
+        return False, False
+    return "no-cache" not in directives, True
+
+
 class ChatPipeline:
     def __init__(
         self,
@@ -239,14 +259,33 @@ class ChatPipeline:
             ),
         )
         self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self.kv = kv
+        self.cache: ResponseCache | None = None  # opened by start()
+        self._redactor: Redactor | None = None
+        self._pii_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pii")
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.table.start()
+        # The models load off the loop, before the first request needs them.
+        self._redactor = await asyncio.to_thread(default_redactor)
+        embedder = await asyncio.to_thread(default_embedder)
+        config = self.config
+        self.cache = ResponseCache(
+            self.kv,
+            config.milvus_uri,
+            embedder,
+            config.cache_ttl_secs,
+            config.cache_similarity_threshold,
+        )
+        await self.cache.open()
 
     async def close(self) -> None:
         await self.table.stop()
+        if self.cache is not None:
+            await self.cache.close()
+        self._pii_thread.shutdown(wait=False, cancel_futures=True)
         for session in self._sessions.values():
             await session.close()
         self._sessions.clear()
@@ -270,31 +309,41 @@ class ChatPipeline:
         model, messages, params, max_tokens = validate(body)  # 2
         outcome.model = model
         config = await self.prompts.get(tenant)  # 3
-        messages = apply_prompt_config(config, messages)
-        messages, pii = self._redact(tenant, messages)
+        pii = False
+        if redaction_enabled(config):
+            messages, pii = await self._redact(messages)
         outcome.pii_detected = pii
+        messages = apply_prompt_config(config, messages)
         headers = {k.lower(): v for k, v in context.invocation_metadata() or ()}
         trace_id, propagated = _trace(headers)
         outcome.trace_id = trace_id
-        return Prepared(tenant, model, messages, params, propagated, trace_id, max_tokens, pii)
+        lookup, store = _cache_policy(cache_enabled(config), headers.get("cache-control", ""))
+        return Prepared(
+            tenant, model, messages, params, propagated, trace_id, max_tokens, pii, lookup, store
+        )
 
-    def _redact(
-        self, tenant: str, messages: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """ISSUE 10 — PII redaction of the last message (SSN, email, credit card, phone, name,
-        address) when enabled; returns the messages to forward and whether PII was found
-        (then `ai_gateway_pii_detected_total` and the log row's `pii_detected`). Not built:
-        the messages pass unchanged."""
-        return messages, False
+    async def _redact(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+        """Every message with its PII replaced by `<TYPE>` placeholders (earlier turns reach
+        the provider too), and whether there was any. The NER model takes milliseconds per
+        new text, so it runs on its own thread, never on the loop."""
+        if self._redactor is None:  # not started (start() loads it)
+            self._redactor = await asyncio.to_thread(default_redactor)
+        redactor = self._redactor
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pii_thread, redactor.redact_messages, messages)
 
-    async def _cache_lookup(self, prepared: Prepared) -> dict[str, Any] | None:
-        """ISSUE 10 — the two-tier cache (exact `{tenant_id}:{model}:{prompt_hash}`, then
-        semantic through the vector store), non-stream only; a hit answers with `x-cache: HIT`
-        or `SEMANTIC_HIT`, without reserving budget. Not built: always a miss."""
-        return None
+    async def _cache_lookup(self, prepared: Prepared) -> tuple[str, dict[str, Any]] | None:
+        if not prepared.cache_lookup or self.cache is None:
+            return None
+        return await self.cache.lookup(
+            prepared.tenant, prepared.model, prepared.messages, prepared.params
+        )
 
     async def _cache_store(self, prepared: Prepared, completion: dict[str, Any]) -> None:
-        """ISSUE 10 — store a fresh answer in both cache tiers (off the request path)."""
+        if prepared.cache_store and self.cache is not None:
+            await self.cache.store(
+                prepared.tenant, prepared.model, prepared.messages, prepared.params, completion
+            )
 
     def _estimate(self, prepared: Prepared) -> int:
         completion = prepared.max_tokens or self.config.completion_estimate
@@ -395,12 +444,19 @@ class ChatPipeline:
             snapshot = await self.table.current()  # 4
             providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
             outcome.provider = providers[0].id
-            cached = await self._cache_lookup(prepared)  # 5 (issue 10)
-            if cached is not None:  # pragma: no cover - issue 10
+            cached = await self._cache_lookup(prepared)  # 5
+            if cached is not None:
+                tier, completion = cached
                 self.metrics.cache_hits.inc()
                 outcome.cache_hit, outcome.result = True, "ok"
-                respond(context, headers={"x-cache": "HIT", "x-tenant-id": prepared.tenant})
-                return Answer(cached, "HIT", prepared.tenant)
+                respond(context, headers={"x-cache": tier, "x-tenant-id": prepared.tenant})
+                # The stored answer under a new id: two answers never share one.
+                completion = {
+                    **completion,
+                    "id": f"chatcmpl-{os.urandom(12).hex()}",
+                    "created": int(time.time()),
+                }
+                return Answer(completion, tier, prepared.tenant)
             self.metrics.cache_misses.inc()
             reservation = await self._reserve(prepared, outcome)  # 6
 

@@ -1,8 +1,10 @@
-"""A tenant's prompt configuration (`cp:prompt-config:{tenant_id}`, JSON `{system_prompt,
-prefix, suffix}`, written by the control plane), applied to its chat requests:
-`system_prompt` becomes the first message (a system message), `prefix` and `suffix` wrap the
-content of the last user message. Read from the key-value store and kept in memory for at most
-TTL_SECS, so a change applies within a second without a store read per request."""
+"""A tenant's chat configuration (`cp:prompt-config:{tenant_id}`, JSON `{system_prompt,
+prefix, suffix, pii_redaction, cache_enabled}`, written by the control plane), applied to its
+chat requests: `system_prompt` becomes the first message (a system message), `prefix` and
+`suffix` wrap the content of the last user message; `pii_redaction` and `cache_enabled`
+(both on unless set to false) switch PII redaction and the response cache. Read from the
+key-value store and kept in memory for at most TTL_SECS, so a change applies within a second
+without a store read per request."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from redis.exceptions import RedisError
 from runtime.errors import Unavailable
 
 TTL_SECS = 1.0
+TEXTS = ("system_prompt", "prefix", "suffix")
+SWITCHES = ("pii_redaction", "cache_enabled")
 
 
 def prompt_config_key(tenant_id: str) -> str:
@@ -26,9 +30,9 @@ def prompt_config_key(tenant_id: str) -> str:
 class PromptConfigs:
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
-        self._cache: dict[str, tuple[float, Mapping[str, str]]] = {}
+        self._cache: dict[str, tuple[float, Mapping[str, Any]]] = {}
 
-    async def get(self, tenant_id: str) -> Mapping[str, str]:
+    async def get(self, tenant_id: str) -> Mapping[str, Any]:
         now = time.monotonic()
         cached = self._cache.get(tenant_id)
         if cached is not None and cached[0] > now:
@@ -42,7 +46,7 @@ class PromptConfigs:
                 f"the key-value store holding prompt configurations is unreachable: {exc}",
                 error="service_unavailable",
             ) from exc
-        config: dict[str, str] = {}
+        config: dict[str, Any] = {}
         if raw:
             try:
                 parsed = json.loads(raw)
@@ -52,7 +56,8 @@ class PromptConfigs:
                 config = {
                     k: v
                     for k, v in parsed.items()
-                    if k in ("system_prompt", "prefix", "suffix") and isinstance(v, str) and v
+                    if (k in TEXTS and isinstance(v, str) and v)
+                    or (k in SWITCHES and isinstance(v, bool))
                 }
         if len(self._cache) > 10_000:
             self._cache.clear()
@@ -60,7 +65,7 @@ class PromptConfigs:
         return config
 
 
-def apply(config: Mapping[str, str], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def apply(config: Mapping[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The messages with the configuration applied (a new list; the input is not changed)."""
     if not config:
         return messages
@@ -74,3 +79,11 @@ def apply(config: Mapping[str, str], messages: list[dict[str, Any]]) -> list[dic
     if config.get("system_prompt"):
         out.insert(0, {"role": "system", "content": config["system_prompt"]})
     return out
+
+
+def redaction_enabled(config: Mapping[str, Any]) -> bool:
+    return config.get("pii_redaction") is not False
+
+
+def cache_enabled(config: Mapping[str, Any]) -> bool:
+    return config.get("cache_enabled") is not False

@@ -70,9 +70,15 @@ def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-def client(base_url: str, tenant_id: str | None = None, key: str = MASTER_KEY) -> AsyncOpenAI:
-    """The official OpenAI SDK against the gateway (retries off: the gateway retries)."""
+def client(
+    base_url: str, tenant_id: str | None = None, key: str = MASTER_KEY, cache: bool = False
+) -> AsyncOpenAI:
+    """The official OpenAI SDK against the gateway (retries off: the gateway retries).
+    `Cache-Control: no-store` unless `cache`: the response cache has its own tests; elsewhere
+    every request must reach the provider."""
     headers = {"x-tenant-id": tenant_id} if tenant_id else {}
+    if not cache:
+        headers["Cache-Control"] = "no-store"
     return AsyncOpenAI(
         base_url=f"{base_url}/v1", api_key=key, default_headers=headers, max_retries=0, timeout=20
     )

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
-from ai_kit import PROVIDERS, running
+from ai_kit import PROVIDERS, Scripted, provider, running, set_providers
 from redis.asyncio import Redis
 
 from gateways.ai.app import build
@@ -56,3 +56,13 @@ async def echo() -> AsyncIterator[str]:
 
 def env(**values: Any) -> dict[str, str]:
     return {k: str(v) for k, v in values.items()}
+
+
+@pytest.fixture
+async def scripted(kv: Redis) -> AsyncIterator[Scripted]:
+    """A scripted provider `flaky` serving the model `m-1`; it records every attempt."""
+    upstream = Scripted()
+    async with running(upstream.app()) as url:
+        await set_providers(kv, provider("flaky", url, models=["m-1"]))
+        upstream.url = url  # type: ignore[attr-defined]
+        yield upstream

@@ -20,16 +20,6 @@ from support import MASTER_KEY, free_port
 HI = [{"role": "user", "content": "hi"}]
 
 
-@pytest.fixture
-async def scripted(kv):
-    """A scripted provider `flaky` serving the model `m-1`."""
-    upstream = Scripted()
-    async with running(upstream.app()) as url:
-        await set_providers(kv, provider("flaky", url, models=["m-1"]))
-        upstream.url = url  # type: ignore[attr-defined]
-        yield upstream
-
-
 async def test_retries_503_twice_then_success(gateway, scripted) -> None:
     scripted.script = [503, 503, 200]
     async with gateway() as ai, client(ai.http_url, tenant()) as sdk:

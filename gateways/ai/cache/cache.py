@@ -53,6 +53,24 @@ class ResponseCache:
         self._uri = vectors if isinstance(vectors, str) else None
         self._semantic = None if self._uri else SemanticTier(vectors, ttl_secs)
         self._store_errors: tuple[type[BaseException], ...] = (RedisError, OSError, grpc.RpcError)
+        self._vectors: dict[str, list[float]] = {}
+
+    async def open(self) -> None:
+        """Open the vector store now (Milvus Lite starts its server), not at the first
+        request."""
+        await self._semantic_tier()
+
+    async def _vector(self, text: str) -> list[float]:
+        """The text's embedding. A miss's lookup and its store embed the same text, so the
+        last vectors are kept, keyed by the text's digest (never the text)."""
+        digest = keys.digest(text)
+        vector = self._vectors.get(digest)
+        if vector is None:
+            vector = await self.embedder.embed_one(text)
+            if len(self._vectors) >= 1024:
+                self._vectors.pop(next(iter(self._vectors)))
+            self._vectors[digest] = vector
+        return vector
 
     async def _semantic_tier(self) -> SemanticTier:
         if self._semantic is None:
@@ -80,7 +98,7 @@ class ResponseCache:
             text = _semantic_text(messages)
             if text is None:
                 return None
-            vector = await self.embedder.embed_one(text)
+            vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
             nearest = await semantic.nearest(tenant, model, scope, vector)
             if nearest is None or nearest[1] < self.threshold:
@@ -111,7 +129,7 @@ class ResponseCache:
             text = _semantic_text(messages)
             if text is None:
                 return
-            vector = await self.embedder.embed_one(text)
+            vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
             await semantic.add(tenant, model, scope, prompt_hash, vector, key)
         except self._store_errors as error:

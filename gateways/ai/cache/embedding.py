@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -78,3 +79,17 @@ class Embedder:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+_default: Embedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> Embedder:
+    """The process-wide embedder (every gateway app of a process shares the model), loaded on
+    first use; call it off the event loop."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Embedder()
+        return _default

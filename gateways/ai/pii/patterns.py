@@ -49,6 +49,14 @@ VALID = phonenumbers.Leniency.VALID
 POSSIBLE = phonenumbers.Leniency.POSSIBLE
 
 
+# A North American number written with separators, `(555) 123-4567` or `555.123.4567`: the
+# layout says "phone" even where the metadata calls the block unassigned (555 numbers, new
+# area codes), which VALID alone would let through.
+NANP_WRITTEN = re.compile(
+    r"(?<![\w+-])(?:\+?1[-. ])?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[-. ])\d{3}[-. ]\d{4}(?![\w-])"
+)
+
+
 def find_phones(text: str) -> list[Found]:
     """Numbers in US or UK national format that libphonenumber's metadata calls valid, and any
     international number written with `+` and a plausible length for its country (a real
@@ -61,6 +69,7 @@ def find_phones(text: str) -> list[Found]:
             Found(m.start, m.end, "PHONE")
             for m in phonenumbers.PhoneNumberMatcher(text, region, leniency=VALID)
         ]
+    found += [Found(m.start(), m.end(), "PHONE") for m in NANP_WRITTEN.finditer(text)]
     if "+" in text:
         found += [
             Found(m.start, m.end, "PHONE")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,8 @@ from gateways.ai.pii.addresses import find_addresses
 from gateways.ai.pii.names import NameFinder
 from gateways.ai.pii.patterns import find_cards, find_emails, find_phones, find_ssns
 from gateways.ai.pii.spans import Found, replace, resolve
+
+MEMO_SIZE = 4096  # texts whose redaction is remembered
 
 PATTERNS: tuple[Callable[[str], list[Found]], ...] = (
     find_emails,
@@ -27,6 +30,10 @@ class Redactor:
 
     def __init__(self) -> None:
         self._names = NameFinder()
+        # A conversation resends its earlier turns with every request: each text is redacted
+        # once. Keyed by a digest; it holds redacted text only, never an original.
+        self._memo: dict[bytes, tuple[str | None, frozenset[str]]] = {}
+        self._memo_lock = threading.Lock()
 
     def find(self, text: str) -> list[Found]:
         found = [item for detect in PATTERNS for item in detect(text)]
@@ -34,10 +41,18 @@ class Redactor:
         return resolve(found)
 
     def redact(self, text: str) -> tuple[str, frozenset[str]]:
-        found = self.find(text)
-        if not found:
-            return text, frozenset()
-        return replace(text, found), frozenset(f.kind for f in found)
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        memo = self._memo.get(digest)
+        if memo is None:
+            found = self.find(text)
+            # None: the text is clean and passes as is (so no text at all is remembered).
+            redacted = replace(text, found) if found else None
+            memo = (redacted, frozenset(f.kind for f in found))
+            with self._memo_lock:
+                if len(self._memo) >= MEMO_SIZE:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[digest] = memo
+        return (text if memo[0] is None else memo[0]), memo[1]
 
     def redact_messages(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Every message's string `content` redacted, in new dicts (other keys kept); True when

@@ -1,0 +1,208 @@
+"""The two-tier response cache on the chat path, through the official OpenAI SDK: `x-cache`
+MISS → HIT → SEMANTIC_HIT, no crossing of tenants or models, `Cache-Control` bypasses, the
+tenant's switch, expiry, no budget spent on a hit, streaming untouched, the metric and the log
+row, and two gateways (in process, and as two OS processes) sharing the tiers.
+(`test_cache.py` tests the cache package alone: conversations, parameters, purges, stores
+down.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import aiohttp
+from ai_kit import client, gateway_process, tenant
+from support import MASTER_KEY, free_port
+
+ASKED = "How many days are in a leap year?"
+REWORDED = "How many days does a leap year have?"
+
+
+def user(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+async def ask(url: str, t: str, text: str = ASKED, model: str = "m-1", **headers: str) -> str:
+    """One non-stream completion; returns its `x-cache` header."""
+    async with client(url, t, cache=True) as sdk:
+        raw = await sdk.chat.completions.with_raw_response.create(
+            model=model, messages=user(text), extra_headers=headers
+        )
+    assert raw.headers["x-tenant-id"] == t
+    completion = raw.parse()
+    assert completion.choices[0].message.content == "w0 w1 w2 "
+    return raw.headers["x-cache"]
+
+
+async def test_miss_then_exact_hit_then_semantic_hit(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway() as ai:
+        assert await ask(ai.http_url, t) == "MISS"
+        await asyncio.sleep(0.3)  # the store runs after the answer
+        assert await ask(ai.http_url, t) == "HIT"
+        assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
+        async with aiohttp.ClientSession() as http:
+            metrics = await (await http.get(f"{ai.http_url}/metrics")).text()
+    assert len(scripted.attempts) == 1  # the hits never reached the provider
+    assert "ai_gateway_cache_hits_total 2.0" in metrics
+    assert "ai_gateway_cache_misses_total 1.0" in metrics
+
+
+async def test_a_hit_gets_its_own_id(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway() as ai, client(ai.http_url, t, cache=True) as sdk:
+        first = await sdk.chat.completions.create(model="m-1", messages=user(ASKED))
+        await asyncio.sleep(0.3)
+        second = await sdk.chat.completions.create(model="m-1", messages=user(ASKED))
+    assert first.id != second.id
+    assert second.choices[0].message.content == first.choices[0].message.content
+
+
+async def test_no_crossing_tenants_or_models(gateway, scripted, kv) -> None:
+    scripted_models = json.loads(await kv.hget("platform:providers", "flaky"))
+    scripted_models["default_models"] = ["m-1", "m-2"]
+    await kv.hset("platform:providers", "flaky", json.dumps(scripted_models))
+    await kv.incr("platform:providers:version")
+    await kv.publish("platform:providers:changed", "flaky")
+    a, b, c = tenant(), tenant(), tenant()
+    async with gateway() as ai:
+        assert await ask(ai.http_url, a) == "MISS"
+        await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, b) == "MISS"  # the same text, another tenant
+        assert await ask(ai.http_url, c, REWORDED) == "MISS"  # a paraphrase, another tenant
+        assert await ask(ai.http_url, a, REWORDED, model="m-2") == "MISS"  # another model
+        assert await ask(ai.http_url, a) == "HIT"
+    assert len(scripted.attempts) == 4
+
+
+async def test_cache_control_bypasses(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway() as ai:
+        assert await ask(ai.http_url, t, **{"Cache-Control": "no-store"}) == "MISS"
+        await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, t) == "MISS"  # no-store: nothing was kept
+        await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, t, **{"Cache-Control": "no-cache"}) == "MISS"
+        assert await ask(ai.http_url, t) == "HIT"
+    assert len(scripted.attempts) == 3
+
+
+async def test_a_tenant_can_turn_the_cache_off(gateway, scripted, kv) -> None:
+    t = tenant()
+    await kv.set(f"cp:prompt-config:{t}", json.dumps({"cache_enabled": False}))
+    try:
+        async with gateway() as ai:
+            for _ in range(2):
+                assert await ask(ai.http_url, t) == "MISS"
+                await asyncio.sleep(0.3)
+    finally:
+        await kv.delete(f"cp:prompt-config:{t}")
+    assert len(scripted.attempts) == 2
+
+
+async def test_an_answer_expires(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway(AI_CACHE_TTL_SECS="1") as ai:
+        assert await ask(ai.http_url, t) == "MISS"
+        await asyncio.sleep(1.3)
+        assert await ask(ai.http_url, t, REWORDED) == "MISS"  # the semantic tier forgot too
+        assert await ask(ai.http_url, t, ASKED, **{"Cache-Control": "no-store"}) == "MISS"
+    assert len(scripted.attempts) == 3
+
+
+async def test_a_hit_costs_no_budget(gateway, scripted, kv) -> None:
+    t = tenant()
+    async with gateway() as ai, aiohttp.ClientSession() as http:
+        await http.post(
+            f"{ai.http_url}/v1/budget/{t}",
+            json={"tokens": 1000},
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        )
+        assert await ask(ai.http_url, t) == "MISS"
+        spent = 1000 - int(await kv.get(f"{t}:budget:tokens"))
+        assert spent == 7 + 3  # the scripted provider's usage
+        await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, t) == "HIT"
+        assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
+        assert int(await kv.get(f"{t}:budget:tokens")) == 1000 - spent
+
+
+async def test_streaming_bypasses_the_cache(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway() as ai, client(ai.http_url, t, cache=True) as sdk:
+        for _ in range(2):
+            raw = await sdk.chat.completions.with_raw_response.create(
+                model="m-1", messages=user(ASKED), stream=True
+            )
+            assert raw.headers["x-cache"] == "MISS"
+            text = "".join(
+                [c.choices[0].delta.content or "" async for c in raw.parse() if c.choices]
+            )
+            assert text == "w0 w1 w2 "
+            await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, t) == "MISS"  # nothing was stored by the streams
+    assert len(scripted.attempts) == 3
+
+
+async def test_the_log_row_says_cache_hit(gateway, scripted, analytics) -> None:
+    t = tenant()
+    async with gateway() as ai:
+        await ask(ai.http_url, t)
+        await asyncio.sleep(0.3)
+        await ask(ai.http_url, t)
+        rows: list = []
+        for _ in range(100):
+            rows = await analytics.query(
+                "SELECT cache_hit, tokens_prompt, tokens_completion FROM gateway.ai_request_log "
+                "WHERE tenant_id = {t:String} ORDER BY timestamp",
+                {"t": t},
+            )
+            if len(rows) == 2:
+                break
+            await asyncio.sleep(0.05)
+    assert [(r["cache_hit"], r["tokens_prompt"] + r["tokens_completion"]) for r in rows] == [
+        (False, 10),
+        (True, 0),  # a hit used no provider tokens
+    ]
+
+
+async def test_two_gateways_share_both_tiers(gateway, scripted) -> None:
+    t = tenant()
+    async with gateway() as one, gateway() as two:
+        assert await ask(one.http_url, t) == "MISS"
+        await asyncio.sleep(0.3)
+        assert await ask(two.http_url, t) == "HIT"
+        assert await ask(two.http_url, t, REWORDED) == "SEMANTIC_HIT"
+    assert len(scripted.attempts) == 1
+
+
+async def test_two_gateway_processes_share_the_exact_tier(scripted, valkey_url, tmp_path) -> None:
+    """Milvus Lite admits one owning process per file, so each process has its own semantic
+    tier here; with a Milvus server as MILVUS_URI they share it as the in-process pair does."""
+    t = tenant()
+    procs, urls = [], []
+    try:
+        for i in range(2):
+            http_port = free_port()
+            env = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "HTTP_PORT": str(http_port),
+                "GRPC_PORT": str(free_port()),
+                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await gateway_process(env, http_port))
+            urls.append(f"http://127.0.0.1:{http_port}")
+        assert await ask(urls[0], t) == "MISS"
+        await asyncio.sleep(0.5)
+        assert await ask(urls[1], t) == "HIT"
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()
+    assert len(scripted.attempts) == 1
