@@ -1,19 +1,30 @@
-"""AI gateway benchmark: the echo LLM provider directly, and through the gateway.
+"""AI gateway benchmark: the echo LLM provider directly, and through the gateway; then the
+cost of PII redaction and the latency of the two cache tiers.
 
     .venv/bin/python tests/bench/ai_gateway.py [--runs 3] [--seconds 5] [--concurrency 1 32]
 
 Needs `wrk` (Debian: `apt-get install -y wrk`). Starts `strata up` on ports +600 with a fresh
 data directory, registers the echo LLM sidecar as an `openai_compatible` provider through
-the control plane (`POST /api/providers`, a `manual` key: development), then for non-stream
-and stream (`stream: true`, read to `data: [DONE]`) chat requests at each concurrency, runs wrk
-against the echo provider directly and against the gateway's `/v1/chat/completions` (the
-master key with `x-tenant-id: bench`, whose token budget is set — as tenant creation
-provisions one — so every request reserves and settles it). For each: requests/s, p50 and p99
-latency, and for the gateway its CPU time per request (utime+stime of its processes, from
-/proc/<pid>/stat, divided by the requests wrk completed). Medians of `--runs` runs.
-Everything listens on 127.0.0.1; the 2 shared cores are shared by wrk, the gateway, the
-echo provider and the stores, so absolute req/s are low: CPU per request is the figure that
-travels.
+the control plane (`POST /api/providers`, a `manual` key: development), creates three tenants
+through the control plane, each with its chat configuration (`PUT .../prompt-config`) and a
+token budget (as tenant creation provisions one, so every request reserves and settles it):
+
+- `bench` (redaction off, cache off): the proxy path. Non-stream and stream (`stream: true`,
+  read to `data: [DONE]`) at each concurrency, the echo provider directly and through the
+  gateway's `/v1/chat/completions`;
+- `bench-pii` (redaction on, cache off): every request a new text with an e-mail, a name and a
+  phone number (so no redaction is remembered): the added CPU of redaction is this row's CPU
+  per request minus the proxy row's;
+- `bench-cache` (redaction off, cache on): the same question every time (after the first:
+  exact hits, `x-cache: HIT`), and a paraphrase of it padded with a different number of
+  spaces every time (no exact key matches, the embedding is computed each time: semantic
+  hits, `x-cache: SEMANTIC_HIT`).
+
+For each row: requests/s, p50 and p99 latency, and for the gateway its CPU time per request
+(utime+stime of its processes, from /proc/<pid>/stat, divided by the requests wrk completed).
+Medians of `--runs` runs. Everything listens on 127.0.0.1; the 2 shared cores are shared by
+wrk, the gateway, the echo provider and the stores, so absolute req/s are low: CPU per request
+is the figure that travels.
 """
 
 from __future__ import annotations
@@ -40,6 +51,37 @@ wrk.body = [[{body}]]
 wrk.headers["Content-Type"] = "application/json"
 {headers}
 """
+# A new body per request: `{n}` in the JSON template becomes a number no other request of
+# any wrk thread has, and `{spaces}` that many spaces (modulo 2000).
+VARYING = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+{headers}
+threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+counter = 0
+request = function()
+  counter = counter + 1
+  local n = tid * 10000000 + counter
+  local body = [[{body}]]
+  body = body:gsub("{{n}}", tostring(n)):gsub("{{spaces}}", string.rep(" ", n % 2000))
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+PII_TEXT = (
+    "Please email jordan.{n}@example.com and call Priya Raghunathan on (212) 555-0147 "
+    "about order {n}."
+)
+ASKED = "How many days are in a leap year?"
+PARAPHRASE = "How many days does a leap year have?{spaces}"
+TENANTS = {
+    "bench": {"pii_redaction": False, "cache_enabled": False},
+    "bench-pii": {"pii_redaction": True, "cache_enabled": False},
+    "bench-cache": {"pii_redaction": False, "cache_enabled": True},
+}
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -106,15 +148,35 @@ def measure(
     return row
 
 
-def post(url: str, body: dict[str, object], key: str) -> dict[str, object]:
+def call(method: str, url: str, body: dict[str, object], key: str) -> dict[str, object]:
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        method="POST",
+        method=method,
     )
     with urllib.request.urlopen(request, timeout=10) as resp:
         return json.loads(resp.read())  # type: ignore[no-any-return]
+
+
+def post(url: str, body: dict[str, object], key: str) -> dict[str, object]:
+    return call("POST", url, body, key)
+
+
+def x_cache(url: str, body: str, headers: dict[str, str]) -> str:
+    """One request as wrk would send it (padding as for request 7); its `x-cache`."""
+    body = body.replace("{n}", "7").replace("{spaces}", " " * 7)
+    request = urllib.request.Request(
+        url, data=body.encode(), headers={**headers, "Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        return resp.headers["x-cache"]  # type: ignore[no-any-return]
+
+
+def script(path: Path, body: str, headers: dict[str, str], varying: bool = False) -> Path:
+    lines = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items())
+    path.write_text((VARYING if varying else SCRIPT).format(body=body, headers=lines))
+    return path
 
 
 def main() -> None:
@@ -150,31 +212,51 @@ def main() -> None:
                 "key_source": {"type": "manual", "value": "bench-provider-key"},
                 "model_patterns": ["echo-*"], "default_models": ["echo-1"], "enabled": True,
             }  # fmt: skip
-            print(post(f"http://127.0.0.1:{4001 + OFFSET}/api/providers", provider, master))
-            print(post(f"{gateway}/v1/budget/bench", {"tokens": 10**12}, master))
-            time.sleep(2)  # every gateway replica picks the change up within a second
+            controlplane = f"http://127.0.0.1:{4001 + OFFSET}"
+            print(post(f"{controlplane}/api/providers", provider, master))
+            for t, switches in TENANTS.items():
+                post(f"{controlplane}/api/tenants", {"id": t, "name": t, "plan": "enterprise"},
+                     master)  # fmt: skip
+                call("PUT", f"{controlplane}/api/tenants/{t}/prompt-config", switches, master)
+                post(f"{gateway}/v1/budget/{t}", {"tokens": 10**12}, master)
+            time.sleep(2)  # every gateway replica picks the changes up within a second
+            url = "/v1/chat/completions"
+            direct_headers = {"Authorization": "Bearer x"}
+
+            def through(t: str) -> dict[str, str]:
+                return {"Authorization": f"Bearer {master}", "x-tenant-id": t}
+
             rows = []
             for stream in (False, True):
                 body = json.dumps({**BODY, "stream": stream})
-                direct = tmp / f"direct-{stream}.lua"
-                direct.write_text(
-                    SCRIPT.format(body=body, headers='wrk.headers["Authorization"] = "Bearer x"')
-                )
-                through = tmp / f"gateway-{stream}.lua"
-                through.write_text(
-                    SCRIPT.format(
-                        body=body,
-                        headers=f'wrk.headers["Authorization"] = "Bearer {master}"\n'
-                        'wrk.headers["x-tenant-id"] = "bench"',
-                    )
-                )
+                direct = script(tmp / f"direct-{stream}.lua", body, direct_headers)
+                proxied = script(tmp / f"gateway-{stream}.lua", body, through("bench"))
                 kind = "stream" if stream else "non-stream"
                 for c in args.concurrency:
-                    url = "/v1/chat/completions"
                     rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, direct,
                                         None, c, args))  # fmt: skip
                     rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
-                                        through, gateway_pid, c, args))  # fmt: skip
+                                        proxied, gateway_pid, c, args))  # fmt: skip
+            pii = json.dumps({**BODY, "messages": [{"role": "user", "content": PII_TEXT}]})
+            redacting = script(tmp / "pii.lua", pii, through("bench-pii"), varying=True)
+            for c in args.concurrency:
+                rows.append(measure(f"redaction on, new PII text, c={c}", gateway + url,
+                                    redacting, gateway_pid, c, args))  # fmt: skip
+            asked = json.dumps({**BODY, "messages": [{"role": "user", "content": ASKED}]})
+            exact = script(tmp / "exact.lua", asked, through("bench-cache"))
+            wrk(gateway + url, exact, 1, 1)  # the first answer is stored
+            time.sleep(1)
+            reworded = json.dumps({**BODY, "messages": [{"role": "user", "content": PARAPHRASE}]})
+            semantic = script(tmp / "semantic.lua", reworded, through("bench-cache"), varying=True)
+            # Measured only once each row is shown to be what it says.
+            assert x_cache(gateway + url, asked, through("bench-cache")) == "HIT"
+            assert x_cache(gateway + url, reworded, through("bench-cache")) == "SEMANTIC_HIT"
+            assert x_cache(gateway + url, pii, through("bench")) == "MISS"
+            for c in args.concurrency:
+                rows.append(measure(f"cache: exact hit, c={c}", gateway + url, exact,
+                                    gateway_pid, c, args))  # fmt: skip
+                rows.append(measure(f"cache: semantic hit, c={c}", gateway + url, semantic,
+                                    gateway_pid, c, args))  # fmt: skip
             print(json.dumps(rows))
         finally:
             stack.send_signal(signal.SIGINT)
