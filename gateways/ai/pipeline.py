@@ -329,6 +329,9 @@ class ChatPipeline:
         if self._redactor is None:  # not started (start() loads it)
             self._redactor = await asyncio.to_thread(default_redactor)
         redactor = self._redactor
+        known = redactor.remembered(messages)  # a resent conversation: no thread hop
+        if known is not None:
+            return known
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pii_thread, redactor.redact_messages, messages)
 

@@ -103,3 +103,15 @@ def test_the_labelled_set_meets_the_accuracy_targets(redactor: Redactor) -> None
     result = score(redactor, rows)
     assert result.recall() >= 0.95, result.misses
     assert result.precision() >= 0.90, result.misses
+
+
+def test_a_resent_conversation_is_redacted_from_memory(monkeypatch) -> None:
+    redactor = Redactor()
+    turns = [{"role": "user", "content": "I am Sofia Petrova, sofia@example.org"}]
+    assert redactor.remembered(turns) is None  # never seen: the model must run
+    first = redactor.redact_messages(turns)
+    monkeypatch.setattr(redactor, "find", lambda text: pytest.fail("the model ran again"))
+    assert redactor.remembered(turns) == first == redactor.redact_messages(turns)
+    assert first[0][0]["content"] == "I am <PERSON>, <EMAIL>"
+    assert all("Sofia" not in str(v) for v in redactor._memo.values())
+    assert redactor.remembered([*turns, {"role": "user", "content": "and Ivan?"}]) is None

@@ -41,7 +41,7 @@ class Redactor:
         return resolve(found)
 
     def redact(self, text: str) -> tuple[str, frozenset[str]]:
-        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        digest = _digest(text)
         memo = self._memo.get(digest)
         if memo is None:
             found = self.find(text)
@@ -54,20 +54,46 @@ class Redactor:
                 self._memo[digest] = memo
         return (text if memo[0] is None else memo[0]), memo[1]
 
+    def remembered(
+        self, messages: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], bool] | None:
+        """`redact_messages` when every text was redacted before (no model call: cheap
+        enough for the event loop), else None."""
+        try:
+            return _each_text(messages, self._recalled)
+        except LookupError:
+            return None
+
     def redact_messages(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Every message's string `content` redacted, in new dicts (other keys kept); True when
         any message held PII. Earlier turns are redacted too: they reach the provider as well."""
-        out, any_pii = [], False
-        for message in messages:
-            content = message.get("content")
-            if isinstance(content, str) and content:
-                redacted, kinds = self.redact(content)
-                any_pii = any_pii or bool(kinds)
-                message = {**message, "content": redacted}
-            else:
-                message = dict(message)
-            out.append(message)
-        return out, any_pii
+        return _each_text(messages, self.redact)
+
+    def _recalled(self, text: str) -> tuple[str, frozenset[str]]:
+        memo = self._memo.get(_digest(text))
+        if memo is None:
+            raise LookupError(text[:0])  # never carries the text
+        return (text if memo[0] is None else memo[0]), memo[1]
+
+
+def _each_text(
+    messages: list[dict[str, Any]], redact: Callable[[str], tuple[str, frozenset[str]]]
+) -> tuple[list[dict[str, Any]], bool]:
+    out, any_pii = [], False
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            redacted, kinds = redact(content)
+            any_pii = any_pii or bool(kinds)
+            message = {**message, "content": redacted}
+        else:
+            message = dict(message)
+        out.append(message)
+    return out, any_pii
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 _default: Redactor | None = None
