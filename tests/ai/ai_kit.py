@@ -66,6 +66,22 @@ async def set_providers(kv: Redis, *providers: dict[str, Any]) -> None:
         await kv.publish("platform:providers:changed", p["id"])
 
 
+async def log_rows(analytics: Any, t: str, count: int, columns: str = "*") -> list[dict[str, Any]]:
+    """The tenant's `ai_request_log` rows in time order, once `count` have landed (they are
+    written off the request path), or what there is after 5 s."""
+    rows: list[dict[str, Any]] = []
+    for _ in range(100):
+        rows = await analytics.query(
+            f"SELECT {columns} FROM gateway.ai_request_log WHERE tenant_id = {{t:String}} "
+            "ORDER BY timestamp",
+            {"t": t},
+        )
+        if len(rows) >= count:
+            break
+        await asyncio.sleep(0.05)
+    return rows
+
+
 def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 

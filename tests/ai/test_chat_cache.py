@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 import aiohttp
-from ai_kit import client, gateway_process, tenant
+from ai_kit import client, gateway_process, log_rows, tenant
 from support import MASTER_KEY, free_port
 
 ASKED = "How many days are in a leap year?"
@@ -152,16 +152,7 @@ async def test_the_log_row_says_cache_hit(gateway, scripted, analytics) -> None:
         await ask(ai.http_url, t)
         await asyncio.sleep(0.3)
         await ask(ai.http_url, t)
-        rows: list = []
-        for _ in range(100):
-            rows = await analytics.query(
-                "SELECT cache_hit, tokens_prompt, tokens_completion FROM gateway.ai_request_log "
-                "WHERE tenant_id = {t:String} ORDER BY timestamp",
-                {"t": t},
-            )
-            if len(rows) == 2:
-                break
-            await asyncio.sleep(0.05)
+        rows = await log_rows(analytics, t, 2, "cache_hit, tokens_prompt, tokens_completion")
     assert [(r["cache_hit"], r["tokens_prompt"] + r["tokens_completion"]) for r in rows] == [
         (False, 10),
         (True, 0),  # a hit used no provider tokens

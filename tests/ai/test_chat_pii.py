@@ -8,7 +8,7 @@ import asyncio
 import json
 
 import aiohttp
-from ai_kit import client, tenant
+from ai_kit import client, log_rows, tenant
 
 CONVERSATION = [
     {"role": "system", "content": "You are a support agent."},
@@ -44,16 +44,7 @@ async def test_the_metric_and_the_log_row(gateway, scripted, analytics) -> None:
             )
         async with aiohttp.ClientSession() as http:
             metrics = await (await http.get(f"{ai.http_url}/metrics")).text()
-        rows: list = []
-        for _ in range(100):
-            rows = await analytics.query(
-                "SELECT * FROM gateway.ai_request_log WHERE tenant_id = {t:String} "
-                "ORDER BY timestamp",
-                {"t": t},
-            )
-            if len(rows) == 2:
-                break
-            await asyncio.sleep(0.05)
+        rows = await log_rows(analytics, t, 2)
     assert "ai_gateway_pii_detected_total 1.0" in metrics
     assert [r["pii_detected"] for r in rows] == [True, False]
     stored = json.dumps(rows, default=str)

@@ -14,7 +14,16 @@ import os
 import aiohttp
 import openai
 import pytest
-from ai_kit import Scripted, client, gateway_process, provider, running, set_providers, tenant
+from ai_kit import (
+    Scripted,
+    client,
+    gateway_process,
+    log_rows,
+    provider,
+    running,
+    set_providers,
+    tenant,
+)
 from support import MASTER_KEY, free_port
 
 HI = [{"role": "user", "content": "hi"}]
@@ -195,14 +204,7 @@ async def test_trace_headers_reach_the_provider_and_the_log_row(
         headers = {k.lower(): v for k, v in scripted.attempts[0].headers.items()}
         assert headers["traceparent"].split("-")[1] == trace_id
         assert headers["x-request-id"] == "req-123"
-        rows: list = []
-        for _ in range(100):
-            rows = await analytics.query(
-                "SELECT * FROM gateway.ai_request_log WHERE tenant_id = {t:String}", {"t": t}
-            )
-            if rows:
-                break
-            await asyncio.sleep(0.05)
+        rows = await log_rows(analytics, t, 1)
     assert len(rows) == 1
     row = rows[0]
     assert (row["model"], row["provider"], row["trace_id"]) == ("m-1", "flaky", trace_id)
