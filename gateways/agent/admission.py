@@ -140,7 +140,9 @@ async def admit_hitl(
     """The HITL step. None: the tool needs no approval. Released: a granted approval of
     exactly this call (same tool, same argument hash, same session or tenant scope) was
     consumed, once, and the call may go on. PendingApproval: a new approval was created
-    (and announced: `hitl_pending` notification, audit row, metric); answer 202."""
+    (and announced: `hitl_pending` notification, audit row, metric); answer 202. A call with
+    a session must have passed `admit_session` for `call.tenant_id` first: grants of a session
+    are keyed by its id alone (the shared key layout)."""
     if call.tool_name not in policy.hitl_required_tools:
         return None
     with kv_unavailable():

@@ -20,8 +20,9 @@ class AgentGatewayConfig(AgentIdentityConfig):
     environment: str = var(
         "ENVIRONMENT",
         "development",
-        "`development` allows manual LLM provider keys, and outbound URLs (webhooks, MCP servers, "
-        "agents) that reach loopback or private addresses",
+        # (documented as the control plane documents it: the README has one row per variable)
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
     )
     hitl_ttl_secs: int = var(
         "AGENT_HITL_TTL_SECS",
