@@ -4,20 +4,25 @@ key-value store's failures as 503."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
-
 from redis.asyncio import Redis
 
-from controlplane.kv_errors import kv_unavailable
-from runtime.access import IDENTIFIER, current_caller
-from runtime.errors import InvalidRequest, NotFound, PermissionDenied
+from runtime.access import current_caller
+from runtime.errors import NotFound, PermissionDenied
+from runtime.fields import identifier, invalid, now_iso
+from runtime.stores.kv_errors import store_errors
 
 TENANTS = "cp:tenants"  # hash: tenant id → tenant JSON (the tenants service writes it)
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+__all__ = [
+    "identifier",
+    "invalid",
+    "is_platform_admin",
+    "now_iso",
+    "require_tenant_exists",
+    "store_errors",
+    "tenant_not_found",
+    "visible_tenant",
+]
 
 
 def tenant_not_found() -> NotFound:
@@ -27,20 +32,6 @@ def tenant_not_found() -> NotFound:
 async def require_tenant_exists(kv: Redis, tenant_id: str) -> None:
     if not await kv.hexists(TENANTS, tenant_id):
         raise tenant_not_found()
-
-
-def invalid(field: str, message: str) -> InvalidRequest:
-    """A 400 naming the field: `{error:'invalid_request', message, field}`."""
-    return InvalidRequest(message, error="invalid_request", field=field)
-
-
-def identifier(value: str, field: str) -> str:
-    """`value` when it is a valid store identifier (`[A-Za-z0-9._:-]{1,128}`), else 400."""
-    if not value:
-        raise invalid(field, f"{field} is required")
-    if not IDENTIFIER.fullmatch(value):
-        raise invalid(field, f"{field} must match [A-Za-z0-9._:-]{{1,128}}")
-    return value
 
 
 def visible_tenant(named: str | None = None) -> str | None:
@@ -69,20 +60,3 @@ def visible_tenant(named: str | None = None) -> str | None:
 def is_platform_admin() -> bool:
     principal = current_caller().principal
     return principal is not None and principal.is_platform_admin
-
-
-def store_errors(fn: F) -> F:
-    """The key-value store unreachable (or failing) → 503: state-changing controls fail
-    closed, nothing is half-written (every write here is one atomic step)."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with kv_unavailable():
-            return await fn(*args, **kwargs)
-
-    return cast(F, wrapper)
-
-
-def now_iso() -> str:
-    """The current time, ISO 8601 in UTC with seconds (`2025-01-31T12:00:00Z`)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,7 +1,9 @@
 """The agent gateway service (L3): its servicers, routes and meta endpoints.
 
 Every RPC of `strata.agent.v1` is declared; until a servicer implements one it answers
-UNIMPLEMENTED (its route 501).
+UNIMPLEMENTED (its route 501). Sessions, policies, approvals, elicitation and A2A are built;
+the objects the tool-call pipeline needs for its admission steps (`admission.py`) are made
+here once: the approval queue and its events, the audit trail.
 """
 
 from __future__ import annotations
@@ -10,11 +12,23 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from gateways.agent.a2a.forward import A2AForwarder
+from gateways.agent.a2a.servicer import A2AServicer
+from gateways.agent.approvals.servicer import ApprovalServicer
+from gateways.agent.approvals.store import ApprovalQueue
+from gateways.agent.audit import TABLE as AUDIT_TABLE
+from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.http_rules import HTTP_RULES
+from gateways.agent.policies import PolicyServicer
+from gateways.agent.sessions.servicer import SessionServicer
+from gateways.agent.state_metrics import StateMetrics
 from runtime.auth import authenticator_for
+from runtime.background import Background
 from runtime.config import VERSION
-from runtime.service import ServiceDefinition, unimplemented
+from runtime.peers import Peer
+from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
 from strata.agent.v1 import (
@@ -34,6 +48,22 @@ MCP_SERVERS_KEY = "mcp:servers"
 
 
 def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
+    kv = stores.kv
+    metrics = Metrics(SERVICE)
+    state_metrics = StateMetrics(metrics)
+    controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
+    background = Background(stores.sink, controlplane, AUDIT_TABLE)
+    audit = AuditTrail(background)
+    approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
+    # The tool-call pipeline's admission steps (admission.py) take `kv`, `approvals` and
+    # `ApprovalEvents(background, audit, state_metrics)`.
+    forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
+
+    async def close() -> None:
+        await forwarder.close()
+        await background.close()
+        await stores.close()
+
     async def health() -> dict[str, Any]:
         try:
             servers = int(await stores.kv.hlen(MCP_SERVERS_KEY))
@@ -41,17 +71,28 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
             servers = 0
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE, "mcp_servers": servers}
 
+    implemented = {
+        b.name: b
+        for b in (
+            bind(session_pb2_grpc, SessionServicer(kv, audit, state_metrics)),
+            bind(policy_pb2_grpc, PolicyServicer(kv)),
+            bind(approval_pb2_grpc, ApprovalServicer(approvals, audit, state_metrics)),
+            bind(elicitation_pb2_grpc, ElicitationServicer(kv, config.elicitation_ttl_secs)),
+            bind(a2a_pb2_grpc, A2AServicer(kv, forwarder, audit, state_metrics)),
+        )
+    }
+    declared = unimplemented(
+        registry_pb2_grpc,
+        tool_call_pb2_grpc,
+        a2a_pb2_grpc,
+        session_pb2_grpc,
+        policy_pb2_grpc,
+        approval_pb2_grpc,
+        elicitation_pb2_grpc,
+    )
     return ServiceDefinition(
         name=SERVICE,
-        bindings=unimplemented(
-            registry_pb2_grpc,
-            tool_call_pb2_grpc,
-            a2a_pb2_grpc,
-            session_pb2_grpc,
-            policy_pb2_grpc,
-            approval_pb2_grpc,
-            elicitation_pb2_grpc,
-        ),
+        bindings=[implemented.get(b.name, b) for b in declared],
         http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
@@ -74,7 +115,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         },
         health=health,
         authenticator=authenticator_for(config),
-        metrics=Metrics(SERVICE),
-        on_cleanup=[stores.close],
+        metrics=metrics,
+        on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -1,4 +1,5 @@
-"""The agent gateway's configuration: its ports and how it verifies STS hop tokens."""
+"""The agent gateway's configuration: its ports, how it verifies STS hop tokens, and how long
+its human-facing state (approvals, elicitations) and A2A forwards may take."""
 
 from __future__ import annotations
 
@@ -16,3 +17,33 @@ class AgentGatewayConfig(AgentIdentityConfig):
     sts_jwks_url: str | None = var(
         "STS_JWKS_URL", None, "STS key set (EdDSA hop tokens); unset: HS256 with STS_SIGNING_KEY"
     )
+    environment: str = var(
+        "ENVIRONMENT",
+        "development",
+        # (documented as the control plane documents it: the README has one row per variable)
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
+    )
+    hitl_ttl_secs: int = var(
+        "AGENT_HITL_TTL_SECS",
+        3600,
+        "how long a HITL approval stays pending before it expires (a decision after that is "
+        "409), and how long an approval, once granted, may release its held call, seconds",
+        bounds=(1, 30 * 86_400),
+    )
+    elicitation_ttl_secs: int = var(
+        "AGENT_ELICITATION_TTL_SECS",
+        86_400,
+        "how long an elicitation can be answered (and read back), seconds",
+        bounds=(1, 30 * 86_400),
+    )
+    a2a_timeout_secs: float = var(
+        "A2A_TIMEOUT_SECS",
+        30.0,
+        "timeout of one A2A `message/send` forward to a target agent, seconds (then 502)",
+        bounds=(0.01, 3600),
+    )
+
+    @property
+    def development(self) -> bool:
+        return self.environment == "development"

@@ -3,17 +3,20 @@
 Header-borne inputs (`x-tenant-id` on the list routes, `authorization`) are not bound here; the
 servicers read them from invocation metadata.
 
-Two routes answer two success shapes from one response message and still need a custom
-renderer (the `render` column):
+Two routes answer two success shapes from one response message (the servicer sets 202 with
+`runtime.context.respond`; a custom renderer drops the other shape's field):
 - tool call and session execute: 200 `{result, latency_ms, server_id, tool_name}`, or 202
-  `{status:'pending_approval', approval_id, message}` when the response's `status` is set;
-- A2A send: 200 `{..., result}` when `status` is `completed`, 202 `{..., note}` when `pending`.
+  `{status:'pending_approval', approval_id, message}` when the response's `status` is set
+  (renderer pending);
+- A2A send: 200 `{..., result}` when `status` is `completed`, 202 `{..., note}` when `pending`
+  (`render_send`).
 
 `/`, `/health` and `/metrics` are served by the front door itself, not by RPCs.
 """
 
 from __future__ import annotations
 
+from gateways.agent.a2a.servicer import render_send
 from runtime.http_rules import HttpRule
 
 PKG = "strata.agent.v1"
@@ -48,7 +51,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     # A2A (send: 200 `completed` or 202 `pending`: custom renderer pending)
     HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),
     HttpRule("POST", "/v1/a2a/agents", f"{_A2A}/RegisterAgent", status=201),
-    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage"),
+    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage", render=render_send),
     HttpRule("GET", "/v1/a2a/tasks/{task_id}", f"{_A2A}/GetTask", body=None),
     # Sessions
     HttpRule("GET", "/v1/sessions", f"{_SESSIONS}/ListSessions", body=None),

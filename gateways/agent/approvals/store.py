@@ -1,0 +1,211 @@
+"""HITL approvals in the key-value store, shared by every replica.
+
+- `agent:hitl:{id}`: the approval, JSON (`id` = `hitl-` + UUID, `session_id`, `tenant_id`,
+  `tool_name`, `arguments`, `status`, `request_type`, `created_at`, `resolved_at`, and the
+  internal `expires_at_ms`, `arguments_sha256`, `grant_scope`). It lives `ttl` past its
+  expiry, so that a late decision finds it (409) rather than nothing (404).
+- `agent:hitl-pending:{t}`: zset of the tenant's pending approval ids, scored by expiry (ms);
+  expired entries are dropped when the list is read.
+- `agent:hitl-grant:{scope}:{tool}:{arguments_sha256}`: list of approval ids, one per granted
+  approval of exactly that call (same tool, same canonical arguments), in the scope of the
+  session (its id) or, for calls without a session, of the tenant (`tenant={t}`: `=` is in
+  no identifier, so the two scopes cannot collide). Each entry releases one call (`LPOP`:
+  exactly once, whichever replica pops it); the list expires `ttl` after the last grant.
+
+A decision is a compare-and-set on the record (`DECIDE`): of two decisions racing on two
+replicas exactly one changes the record; the other re-reads it and is refused (409).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+PENDING = "pending"
+APPROVED = "approved"
+DENIED = "denied"
+REQUEST_TYPE = "tool_call"
+
+
+def approval_key(approval_id: str) -> str:
+    return f"agent:hitl:{approval_id}"
+
+
+def pending_key(tenant_id: str) -> str:
+    return f"agent:hitl-pending:{tenant_id}"
+
+
+def grant_scope(tenant_id: str, session_id: str | None) -> str:
+    return session_id if session_id else f"tenant={tenant_id}"
+
+
+def grant_key(scope: str, tool_name: str, arguments_sha256: str) -> str:
+    return f"agent:hitl-grant:{scope}:{tool_name}:{arguments_sha256}"
+
+
+def _canonical(value: Any) -> Any:
+    """JSON numbers as the caller meant them: a whole float (protobuf Struct numbers are
+    doubles) hashes like the integer, so `{"n": 2}` and `{"n": 2.0}` are the same call."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def arguments_sha256(arguments: Mapping[str, Any]) -> str:
+    """Hex SHA-256 of the arguments' canonical JSON (sorted keys, no spaces, UTF-8)."""
+    text = json.dumps(
+        _canonical(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str
+    session_id: str
+    tenant_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    status: str
+    request_type: str
+    created_at: str
+    expires_at_ms: int
+    arguments_sha256: str
+    grant_scope: str
+    resolved_at: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Approval:
+        return cls(**json.loads(raw))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @property
+    def expired(self) -> bool:
+        return self.status == PENDING and self.expires_at_ms <= time.time() * 1000
+
+
+class AlreadyDecided(Exception):
+    """The approval was decided before (or expired): `status` says which."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+# KEYS: record, pending zset, grant list. ARGV: expected record, decided record, id, ttl,
+# grant (1: push the id on the grant list). 1 when this call decided, 0 when the record
+# changed since it was read.
+DECIDE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
+redis.call('ZREM', KEYS[2], ARGV[3])
+if ARGV[5] == '1' then
+  redis.call('RPUSH', KEYS[3], ARGV[3])
+  redis.call('EXPIRE', KEYS[3], ARGV[4])
+end
+return 1
+"""
+
+
+class ApprovalQueue:
+    """Create, list, decide and consume approvals. `ttl_secs` is how long one stays pending,
+    and how long a grant may release its call. Methods raise RedisError/OSError when the store
+    is down (callers turn them into 503)."""
+
+    def __init__(self, kv: Redis, ttl_secs: int) -> None:
+        self.kv = kv
+        self.ttl_secs = ttl_secs
+        self._decide = kv.register_script(DECIDE)
+
+    async def create(
+        self,
+        tenant_id: str,
+        session_id: str | None,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        created_at: str,
+    ) -> Approval:
+        expires = int(time.time() * 1000) + self.ttl_secs * 1000
+        approval = Approval(
+            id=f"hitl-{uuid.uuid4()}",
+            session_id=session_id or "",
+            tenant_id=tenant_id,
+            tool_name=tool_name,
+            arguments=_canonical(dict(arguments)),
+            status=PENDING,
+            request_type=REQUEST_TYPE,
+            created_at=created_at,
+            expires_at_ms=expires,
+            arguments_sha256=arguments_sha256(arguments),
+            grant_scope=grant_scope(tenant_id, session_id),
+        )
+        async with self.kv.pipeline(transaction=True) as pipe:
+            pipe.set(approval_key(approval.id), approval.to_json(), ex=2 * self.ttl_secs)
+            pipe.zadd(pending_key(tenant_id), {approval.id: expires})
+            await pipe.execute()
+        return approval
+
+    async def get(self, approval_id: str) -> Approval | None:
+        raw = await self.kv.get(approval_key(approval_id))
+        return None if raw is None else Approval.from_json(raw)
+
+    async def pending(self, tenant_id: str) -> list[Approval]:
+        """The tenant's pending approvals that have not expired, oldest first."""
+        key = pending_key(tenant_id)
+        now = int(time.time() * 1000)
+        async with self.kv.pipeline(transaction=True) as pipe:
+            pipe.zremrangebyscore(key, "-inf", now)
+            pipe.zrange(key, 0, -1)
+            _, ids = await pipe.execute()
+        if not ids:
+            return []
+        raws = await self.kv.mget([approval_key(str(i)) for i in ids])
+        found = [Approval.from_json(raw) for raw in raws if raw is not None]
+        return [a for a in found if a.status == PENDING and not a.expired]
+
+    async def decide(self, approval: Approval, status: str, resolved_at: str) -> Approval:
+        """Resolve a pending approval to `status` (approved or denied) exactly once; raises
+        AlreadyDecided when it was decided before or has expired."""
+        while True:
+            if approval.status != PENDING:
+                raise AlreadyDecided(approval.status)
+            if approval.expired:
+                raise AlreadyDecided("expired")
+            decided = Approval(**{**asdict(approval), "status": status, "resolved_at": resolved_at})
+            keys = [
+                approval_key(approval.id),
+                pending_key(approval.tenant_id),
+                grant_key(approval.grant_scope, approval.tool_name, approval.arguments_sha256),
+            ]
+            args: list[str | int] = [approval.to_json(), decided.to_json(), approval.id]
+            args.append(self.ttl_secs)
+            args.append(1 if status == APPROVED else 0)
+            if await self._decide(keys=keys, args=args):
+                return decided
+            current = await self.get(approval.id)
+            if current is None:
+                raise AlreadyDecided("expired")
+            approval = current
+
+    async def consume_grant(
+        self, tenant_id: str, session_id: str | None, tool_name: str, arguments: Mapping[str, Any]
+    ) -> str | None:
+        """Take one grant for exactly this call; returns the approval id that released it, or
+        None when there is none (each grant is taken once, across every replica)."""
+        scope = grant_scope(tenant_id, session_id)
+        key = grant_key(scope, tool_name, arguments_sha256(arguments))
+        released = await self.kv.lpop(key)
+        return None if released is None else str(released)

@@ -1,0 +1,74 @@
+"""Work a request path hands off and never waits for: log rows batched into one analytics
+table, notifications to the control plane (NotificationService/CreateNotification over gRPC,
+with the master key), and any other detached coroutine (kept referenced, failures logged)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from runtime.peers import Peer
+from runtime.stores.analytics import AnalyticsSink, Row
+from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECS = 0.2
+MAX_BATCH = 500
+
+
+class Background:
+    """One service's detached work. `table` is the analytics table its `log_row` rows go to."""
+
+    def __init__(self, sink: AnalyticsSink, controlplane: Peer, table: str) -> None:
+        self.sink = sink
+        self.controlplane = controlplane
+        self.table = table
+        self._rows: list[Row] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        """Run `work` detached (kept referenced until done; failures logged)."""
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("%s failed: %s", task.get_name(), task.exception())
+
+    def log_row(self, row: Row) -> None:
+        """Queue one row; rows are written in batches shortly after."""
+        self._rows.append(row)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_soon(), name=self.table)
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(FLUSH_SECS)
+        while self._rows:
+            batch, self._rows = self._rows[:MAX_BATCH], self._rows[MAX_BATCH:]
+            try:
+                await self.sink.write(self.table, batch)
+            except Exception as exc:  # the analytics store's failures must not reach clients
+                log.warning("%s: %d rows not written: %s", self.table, len(batch), exc)
+
+    def notify(self, tenant_id: str, notification_type: str, title: str, message: str) -> None:
+        """Create a control plane notification, detached."""
+        request = notification_pb2.CreateNotificationRequest(
+            tenant_id=tenant_id, notification_type=notification_type, title=title, message=message
+        )
+        stub = notification_pb2_grpc.NotificationServiceStub(self.controlplane.channel)
+        self.spawn(self.controlplane.call(stub.CreateNotification, request), notification_type)
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            await asyncio.wait([self._flusher], timeout=5)
+        if self._rows:
+            await self._flush_soon()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        await self.controlplane.close()
