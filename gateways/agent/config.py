@@ -1,4 +1,5 @@
-"""The agent gateway's configuration: its ports and how it verifies STS hop tokens."""
+"""The agent gateway's configuration: its ports, how it verifies STS hop tokens, and how it
+talks to upstream MCP servers."""
 
 from __future__ import annotations
 
@@ -16,3 +17,34 @@ class AgentGatewayConfig(AgentIdentityConfig):
     sts_jwks_url: str | None = var(
         "STS_JWKS_URL", None, "STS key set (EdDSA hop tokens); unset: HS256 with STS_SIGNING_KEY"
     )
+    environment: str = var(
+        "ENVIRONMENT",
+        "development",
+        # (documented as the control plane documents it: the README has one row per variable)
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
+    )
+    # Upstream MCP servers (gateways/agent/mcp/).
+    mcp_timeout_secs: float = var(
+        "AGENT_MCP_TIMEOUT_SECS",
+        30.0,
+        "timeout of one upstream MCP request (connect, handshake, tools/list, tools/call), seconds",
+        bounds=(0.01, 3600),
+    )
+    mcp_relist_secs: float = var(
+        "AGENT_MCP_RELIST_SECS",
+        300.0,
+        "seconds between re-listings of every MCP server's tools (rug-pull detection; one "
+        "replica per round); 0 turns the schedule off (on-demand `?refresh=true` remains)",
+        bounds=(0, 86400),
+    )
+    secrets_key: str | None = var(
+        "AGENT_SECRETS_KEY",
+        None,
+        "key the MCP servers' OAuth client secrets are encrypted under at rest (AES-GCM, "
+        "HKDF-derived); unset: derived from MASTER_KEY",
+    )
+
+    @property
+    def development(self) -> bool:
+        return self.environment == "development"
