@@ -12,9 +12,10 @@ from redis.exceptions import RedisError
 
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.http_rules import HTTP_RULES
+from gateways.agent.mcp.side import McpSide
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
-from runtime.service import ServiceDefinition, unimplemented
+from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
 from strata.agent.v1 import (
@@ -34,6 +35,13 @@ MCP_SERVERS_KEY = "mcp:servers"
 
 
 def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
+    metrics = Metrics(SERVICE)
+    mcp = McpSide(config, stores, metrics)
+
+    async def close() -> None:
+        await mcp.close()
+        await stores.close()
+
     async def health() -> dict[str, Any]:
         try:
             servers = int(await stores.kv.hlen(MCP_SERVERS_KEY))
@@ -41,17 +49,19 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
             servers = 0
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE, "mcp_servers": servers}
 
+    implemented = {b.name: b for b in (bind(registry_pb2_grpc, mcp.registry),)}
+    declared = unimplemented(
+        registry_pb2_grpc,
+        tool_call_pb2_grpc,
+        a2a_pb2_grpc,
+        session_pb2_grpc,
+        policy_pb2_grpc,
+        approval_pb2_grpc,
+        elicitation_pb2_grpc,
+    )
     return ServiceDefinition(
         name=SERVICE,
-        bindings=unimplemented(
-            registry_pb2_grpc,
-            tool_call_pb2_grpc,
-            a2a_pb2_grpc,
-            session_pb2_grpc,
-            policy_pb2_grpc,
-            approval_pb2_grpc,
-            elicitation_pb2_grpc,
-        ),
+        bindings=[implemented.get(b.name, b) for b in declared],
         http_rules=HTTP_RULES,
         info={
             "service": SERVICE,
@@ -74,7 +84,8 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         },
         health=health,
         authenticator=authenticator_for(config),
-        metrics=Metrics(SERVICE),
-        on_cleanup=[stores.close],
+        metrics=metrics,
+        on_startup=[mcp.start],
+        on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -151,9 +151,9 @@ class _Lifespan:
             await self.recording(scope, receive, send)
 
 
-async def wait_until(predicate: Any, timeout: float = 10) -> None:
+async def wait_until(predicate: Any, limit: float = 10) -> None:
     """Wait (bounded) for a condition another thread makes true."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached")

@@ -1,14 +1,14 @@
 """The MCP side's errors, in the spec's shapes (Errors table), and the store's failures as 503.
 
-    ServerNotFound          404  {error:'Server not found'}            get, delete, tools
-    ServerNotFound.for_auth 404  {error:'server_not_found', message}   auth GET/PUT, tool calls
-    ToolNamingCollision     409  {error:'tool_naming_collision', collisions:[names], message,
-                                  servers:{tool: owning server id}}
-    ToolSetQuarantined      409  {error:'tool_set_quarantined', message, server_id, fingerprint,
-                                  pending_fingerprint}   the tool set changed: awaiting approval
-    UpstreamAuthFailed      502  {error:'upstream_auth_failed', message}   strict mode only
-    McpUpstreamError        502  {error:'upstream_error', message}   transport or protocol failure
-    store_unavailable       503  the key-value store is unreachable (fail closed)
+ServerNotFound          404  {error:'Server not found'}            get, delete, tools
+ServerNotFound.for_auth 404  {error:'server_not_found', message}   auth GET/PUT, tool calls
+ToolNamingCollision     409  {error:'tool_naming_collision', collisions:[names], message,
+                              servers:{tool: owning server id}}
+ToolSetQuarantined      409  {error:'tool_set_quarantined', message, server_id, fingerprint,
+                              pending_fingerprint}   the tool set changed: awaiting approval
+UpstreamAuthFailed      502  {error:'upstream_auth_failed', message}   strict mode only
+McpUpstreamError        502  {error:'upstream_error', message}   transport or protocol failure
+store_unavailable       503  the key-value store is unreachable (fail closed)
 """
 
 from __future__ import annotations

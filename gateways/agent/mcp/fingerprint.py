@@ -60,7 +60,8 @@ def normalize_tools(raw: Iterable[Mapping[str, Any]], *, field: str = "tools") -
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            raise _invalid(field, f"tool {name!r}: inputSchema is not a JSON Schema: {exc.message}")
+            message = f"tool {name!r}: inputSchema is not a JSON Schema: {exc.message}"
+            raise _invalid(field, message) from exc
         tools[name] = {"name": name, "description": description, "inputSchema": schema}
         if len(tools) > MAX_TOOLS:
             raise _invalid(field, f"at most {MAX_TOOLS} tools per server")

@@ -69,7 +69,7 @@ class McpForwarder:
         arguments: dict[str, Any],
         *,
         headers: dict[str, str] | None = None,
-        timeout: float,
+        timeout: float,  # noqa: ASYNC109  (the SDK's per-request timeout, and its cancellation)
     ) -> ToolResult:
         async def call(session: ClientSession) -> types.CallToolResult:
             answer = await session.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
@@ -81,12 +81,17 @@ class McpForwarder:
         answer = await self._send(server, call, headers or {}, timeout)
         latency_ms = round((time.perf_counter() - started) * 1000)
         result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-        shown = {k: result[k] for k in ("content", "structuredContent") if k in result}
+        shown: dict[str, Any] = {
+            k: result[k] for k in ("content", "structuredContent") if k in result
+        }
         shown["isError"] = bool(answer.is_error)
         return ToolResult(result=shown, is_error=bool(answer.is_error), latency_ms=latency_ms)
 
     async def list_tools(
-        self, server: dict[str, Any], *, timeout: float | None = None
+        self,
+        server: dict[str, Any],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109  (as call_tool's)
     ) -> list[Tool]:
         """The upstream's tools (every page), checked and in canonical shape, by name. A
         listing that is not a valid tool set (bad names, schemas) is a 502."""
@@ -108,14 +113,15 @@ class McpForwarder:
         try:
             return normalize_tools(raw, field="upstream tools")
         except InvalidRequest as exc:
-            raise McpUpstreamError(f"upstream tools/list is not a valid tool set: {exc.message}")
+            message = f"upstream tools/list is not a valid tool set: {exc.message}"
+            raise McpUpstreamError(message) from exc
 
     async def _send(
         self,
         server: Mapping[str, Any],
         operation: Callable[[ClientSession], Awaitable[T]],
         headers: Mapping[str, str],
-        timeout: float,
+        limit: float,
     ) -> T:
         server_id = server["id"]
         auth = await self.tokens.headers_for(server_id)
@@ -133,7 +139,7 @@ class McpForwarder:
             assert conn.client is not None
             token = bind_call(state)
             try:
-                async with asyncio.timeout(timeout + 1):  # the SDK's own timeout comes first
+                async with asyncio.timeout(limit + 1):  # the SDK's own timeout comes first
                     return await operation(conn.client.session)
             except MCPError as exc:
                 if not retried and _session_forgotten(exc, state):

@@ -114,7 +114,9 @@ class OAuthTokens:
                 if status == 200:
                     body = await resp.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError, OutboundRefused) as exc:
-            raise TokenError(f"token endpoint unreachable or invalid: {type(exc).__name__}") from exc
+            raise TokenError(
+                f"token endpoint unreachable or invalid: {type(exc).__name__}"
+            ) from exc
         if status != 200:
             raise TokenError(f"token endpoint answered {status}")
         token = body.get("access_token") if isinstance(body, dict) else None
