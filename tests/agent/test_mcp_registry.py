@@ -95,9 +95,7 @@ async def test_tenants_see_only_their_servers(gateway, alice, bob, admin, upstre
 
         _, everything = await call(svc, "GET", "/v1/mcp/servers", admin)
         assert {s["id"] for s in everything["servers"]} == {"acme-1", "globex-1"}
-        _, filtered = await call(
-            svc, "GET", "/v1/mcp/servers", {**admin, "x-tenant-id": "globex"}
-        )
+        _, filtered = await call(svc, "GET", "/v1/mcp/servers", {**admin, "x-tenant-id": "globex"})
         assert [s["id"] for s in filtered["servers"]] == ["globex-1"]
         _, tools = await call(svc, "GET", "/v1/mcp/tools", {**admin, "x-tenant-id": "acme"})
         assert tools["total"] == 3 and {t["server_id"] for t in tools["tools"]} == {"acme-1"}
@@ -210,4 +208,3 @@ async def test_store_down_is_503(config_for, stores_for, alice, upstream):
             status, answer = await call(svc, method, path, alice, body)
             assert status == 503, (path, answer)
             assert answer["error"] == "store_unavailable"
-
