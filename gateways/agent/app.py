@@ -36,7 +36,8 @@ MCP_SERVERS_KEY = "mcp:servers"
 
 def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
-    mcp = McpSide(config, stores, metrics)
+    authenticator = authenticator_for(config)
+    mcp = McpSide(config, stores, metrics, authenticator)
 
     async def close() -> None:
         await mcp.close()
@@ -78,12 +79,14 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
                 "/v1/policies/{tenant_id}": "tenant security policy",
                 "/v1/hitl/pending": "human approvals",
                 "/v1/elicit": "elicitation",
+                "/mcp": "MCP endpoint (streamable HTTP): the tenant's registered tools",
                 "/health": "service health",
                 "/metrics": "Prometheus metrics",
             },
         },
         health=health,
-        authenticator=authenticator_for(config),
+        authenticator=authenticator,
+        routes=mcp.endpoint.routes(),
         metrics=metrics,
         on_startup=[mcp.start],
         on_cleanup=[close],

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.mcp.audit import AuditLog
+from gateways.agent.mcp.endpoint import McpEndpoint, ToolCaller
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
 from gateways.agent.mcp.oauth import OAuthTokens
@@ -15,6 +16,7 @@ from gateways.agent.mcp.secrets import SecretBox
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.mcp.tool_sets import ToolSetWatch
 from gateways.agent.mcp.upstream import UpstreamPool
+from runtime.auth import Authenticator
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
 
@@ -25,7 +27,13 @@ def now_iso() -> str:
 
 
 class McpSide:
-    def __init__(self, config: AgentGatewayConfig, stores: Stores, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        config: AgentGatewayConfig,
+        stores: Stores,
+        metrics: Metrics,
+        authenticator: Authenticator,
+    ) -> None:
         self.kv = stores.kv
         self.box = SecretBox(config.secrets_key or config.master_key)
         self.store = ServerStore(stores.kv)
@@ -53,6 +61,10 @@ class McpSide:
             development=config.development,
             now=now_iso,
         )
+
+        # The gateway's own /mcp: `caller.call` is the seam the tool-call pipeline replaces.
+        self.caller = ToolCaller(self.store, self.forwarder, config.mcp_timeout_secs)
+        self.endpoint = McpEndpoint(authenticator, self.store, self.caller.call)
 
     async def start(self) -> None:
         self.watch.start(self.kv)
