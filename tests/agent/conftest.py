@@ -28,13 +28,19 @@ REGISTRY = "strata.agent.v1.McpRegistryService"
 
 @pytest.fixture
 async def kv(valkey_url: str) -> AsyncIterator[Redis]:
-    """The session's Valkey, with every `mcp:*` key removed before the test."""
+    """The session's Valkey, with every `mcp:*` key removed before and after the test (other
+    suites count the registry, `/health`'s `mcp_servers`)."""
     client = connect_kv(valkey_url)
+    await _clear_registry(client)
+    yield client
+    await _clear_registry(client)
+    await client.aclose()
+
+
+async def _clear_registry(client: Redis) -> None:
     stale = [key async for key in client.scan_iter("mcp:*")]
     if stale:
         await client.delete(*stale)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
