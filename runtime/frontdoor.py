@@ -70,6 +70,8 @@ def build_app(defn: ServiceDefinition, guard: Guard | None = None) -> web.Applic
     app.router.add_get("/metrics", _metrics)
     for rule in defn.http_rules:
         app.router.add_route(rule.method, rule.path, _rule_handler(defn, guard, rule))
+    for method, path, handler in defn.routes:
+        app.router.add_route(method, path, handler)
     return app
 
 

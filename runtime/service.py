@@ -89,6 +89,9 @@ class ServiceDefinition:
         envelope: the front door's error body (an endpoint may have its own).
         metrics: the service's Prometheus registry.
         extra_apps: more aiohttp apps on their own ports (the edge's admin and metrics).
+        routes: `(method, path, handler)` served by the front door itself, beside the rules,
+            for protocols that are not one JSON body per RPC (the agent gateway's `/mcp`);
+            the handler authenticates its callers itself.
         listeners: servers of other kinds, each started on the service's host (the edge data
             plane); their ports come first among `Running.extra_ports`.
         on_startup, on_cleanup: open and close store clients and peer channels.
@@ -110,6 +113,7 @@ class ServiceDefinition:
     metrics: Metrics
     envelope: Envelope = spec_error
     extra_apps: Sequence[tuple[int, web.Application]] = ()
+    routes: Sequence[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] = ()
     listeners: Sequence[Listener] = ()
     on_startup: list[Lifecycle] = field(default_factory=list)
     on_cleanup: list[Lifecycle] = field(default_factory=list)

@@ -21,6 +21,7 @@ from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.http_rules import HTTP_RULES
+from gateways.agent.mcp.side import McpSide
 from gateways.agent.policies import PolicyServicer
 from gateways.agent.sessions.servicer import SessionServicer
 from gateways.agent.state_metrics import StateMetrics
@@ -51,6 +52,8 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     kv = stores.kv
     metrics = Metrics(SERVICE)
     state_metrics = StateMetrics(metrics)
+    authenticator = authenticator_for(config)
+    mcp = McpSide(config, stores, metrics, authenticator)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane, AUDIT_TABLE)
     audit = AuditTrail(background)
@@ -60,6 +63,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
 
     async def close() -> None:
+        await mcp.close()
         await forwarder.close()
         await background.close()
         await stores.close()
@@ -74,6 +78,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     implemented = {
         b.name: b
         for b in (
+            bind(registry_pb2_grpc, mcp.registry),
             bind(session_pb2_grpc, SessionServicer(kv, audit, state_metrics)),
             bind(policy_pb2_grpc, PolicyServicer(kv)),
             bind(approval_pb2_grpc, ApprovalServicer(approvals, audit, state_metrics)),
@@ -109,13 +114,16 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
                 "/v1/policies/{tenant_id}": "tenant security policy",
                 "/v1/hitl/pending": "human approvals",
                 "/v1/elicit": "elicitation",
+                "/mcp": "MCP endpoint (streamable HTTP): the tenant's registered tools",
                 "/health": "service health",
                 "/metrics": "Prometheus metrics",
             },
         },
         health=health,
-        authenticator=authenticator_for(config),
+        authenticator=authenticator,
+        routes=mcp.endpoint.routes(),
         metrics=metrics,
+        on_startup=[mcp.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

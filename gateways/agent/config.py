@@ -1,5 +1,6 @@
-"""The agent gateway's configuration: its ports, how it verifies STS hop tokens, and how long
-its human-facing state (approvals, elicitations) and A2A forwards may take."""
+"""The agent gateway's configuration: its ports, how it verifies STS hop tokens, how it talks
+to upstream MCP servers, and how long its human-facing state (approvals, elicitations) and A2A
+forwards may take."""
 
 from __future__ import annotations
 
@@ -42,6 +43,26 @@ class AgentGatewayConfig(AgentIdentityConfig):
         30.0,
         "timeout of one A2A `message/send` forward to a target agent, seconds (then 502)",
         bounds=(0.01, 3600),
+    )
+    # Upstream MCP servers (gateways/agent/mcp/).
+    mcp_timeout_secs: float = var(
+        "AGENT_MCP_TIMEOUT_SECS",
+        30.0,
+        "timeout of one upstream MCP request (connect, handshake, tools/list, tools/call), seconds",
+        bounds=(0.01, 3600),
+    )
+    mcp_relist_secs: float = var(
+        "AGENT_MCP_RELIST_SECS",
+        300.0,
+        "seconds between re-listings of every MCP server's tools (rug-pull detection; one "
+        "replica per round); 0 turns the schedule off (on-demand `?refresh=true` remains)",
+        bounds=(0, 86400),
+    )
+    secrets_key: str | None = var(
+        "AGENT_SECRETS_KEY",
+        None,
+        "key the MCP servers' OAuth client secrets are encrypted under at rest (AES-GCM, "
+        "HKDF-derived); unset: derived from MASTER_KEY",
     )
 
     @property

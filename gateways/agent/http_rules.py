@@ -45,6 +45,10 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("PUT", "/v1/mcp/servers/{server_id}/auth", f"{_REGISTRY}/PutServerAuth"),
     HttpRule("GET", "/v1/mcp/servers/{server_id}/tools", f"{_REGISTRY}/ListServerTools", body=None),
     HttpRule("GET", "/v1/mcp/tools", f"{_REGISTRY}/ListTools", body=None),
+    # (beyond the spec) re-approve a quarantined server's changed tool set
+    HttpRule(
+        "POST", "/v1/mcp/servers/{server_id}/approve-tools", f"{_REGISTRY}/ApproveServerTools"
+    ),
     # Tool execution (200 or 202 `pending_approval`: custom renderer pending)
     HttpRule("POST", "/v1/mcp/tools/call", f"{_TOOLS}/CallTool"),
     HttpRule("POST", "/v1/sessions/{session_id}/execute", f"{_TOOLS}/ExecuteSessionTool"),

@@ -19,7 +19,7 @@ class Tool(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., inputSchema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class McpServer(_message.Message):
-    __slots__ = ("id", "name", "url", "tenant_id", "tools", "status", "registered_at", "fingerprint")
+    __slots__ = ("id", "name", "url", "tenant_id", "tools", "status", "registered_at", "fingerprint", "protocol", "quarantine")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,8 @@ class McpServer(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINE_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     url: str
@@ -36,7 +38,19 @@ class McpServer(_message.Message):
     status: str
     registered_at: str
     fingerprint: str
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., url: _Optional[str] = ..., tenant_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., status: _Optional[str] = ..., registered_at: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+    protocol: str
+    quarantine: Quarantine
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., url: _Optional[str] = ..., tenant_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., status: _Optional[str] = ..., registered_at: _Optional[str] = ..., fingerprint: _Optional[str] = ..., protocol: _Optional[str] = ..., quarantine: _Optional[_Union[Quarantine, _Mapping]] = ...) -> None: ...
+
+class Quarantine(_message.Message):
+    __slots__ = ("tools", "fingerprint", "detected_at")
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    DETECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[Tool]
+    fingerprint: str
+    detected_at: str
+    def __init__(self, tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., fingerprint: _Optional[str] = ..., detected_at: _Optional[str] = ...) -> None: ...
 
 class ServerTool(_message.Message):
     __slots__ = ("tool", "server_id", "server_name")
@@ -77,18 +91,20 @@ class ListServersResponse(_message.Message):
     def __init__(self, servers: _Optional[_Iterable[_Union[McpServer, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
 
 class RegisterServerRequest(_message.Message):
-    __slots__ = ("name", "url", "tenant_id", "tools", "id")
+    __slots__ = ("name", "url", "tenant_id", "tools", "id", "protocol")
     NAME_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
     TENANT_ID_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
     name: str
     url: str
     tenant_id: str
     tools: _containers.RepeatedCompositeFieldContainer[Tool]
     id: str
-    def __init__(self, name: _Optional[str] = ..., url: _Optional[str] = ..., tenant_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., id: _Optional[str] = ...) -> None: ...
+    protocol: str
+    def __init__(self, name: _Optional[str] = ..., url: _Optional[str] = ..., tenant_id: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[Tool, _Mapping]]] = ..., id: _Optional[str] = ..., protocol: _Optional[str] = ...) -> None: ...
 
 class RegisterServerResponse(_message.Message):
     __slots__ = ("id", "tools_registered")
@@ -165,10 +181,12 @@ class PutServerAuthResponse(_message.Message):
     def __init__(self, status: _Optional[str] = ..., server_id: _Optional[str] = ..., mode: _Optional[str] = ...) -> None: ...
 
 class ListServerToolsRequest(_message.Message):
-    __slots__ = ("server_id",)
+    __slots__ = ("server_id", "refresh")
     SERVER_ID_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_FIELD_NUMBER: _ClassVar[int]
     server_id: str
-    def __init__(self, server_id: _Optional[str] = ...) -> None: ...
+    refresh: bool
+    def __init__(self, server_id: _Optional[str] = ..., refresh: _Optional[bool] = ...) -> None: ...
 
 class ListServerToolsResponse(_message.Message):
     __slots__ = ("tools",)
@@ -187,3 +205,23 @@ class ListToolsResponse(_message.Message):
     tools: _containers.RepeatedCompositeFieldContainer[ServerTool]
     total: int
     def __init__(self, tools: _Optional[_Iterable[_Union[ServerTool, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
+
+class ApproveServerToolsRequest(_message.Message):
+    __slots__ = ("server_id", "fingerprint")
+    SERVER_ID_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    server_id: str
+    fingerprint: str
+    def __init__(self, server_id: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+
+class ApproveServerToolsResponse(_message.Message):
+    __slots__ = ("id", "status", "fingerprint", "tools_registered")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    status: str
+    fingerprint: str
+    tools_registered: int
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[str] = ..., fingerprint: _Optional[str] = ..., tools_registered: _Optional[int] = ...) -> None: ...

@@ -79,6 +79,11 @@ class McpRegistryServiceStub:
                 request_serializer=strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsRequest.SerializeToString,
                 response_deserializer=strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsResponse.FromString,
                 _registered_method=True)
+        self.ApproveServerTools = channel.unary_unary(
+                '/strata.agent.v1.McpRegistryService/ApproveServerTools',
+                request_serializer=strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsRequest.SerializeToString,
+                response_deserializer=strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsResponse.FromString,
+                _registered_method=True)
 
 
 class McpRegistryServiceServicer:
@@ -160,6 +165,19 @@ class McpRegistryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApproveServerTools(self, request, context):
+        """POST /v1/mcp/servers/{server_id}/approve-tools (beyond the spec) — a platform
+        administrator accepts the tool set a quarantined server now lists: its pending tools
+        become its tools, its fingerprint the new one, its status `active` again.
+        Errors: NOT_FOUND (404) `{error:'Server not found'}`; FAILED_PRECONDITION (409)
+        `{error:'not_quarantined'}` when nothing waits for approval, `{error:'fingerprint_mismatch'}`
+        when `fingerprint` is given and is not the pending one; ALREADY_EXISTS (409)
+        `tool_naming_collision` when a new tool name is served by another server meanwhile.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_McpRegistryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -202,6 +220,11 @@ def add_McpRegistryServiceServicer_to_server(servicer, server):
                     servicer.ListTools,
                     request_deserializer=strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsRequest.FromString,
                     response_serializer=strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsResponse.SerializeToString,
+            ),
+            'ApproveServerTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApproveServerTools,
+                    request_deserializer=strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsRequest.FromString,
+                    response_serializer=strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -425,6 +448,33 @@ class McpRegistryService:
             '/strata.agent.v1.McpRegistryService/ListTools',
             strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsRequest.SerializeToString,
             strata_dot_agent_dot_v1_dot_registry__pb2.ListToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApproveServerTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.agent.v1.McpRegistryService/ApproveServerTools',
+            strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsRequest.SerializeToString,
+            strata_dot_agent_dot_v1_dot_registry__pb2.ApproveServerToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

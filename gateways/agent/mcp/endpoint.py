@@ -1,0 +1,185 @@
+"""The gateway's own MCP endpoint (`/mcp`, streamable HTTP, both protocol eras): a standard
+MCP client sees the tools of its tenant's registered servers and calls them through the
+gateway.
+
+A small JSON-RPC handler rather than the SDK's server: the SDK serves ASGI (Starlette), and
+the gateway's front door is aiohttp. Every answer is `application/json` (a client must accept
+JSON or SSE). The endpoint keeps no state, so any replica answers any request:
+- 2025-11-25: `initialize` negotiates (the client's version when it is a handshake-era one
+  this endpoint knows, else 2025-11-25) and hands out an `Mcp-Session-Id`, which later
+  requests may carry and which is not looked up; `notifications/*` → 202.
+- 2026-07-28: a request whose `MCP-Protocol-Version` is 2026-07-28 needs no handshake;
+  `server/discover` answers; results carry `resultType` (and `ttlMs` / `cacheScope` on
+  lists).
+Methods: `ping`, `tools/list`, `tools/call`; others → -32601. The caller authenticates as on
+every agent gateway endpoint (bearer JWT or master key; tenant as `runtime.access` decides
+for tenant-scoped RPCs). `tools/call` goes through `ToolCaller.call(tenant, server_id,
+tool_name, arguments)`, the one function the tool-call pipeline replaces; a refused or failed
+call is a tool error (`isError: true`) naming why, an unknown tool -32602.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from gateways.agent.mcp import keys
+from gateways.agent.mcp.errors import kv_errors
+from gateways.agent.mcp.forwarder import McpForwarder
+from gateways.agent.mcp.store import ServerStore
+from gateways.agent.mcp.tenancy import DEFAULT_TENANT
+from gateways.agent.mcp.tool_sets import is_callable
+from runtime.access import RpcRule, authorize
+from runtime.auth import Authenticator
+from runtime.config import VERSION
+from runtime.errors import StrataError
+from strata.access.v1.access_pb2 import Access
+
+log = logging.getLogger(__name__)
+
+PATH = "/mcp"
+HANDSHAKE_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
+MODERN = "2026-07-28"
+SERVER_INFO = {"name": "strata-agent-gateway", "version": VERSION}
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
+_RULE = RpcRule("mcp", Access.ACCESS_TENANT)
+
+# (tenant, server id, tool name, arguments) → the spec's `result` (CallToolResult JSON)
+CallFn = Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class RpcFailure(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ToolCaller:
+    """Forwards a tool call to its server: the seam the tool-call pipeline replaces."""
+
+    def __init__(self, store: ServerStore, forwarder: McpForwarder, timeout: float) -> None:
+        self.store = store
+        self.forwarder = forwarder
+        self.timeout = timeout
+
+    async def call(
+        self, tenant: str, server_id: str, tool_name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        server = await self.store.get(server_id)
+        if server is None or server["tenant_id"] != tenant:
+            raise RpcFailure(-32602, f"unknown tool {tool_name!r}")
+        is_callable(server)
+        answer = await self.forwarder.call_tool(server, tool_name, arguments, timeout=self.timeout)
+        return answer.result
+
+
+class McpEndpoint:
+    def __init__(self, authenticator: Authenticator, store: ServerStore, call: CallFn) -> None:
+        self.authenticator = authenticator
+        self.store = store
+        self.call = call
+
+    def routes(self) -> list[tuple[str, str, Handler]]:
+        return [("POST", PATH, self.handle), ("GET", PATH, _no_stream), ("DELETE", PATH, _ended)]
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        principal = await self.authenticator.authenticate(headers)
+        caller = authorize(_RULE, principal, headers)
+        tenant = caller.tenant_id or DEFAULT_TENANT
+        try:
+            message = json.loads(await request.read())
+        except ValueError:
+            return _rpc_error(None, -32700, "parse error", status=400)
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _rpc_error(None, -32600, "one JSON-RPC 2.0 message per request", status=400)
+        if "id" not in message:  # a notification (initialized, cancelled): nothing to answer
+            return web.Response(status=202)
+        modern = headers.get("mcp-protocol-version") == MODERN
+        rpc_id = message["id"]
+        try:
+            result = await self._dispatch(tenant, message, modern)
+        except RpcFailure as exc:
+            return _rpc_error(rpc_id, exc.code, exc.message)
+        reply = web.json_response({"jsonrpc": "2.0", "id": rpc_id, "result": result})
+        if message.get("method") == "initialize":
+            reply.headers["Mcp-Session-Id"] = uuid.uuid4().hex
+        return reply
+
+    async def _dispatch(self, tenant: str, message: dict[str, Any], modern: bool) -> Any:
+        method = message.get("method")
+        params = message.get("params") or {}
+        if not isinstance(params, dict):
+            raise RpcFailure(-32602, "params must be an object")
+        if method == "initialize" and not modern:
+            asked = params.get("protocolVersion")
+            version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+            return {"protocolVersion": version, "capabilities": CAPABILITIES,
+                    "serverInfo": SERVER_INFO}  # fmt: skip
+        if method == "server/discover":
+            return _modern({"supportedVersions": [MODERN], "capabilities": CAPABILITIES,
+                            "serverInfo": SERVER_INFO}, cacheable=True)  # fmt: skip
+        if method == "ping":
+            return _modern({}) if modern else {}
+        if method == "tools/list":
+            tools = await self._tools(tenant)
+            return _modern({"tools": tools}, cacheable=True) if modern else {"tools": tools}
+        if method == "tools/call":
+            result = await self._call(tenant, params)
+            return _modern(result) if modern else result
+        raise RpcFailure(-32601, f"method {method!r} not found")
+
+    async def _tools(self, tenant: str) -> list[dict[str, Any]]:
+        records = [r for r in await self.store.all() if r["tenant_id"] == tenant]
+        return [t for r in records if r.get("status") != "quarantined" for t in r["tools"]]
+
+    async def _call(self, tenant: str, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise RpcFailure(-32602, "tools/call needs a name and an arguments object")
+        with kv_errors():
+            owner = await self.store.kv.hget(keys.tool_owners(tenant), name)
+        if owner is None:
+            raise RpcFailure(-32602, f"unknown tool {name!r}")
+        server_id = owner.decode() if isinstance(owner, bytes) else str(owner)
+        try:
+            return await self.call(tenant, server_id, name, arguments)
+        except StrataError as exc:  # refused or failed: the model reads why, as a tool error
+            return _tool_error(exc)
+
+
+def _modern(result: dict[str, Any], *, cacheable: bool = False) -> dict[str, Any]:
+    extra: dict[str, Any] = {"resultType": "complete"}
+    if cacheable:
+        extra |= {"ttlMs": 0, "cacheScope": "private"}
+    return {**result, **extra}
+
+
+def _tool_error(exc: StrataError) -> dict[str, Any]:
+    text = json.dumps(exc.body(), ensure_ascii=False)
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _rpc_error(rpc_id: Any, code: int, message: str, *, status: int = 200) -> web.Response:
+    body = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}}
+    return web.json_response(body, status=status)
+
+
+async def _no_stream(request: web.Request) -> web.StreamResponse:
+    """No server-initiated messages: the GET stream is not offered (spec: 405)."""
+    return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+
+
+async def _ended(request: web.Request) -> web.StreamResponse:
+    """Session ids are not kept, so ending one has nothing to do."""
+    return web.Response(status=204)

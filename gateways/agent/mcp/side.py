@@ -1,0 +1,75 @@
+"""The MCP side assembled from the service's config and stores: what `app.py` binds and what
+the tool-call pipeline uses (`forwarder`, `is_callable`, `store`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.mcp.audit import AuditLog
+from gateways.agent.mcp.endpoint import McpEndpoint, ToolCaller
+from gateways.agent.mcp.forwarder import McpForwarder
+from gateways.agent.mcp.metrics import McpMetrics
+from gateways.agent.mcp.oauth import OAuthTokens
+from gateways.agent.mcp.registry import McpRegistryServicer
+from gateways.agent.mcp.secrets import SecretBox
+from gateways.agent.mcp.store import ServerStore
+from gateways.agent.mcp.tool_sets import ToolSetWatch
+from gateways.agent.mcp.upstream import UpstreamPool
+from runtime.auth import Authenticator
+from runtime.stores import Stores
+from runtime.telemetry import Metrics
+
+
+def now_iso() -> str:
+    """The current time, ISO 8601 in UTC with seconds (`2025-01-31T12:00:00Z`)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class McpSide:
+    def __init__(
+        self,
+        config: AgentGatewayConfig,
+        stores: Stores,
+        metrics: Metrics,
+        authenticator: Authenticator,
+    ) -> None:
+        self.kv = stores.kv
+        self.box = SecretBox(config.secrets_key or config.master_key)
+        self.store = ServerStore(stores.kv)
+        self.pool = UpstreamPool(config.mcp_timeout_secs, development=config.development)
+        self.tokens = OAuthTokens(
+            stores.kv, self.box, development=config.development, timeout=config.mcp_timeout_secs
+        )
+        self.forwarder = McpForwarder(self.pool, self.tokens)
+        self.metrics = McpMetrics(metrics)
+        self.audit = AuditLog(stores.sink)
+        self.watch = ToolSetWatch(
+            self.store,
+            self.forwarder,
+            self.metrics,
+            self.audit,
+            interval=config.mcp_relist_secs,
+            now=now_iso,
+        )
+        self.registry = McpRegistryServicer(
+            self.store,
+            self.forwarder,
+            self.pool,
+            self.watch,
+            self.box,
+            development=config.development,
+            now=now_iso,
+        )
+
+        # The gateway's own /mcp: `caller.call` is the seam the tool-call pipeline replaces.
+        self.caller = ToolCaller(self.store, self.forwarder, config.mcp_timeout_secs)
+        self.endpoint = McpEndpoint(authenticator, self.store, self.caller.call)
+
+    async def start(self) -> None:
+        self.watch.start(self.kv)
+
+    async def close(self) -> None:
+        await self.watch.close()
+        await self.pool.close()
+        await self.audit.close()

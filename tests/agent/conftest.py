@@ -1,0 +1,116 @@
+"""Fixtures of the agent gateway's MCP tests: the gateway served as `__main__` builds it
+(`gateway(**env)`, any number of instances on the session's Valkey), real MCP servers on
+loopback (`upstream(...)`), tokens from the dev IdP, and a clean MCP registry per test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import aiohttp
+import pytest
+from mcp_servers import UpstreamMcp
+from redis.asyncio import Redis
+from support import MASTER_KEY, user_token
+
+from gateways.agent.app import build
+from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.mcp.registry import McpRegistryServicer
+from runtime.config import ServiceConfig
+from runtime.stores import Stores
+from runtime.stores.kv import connect_kv
+from runtime.testing import Serving, serving
+
+Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
+REGISTRY = "strata.agent.v1.McpRegistryService"
+
+
+@pytest.fixture
+async def kv(valkey_url: str) -> AsyncIterator[Redis]:
+    """The session's Valkey, with every `mcp:*` key removed before and after the test (other
+    suites count the registry, `/health`'s `mcp_servers`)."""
+    client = connect_kv(valkey_url)
+    await _clear_registry(client)
+    yield client
+    await _clear_registry(client)
+    await client.aclose()
+
+
+async def _clear_registry(client: Redis) -> None:
+    stale = [key async for key in client.scan_iter("mcp:*")]
+    if stale:
+        await client.delete(*stale)
+
+
+@pytest.fixture
+def gateway(
+    kv: Redis,
+    config_for: Callable[..., ServiceConfig],
+    stores_for: Callable[[ServiceConfig], Stores],
+) -> Gateway:
+    """`async with gateway(**env) as svc:` an agent gateway (twice: two replicas)."""
+
+    @asynccontextmanager
+    async def start(**env: str) -> AsyncIterator[Serving]:
+        settings = {"ENVIRONMENT": "development", "AGENT_MCP_RELIST_SECS": "0", **env}
+        config = config_for(AgentGatewayConfig, **settings)
+        async with serving(build(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+            yield svc
+
+    return start
+
+
+def registry_of(svc: Serving) -> McpRegistryServicer:
+    """The registry servicer of a running gateway (its forwarder, watch and pool)."""
+    servicer: McpRegistryServicer = svc.running.definition.servicer(REGISTRY)
+    return servicer
+
+
+@pytest.fixture
+def upstream() -> Iterator[Callable[..., UpstreamMcp]]:
+    """`upstream(json_response=..., ...)`: a started MCP server, stopped after the test."""
+    started: list[UpstreamMcp] = []
+
+    def start(**options: Any) -> UpstreamMcp:
+        server = UpstreamMcp(**options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+async def alice(idp: str) -> dict[str, str]:
+    """Headers of an `acme` tenant user."""
+    return {"Authorization": f"Bearer {await user_token(idp)}"}
+
+
+@pytest.fixture
+async def bob(idp: str) -> dict[str, str]:
+    """Headers of a `globex` tenant user."""
+    return {"Authorization": f"Bearer {await user_token(idp, 'bob', 'bob')}"}
+
+
+@pytest.fixture
+def admin() -> dict[str, str]:
+    """Headers of a platform administrator (the master key)."""
+    return {"Authorization": f"Bearer {MASTER_KEY}"}
+
+
+async def call(
+    svc: Serving, method: str, path: str, headers: dict[str, str], body: Any = None
+) -> tuple[int, Any]:
+    """One HTTP request to the gateway's front door: (status, JSON body)."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, svc.http_url + path, json=body, headers=headers) as resp,
+    ):
+        return resp.status, await resp.json(content_type=None)
+
+
+def server_body(up: UpstreamMcp, **fields: Any) -> dict[str, Any]:
+    """A registration body for `up` in tenant `acme`, tools discovered unless given."""
+    return {"name": up.name, "url": up.url, "tenant_id": "acme", **fields}

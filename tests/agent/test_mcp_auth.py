@@ -1,0 +1,165 @@
+"""Per-server auth (spec: "Per-server auth config", Authentication table): the secret is
+write-only and sealed at rest; OAuth2 client credentials against a real local token
+endpoint, the token cached; strict refuses without a token, permissive calls without one,
+optional sends none."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+from conftest import call, registry_of, server_body
+from support import free_port
+
+from gateways.agent.mcp import keys
+from gateways.agent.mcp.errors import UpstreamAuthFailed
+
+SECRET = "s3cr3t-value-never-shown"
+
+
+@dataclass
+class TokenEndpoint:
+    """An OAuth2 token endpoint (client credentials, client_secret_basic)."""
+
+    url: str = ""
+    requests: list[dict[str, str]] = field(default_factory=list)
+    fail: bool = False
+    issued: int = 0
+
+    async def token(self, request: web.Request) -> web.Response:
+        form = dict(await request.post())
+        scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+        client = base64.b64decode(credentials).decode() if scheme == "Basic" else ""
+        self.requests.append({**form, "client": client})
+        if self.fail or client != f"mcp-client:{SECRET}":
+            return web.json_response({"error": "invalid_client"}, status=401)
+        self.issued += 1
+        return web.json_response(
+            {"access_token": f"tok-{self.issued}", "token_type": "Bearer", "expires_in": 3600}
+        )
+
+
+@pytest.fixture
+async def token_endpoint() -> AsyncIterator[TokenEndpoint]:
+    endpoint = TokenEndpoint()
+    app = web.Application()
+    app.router.add_post("/oauth/token", endpoint.token)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    endpoint.url = f"http://127.0.0.1:{port}/oauth/token"
+    yield endpoint
+    await runner.cleanup()
+
+
+def auth_body(mode: str, token_url: str, secret: str = SECRET) -> dict:
+    return {
+        "mode": mode,
+        "client_id": "mcp-client",
+        "client_secret": secret,
+        "required_scopes": ["tools:read", "tools:call"],
+        "token_endpoint": token_url,
+    }
+
+
+async def test_secret_is_write_only_and_sealed(gateway, alice, upstream, token_endpoint, kv):
+    up = upstream()
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="authd"))
+        status, body = await call(svc, "GET", "/v1/mcp/servers/authd/auth", alice)
+        assert status == 200 and body["auth_config"]["client_secret"] == "***REDACTED***"
+
+        put = auth_body("strict", token_endpoint.url)
+        status, body = await call(svc, "PUT", "/v1/mcp/servers/authd/auth", alice, put)
+        assert (status, body) == (200, {"status": "ok", "server_id": "authd", "mode": "strict"})
+        status, body = await call(svc, "GET", "/v1/mcp/servers/authd/auth", alice)
+        assert status == 200
+        assert body == {
+            "server_id": "authd",
+            "auth_config": {
+                "mode": "strict",
+                "oauth_url": None,
+                "client_id": "mcp-client",
+                "client_secret": "***REDACTED***",
+                "required_scopes": ["tools:read", "tools:call"],
+                "token_endpoint": token_endpoint.url,
+            },
+        }
+        stored = await kv.get(keys.auth_config("authd"))
+        assert SECRET not in stored and "client_secret_sealed" in stored
+        # Sending the redacted text back keeps the stored secret.
+        again = auth_body("strict", token_endpoint.url, secret="***REDACTED***")
+        assert (await call(svc, "PUT", "/v1/mcp/servers/authd/auth", alice, again))[0] == 200
+        server = await registry_of(svc).store.get("authd")
+        await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+        assert token_endpoint.issued == 1
+
+        status, body = await call(svc, "PUT", "/v1/mcp/servers/nope/auth", alice, put)
+        assert status == 404 and body["error"] == "server_not_found"
+        bad = {**put, "mode": "sometimes"}
+        assert (await call(svc, "PUT", "/v1/mcp/servers/authd/auth", alice, bad))[0] == 400
+        imds = {**put, "token_endpoint": "http://169.254.169.254/token"}
+        status, body = await call(svc, "PUT", "/v1/mcp/servers/authd/auth", alice, imds)
+        assert status == 400 and body["field"] == "token_endpoint"
+
+
+async def test_strict_sends_a_cached_client_credentials_token(
+    gateway, alice, upstream, token_endpoint
+):
+    up = upstream()
+    async with gateway() as svc, gateway() as other:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="strict"))
+        put = auth_body("strict", token_endpoint.url)
+        await call(svc, "PUT", "/v1/mcp/servers/strict/auth", alice, put)
+        for replica in (svc, other, svc):
+            registry = registry_of(replica)
+            server = await registry.store.get("strict")
+            result = await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+            assert not result.is_error
+        # One token for every call on both replicas, asked with the required scopes.
+        assert token_endpoint.issued == 1
+        assert token_endpoint.requests[0]["grant_type"] == "client_credentials"
+        assert token_endpoint.requests[0]["scope"] == "tools:read tools:call"
+        calls = [s for s in up.seen if s.rpc_method == "tools/call"]
+        assert {s.headers.get("authorization") for s in calls} == {"Bearer tok-1"}
+
+
+async def test_strict_refuses_without_a_token(gateway, alice, upstream, token_endpoint):
+    up = upstream()
+    token_endpoint.fail = True
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="refused"))
+        put = auth_body("strict", token_endpoint.url)
+        await call(svc, "PUT", "/v1/mcp/servers/refused/auth", alice, put)
+        registry = registry_of(svc)
+        server = await registry.store.get("refused")
+        before = up.count("tools/call")
+        with pytest.raises(UpstreamAuthFailed) as caught:
+            await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+        assert caught.value.http_status == 502 and caught.value.error == "upstream_auth_failed"
+        assert SECRET not in caught.value.message
+        assert up.count("tools/call") == before  # nothing reached the upstream
+
+
+async def test_permissive_calls_without_auth_and_optional_sends_none(
+    gateway, alice, upstream, token_endpoint
+):
+    up = upstream()
+    token_endpoint.fail = True
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="lenient"))
+        registry = registry_of(svc)
+        for mode in ("permissive", "optional"):
+            put = auth_body(mode, token_endpoint.url)
+            await call(svc, "PUT", "/v1/mcp/servers/lenient/auth", alice, put)
+            asked = len(token_endpoint.requests)
+            server = await registry.store.get("lenient")
+            result = await registry.forwarder.call_tool(server, "echo", {"text": mode}, timeout=10)
+            assert result.result["content"][0]["text"] == mode
+            last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
+            assert "authorization" not in last.headers
+            assert len(token_endpoint.requests) == asked + (1 if mode == "permissive" else 0)

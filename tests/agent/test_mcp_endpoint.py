@@ -1,0 +1,59 @@
+"""The gateway's own MCP endpoint (`/mcp`) through the `mcp` SDK's client, both eras: the
+tenant's tools listed, calls forwarded to the upstream, refusals as tool errors."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+from conftest import call, server_body
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+
+def client_for(svc, headers: dict[str, str], mode: str) -> Client:
+    http = httpx2.AsyncClient(headers=headers)
+    transport = streamable_http_client(f"{svc.http_url}/mcp", http_client=http)
+    return Client(transport, mode=mode, cache=None)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
+async def test_sdk_client_lists_and_calls_tenant_tools(gateway, alice, bob, upstream, mode):
+    up = upstream()
+    theirs = upstream(name="theirs", extra_tools=True)
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="mine"))
+        body = server_body(theirs, id="theirs", tenant_id="globex")
+        assert (await call(svc, "POST", "/v1/mcp/servers", bob, body))[0] == 201
+
+        async with client_for(svc, alice, mode) as client:
+            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+            assert client.protocol_version == expected
+            listing = await client.list_tools()
+            assert sorted(t.name for t in listing.tools) == ["add", "echo", "explode"]
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            assert not result.is_error and result.structured_content == {"result": 5}
+            failed = await client.call_tool("explode", {"reason": "x"})
+            assert failed.is_error
+            with pytest.raises(MCPError):  # another tenant's tool is unknown here
+                await client.call_tool("exfiltrate", {"path": "/"})
+        assert up.count("tools/call") == 2
+
+
+async def test_quarantined_server_is_hidden_and_refused(gateway, alice, upstream):
+    up = upstream()
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="rug"))
+        up.echo_description = "changed"
+        up.restart()
+        await call(svc, "GET", "/v1/mcp/servers/rug/tools?refresh=true", alice)
+        async with client_for(svc, alice, "legacy") as client:
+            assert (await client.list_tools()).tools == []
+            refused = await client.call_tool("echo", {"text": "x"})
+            assert refused.is_error and "tool_set_quarantined" in refused.content[0].text
+
+
+async def test_endpoint_needs_credentials(gateway):
+    async with gateway() as svc:
+        status, _ = await call(svc, "POST", "/mcp", {}, {"jsonrpc": "2.0", "id": 1})
+        assert status == 401
