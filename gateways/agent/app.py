@@ -53,10 +53,10 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
     state_metrics = StateMetrics(metrics)
     authenticator = authenticator_for(config)
-    mcp = McpSide(config, stores, metrics, authenticator)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane, AUDIT_TABLE)
     audit = AuditTrail(background)
+    mcp = McpSide(config, stores, metrics, authenticator, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
     # The tool-call pipeline's admission steps (admission.py) take `kv`, `approvals` and
     # `ApprovalEvents(background, audit, state_metrics)`.

@@ -47,10 +47,14 @@ class AuditTrail:
         tool_name: str = "",
         inputs: Any = None,
         outputs: Any = None,
+        input_hash: str | None = None,
+        output_hash: str | None = None,
         act_chain: Any = None,
     ) -> None:
         """Queue one row. `action` is e.g. `tool_call`, `session_terminate`, `hitl_request`,
-        `hitl_approved`, `hitl_denied`, `a2a_send`; `status` its outcome."""
+        `hitl_approved`, `hitl_denied`, `a2a_send`, `tool_set_changed`; `status` its outcome.
+        `inputs` / `outputs` are hashed here; `input_hash` / `output_hash` are for values that
+        already are hashes (a tool set's fingerprint)."""
         self.background.log_row(
             {
                 "timestamp": time.time(),
@@ -61,8 +65,8 @@ class AuditTrail:
                 "action": action,
                 "status": status,
                 "trace_id": current_trace_id(),
-                "input_hash": digest(inputs),
-                "output_hash": digest(outputs),
+                "input_hash": digest(inputs) if input_hash is None else input_hash,
+                "output_hash": digest(outputs) if output_hash is None else output_hash,
                 "act_chain": "" if act_chain is None else json.dumps(act_chain),
             }
         )

@@ -10,6 +10,23 @@ from runtime.errors import InvalidRequest
 DEFAULT_TENANT = "default"  # the spec's tenant of the list endpoints when none is named
 
 
+def is_platform_admin() -> bool:
+    principal = current_caller().principal
+    return principal is not None and principal.is_platform_admin
+
+
+def visible_tenant() -> str | None:
+    """The tenant a list filters by where the spec's filter is optional (`GET
+    /v1/mcp/servers`, `/v1/mcp/tools`): None — every tenant — for a platform administrator
+    naming none (as the control plane's `visible_tenant`); the caller's tenant, else
+    `default`, for anyone else."""
+    caller = current_caller()
+    principal = caller.principal
+    if principal is not None and principal.is_platform_admin:
+        return caller.tenant_id if caller.tenant_id != principal.tenant_id else None
+    return caller.tenant_id or DEFAULT_TENANT
+
+
 def listing_tenant() -> str:
     """The tenant a list endpoint (`GET /v1/sessions`, `/v1/hitl/pending`) shows: the caller's,
     else the spec's default tenant value `default`."""

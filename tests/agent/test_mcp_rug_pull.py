@@ -84,7 +84,6 @@ async def test_changed_description_quarantines_until_approved(
         approved = await registry.store.get("rug-pull-1")
         is_callable(approved)
         assert approved["fingerprint"] == pending["fingerprint"]
-        await registry.watch.audit.close()
 
     rows = await analytics.query(
         "SELECT action, status, tool_name, input_hash, output_hash FROM gateway.agent_audit_log "

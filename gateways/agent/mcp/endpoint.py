@@ -29,15 +29,15 @@ from typing import Any
 from aiohttp import web
 
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.errors import kv_errors
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.store import ServerStore
-from gateways.agent.mcp.tenancy import DEFAULT_TENANT
 from gateways.agent.mcp.tool_sets import is_callable
+from gateways.agent.tenancy import DEFAULT_TENANT
 from runtime.access import RpcRule, authorize
 from runtime.auth import Authenticator
 from runtime.config import VERSION
 from runtime.errors import StrataError
+from runtime.stores.kv_errors import kv_unavailable
 from strata.access.v1.access_pb2 import Access
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class McpEndpoint:
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
             raise RpcFailure(-32602, "tools/call needs a name and an arguments object")
-        with kv_errors():
+        with kv_unavailable():
             owner = await self.store.kv.hget(keys.tool_owners(tenant), name)
         if owner is None:
             raise RpcFailure(-32602, f"unknown tool {name!r}")

@@ -13,13 +13,11 @@ store_unavailable       503  the key-value store is unreachable (fail closed)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 import grpc
-from redis.exceptions import RedisError
 
-from runtime.errors import AlreadyExists, NotFound, StrataError, Unavailable, UpstreamError
+from runtime.errors import AlreadyExists, NotFound, StrataError, UpstreamError
 
 
 class ServerNotFound(NotFound):
@@ -74,18 +72,3 @@ class McpUpstreamError(UpstreamError):
 class UpstreamAuthFailed(McpUpstreamError):
     def __init__(self, message: str) -> None:
         super().__init__(message, error="upstream_auth_failed")
-
-
-def store_unavailable(exc: BaseException) -> Unavailable:
-    return Unavailable(
-        f"the key-value store is unreachable: {type(exc).__name__}", error="store_unavailable"
-    )
-
-
-@contextmanager
-def kv_errors() -> Iterator[None]:
-    """A key-value store failure inside the block → 503 `store_unavailable` (fail closed)."""
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise store_unavailable(exc) from exc

@@ -18,9 +18,10 @@ from redis.asyncio import Redis
 
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import AuthSettings, settings
-from gateways.agent.mcp.errors import UpstreamAuthFailed, kv_errors
+from gateways.agent.mcp.errors import UpstreamAuthFailed
 from gateways.agent.mcp.secrets import SecretBox
 from runtime.outbound import OutboundRefused, check_outbound_url, outbound_session
+from runtime.stores.kv_errors import kv_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class OAuthTokens:
         self._fetching: dict[str, asyncio.Future[str]] = {}  # one fetch per server at a time
 
     async def headers_for(self, server_id: str) -> dict[str, str]:
-        with kv_errors():
+        with kv_unavailable():
             raw_config, cached = await self.kv.mget(
                 keys.auth_config(server_id), keys.oauth_token(server_id)
             )
@@ -64,7 +65,7 @@ class OAuthTokens:
 
     async def forget(self, server_id: str) -> None:
         """Drop the cached token (the upstream refused it, or the auth config changed)."""
-        with kv_errors():
+        with kv_unavailable():
             await self.kv.delete(keys.oauth_token(server_id))
 
     async def _single_flight(self, server_id: str, config: AuthSettings) -> str:
@@ -126,6 +127,6 @@ class OAuthTokens:
         if not isinstance(lifetime, int | float) or lifetime <= 0:
             lifetime = DEFAULT_LIFETIME_SECS
         ttl = max(1, int(lifetime) - EXPIRY_MARGIN_SECS)
-        with kv_errors():
+        with kv_unavailable():
             await self.kv.set(keys.oauth_token(server_id), token, ex=ttl)
         return token

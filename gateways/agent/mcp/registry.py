@@ -23,17 +23,18 @@ from google.protobuf import json_format
 
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import redacted, stored_config
-from gateways.agent.mcp.errors import ServerNotFound, kv_errors
+from gateways.agent.mcp.errors import ServerNotFound
 from gateways.agent.mcp.fingerprint import Tool, fingerprint, normalize_tools
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.secrets import SecretBox
 from gateways.agent.mcp.store import Record, ServerStore
-from gateways.agent.mcp.tenancy import acting_tenant, check_visible, visible_tenant
 from gateways.agent.mcp.tool_sets import ACTIVE, ToolSetWatch
 from gateways.agent.mcp.upstream import PROTOCOLS, UpstreamPool
+from gateways.agent.tenancy import acting_tenant, visible_tenant
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
 from runtime.outbound import check_outbound_url
+from runtime.stores.kv_errors import kv_unavailable
 from strata.agent.v1 import registry_pb2 as pb
 from strata.agent.v1 import registry_pb2_grpc
 
@@ -78,7 +79,12 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
     async def _visible(self, server_id: str, *, for_auth: bool = False) -> Record:
         if not IDENTIFIER.fullmatch(server_id):
             raise ServerNotFound.for_auth(server_id[:140]) if for_auth else ServerNotFound()
-        return check_visible(await self.store.get(server_id), server_id, for_auth=for_auth)
+        record = await self.store.get(server_id)
+        tenant = visible_tenant()
+        if record is None or (tenant is not None and record["tenant_id"] != tenant):
+            # A server of another tenant is not found (its id is not revealed).
+            raise ServerNotFound.for_auth(server_id) if for_auth else ServerNotFound()
+        return record
 
     async def _tenant_records(self) -> list[Record]:
         tenant = visible_tenant()
@@ -106,7 +112,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
             "id": server_id,
             "name": name,
             "url": request.url,
-            "tenant_id": acting_tenant(request.tenant_id),
+            "tenant_id": acting_tenant(),
             "tools": [],
             "status": ACTIVE,
             "registered_at": self.now(),
@@ -140,7 +146,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
 
     async def GetServerAuth(self, request: pb.GetServerAuthRequest, context: Any) -> Any:
         record = await self._visible(request.server_id, for_auth=True)
-        with kv_errors():
+        with kv_unavailable():
             raw = await self.kv.get(keys.auth_config(record["id"]))
         view = redacted(json.loads(raw) if raw is not None else None)
         config = json_format.ParseDict(view, pb.AuthConfig())
@@ -149,12 +155,12 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
     async def PutServerAuth(self, request: pb.PutServerAuthRequest, context: Any) -> Any:
         record = await self._visible(request.server_id, for_auth=True)
         server_id = record["id"]
-        with kv_errors():
+        with kv_unavailable():
             raw = await self.kv.get(keys.auth_config(server_id))
         previous = json.loads(raw) if raw is not None else None
         stored = await stored_config(request, previous, self.box, development=self.development)
         stored["updated_at"] = self.now()
-        with kv_errors():
+        with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.set(keys.auth_config(server_id), json.dumps(stored))
                 pipe.delete(keys.oauth_token(server_id))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
-from gateways.agent.mcp.audit import AuditLog
 from gateways.agent.mcp.endpoint import McpEndpoint, ToolCaller
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
@@ -33,6 +33,7 @@ class McpSide:
         stores: Stores,
         metrics: Metrics,
         authenticator: Authenticator,
+        audit: AuditTrail,
     ) -> None:
         self.kv = stores.kv
         self.box = SecretBox(config.secrets_key or config.master_key)
@@ -43,7 +44,7 @@ class McpSide:
         )
         self.forwarder = McpForwarder(self.pool, self.tokens)
         self.metrics = McpMetrics(metrics)
-        self.audit = AuditLog(stores.sink)
+        self.audit = audit
         self.watch = ToolSetWatch(
             self.store,
             self.forwarder,
@@ -72,4 +73,3 @@ class McpSide:
     async def close(self) -> None:
         await self.watch.close()
         await self.pool.close()
-        await self.audit.close()

@@ -16,7 +16,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.errors import RegistryConflict, ToolNamingCollision, kv_errors
+from gateways.agent.mcp.errors import RegistryConflict, ToolNamingCollision
+from runtime.stores.kv_errors import kv_unavailable
 
 Record = dict[str, Any]
 
@@ -79,7 +80,7 @@ class ServerStore:
         self._delete = kv.register_script(_DELETE)
 
     async def get_raw(self, server_id: str) -> str | None:
-        with kv_errors():
+        with kv_unavailable():
             raw = await self.kv.hget(keys.SERVERS, server_id)
         return raw.decode() if isinstance(raw, bytes) else raw
 
@@ -88,7 +89,7 @@ class ServerStore:
         return None if raw is None else dict(json.loads(raw))
 
     async def all(self) -> list[Record]:
-        with kv_errors():
+        with kv_unavailable():
             values = await self.kv.hvals(keys.SERVERS)
         records = [json.loads(v) for v in values]
         return sorted(records, key=lambda r: (r.get("registered_at", ""), r["id"]))
@@ -102,7 +103,7 @@ class ServerStore:
         longer it."""
         names = [t["name"] for t in record["tools"]]
         tenant = record["tenant_id"]
-        with kv_errors():
+        with kv_unavailable():
             answer = await self._put(
                 keys=[keys.SERVERS, keys.tool_owners(tenant)],
                 args=[record["id"], dumps(record), tenant, expected or "", *names],
@@ -125,7 +126,7 @@ class ServerStore:
         """Remove the server, its tool owners, auth config and cached token; False when it
         was already gone."""
         server_id, tenant = record["id"], record["tenant_id"]
-        with kv_errors():
+        with kv_unavailable():
             removed = await self._delete(
                 keys=[
                     keys.SERVERS,

@@ -26,8 +26,8 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateways.agent.audit import AuditTrail
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.audit import AuditLog
 from gateways.agent.mcp.errors import RegistryConflict, ServerNotFound, ToolSetQuarantined
 from gateways.agent.mcp.fingerprint import changed_tools, fingerprint
 from gateways.agent.mcp.forwarder import McpForwarder
@@ -62,7 +62,7 @@ class ToolSetWatch:
         store: ServerStore,
         forwarder: McpForwarder,
         metrics: McpMetrics,
-        audit: AuditLog,
+        audit: AuditTrail,
         *,
         interval: float,
         now: Any,
@@ -102,10 +102,10 @@ class ToolSetWatch:
             "MCP server %s changed its tool set (%s): quarantined", server_id, ", ".join(names)
         )
         self.audit.record(
-            tenant_id=record["tenant_id"],
+            record["tenant_id"],
+            "tool_set_changed",
+            QUARANTINED,
             tool_name=",".join(names)[:1024],
-            action="tool_set_changed",
-            status=QUARANTINED,
             agent_id=f"mcp-server:{server_id}",
             input_hash=record["fingerprint"],
             output_hash=listed,
@@ -135,10 +135,10 @@ class ToolSetWatch:
         }
         await self.store.put(approved, expected=raw)
         self.audit.record(
-            tenant_id=record["tenant_id"],
+            record["tenant_id"],
+            "tool_set_approved",
+            ACTIVE,
             tool_name=",".join(changed_tools(record["tools"], pending["tools"]))[:1024],
-            action="tool_set_approved",
-            status=ACTIVE,
             agent_id=f"mcp-server:{record['id']}",
             input_hash=record["fingerprint"],
             output_hash=pending["fingerprint"],
