@@ -14,6 +14,7 @@ from redis.exceptions import RedisError
 
 from gateways.agent.a2a.forward import A2AForwarder
 from gateways.agent.a2a.servicer import A2AServicer
+from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.servicer import ApprovalServicer
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import TABLE as AUDIT_TABLE
@@ -21,10 +22,12 @@ from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.http_rules import HTTP_RULES
+from gateways.agent.mcp.endpoint import McpEndpoint
 from gateways.agent.mcp.side import McpSide
 from gateways.agent.policies import PolicyServicer
 from gateways.agent.sessions.servicer import SessionServicer
 from gateways.agent.state_metrics import StateMetrics
+from gateways.agent.tool_calls import ToolCallMetrics, ToolCallPipeline, ToolCallServicer
 from runtime.auth import authenticator_for
 from runtime.background import Background
 from runtime.config import VERSION
@@ -56,11 +59,21 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane, AUDIT_TABLE)
     audit = AuditTrail(background)
-    mcp = McpSide(config, stores, metrics, authenticator, audit)
+    mcp = McpSide(config, stores, metrics, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
-    # The tool-call pipeline's admission steps (admission.py) take `kv`, `approvals` and
-    # `ApprovalEvents(background, audit, state_metrics)`.
     forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
+    tool_calls = ToolCallPipeline(
+        kv,
+        mcp.store,
+        mcp.forwarder,
+        approvals,
+        ApprovalEvents(background, audit, state_metrics),
+        audit,
+        ToolCallMetrics(metrics),
+        config.mcp_timeout_secs,
+    )
+    # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
+    endpoint = McpEndpoint(authenticator, mcp.store, tool_calls.call_for_mcp)
 
     async def close() -> None:
         await mcp.close()
@@ -79,6 +92,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         b.name: b
         for b in (
             bind(registry_pb2_grpc, mcp.registry),
+            bind(tool_call_pb2_grpc, ToolCallServicer(tool_calls)),
             bind(session_pb2_grpc, SessionServicer(kv, audit, state_metrics)),
             bind(policy_pb2_grpc, PolicyServicer(kv)),
             bind(approval_pb2_grpc, ApprovalServicer(approvals, audit, state_metrics)),
@@ -121,7 +135,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         },
         health=health,
         authenticator=authenticator,
-        routes=mcp.endpoint.routes(),
+        routes=endpoint.routes(),
         metrics=metrics,
         on_startup=[mcp.start],
         on_cleanup=[close],

@@ -7,7 +7,7 @@ Two routes answer two success shapes from one response message (the servicer set
 `runtime.context.respond`; a custom renderer drops the other shape's field):
 - tool call and session execute: 200 `{result, latency_ms, server_id, tool_name}`, or 202
   `{status:'pending_approval', approval_id, message}` when the response's `status` is set
-  (renderer pending);
+  (`render_tool_call`);
 - A2A send: 200 `{..., result}` when `status` is `completed`, 202 `{..., note}` when `pending`
   (`render_send`).
 
@@ -17,6 +17,7 @@ Two routes answer two success shapes from one response message (the servicer set
 from __future__ import annotations
 
 from gateways.agent.a2a.servicer import render_send
+from gateways.agent.tool_calls import render_tool_call
 from runtime.http_rules import HttpRule
 
 PKG = "strata.agent.v1"
@@ -49,10 +50,15 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule(
         "POST", "/v1/mcp/servers/{server_id}/approve-tools", f"{_REGISTRY}/ApproveServerTools"
     ),
-    # Tool execution (200 or 202 `pending_approval`: custom renderer pending)
-    HttpRule("POST", "/v1/mcp/tools/call", f"{_TOOLS}/CallTool"),
-    HttpRule("POST", "/v1/sessions/{session_id}/execute", f"{_TOOLS}/ExecuteSessionTool"),
-    # A2A (send: 200 `completed` or 202 `pending`: custom renderer pending)
+    # Tool execution (200, or 202 `pending_approval`)
+    HttpRule("POST", "/v1/mcp/tools/call", f"{_TOOLS}/CallTool", render=render_tool_call),
+    HttpRule(
+        "POST",
+        "/v1/sessions/{session_id}/execute",
+        f"{_TOOLS}/ExecuteSessionTool",
+        render=render_tool_call,
+    ),
+    # A2A (send: 200 `completed` or 202 `pending`)
     HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),
     HttpRule("POST", "/v1/a2a/agents", f"{_A2A}/RegisterAgent", status=201),
     HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage", render=render_send),

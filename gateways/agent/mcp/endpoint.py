@@ -29,9 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.store import ServerStore
-from gateways.agent.mcp.tool_sets import is_callable
 from gateways.agent.tenancy import DEFAULT_TENANT
 from runtime.access import RpcRule, authorize
 from runtime.auth import Authenticator
@@ -63,26 +61,9 @@ class RpcFailure(Exception):
         self.message = message
 
 
-class ToolCaller:
-    """Forwards a tool call to its server: the seam the tool-call pipeline replaces."""
-
-    def __init__(self, store: ServerStore, forwarder: McpForwarder, timeout: float) -> None:
-        self.store = store
-        self.forwarder = forwarder
-        self.timeout = timeout
-
-    async def call(
-        self, tenant: str, server_id: str, tool_name: str, arguments: dict[str, Any]
-    ) -> dict[str, Any]:
-        server = await self.store.get(server_id)
-        if server is None or server["tenant_id"] != tenant:
-            raise RpcFailure(-32602, f"unknown tool {tool_name!r}")
-        is_callable(server)
-        answer = await self.forwarder.call_tool(server, tool_name, arguments, timeout=self.timeout)
-        return answer.result
-
-
 class McpEndpoint:
+    """`call` runs a `tools/call` (the tool-call pipeline's `call_for_mcp`)."""
+
     def __init__(self, authenticator: Authenticator, store: ServerStore, call: CallFn) -> None:
         self.authenticator = authenticator
         self.store = store

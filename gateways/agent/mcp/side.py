@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
-from gateways.agent.mcp.endpoint import McpEndpoint, ToolCaller
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
 from gateways.agent.mcp.oauth import OAuthTokens
@@ -16,7 +15,6 @@ from gateways.agent.mcp.secrets import SecretBox
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.mcp.tool_sets import ToolSetWatch
 from gateways.agent.mcp.upstream import UpstreamPool
-from runtime.auth import Authenticator
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
 
@@ -32,7 +30,6 @@ class McpSide:
         config: AgentGatewayConfig,
         stores: Stores,
         metrics: Metrics,
-        authenticator: Authenticator,
         audit: AuditTrail,
     ) -> None:
         self.kv = stores.kv
@@ -62,10 +59,6 @@ class McpSide:
             development=config.development,
             now=now_iso,
         )
-
-        # The gateway's own /mcp: `caller.call` is the seam the tool-call pipeline replaces.
-        self.caller = ToolCaller(self.store, self.forwarder, config.mcp_timeout_secs)
-        self.endpoint = McpEndpoint(authenticator, self.store, self.caller.call)
 
     async def start(self) -> None:
         self.watch.start(self.kv)

@@ -1,0 +1,209 @@
+"""The tool-call pipeline (spec: "Tool call processing", the Errors table) through the front
+door, against a real MCP server: the 200 and 202 shapes, server → session → allowlist →
+limits → HITL → budget → schema → forward, each refusal leaving the upstream untouched and the
+session's call slot free, counters, audit rows with hashed arguments, metrics, two gateways
+sharing the limits, and the gateway's own `/mcp` running the same pipeline."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from conftest import call, server_body
+
+POLICY = "agent:policy:acme"
+
+
+@pytest.fixture
+async def policy(kv) -> AsyncIterator[Any]:
+    """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
+
+    async def put(**fields: Any) -> None:
+        await kv.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
+
+    await kv.delete(POLICY)
+    yield put
+    await kv.delete(POLICY)
+
+
+async def metrics_of(svc) -> str:
+    async with aiohttp.ClientSession() as http, http.get(svc.http_url + "/metrics") as resp:
+        return await resp.text()
+
+
+async def registered(svc, alice, up) -> str:
+    status, body = await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up))
+    assert status == 201, body
+    return body["id"]
+
+
+async def session(svc, alice, allow: list[str], budget: int = 10_000) -> str:
+    body = {"tenant_id": "acme", "agent_id": "agent:tester", "tool_allowlist": allow,
+            "token_budget": budget}  # fmt: skip
+    status, made = await call(svc, "POST", "/v1/sessions", alice, body)
+    assert status == 201, made
+    return made["id"]
+
+
+def execute(svc, alice, sid: str, server: str, tool: str, arguments: Any) -> Any:
+    body = {"server_id": server, "tool_name": tool, "arguments": arguments, "tenant_id": "acme"}
+    return call(svc, "POST", f"/v1/sessions/{sid}/execute", alice, body)
+
+
+async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["echo"])
+        status, body = await execute(svc, alice, sid, server, "echo", {"text": "hi"})
+        assert status == 200, body
+        assert body["result"]["content"] == [{"type": "text", "text": "hi"}]
+        assert body["result"]["isError"] is False
+        assert (body["server_id"], body["tool_name"]) == (server, "echo")
+        assert isinstance(body["latency_ms"], int)
+        _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+        assert got["tool_calls"] == 1 and got["tokens_used"] > 0
+        metrics = await metrics_of(svc)
+    assert up.count("tools/call") == 1
+    assert 'agent_gateway_tool_calls_total{outcome="ok",tenant="acme"} 1.0' in metrics
+    assert 'agent_gateway_tool_latency_seconds_count{tenant="acme"} 1.0' in metrics
+
+
+async def test_a_call_without_a_session(gateway, alice, upstream, policy) -> None:
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        body = {"server_id": server, "tool_name": "add", "arguments": {"a": 2, "b": 3},
+                "tenant_id": "acme"}  # fmt: skip
+        status, answer = await call(svc, "POST", "/v1/mcp/tools/call", alice, body)
+    assert status == 200, answer
+    assert answer["result"]["content"][0]["text"] == "5"
+
+
+async def test_refusals_in_order_never_reach_the_upstream(
+    gateway, alice, bob, upstream, policy
+) -> None:
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["add"])
+        status, body = await execute(svc, alice, sid, "no-such-server", "add", {"a": 1, "b": 2})
+        assert (status, body["error"]) == (404, "server_not_found")
+        status, body = await execute(svc, alice, sid, server, "nope", {})
+        assert (status, body["error"]) == (404, "tool_not_found")
+        status, body = await execute(svc, alice, sid, server, "echo", {"text": "x"})
+        assert (status, body["error"]) == (403, "tool_not_allowed")
+        status, body = await execute(svc, alice, sid, server, "add", {"a": "one", "b": 2})
+        assert (status, body["error"]) == (400, "validation_failed")
+        assert body["path"] == "/a"
+        status, body = await execute(svc, alice, sid, server, "add", {"a": 1})
+        assert (status, body["error"]) == (400, "validation_failed")
+        other = {"server_id": server, "tool_name": "add", "arguments": {"a": 1, "b": 2},
+                 "tenant_id": "globex"}  # fmt: skip
+        status, body = await call(svc, "POST", "/v1/mcp/tools/call", bob, other)
+        assert (status, body["error"]) == (404, "server_not_found")  # another tenant's server
+        _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+        metrics = await metrics_of(svc)
+    assert up.count("tools/call") == 0
+    assert got["tool_calls"] == 0  # every refused call gave its slot back
+    assert (
+        'agent_gateway_tool_calls_denied_total{reason="validation_failed",tenant="acme"} 2.0'
+        in metrics
+    )
+
+
+async def test_a_tool_error_is_the_tools_answer(gateway, alice, upstream, policy) -> None:
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["explode"])
+        status, body = await execute(svc, alice, sid, server, "explode", {"reason": "test"})
+    assert status == 200
+    assert body["result"]["isError"] is True
+    assert body["result"]["content"][0]["text"].startswith("Error executing tool explode")
+
+
+async def test_hitl_holds_then_releases_exactly_that_call_once(
+    gateway, alice, upstream, policy
+) -> None:
+    await policy(hitl_required_tools=["add"])
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["add"])
+        status, held = await execute(svc, alice, sid, server, "add", {"a": 1, "b": 2})
+        assert status == 202, held
+        assert set(held) == {"status", "approval_id", "message"}
+        assert held["status"] == "pending_approval" and held["approval_id"].startswith("hitl-")
+        status, _ = await call(svc, "POST", f"/v1/hitl/{held['approval_id']}/approve", alice)
+        assert status == 200
+        status, _ = await execute(svc, alice, sid, server, "add", {"a": 1, "b": 3})
+        assert status == 202  # other arguments: not the approved call
+        status, ran = await execute(svc, alice, sid, server, "add", {"a": 1, "b": 2})
+        assert status == 200 and ran["result"]["content"][0]["text"] == "3"
+        status, _ = await execute(svc, alice, sid, server, "add", {"a": 1, "b": 2})
+        assert status == 202  # the approval released one call
+        _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+    assert up.count("tools/call") == 1
+    assert got["tool_calls"] == 1  # held calls did not count
+
+
+async def test_the_session_token_budget(gateway, alice, upstream, policy) -> None:
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["echo"], budget=5)
+        status, _ = await execute(svc, alice, sid, server, "echo", {"text": "a long answer " * 4})
+        assert status == 200
+        status, body = await execute(svc, alice, sid, server, "echo", {"text": "again"})
+    assert (status, body["error"]) == (429, "budget_exceeded")
+    assert up.count("tools/call") == 1
+
+
+async def test_max_calls_per_session_holds_across_two_gateways(
+    gateway, alice, upstream, policy
+) -> None:
+    await policy(max_tool_calls_per_session=5)
+    up = upstream()
+    async with gateway() as one, gateway() as two:
+        server = await registered(one, alice, up)
+        sid = await session(one, alice, ["add"])
+        answers = await asyncio.gather(
+            *(
+                execute((one, two)[i % 2], alice, sid, server, "add", {"a": i, "b": 1})
+                for i in range(12)
+            )
+        )
+        _, got = await call(two, "GET", f"/v1/sessions/{sid}", alice)
+    statuses = sorted(status for status, _ in answers)
+    assert statuses == [200] * 5 + [429] * 7
+    assert {body["error"] for status, body in answers if status == 429} == {
+        "tool_call_limit_exceeded"
+    }
+    assert got["tool_calls"] == 5 and up.count("tools/call") == 5
+
+
+async def test_audit_rows_hash_the_arguments(gateway, alice, upstream, policy, analytics) -> None:
+    up = upstream()
+    secret = "card 4111 1111 1111 1111"
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["echo"])
+        await execute(svc, alice, sid, server, "echo", {"text": secret})
+        await execute(svc, alice, sid, server, "add", {"a": 1, "b": 1})  # not allowed
+    rows = await analytics.query(
+        "SELECT * FROM gateway.agent_audit_log WHERE session_id = {s:String} "
+        "AND action = 'tool_call' ORDER BY timestamp",
+        {"s": sid},
+    )
+    assert [(r["tool_name"], r["status"]) for r in rows] == [
+        ("echo", "ok"),
+        ("add", "tool_not_allowed"),
+    ]
+    assert rows[0]["agent_id"] == "agent:tester"
+    assert rows[0]["input_hash"].startswith("sha256:") and rows[0]["output_hash"]
+    assert secret not in json.dumps(rows, default=str)
