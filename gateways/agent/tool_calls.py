@@ -33,6 +33,7 @@ from typing import Any
 import jsonschema
 from google.protobuf import json_format
 from jsonschema.exceptions import SchemaError
+from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 from redis.asyncio import Redis
 
@@ -55,6 +56,8 @@ from runtime.telemetry import Metrics
 from strata.agent.v1 import tool_call_pb2, tool_call_pb2_grpc
 
 PENDING = "pending_approval"
+UNKNOWN = "unknown"  # the label of a server or tool not (yet) found in the registry
+TRACER = trace.get_tracer("strata.agent")
 
 
 @dataclass(frozen=True)
@@ -68,24 +71,28 @@ class Ran:
 
 
 class ToolCallMetrics:
+    """Labelled by tenant, server and tool. Cardinality stays bounded: a server and a tool are
+    labels only once found in the registry (which administrators fill); a refusal before that
+    is labelled `unknown`."""
+
     def __init__(self, metrics: Metrics) -> None:
         registry = metrics.registry
         self.calls = Counter(
             "agent_gateway_tool_calls_total",
             "Tool calls forwarded, by outcome (ok, tool_error)",
-            ["tenant", "outcome"],
+            ["tenant", "server", "tool", "outcome"],
             registry=registry,
         )
         self.denied = Counter(
             "agent_gateway_tool_calls_denied",
             "Tool calls refused or held, by the error identifier",
-            ["tenant", "reason"],
+            ["tenant", "server", "tool", "reason"],
             registry=registry,
         )
         self.latency = Histogram(
             "agent_gateway_tool_latency_seconds",
             "Round trip of forwarded tool calls to their MCP server",
-            ["tenant"],
+            ["tenant", "server", "tool"],
             registry=registry,
         )
 
@@ -153,10 +160,30 @@ class ToolCallPipeline:
         arguments: dict[str, Any],
         session_id: str | None = None,
     ) -> Ran | PendingApproval:
+        with TRACER.start_as_current_span(
+            "agent_gateway.tool_call",
+            attributes={
+                "tenant.id": tenant,
+                "mcp.server.id": server_id,
+                "mcp.tool.name": tool_name,
+            },
+        ):
+            return await self._call(tenant, server_id, tool_name, arguments, session_id)
+
+    async def _call(
+        self,
+        tenant: str,
+        server_id: str,
+        tool_name: str,
+        arguments: dict[str, Any],
+        session_id: str | None,
+    ) -> Ran | PendingApproval:
         session: SessionRecord | None = None
         slot_taken = forwarded = False
+        labels = (tenant, UNKNOWN, UNKNOWN)
         try:
             server, tool = await self._server_and_tool(tenant, server_id, tool_name)  # 1
+            labels = (tenant, server_id, tool_name)
             # [issue 12: sts_token verification and the acting agent's allowed tools]
             if session_id is not None:
                 session = await admission.admit_session(self.kv, session_id, tenant)  # 2
@@ -168,17 +195,18 @@ class ToolCallPipeline:
             call = ToolCall(tenant, tool_name, arguments, session_id)
             held = await admission.admit_hitl(self.approvals, self.events, policy, call)  # 5
             if isinstance(held, PendingApproval):
-                self._refused(tenant, session, tool_name, arguments, PENDING)
+                self._refused(labels, session, arguments, PENDING)
                 return held
             if session is not None:
                 await admission.admit_token_budget(self.kv, session)  # 6
             self.validators.check(server, tool, arguments)  # 7
-            answer = await self.forwarder.call_tool(  # 8
-                server, tool_name, arguments, timeout=self.timeout_secs
-            )
+            with TRACER.start_as_current_span("mcp.tools_call"):  # the upstream call, a child
+                answer = await self.forwarder.call_tool(  # 8
+                    server, tool_name, arguments, timeout=self.timeout_secs
+                )
             forwarded = True
         except StrataError as exc:
-            self._refused(tenant, session, tool_name, arguments, exc.error or "error")
+            self._refused(labels, session, arguments, exc.error or "error", tool_name)
             raise
         finally:
             if slot_taken and not forwarded and session is not None:
@@ -197,8 +225,8 @@ class ToolCallPipeline:
         if session is not None:  # 10
             tokens = admission.estimate_tokens(arguments, answer.result)
             await admission.record_call(self.kv, session.id, tokens)
-        self.metrics.calls.labels(tenant, outcome).inc()  # 11
-        self.metrics.latency.labels(tenant).observe(answer.latency_ms / 1000)
+        self.metrics.calls.labels(*labels, outcome).inc()  # 11
+        self.metrics.latency.labels(*labels).observe(answer.latency_ms / 1000)
         return Ran(answer.result, answer.latency_ms, server_id, tool_name)
 
     async def _server_and_tool(
@@ -220,29 +248,34 @@ class ToolCallPipeline:
 
     def _refused(
         self,
-        tenant: str,
+        labels: tuple[str, str, str],
         session: SessionRecord | None,
-        tool_name: str,
         arguments: Any,
         reason: str,
+        tool_name: str = "",
     ) -> None:
-        self.metrics.denied.labels(tenant, reason).inc()
+        self.metrics.denied.labels(*labels, reason).inc()
         self.audit.record(
-            tenant,
+            labels[0],
             "tool_call",
             reason,
             session_id=session.id if session else "",
             agent_id=session.agent_id if session else "",
-            tool_name=tool_name,
+            tool_name=tool_name or labels[2],
             inputs=arguments,
         )
 
     async def call_for_mcp(
-        self, tenant: str, server_id: str, tool_name: str, arguments: dict[str, Any]
+        self,
+        tenant: str,
+        server_id: str,
+        tool_name: str,
+        arguments: dict[str, Any],
+        session_id: str | None,
     ) -> dict[str, Any]:
-        """The gateway's own `/mcp` `tools/call`: the same pipeline (no session); a held call
-        is a tool error telling the model that approval is pending."""
-        outcome = await self.call(tenant, server_id, tool_name, arguments)
+        """The gateway's own `/mcp` `tools/call`: the same pipeline, in the client's session
+        when it is bound to one; a held call is a tool error naming the approval."""
+        outcome = await self.call(tenant, server_id, tool_name, arguments, session_id)
         if isinstance(outcome, PendingApproval):
             text = f"{outcome.message} (approval_id {outcome.approval_id})"
             return {"content": [{"type": "text", "text": text}], "isError": True}

@@ -57,3 +57,32 @@ async def test_endpoint_needs_credentials(gateway):
     async with gateway() as svc:
         status, _ = await call(svc, "POST", "/mcp", {}, {"jsonrpc": "2.0", "id": 1})
         assert status == 401
+
+
+async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
+    gateway, alice, upstream, kv
+):
+    """Through the SDK: the session's allowlist is what `tools/list` shows; calls run in the
+    session (counted); a HITL tool answers a tool error naming the approval."""
+    up = upstream()
+    await kv.set("agent:policy:acme", '{"tenant_id": "acme", "hitl_required_tools": ["echo"]}')
+    try:
+        async with gateway() as svc:
+            await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="bound"))
+            body = {"tenant_id": "acme", "agent_id": "agent:mcp", "token_budget": 1000,
+                    "tool_allowlist": ["add", "echo"]}  # fmt: skip
+            _, made = await call(svc, "POST", "/v1/sessions", alice, body)
+            bound = {**alice, "X-Strata-Session-Id": made["id"]}
+            async with client_for(svc, bound, "legacy") as client:
+                listing = await client.list_tools()
+                assert sorted(t.name for t in listing.tools) == ["add", "echo"]
+                assert not (await client.call_tool("add", {"a": 1, "b": 1})).is_error
+                refused = await client.call_tool("explode", {"reason": "x"})
+                assert refused.is_error and "tool_not_allowed" in refused.content[0].text
+                held = await client.call_tool("echo", {"text": "hi"})
+                assert held.is_error and "approval hitl-" in held.content[0].text
+            _, session = await call(svc, "GET", f"/v1/sessions/{made['id']}", alice)
+    finally:
+        await kv.delete("agent:policy:acme")
+    assert session["tool_calls"] == 1
+    assert up.count("tools/call") == 1

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from conftest import call, server_body
+from prometheus_client.parser import text_string_to_metric_families
 
 POLICY = "agent:policy:acme"
 
@@ -33,6 +34,15 @@ async def policy(kv) -> AsyncIterator[Any]:
 async def metrics_of(svc) -> str:
     async with aiohttp.ClientSession() as http, http.get(svc.http_url + "/metrics") as resp:
         return await resp.text()
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    """The value of the sample `name` with exactly `labels` (0 when absent)."""
+    for family in text_string_to_metric_families(text):
+        for found in family.samples:
+            if found.name == name and found.labels == labels:
+                return float(found.value)
+    return 0.0
 
 
 async def registered(svc, alice, up) -> str:
@@ -69,8 +79,9 @@ async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, pol
         assert got["tool_calls"] == 1 and got["tokens_used"] > 0
         metrics = await metrics_of(svc)
     assert up.count("tools/call") == 1
-    assert 'agent_gateway_tool_calls_total{outcome="ok",tenant="acme"} 1.0' in metrics
-    assert 'agent_gateway_tool_latency_seconds_count{tenant="acme"} 1.0' in metrics
+    where = {"tenant": "acme", "server": server, "tool": "echo"}
+    assert sample(metrics, "agent_gateway_tool_calls_total", **where, outcome="ok") == 1
+    assert sample(metrics, "agent_gateway_tool_latency_seconds_count", **where) == 1
 
 
 async def test_a_call_without_a_session(gateway, alice, upstream, policy) -> None:
@@ -110,10 +121,12 @@ async def test_refusals_in_order_never_reach_the_upstream(
         metrics = await metrics_of(svc)
     assert up.count("tools/call") == 0
     assert got["tool_calls"] == 0  # every refused call gave its slot back
-    assert (
-        'agent_gateway_tool_calls_denied_total{reason="validation_failed",tenant="acme"} 2.0'
-        in metrics
-    )
+    denied = "agent_gateway_tool_calls_denied_total"
+    where = {"tenant": "acme", "server": server, "tool": "add"}
+    assert sample(metrics, denied, **where, reason="validation_failed") == 2
+    unknown = {"tenant": "acme", "server": "unknown", "tool": "unknown"}
+    assert sample(metrics, denied, **unknown, reason="server_not_found") == 1  # bounded labels
+    assert sample(metrics, denied, **unknown, reason="tool_not_found") == 1
 
 
 async def test_a_tool_error_is_the_tools_answer(gateway, alice, upstream, policy) -> None:

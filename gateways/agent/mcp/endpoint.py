@@ -13,9 +13,12 @@ JSON or SSE). The endpoint keeps no state, so any replica answers any request:
   lists).
 Methods: `ping`, `tools/list`, `tools/call`; others → -32601. The caller authenticates as on
 every agent gateway endpoint (bearer JWT or master key; tenant as `runtime.access` decides
-for tenant-scoped RPCs). `tools/call` goes through `ToolCaller.call(tenant, server_id,
-tool_name, arguments)`, the one function the tool-call pipeline replaces; a refused or failed
-call is a tool error (`isError: true`) naming why, an unknown tool -32602.
+for tenant-scoped RPCs). A client bound to a Strata session (header `X-Strata-Session-Id`,
+or `?session_id=` on the endpoint URL) sees exactly the tools its session may call, and its
+calls run in that session (allowlist, limits, HITL, budget, counters); without one it sees
+every tool of its tenant. `tools/call` runs the tool-call pipeline (`tool_calls.py`,
+`call_for_mcp`); a refused or failed call is a tool error (`isError: true`) naming why — a
+call held for approval names the approval — and an unknown tool is -32602.
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from typing import Any
 
 from aiohttp import web
 
+from gateways.agent.admission import admit_session
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.store import ServerStore
+from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import DEFAULT_TENANT
-from runtime.access import RpcRule, authorize
+from runtime.access import IDENTIFIER, RpcRule, authorize
 from runtime.auth import Authenticator
 from runtime.config import VERSION
 from runtime.errors import StrataError
@@ -47,8 +52,9 @@ SERVER_INFO = {"name": "strata-agent-gateway", "version": VERSION}
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
 _RULE = RpcRule("mcp", Access.ACCESS_TENANT)
 
-# (tenant, server id, tool name, arguments) → the spec's `result` (CallToolResult JSON)
-CallFn = Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# (tenant, server id, tool name, arguments, session id) → the spec's `result` (CallToolResult)
+CallFn = Callable[[str, str, str, dict[str, Any], str | None], Awaitable[dict[str, Any]]]
+SESSION_HEADER = "x-strata-session-id"
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,6 +83,7 @@ class McpEndpoint:
         principal = await self.authenticator.authenticate(headers)
         caller = authorize(_RULE, principal, headers)
         tenant = caller.tenant_id or DEFAULT_TENANT
+        session_id = headers.get(SESSION_HEADER) or request.query.get("session_id")
         try:
             message = json.loads(await request.read())
         except ValueError:
@@ -88,7 +95,8 @@ class McpEndpoint:
         modern = headers.get("mcp-protocol-version") == MODERN
         rpc_id = message["id"]
         try:
-            result = await self._dispatch(tenant, message, modern)
+            session = await self._session(tenant, session_id)
+            result = await self._dispatch(tenant, session, message, modern)
         except RpcFailure as exc:
             return _rpc_error(rpc_id, exc.code, exc.message)
         reply = web.json_response({"jsonrpc": "2.0", "id": rpc_id, "result": result})
@@ -96,7 +104,20 @@ class McpEndpoint:
             reply.headers["Mcp-Session-Id"] = uuid.uuid4().hex
         return reply
 
-    async def _dispatch(self, tenant: str, message: dict[str, Any], modern: bool) -> Any:
+    async def _session(self, tenant: str, session_id: str | None) -> SessionRecord | None:
+        """The session the client is bound to (of its tenant, active), or None."""
+        if session_id is None:
+            return None
+        if not IDENTIFIER.fullmatch(session_id):
+            raise RpcFailure(-32602, "the session id must match [A-Za-z0-9._:-]{1,128}")
+        try:
+            return await admit_session(self.store.kv, session_id, tenant)
+        except StrataError as exc:
+            raise RpcFailure(-32602, f"session {session_id}: {exc.message}") from None
+
+    async def _dispatch(
+        self, tenant: str, session: SessionRecord | None, message: dict[str, Any], modern: bool
+    ) -> Any:
         method = message.get("method")
         params = message.get("params") or {}
         if not isinstance(params, dict):
@@ -112,18 +133,27 @@ class McpEndpoint:
         if method == "ping":
             return _modern({}) if modern else {}
         if method == "tools/list":
-            tools = await self._tools(tenant)
+            tools = await self._tools(tenant, session)
             return _modern({"tools": tools}, cacheable=True) if modern else {"tools": tools}
         if method == "tools/call":
-            result = await self._call(tenant, params)
+            result = await self._call(tenant, session, params)
             return _modern(result) if modern else result
         raise RpcFailure(-32601, f"method {method!r} not found")
 
-    async def _tools(self, tenant: str) -> list[dict[str, Any]]:
+    async def _tools(self, tenant: str, session: SessionRecord | None) -> list[dict[str, Any]]:
         records = [r for r in await self.store.all() if r["tenant_id"] == tenant]
-        return [t for r in records if r.get("status") != "quarantined" for t in r["tools"]]
+        allowed = None if session is None else set(session.tool_allowlist)
+        return [
+            t
+            for r in records
+            if r.get("status") != "quarantined"
+            for t in r["tools"]
+            if allowed is None or t["name"] in allowed
+        ]
 
-    async def _call(self, tenant: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def _call(
+        self, tenant: str, session: SessionRecord | None, params: dict[str, Any]
+    ) -> dict[str, Any]:
         name = params.get("name")
         arguments = params.get("arguments") or {}
         if not isinstance(name, str) or not isinstance(arguments, dict):
@@ -134,7 +164,9 @@ class McpEndpoint:
             raise RpcFailure(-32602, f"unknown tool {name!r}")
         server_id = owner.decode() if isinstance(owner, bytes) else str(owner)
         try:
-            return await self.call(tenant, server_id, name, arguments)
+            return await self.call(
+                tenant, server_id, name, arguments, session.id if session else None
+            )
         except StrataError as exc:  # refused or failed: the model reads why, as a tool error
             return _tool_error(exc)
 
