@@ -31,46 +31,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import signal
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+from benchkit import call, measure, post, script, start_stack, wrk
+
 OFFSET = 600
-TICK = os.sysconf("SC_CLK_TCK")
 BODY = {"model": "echo-1", "messages": [{"role": "user", "content": "Say hello to the bench."}]}
-SCRIPT = """
-wrk.method = "POST"
-wrk.body = [[{body}]]
-wrk.headers["Content-Type"] = "application/json"
-{headers}
-"""
-# A new body per request: `{n}` in the JSON template becomes a number no other request of
-# any wrk thread has, and `{spaces}` that many spaces (modulo 2000).
-VARYING = """
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-{headers}
-threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-counter = 0
-request = function()
-  counter = counter + 1
-  local n = tid * 10000000 + counter
-  local body = [[{body}]]
-  body = body:gsub("{{n}}", tostring(n)):gsub("{{spaces}}", string.rep(" ", n % 2000))
-  return wrk.format(nil, nil, nil, body)
-end
-"""
 PII_TEXT = (
     "Please email jordan.{n}@example.com and call Priya Raghunathan on (212) 555-0147 "
     "about order {n}."
@@ -84,85 +54,6 @@ TENANTS = {
 }
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
-
-
-def tree(pid: int) -> list[int]:
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-    return [pid, *(p for child in out.split() for p in tree(int(child)))]
-
-
-def wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
-    threads = 1 if connections == 1 else 2
-    out = subprocess.run(
-        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s",
-         str(script), url],
-        capture_output=True, text=True, check=True, timeout=seconds + 30,
-    ).stdout  # fmt: skip
-
-    def latency(label: str) -> float:
-        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
-        assert match, out
-        value, unit = float(match.group(1)), match.group(2)
-        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
-
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {
-        "requests": int(re.search(r"(\d+) requests in", out).group(1)),  # type: ignore[union-attr]
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "p50_ms": latency("50"),
-        "p99_ms": latency("99"),
-        "errors": int(errors.group(1)) if errors else 0,
-    }
-
-
-def measure(
-    name: str, url: str, script: Path, pid: int | None, connections: int, args: argparse.Namespace
-) -> dict[str, object]:
-    wrk(url, script, 1, connections)  # warm up
-    runs = []
-    for _ in range(args.runs):
-        pids = tree(pid) if pid else []
-        before = cpu_seconds(pids)
-        result = wrk(url, script, args.seconds, connections)
-        used = cpu_seconds(pids) - before
-        result["cpu_us"] = used / max(result["requests"], 1) * 1e6 if pid else 0.0
-        runs.append(result)
-    row: dict[str, object] = {"target": name}
-    for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
-        row[key] = statistics.median(float(r[key]) for r in runs)
-    print(
-        f"{name:<44} {row['rps']:>8.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
-        f"p99 {row['p99_ms']:>7.2f} ms  gateway cpu {row['cpu_us']:>6.1f} µs/req"
-        + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
-        flush=True,
-    )
-    return row
-
-
-def call(method: str, url: str, body: dict[str, object], key: str) -> dict[str, object]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        method=method,
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:
-        return json.loads(resp.read())  # type: ignore[no-any-return]
-
-
-def post(url: str, body: dict[str, object], key: str) -> dict[str, object]:
-    return call("POST", url, body, key)
-
-
 def x_cache(url: str, body: str, headers: dict[str, str]) -> str:
     """One request as wrk would send it (padding as for request 7); its `x-cache`."""
     body = body.replace("{n}", "7").replace("{spaces}", " " * 7)
@@ -171,12 +62,6 @@ def x_cache(url: str, body: str, headers: dict[str, str]) -> str:
     )
     with urllib.request.urlopen(request, timeout=10) as resp:
         return resp.headers["x-cache"]  # type: ignore[no-any-return]
-
-
-def script(path: Path, body: str, headers: dict[str, str], varying: bool = False) -> Path:
-    lines = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in headers.items())
-    path.write_text((VARYING if varying else SCRIPT).format(body=body, headers=lines))
-    return path
 
 
 def main() -> None:
@@ -189,21 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        stack = subprocess.Popen(
-            [str(Path(sys.executable).parent / "strata"), "up", "--data-dir", str(tmp / "data"),
-             "--port-offset", str(OFFSET)],
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        stack, master, pids = start_stack(tmp / "data", OFFSET)
         try:
-            assert stack.stdout is not None
-            lines = []
-            for line in stack.stdout:
-                lines.append(line)
-                if "Press Ctrl-C" in line:
-                    break
-            text = "".join(lines)
-            master = re.search(r"master key\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-            gateway_pid = int(re.search(r"ai-gateway\s+(\d+)", text).group(1))  # type: ignore[union-attr]
+            gateway_pid = pids["ai-gateway"]
             echo = f"http://127.0.0.1:{8082 + OFFSET}"
             gateway = f"http://127.0.0.1:{4000 + OFFSET}"
             provider = {
