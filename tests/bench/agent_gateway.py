@@ -107,10 +107,11 @@ def main() -> None:
             )
             rows = []
             for c in args.concurrency:
-                rows.append(measure(f"FastMCP direct, c={c}", upstream, direct, None, c, args))
+                rows.append(measure(f"FastMCP direct, c={c}", upstream, None, c, args,
+                                    script=direct))  # fmt: skip
                 rows.append(measure(f"through the gateway, c={c}",
-                                    f"{gateway}/v1/mcp/tools/call", through,
-                                    pids["agent-gateway"], c, args))  # fmt: skip
+                                    f"{gateway}/v1/mcp/tools/call", pids["agent-gateway"], c,
+                                    args, script=through))  # fmt: skip
             print(json.dumps(rows))
         finally:
             stack.send_signal(signal.SIGINT)

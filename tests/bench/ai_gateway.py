@@ -106,18 +106,18 @@ def main() -> None:
                 proxied = script(tmp / f"gateway-{stream}.lua", body, through("bench"))
                 kind = "stream" if stream else "non-stream"
                 for c in args.concurrency:
-                    rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, direct,
-                                        None, c, args))  # fmt: skip
+                    rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, None, c, args,
+                                        script=direct))  # fmt: skip
                     rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
-                                        proxied, gateway_pid, c, args))  # fmt: skip
+                                        gateway_pid, c, args, script=proxied))  # fmt: skip
             pii = json.dumps({**BODY, "messages": [{"role": "user", "content": PII_TEXT}]})
             redacting = script(tmp / "pii.lua", pii, through("bench-pii"), varying=True)
             for c in args.concurrency:
                 rows.append(measure(f"redaction on, new PII text, c={c}", gateway + url,
-                                    redacting, gateway_pid, c, args))  # fmt: skip
+                                    gateway_pid, c, args, script=redacting))  # fmt: skip
             asked = json.dumps({**BODY, "messages": [{"role": "user", "content": ASKED}]})
             exact = script(tmp / "exact.lua", asked, through("bench-cache"))
-            wrk(gateway + url, exact, 1, 1)  # the first answer is stored
+            wrk(gateway + url, 1, 1, script=exact)  # the first answer is stored
             time.sleep(1)
             reworded = json.dumps({**BODY, "messages": [{"role": "user", "content": PARAPHRASE}]})
             semantic = script(tmp / "semantic.lua", reworded, through("bench-cache"), varying=True)
@@ -126,10 +126,10 @@ def main() -> None:
             assert x_cache(gateway + url, reworded, through("bench-cache")) == "SEMANTIC_HIT"
             assert x_cache(gateway + url, pii, through("bench")) == "MISS"
             for c in args.concurrency:
-                rows.append(measure(f"cache: exact hit, c={c}", gateway + url, exact,
-                                    gateway_pid, c, args))  # fmt: skip
-                rows.append(measure(f"cache: semantic hit, c={c}", gateway + url, semantic,
-                                    gateway_pid, c, args))  # fmt: skip
+                rows.append(measure(f"cache: exact hit, c={c}", gateway + url, gateway_pid, c,
+                                    args, script=exact))  # fmt: skip
+                rows.append(measure(f"cache: semantic hit, c={c}", gateway + url, gateway_pid, c,
+                                    args, script=semantic))  # fmt: skip
             print(json.dumps(rows))
         finally:
             stack.send_signal(signal.SIGINT)

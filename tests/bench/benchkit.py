@@ -58,11 +58,21 @@ def tree(pid: int) -> list[int]:
     return [pid, *(p for child in out.split() for p in tree(int(child)))]
 
 
-def wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
+def wrk(
+    url: str,
+    seconds: int,
+    connections: int,
+    *,
+    script: Path | None = None,
+    extra: tuple[str, ...] = (),
+) -> dict[str, float]:
+    """One wrk run: GET `url`, or what the Lua `script` sends; `extra` wrk arguments (e.g.
+    `-H` headers)."""
     threads = 1 if connections == 1 else 2
+    scripted = ("-s", str(script)) if script else ()
     out = subprocess.run(
-        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", "-s",
-         str(script), url],
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", *scripted,
+         *extra, url],
         capture_output=True, text=True, check=True, timeout=seconds + 30,
     ).stdout  # fmt: skip
 
@@ -83,14 +93,23 @@ def wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, flo
 
 
 def measure(
-    name: str, url: str, script: Path, pid: int | None, connections: int, args: argparse.Namespace
+    name: str,
+    url: str,
+    pid: int | None,
+    connections: int,
+    args: argparse.Namespace,
+    *,
+    script: Path | None = None,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, object]:
-    wrk(url, script, 1, connections)  # warm up
+    """Medians of `args.runs` wrk runs of `args.seconds` (after a warm-up second), with the CPU
+    time per request of `pid`'s process tree; printed as one row."""
+    wrk(url, 1, connections, script=script, extra=extra)  # warm up (connections, pools)
     runs = []
     for _ in range(args.runs):
         pids = tree(pid) if pid else []
         before = cpu_seconds(pids)
-        result = wrk(url, script, args.seconds, connections)
+        result = wrk(url, args.seconds, connections, script=script, extra=extra)
         used = cpu_seconds(pids) - before
         result["cpu_us"] = used / max(result["requests"], 1) * 1e6 if pid else 0.0
         runs.append(result)
@@ -99,7 +118,7 @@ def measure(
         row[key] = statistics.median(float(r[key]) for r in runs)
     print(
         f"{name:<44} {row['rps']:>8.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
-        f"p99 {row['p99_ms']:>7.2f} ms  gateway cpu {row['cpu_us']:>6.1f} µs/req"
+        f"p99 {row['p99_ms']:>7.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
         + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
         flush=True,
     )

@@ -34,7 +34,6 @@ import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,9 +42,9 @@ import urllib.request
 from pathlib import Path
 
 import jwt
+from benchkit import measure
 
 ROOT = Path(__file__).resolve().parents[2]
-TICK = os.sysconf("SC_CLK_TCK")
 
 AIOHTTP_PROXY = """
 import asyncio, sys, aiohttp
@@ -82,24 +81,6 @@ def wait_port(port: int, timeout: float = 30) -> None:
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"nothing listens on {port}")
-
-
-def tree(pid: int) -> list[int]:
-    pids = [pid]
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        pids.extend(tree(int(child)))
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
-    return total / TICK
 
 
 def nginx(tmp: Path, name: str, port: int, workers: int, body: str) -> subprocess.Popen[bytes]:
@@ -199,54 +180,6 @@ EACH: dict[str, tuple[dict[str, object], dict[str, list[dict[str, object]]], lis
     ),
     "opentelemetry": ({}, {}, ["X-Request-Id: 0af7651916cd43dd8448eb211c80319c"]),
 }
-
-
-def wrk(url: str, seconds: int, connections: int) -> dict[str, float]:
-    out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", *WRK_HEADERS, url],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=seconds + 30,
-    ).stdout
-
-    def latency(label: str) -> float:
-        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
-        assert match, out
-        value, unit = float(match.group(1)), match.group(2)
-        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
-
-    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {
-        "requests": requests,
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "p50_ms": latency("50"),
-        "p99_ms": latency("99"),
-        "errors": int(errors.group(1)) if errors else 0,
-    }
-
-
-def measure(name: str, url: str, pid: int | None, args: argparse.Namespace) -> dict[str, object]:
-    wrk(url, 1, args.connections)  # warm up (connections, pools, caches)
-    runs = []
-    for _ in range(args.runs):
-        pids = tree(pid) if pid else []
-        before = cpu_seconds(pids)
-        result = wrk(url, args.seconds, args.connections)
-        used = cpu_seconds(pids) - before
-        result["cpu_us"] = used / result["requests"] * 1e6 if pid else 0.0
-        runs.append(result)
-    row: dict[str, object] = {"target": name}
-    for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
-        row[key] = statistics.median(float(r[key]) for r in runs)
-    print(
-        f"{name:<40} {row['rps']:>9.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
-        f"p99 {row['p99_ms']:>6.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
-        + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
-        flush=True,
-    )
-    return row
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -357,7 +290,14 @@ def main() -> None:
         try:
             wait_port(up_port)
             rows.append(
-                measure("upstream (nginx, direct)", f"http://127.0.0.1:{up_port}/", None, args)
+                measure(
+                    "upstream (nginx, direct)",
+                    f"http://127.0.0.1:{up_port}/",
+                    None,
+                    args.connections,
+                    args,
+                    extra=tuple(WRK_HEADERS),
+                )
             )
             for n in args.workers:
                 port = free_port()
@@ -406,7 +346,16 @@ def main() -> None:
                         wait_port(listen)
                         time.sleep(1.0 if n > 1 else 0.3)  # every worker bound
                         url = f"http://127.0.0.1:{listen}/api/bench"
-                        rows.append(measure(name, url, proc.pid, args))
+                        rows.append(
+                            measure(
+                                name,
+                                url,
+                                proc.pid,
+                                args.connections,
+                                args,
+                                extra=tuple(WRK_HEADERS),
+                            )
+                        )
                     finally:
                         stop(proc)
         finally:
