@@ -169,3 +169,31 @@ def edge_snapshot(revision: int = 1, **resources: Any) -> Any:
         key = "username" if kind == "consumers" else "id"
         by_id[kind] = {str(item[key]): item for item in items}
     return Snapshot(revision, by_id)
+
+
+async def service_process(
+    module: str, env: Mapping[str, str], port: int
+) -> asyncio.subprocess.Process:
+    """`python -m <module>` with `env`, returned once its `/health` on `port` answers (a
+    replica of a service, as a separate OS process)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        module,
+        env=dict(env),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with aiohttp.ClientSession() as http:
+        for _ in range(600):
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/health") as resp:
+                    if resp.status == 200:
+                        return proc
+            except aiohttp.ClientError:
+                pass
+            if proc.returncode is not None:
+                raise RuntimeError(f"{module} exited")
+            await asyncio.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"{module} did not start")

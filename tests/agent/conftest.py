@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import aiohttp
 import pytest
 from mcp_servers import UpstreamMcp
 from redis.asyncio import Redis
@@ -16,7 +15,6 @@ from support import MASTER_KEY, user_token
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig
-from gateways.agent.mcp.registry import McpRegistryServicer
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
@@ -61,12 +59,6 @@ def gateway(
     return start
 
 
-def registry_of(svc: Serving) -> McpRegistryServicer:
-    """The registry servicer of a running gateway (its forwarder, watch and pool)."""
-    servicer: McpRegistryServicer = svc.running.definition.servicer(REGISTRY)
-    return servicer
-
-
 @pytest.fixture
 def upstream() -> Iterator[Callable[..., UpstreamMcp]]:
     """`upstream(json_response=..., ...)`: a started MCP server, stopped after the test."""
@@ -98,19 +90,3 @@ async def bob(idp: str) -> dict[str, str]:
 def admin() -> dict[str, str]:
     """Headers of a platform administrator (the master key)."""
     return {"Authorization": f"Bearer {MASTER_KEY}"}
-
-
-async def call(
-    svc: Serving, method: str, path: str, headers: dict[str, str], body: Any = None
-) -> tuple[int, Any]:
-    """One HTTP request to the gateway's front door: (status, JSON body)."""
-    async with (
-        aiohttp.ClientSession() as http,
-        http.request(method, svc.http_url + path, json=body, headers=headers) as resp,
-    ):
-        return resp.status, await resp.json(content_type=None)
-
-
-def server_body(up: UpstreamMcp, **fields: Any) -> dict[str, Any]:
-    """A registration body for `up` in tenant `acme`, tools discovered unless given."""
-    return {"name": up.name, "url": up.url, "tenant_id": "acme", **fields}

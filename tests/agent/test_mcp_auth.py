@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
+from agent_kit import call, registry_of, server_body
 from aiohttp import web
-from conftest import call, registry_of, server_body
 from support import free_port
 
 from gateways.agent.mcp import keys

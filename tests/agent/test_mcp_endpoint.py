@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from conftest import call, server_body
+from agent_kit import call, server_body
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import call, registry_of, server_body
+from agent_kit import call, registry_of, server_body
 from support import free_port
 
 from gateways.agent.mcp.errors import McpUpstreamError

@@ -8,7 +8,7 @@ import asyncio
 import hashlib
 import json
 
-from conftest import call, server_body
+from agent_kit import call, server_body
 from support import free_port
 
 from gateways.agent.app import build

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from conftest import call, registry_of, server_body
+from agent_kit import call, registry_of, server_body
 
 from gateways.agent.mcp.errors import ToolSetQuarantined
 from gateways.agent.mcp.tool_sets import is_callable

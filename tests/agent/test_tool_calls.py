@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import pytest
-from conftest import call, server_body
+from agent_kit import call, server_body
 from prometheus_client.parser import text_string_to_metric_families
+from support import MASTER_KEY, free_port, service_process
 
 POLICY = "agent:policy:acme"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A gateway process by its URL, shaped as the in-process `Serving` the helpers take."""
+
+    http_url: str
 
 
 @pytest.fixture
@@ -220,3 +230,49 @@ async def test_audit_rows_hash_the_arguments(gateway, alice, upstream, policy, a
     assert rows[0]["agent_id"] == "agent:tester"
     assert rows[0]["input_hash"].startswith("sha256:") and rows[0]["output_hash"]
     assert secret not in json.dumps(rows, default=str)
+
+
+async def test_two_gateway_processes_share_sessions_and_limits(
+    upstream, kv, valkey_url, idp, alice, policy
+) -> None:
+    """Two OS processes of the agent gateway against one Valkey: a server registered and a
+    session created through one serve calls through the other, and a concurrent burst split
+    across both takes exactly the session's `max_tool_calls_per_session`."""
+    await policy(max_tool_calls_per_session=5)
+    up = upstream()
+    procs, urls = [], []
+    try:
+        for _ in range(2):
+            port = free_port()
+            env = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
+                "IDP_ISSUER": idp,
+                "HTTP_PORT": str(port),
+                "GRPC_PORT": str(free_port()),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: audit rows dropped
+                "AGENT_MCP_RELIST_SECS": "0",
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await service_process("gateways.agent", env, port))
+            urls.append(f"http://127.0.0.1:{port}")
+        one, two = (Endpoint(url) for url in urls)
+        server = await registered(one, alice, up)
+        sid = await session(one, alice, ["add"])
+        status, ran = await execute(two, alice, sid, server, "add", {"a": 2, "b": 2})
+        assert status == 200 and ran["result"]["content"][0]["text"] == "4"
+        answers = await asyncio.gather(
+            *(
+                execute((one, two)[i % 2], alice, sid, server, "add", {"a": i, "b": 1})
+                for i in range(12)
+            )
+        )
+        _, got = await call(one, "GET", f"/v1/sessions/{sid}", alice)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()
+    assert sorted(status for status, _ in answers) == [200] * 4 + [429] * 8
+    assert got["tool_calls"] == 5 and up.count("tools/call") == 5

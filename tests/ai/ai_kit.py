@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,12 +15,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
-from support import MASTER_KEY
+from support import MASTER_KEY, service_process
 
 PROVIDERS = "platform:providers"
 
@@ -200,24 +198,4 @@ async def running(app: web.Application) -> AsyncIterator[str]:
 
 async def gateway_process(env: dict[str, str], port: int) -> asyncio.subprocess.Process:
     """`python -m gateways.ai` with `env`, returned once its `/health` on `port` answers."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "gateways.ai",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(600):
-            try:
-                async with http.get(f"http://127.0.0.1:{port}/health") as resp:
-                    if resp.status == 200:
-                        return proc
-            except aiohttp.ClientError:
-                pass
-            if proc.returncode is not None:
-                raise RuntimeError("the AI gateway process exited")
-            await asyncio.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the AI gateway process did not start")
+    return await service_process("gateways.ai", env, port)
