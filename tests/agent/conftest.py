@@ -21,7 +21,6 @@ from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
 Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
-REGISTRY = "strata.agent.v1.McpRegistryService"
 
 
 @pytest.fixture
