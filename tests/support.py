@@ -8,12 +8,15 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import grpc
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
@@ -197,3 +200,14 @@ async def service_process(
             await asyncio.sleep(0.05)
     proc.kill()
     raise RuntimeError(f"{module} did not start")
+
+
+@asynccontextmanager
+async def running(app: web.Application) -> AsyncIterator[str]:
+    """An aiohttp application served on a loopback port; yields its base URL."""
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        yield str(server.make_url("")).rstrip("/")
+    finally:
+        await server.close()

@@ -16,8 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 from agent_kit import call, server_body
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
-from support import MASTER_KEY, free_port, service_process
+from support import MASTER_KEY, free_port, running, service_process
 
 POLICY = "agent:policy:acme"
 
@@ -276,3 +277,37 @@ async def test_two_gateway_processes_share_sessions_and_limits(
             await proc.wait()
     assert sorted(status for status, _ in answers) == [200] * 4 + [429] * 8
     assert got["tool_calls"] == 5 and up.count("tools/call") == 5
+
+
+@pytest.mark.parametrize("misbehaviour", ["garbage", "hang", "disconnect"])
+async def test_a_broken_upstream_is_a_clear_502_and_counts_nothing(
+    gateway, alice, policy, misbehaviour
+) -> None:
+    """Not an MCP server at all, on purpose: one that answers HTML, never answers, or drops
+    the connection. Each call is a 502 naming the upstream, and the session's counters and
+    budget are as before."""
+
+    async def broken(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        if misbehaviour == "hang":
+            await asyncio.sleep(30)
+        if misbehaviour == "disconnect":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response()
+        return web.Response(text="<html>surprise</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/mcp", broken)
+    tool = {"name": "add", "description": "Add", "inputSchema": {"type": "object"}}
+    async with running(app) as url, gateway(AGENT_MCP_TIMEOUT_SECS="1") as svc:
+        body = {"id": f"broken-{misbehaviour}", "name": "broken", "url": f"{url}/mcp",
+                "tenant_id": "acme", "tools": [tool]}  # fmt: skip
+        status, made = await call(svc, "POST", "/v1/mcp/servers", alice, body)
+        assert status == 201, made
+        sid = await session(svc, alice, ["add"])
+        status, answer = await execute(svc, alice, sid, body["id"], "add", {"a": 1})
+        _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+    assert status == 502, answer
+    assert answer["error"] == "upstream_error"
+    assert (got["tool_calls"], got["tokens_used"]) == (0, 0)

@@ -10,13 +10,10 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from aiohttp.test_utils import TestServer
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
 from support import MASTER_KEY, service_process
@@ -184,16 +181,6 @@ class Scripted:
             self.cancelled.set()
             raise
         return response
-
-
-@asynccontextmanager
-async def running(app: web.Application) -> AsyncIterator[str]:
-    server = TestServer(app, host="127.0.0.1")
-    await server.start_server()
-    try:
-        yield str(server.make_url("")).rstrip("/")
-    finally:
-        await server.close()
 
 
 async def gateway_process(env: dict[str, str], port: int) -> asyncio.subprocess.Process:

@@ -9,8 +9,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
-from ai_kit import PROVIDERS, Scripted, provider, running, set_providers
+from ai_kit import PROVIDERS, Scripted, provider, set_providers
 from redis.asyncio import Redis
+from support import running
 
 from gateways.ai.app import build
 from gateways.ai.config import AiGatewayConfig

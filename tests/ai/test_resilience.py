@@ -20,11 +20,10 @@ from ai_kit import (
     gateway_process,
     log_rows,
     provider,
-    running,
     set_providers,
     tenant,
 )
-from support import MASTER_KEY, free_port
+from support import MASTER_KEY, free_port, running
 
 HI = [{"role": "user", "content": "hi"}]
 
