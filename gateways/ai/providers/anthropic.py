@@ -150,21 +150,20 @@ class AnthropicAdapter:
     async def stream(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
-        timeout = common.call_timeout(call)
         prompt = completion = 0
         seen_usage = False
         finish: str | None = None
         done = False
-        async with common.open_stream(
+        async with common.sse_stream(
             http,
             target,
             common.join_url(target.base_url, MESSAGES_PATH),
             self.body(call, stream=True),
-            self.headers(target, call.headers) | {"Accept": "text/event-stream"},
-            timeout,
-        ) as resp:
-            async for event, data in common.iter_sse(resp, target, timeout):
-                payload = common.as_dict(common.parse_json(data, target, "event"), target, "event")
+            self.headers(target, call.headers),
+            call,
+        ) as events:
+            async for event, data in events:
+                payload = common.json_event(data, target)
                 kind = payload.get("type") or event
                 if kind == "message_start":
                     message = payload.get("message")

@@ -239,6 +239,28 @@ async def open_stream(
         resp.release()
 
 
+@asynccontextmanager
+async def sse_stream(
+    http: aiohttp.ClientSession,
+    target: ProviderTarget,
+    url: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    call: ChatCall,
+) -> AsyncIterator[AsyncIterator[tuple[str, str]]]:
+    """A streaming POST asking for server-sent events (`open_stream`, the call's timeout);
+    yields its events as (event name, data) (`iter_sse`)."""
+    limit = call_timeout(call)
+    wanted = {**headers, "Accept": "text/event-stream"}
+    async with open_stream(http, target, url, body, wanted, limit) as resp:
+        yield iter_sse(resp, target, limit)
+
+
+def json_event(data: str, target: ProviderTarget) -> dict[str, Any]:
+    """One event's data as the JSON object it must be."""
+    return as_dict(parse_json(data, target, "event"), target, "event")
+
+
 async def iter_lines(
     resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
 ) -> AsyncIterator[str]:

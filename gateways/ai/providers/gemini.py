@@ -172,19 +172,18 @@ class GeminiAdapter:
     async def stream(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
-        timeout = common.call_timeout(call)
         usage: Usage | None = None
         finish: str | None = None
-        async with common.open_stream(
+        async with common.sse_stream(
             http,
             target,
             self.url(target, call.model, "streamGenerateContent") + "?alt=sse",
             self.body(call),
-            self.headers(target, call.headers) | {"Accept": "text/event-stream"},
-            timeout,
-        ) as resp:
-            async for _event, data in common.iter_sse(resp, target, timeout):
-                chunk = common.as_dict(common.parse_json(data, target, "event"), target, "event")
+            self.headers(target, call.headers),
+            call,
+        ) as events:
+            async for _event, data in events:
+                chunk = common.json_event(data, target)
                 if "error" in chunk:
                     error = chunk["error"]
                     message = error.get("message") if isinstance(error, dict) else error

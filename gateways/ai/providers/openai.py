@@ -112,22 +112,21 @@ class OpenAIAdapter:
     async def stream(
         self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
-        timeout = common.call_timeout(call)
         usage: Usage | None = None
         done = False
-        async with common.open_stream(
+        async with common.sse_stream(
             http,
             target,
             common.join_url(target.base_url, CHAT_PATH),
             self.body(call, stream=True),
-            common.request_headers(target, call.headers, extra={"Accept": "text/event-stream"}),
-            timeout,
-        ) as resp:
-            async for _event, data in common.iter_sse(resp, target, timeout):
+            common.request_headers(target, call.headers),
+            call,
+        ) as events:
+            async for _event, data in events:
                 if data.strip() == "[DONE]":
                     done = True
                     break
-                chunk = common.as_dict(common.parse_json(data, target, "event"), target, "event")
+                chunk = common.json_event(data, target)
                 if "error" in chunk:
                     raise _stream_error(target, chunk)
                 usage = _usage(chunk.get("usage")) or usage
