@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
-from support import MASTER_KEY, service_process
+from support import MASTER_KEY, free_port, service_process
 
 PROVIDERS = "platform:providers"
 
@@ -183,6 +187,32 @@ class Scripted:
         return response
 
 
-async def gateway_process(env: dict[str, str], port: int) -> asyncio.subprocess.Process:
-    """`python -m gateways.ai` with `env`, returned once its `/health` on `port` answers."""
-    return await service_process("gateways.ai", env, port)
+@asynccontextmanager
+async def gateway_processes(
+    count: int, valkey_url: str, tmp_path: Path, **env: str
+) -> AsyncIterator[list[str]]:
+    """`count` AI gateway OS processes on one Valkey (each with its own Milvus Lite file: one
+    process may own one), `env` added; yields their URLs, stops them after. No control
+    plane listens on CONTROLPLANE_GRPC: their log rows are dropped."""
+    procs: list[asyncio.subprocess.Process] = []
+    urls = []
+    try:
+        for i in range(count):
+            port = free_port()
+            base = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "HTTP_PORT": str(port),
+                "GRPC_PORT": str(free_port()),
+                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await service_process("gateways.ai", {**base, **env}, port))
+            urls.append(f"http://127.0.0.1:{port}")
+        yield urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()

@@ -5,13 +5,12 @@ Valkey, and the `budget_warning` notification reaching an in-process control pla
 from __future__ import annotations
 
 import asyncio
-import os
 
 import aiohttp
 import openai
 import pytest
-from ai_kit import client, gateway_process, provider, set_providers, tenant
-from support import MASTER_KEY, free_port
+from ai_kit import client, gateway_processes, provider, set_providers, tenant
+from support import MASTER_KEY
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -158,22 +157,7 @@ async def test_budget_warning_reaches_the_control_plane_once(
 
 async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, tmp_path) -> None:
     t = tenant()
-    ports = [(free_port(), free_port()) for _ in range(2)]
-    procs = []
-    try:
-        for i, (http_port, grpc_port) in enumerate(ports):
-            env = {
-                **os.environ,
-                "MASTER_KEY": MASTER_KEY,
-                "REDIS_URL": valkey_url,
-                "HTTP_PORT": str(http_port),
-                "GRPC_PORT": str(grpc_port),
-                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
-                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: log rows are dropped
-                "LOG_LEVEL": "error",
-            }
-            procs.append(await gateway_process(env, http_port))
-        urls = [f"http://127.0.0.1:{http_port}" for http_port, _ in ports]
+    async with gateway_processes(2, valkey_url, tmp_path) as urls:
         budget = 300
         await set_budget(urls[0], t, budget)
         sdks = [client(url, t) for url in urls]
@@ -190,10 +174,6 @@ async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, t
         outcomes = await asyncio.gather(*(ask(i) for i in range(60)))
         for sdk in sdks:
             await sdk.close()
-    finally:
-        for proc in procs:
-            proc.terminate()
-            await proc.wait()
     ok = outcomes.count("ok")
     left = int(await kv.get(f"{t}:budget:tokens"))
     assert left == budget - USED * ok >= 0

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Any
 
 import aiohttp
-from ai_kit import client, gateway_process, log_rows, tenant
-from support import MASTER_KEY, free_port
+from ai_kit import client, gateway_processes, log_rows, tenant
+from support import MASTER_KEY
 
 ASKED = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"
@@ -173,27 +172,8 @@ async def test_two_gateway_processes_share_the_exact_tier(scripted, valkey_url, 
     """Milvus Lite admits one owning process per file, so each process has its own semantic
     tier here; with a Milvus server as MILVUS_URI they share it as the in-process pair does."""
     t = tenant()
-    procs, urls = [], []
-    try:
-        for i in range(2):
-            http_port = free_port()
-            env = {
-                **os.environ,
-                "MASTER_KEY": MASTER_KEY,
-                "REDIS_URL": valkey_url,
-                "HTTP_PORT": str(http_port),
-                "GRPC_PORT": str(free_port()),
-                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
-                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",
-                "LOG_LEVEL": "error",
-            }
-            procs.append(await gateway_process(env, http_port))
-            urls.append(f"http://127.0.0.1:{http_port}")
+    async with gateway_processes(2, valkey_url, tmp_path) as urls:
         assert await ask(urls[0], t) == "MISS"
         await asyncio.sleep(0.5)
         assert await ask(urls[1], t) == "HIT"
-    finally:
-        for proc in procs:
-            proc.terminate()
-            await proc.wait()
     assert len(scripted.attempts) == 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 
 import aiohttp
 import openai
@@ -17,13 +16,13 @@ import pytest
 from ai_kit import (
     Scripted,
     client,
-    gateway_process,
+    gateway_processes,
     log_rows,
     provider,
     set_providers,
     tenant,
 )
-from support import MASTER_KEY, free_port, running
+from support import MASTER_KEY, running
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -249,25 +248,9 @@ async def test_breaker_is_shared_by_two_gateway_processes(scripted, kv, valkey_u
     reaches the provider while it is open; after `AI_BREAKER_OPEN_SECS` a success closes it."""
     await kv.delete(*(f"ai:breaker:flaky:{k}" for k in ("failures", "open", "probe")))
     scripted.script = [503, 503, 503]
-    ports = [(free_port(), free_port()) for _ in range(2)]
-    procs = []
-    try:
-        for i, (http_port, grpc_port) in enumerate(ports):
-            env = {
-                **os.environ,
-                "MASTER_KEY": MASTER_KEY,
-                "REDIS_URL": valkey_url,
-                "HTTP_PORT": str(http_port),
-                "GRPC_PORT": str(grpc_port),
-                "MILVUS_URI": str(tmp_path / f"milvus-{i}.db"),
-                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: log rows are dropped
-                "AI_BREAKER_FAILURES": "3",
-                "AI_BREAKER_OPEN_SECS": "1",
-                "AI_RETRY_MAX": "0",
-                "LOG_LEVEL": "error",
-            }
-            procs.append(await gateway_process(env, http_port))
-        a, b = (client(f"http://127.0.0.1:{http_port}", tenant()) for http_port, _ in ports)
+    env = {"AI_BREAKER_FAILURES": "3", "AI_BREAKER_OPEN_SECS": "1", "AI_RETRY_MAX": "0"}
+    async with gateway_processes(2, valkey_url, tmp_path, **env) as urls:
+        a, b = (client(url, tenant()) for url in urls)
         for _ in range(3):  # three failed attempts through the first process open it
             with pytest.raises(openai.APIStatusError) as info:
                 await a.chat.completions.create(model="m-1", messages=HI)
@@ -284,7 +267,3 @@ async def test_breaker_is_shared_by_two_gateway_processes(scripted, kv, valkey_u
         assert len(scripted.attempts) == 5
         await a.close()
         await b.close()
-    finally:
-        for proc in procs:
-            proc.terminate()
-            await proc.wait()
