@@ -144,22 +144,9 @@ def edge_env(valkey_url: str, **extra: str) -> dict[str, str]:
 
 async def start_edge(env: Mapping[str, str], workers: int = 2) -> asyncio.subprocess.Process:
     """`python -m gateways.edge --workers N`, returned once its admin `/health` answers."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gateways.edge", "--workers", str(workers), env=dict(env)
+    return await service_process(
+        "gateways.edge", env, int(env["ADMIN_PORT"]), "--workers", str(workers)
     )
-    async with aiohttp.ClientSession() as http:
-        for _ in range(150):
-            try:
-                async with http.get(f"http://127.0.0.1:{env['ADMIN_PORT']}/health") as resp:
-                    if resp.status == 200:
-                        return process
-            except aiohttp.ClientError:
-                pass
-            assert process.returncode is None, "the edge exited"
-            await asyncio.sleep(0.1)
-    process.terminate()
-    await process.wait()
-    raise AssertionError("the edge did not become healthy in 15 s")
 
 
 def edge_snapshot(revision: int = 1, **resources: Any) -> Any:
@@ -175,20 +162,13 @@ def edge_snapshot(revision: int = 1, **resources: Any) -> Any:
 
 
 async def service_process(
-    module: str, env: Mapping[str, str], port: int
+    module: str, env: Mapping[str, str], port: int, *args: str
 ) -> asyncio.subprocess.Process:
-    """`python -m <module>` with `env`, returned once its `/health` on `port` answers (a
-    replica of a service, as a separate OS process)."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        module,
-        env=dict(env),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    """`python -m <module> [args]` with `env`, returned once its `/health` on `port` answers
+    (a replica of a service, as a separate OS process; 30 s at most)."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", module, *args, env=dict(env))
     async with aiohttp.ClientSession() as http:
-        for _ in range(600):
+        for _ in range(300):
             try:
                 async with http.get(f"http://127.0.0.1:{port}/health") as resp:
                     if resp.status == 200:
@@ -197,9 +177,10 @@ async def service_process(
                 pass
             if proc.returncode is not None:
                 raise RuntimeError(f"{module} exited")
-            await asyncio.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"{module} did not start")
+            await asyncio.sleep(0.1)
+    proc.terminate()
+    await proc.wait()
+    raise RuntimeError(f"{module} did not become healthy in 30 s")
 
 
 @asynccontextmanager

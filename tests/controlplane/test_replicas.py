@@ -6,7 +6,6 @@ shared; the analytics store is shared the same way in a cluster (ClickHouse)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
+from support import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
 
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import EdgeConfigStore
@@ -29,20 +28,7 @@ ADMIN = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 async def start_control_plane(env: dict[str, str]) -> asyncio.subprocess.Process:
     """`python -m controlplane`, returned once its `/health` answers."""
-    process = await asyncio.create_subprocess_exec(sys.executable, "-m", "controlplane", env=env)
-    async with aiohttp.ClientSession() as http:
-        for _ in range(300):
-            try:
-                async with http.get(f"http://127.0.0.1:{env['HTTP_PORT']}/health") as resp:
-                    if resp.status == 200:
-                        return process
-            except aiohttp.ClientError:
-                pass
-            assert process.returncode is None, "the control plane exited"
-            await asyncio.sleep(0.1)
-    process.terminate()
-    await process.wait()
-    raise AssertionError("the control plane did not become healthy in 30 s")
+    return await service_process("controlplane", env, int(env["HTTP_PORT"]))
 
 
 @pytest.fixture
