@@ -6,21 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controlplane.licensing import check_public_key
-from runtime.config import AgentIdentityConfig, grpc_port, http_port, loopback, var
+from runtime.config import (
+    AgentIdentityConfig,
+    EnvironmentConfig,
+    grpc_port,
+    http_port,
+    loopback,
+    var,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ControlPlaneConfig(AgentIdentityConfig):
+class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
     service = "controlplane"
     http_port: int = http_port(4001)
     grpc_port: int = grpc_port(14001)
 
-    environment: str = var(
-        "ENVIRONMENT",
-        "development",
-        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
-        "loopback or private addresses",
-    )
     allowed_origins: tuple[str, ...] = var(
         "ALLOWED_ORIGINS", (), "comma-separated CORS origins of the operator and developer portals"
     )
@@ -146,11 +147,6 @@ class ControlPlaneConfig(AgentIdentityConfig):
         if self.license_key and not self.license_public_key:
             problems.append("LICENSE_KEY is set without LICENSE_PUBLIC_KEY to verify it")
         return problems
-
-    @property
-    def development(self) -> bool:
-        """ENVIRONMENT=development: outbound URLs may reach loopback and private addresses."""
-        return self.environment == "development"
 
     @property
     def owns_analytics(self) -> bool:

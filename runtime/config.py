@@ -213,6 +213,24 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EnvironmentConfig(ServiceConfig):
+    """ENVIRONMENT, for the services that call URLs their users store (webhooks, providers,
+    MCP servers, agents, token endpoints) or hold manual provider keys."""
+
+    environment: str = var(
+        "ENVIRONMENT",
+        "development",
+        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
+        "loopback or private addresses",
+    )
+
+    @property
+    def development(self) -> bool:
+        """ENVIRONMENT=development: outbound URLs may reach loopback and private addresses."""
+        return self.environment == "development"
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentIdentityConfig(ServiceConfig):
     """Per-hop agent identity, shared by the STS (control plane) and its verifier (agent
     gateway): both serve it only when SVC_AGENT_IDENTITY is on."""

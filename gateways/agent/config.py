@@ -6,24 +6,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.config import AgentIdentityConfig, grpc_port, http_port, var
+from runtime.config import AgentIdentityConfig, EnvironmentConfig, grpc_port, http_port, var
 
 
 @dataclass(frozen=True, kw_only=True)
-class AgentGatewayConfig(AgentIdentityConfig):
+class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
     service = "agent-gateway"
     http_port: int = http_port(5001)
     grpc_port: int = grpc_port(15001)
 
     sts_jwks_url: str | None = var(
         "STS_JWKS_URL", None, "STS key set (EdDSA hop tokens); unset: HS256 with STS_SIGNING_KEY"
-    )
-    environment: str = var(
-        "ENVIRONMENT",
-        "development",
-        # (documented as the control plane documents it: the README has one row per variable)
-        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
-        "loopback or private addresses",
     )
     hitl_ttl_secs: int = var(
         "AGENT_HITL_TTL_SECS",
@@ -64,7 +57,3 @@ class AgentGatewayConfig(AgentIdentityConfig):
         "key the MCP servers' OAuth client secrets are encrypted under at rest (AES-GCM, "
         "HKDF-derived); unset: derived from MASTER_KEY",
     )
-
-    @property
-    def development(self) -> bool:
-        return self.environment == "development"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runtime.config import ServiceConfig, grpc_port, http_port, var
+from runtime.config import EnvironmentConfig, grpc_port, http_port, var
 
 PROVIDER_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -17,20 +17,13 @@ def _provider_id(value: str) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class AiGatewayConfig(ServiceConfig):
+class AiGatewayConfig(EnvironmentConfig):
     service = "ai-gateway"
     http_port: int = http_port(4000)
     grpc_port: int = grpc_port(14000)
 
     milvus_uri: str = var(
         "MILVUS_URI", "data/milvus.db", "vector store of the semantic cache (a path: Milvus Lite)"
-    )
-    environment: str = var(
-        "ENVIRONMENT",
-        "development",
-        # (documented as the control plane documents it: the README has one row per variable)
-        "`development` allows manual LLM provider keys, and outbound URLs (webhooks) that reach "
-        "loopback or private addresses",
     )
     # The request pipeline (gateways/ai/pipeline.py).
     fallback_chain: tuple[str, ...] = var(
@@ -104,7 +97,3 @@ class AiGatewayConfig(ServiceConfig):
         "cached answer in the same tenant, model, conversation and parameters (SEMANTIC_HIT)",
         bounds=(0.5, 1.0),
     )
-
-    @property
-    def development(self) -> bool:
-        return self.environment == "development"
