@@ -58,10 +58,11 @@ from gateways.ai.providers.builtin import (
     PROVIDER_TYPES,
 )
 from runtime.errors import InvalidRequest, NotFound, Unavailable
+from runtime.http1.client import HttpClient
 from runtime.outbound import (
     OutboundRefused,
     check_outbound_url,
-    outbound_session,
+    guarded_resolve,
     parse_outbound_url,
 )
 from strata.controlplane.v1 import provider_pb2 as pb
@@ -561,10 +562,11 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                 auth_type=str(provider.get("auth_type", "none")),
                 api_key=key,
             )
-            async with outbound_session(
-                development=self.development, timeout=self.timeout_secs
-            ) as http:
+            http = HttpClient(resolve=guarded_resolve(development=self.development))
+            try:
                 models = await ADAPTERS[target.type].list_models(http, target, self.timeout_secs)
+            finally:
+                http.close()
         except OutboundRefused as exc:
             return Outcome("error", exc.message)
         except ProviderError as exc:

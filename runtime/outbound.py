@@ -24,7 +24,8 @@ was saved may resolve elsewhere later (DNS rebinding). `outbound_session` closes
 between that check and the connection: its resolver applies the same rule to every address
 aiohttp is about to connect to, so aiohttp connects only to addresses that passed. Redirects
 must not be followed blindly (aiohttp does not ask the resolver about an IP literal): callers
-pass `allow_redirects=False`.
+pass `allow_redirects=False`. `guarded_resolve` is the same rule for the lean client of
+`runtime/http1/client.py` (the AI gateway's provider calls).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import aiohttp
@@ -41,6 +42,7 @@ from aiohttp.resolver import ThreadedResolver
 from yarl import URL
 
 from runtime.errors import InvalidRequest
+from runtime.http1.pool import UpstreamError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -231,3 +233,27 @@ def outbound_session(*, development: bool, timeout: float, **kwargs: Any) -> aio
         trust_env=False,
         **kwargs,
     )
+
+
+def guarded_resolve(*, development: bool) -> Callable[[str, int], Awaitable[str]]:
+    """The address a new connection to (host, port) goes to, for `runtime.http1`'s pools:
+    every address the host resolves to is vetted (as `check_outbound_url`), the first is
+    used. A refusal is an `UpstreamError`, which the client reports as no answer."""
+
+    async def resolve(host: str, port: int) -> str:
+        name = host.lower().rstrip(".")
+        literal = _parse_ip(name)
+        try:
+            if name in METADATA_HOSTS:
+                raise OutboundRefused("url", f"refused: {host} is a cloud metadata host")
+            addresses = [literal] if literal is not None else await resolve_host(name, port)
+            if not addresses:
+                raise OSError(f"{host} does not resolve")
+            _check_addresses("url", host, addresses, development=development)
+        except OutboundRefused as exc:
+            raise UpstreamError(exc.reason, fresh=True) from None
+        except (OSError, TimeoutError) as exc:
+            raise UpstreamError(f"cannot resolve {host}: {exc}", fresh=True) from None
+        return str(addresses[0])
+
+    return resolve

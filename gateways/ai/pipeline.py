@@ -43,7 +43,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import aiohttp
 from opentelemetry import trace
 
 from gateways.ai.background import Background
@@ -62,14 +61,16 @@ from gateways.ai.providers.base import Adapter, ChatCall, Delta, ProviderError, 
 from gateways.ai.retry import backoff
 from gateways.ai.routing import chain, route
 from runtime.access import current_caller
+from runtime.config import VERSION
 from runtime.context import respond, time_left
 from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, UpstreamError
+from runtime.http1.client import HttpClient
+from runtime.outbound import guarded_resolve
 from strata.ai.v1 import chat_pb2
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Http = aiohttp.ClientSession
 
 INVALID = "invalid_request_error"
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -258,7 +259,12 @@ class ChatPipeline:
                 probe_secs=config.provider_timeout_secs + 5,
             ),
         )
-        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        # One pooled HTTP client: a keep-alive pool per provider origin. Every new connection
+        # is vetted: never a link-local or metadata address (loopback and private addresses
+        # are the control plane's call, when the provider is stored).
+        self.http = HttpClient(
+            resolve=guarded_resolve(development=True), user_agent=f"strata-ai-gateway/{VERSION}"
+        )
         self.kv = kv
         self.cache: ResponseCache | None = None  # opened by start()
         self._redactor: Redactor | None = None
@@ -286,20 +292,7 @@ class ChatPipeline:
         if self.cache is not None:
             await self.cache.close()
         self._pii_thread.shutdown(wait=False, cancel_futures=True)
-        for session in self._sessions.values():
-            await session.close()
-        self._sessions.clear()
-
-    def session(self, provider_id: str) -> aiohttp.ClientSession:
-        """One pooled HTTP client per provider (keep-alive connections reused)."""
-        session = self._sessions.get(provider_id)
-        if session is None or session.closed:
-            session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=300),
-                raise_for_status=False,
-            )
-            self._sessions[provider_id] = session
-        return session
+        self.http.close()
 
     # --- steps 1 to 3 -----------------------------------------------------------------------
 
@@ -368,7 +361,7 @@ class ChatPipeline:
         providers: list[Provider],
         prepared: Prepared,
         outcome: Outcome,
-        op: Callable[[Adapter, aiohttp.ClientSession, ProviderTarget, ChatCall], Awaitable[T]],
+        op: Callable[[Adapter, HttpClient, ProviderTarget, ChatCall], Awaitable[T]],
     ) -> tuple[Provider, T]:
         config = self.config
         timeout = config.provider_timeout_secs
@@ -405,7 +398,7 @@ class ChatPipeline:
             target = ProviderTarget(
                 provider.id, provider.type, provider.base_url, provider.auth_type, key
             )
-            http = self.session(provider.id)
+            http = self.http
             for retry in range(config.retry_max + 1):
                 try:
                     result = await op(adapter, http, target, call)
@@ -465,7 +458,7 @@ class ChatPipeline:
 
             async def one(
                 adapter: Adapter,
-                http: aiohttp.ClientSession,
+                http: HttpClient,
                 target: ProviderTarget,
                 call: ChatCall,
             ) -> Any:
@@ -531,7 +524,7 @@ class ChatPipeline:
 
             async def opened(
                 adapter: Adapter,
-                http: aiohttp.ClientSession,
+                http: HttpClient,
                 target: ProviderTarget,
                 call: ChatCall,
             ) -> tuple[AsyncIterator[Delta], Delta | None]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 from provider_servers import EXAMPLES, EXPECTED, PROTOCOLS, serve_protocol
@@ -22,6 +21,7 @@ from gateways.ai.providers.builtin import (
     PROVIDER_TYPE_DEFAULTS,
 )
 from gateways.ai.providers.common import join_url
+from runtime.http1.client import HttpClient
 from sidecars.echo_llm.app import build_app as build_echo_app
 
 KEY = "sk-test-0123456789abcdef"
@@ -49,9 +49,10 @@ MESSAGES = [
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
+async def http() -> AsyncIterator[HttpClient]:
+    client = HttpClient()
+    yield client
+    client.close()
 
 
 def target_for(protocol: str, url: str, *, key: str | None = KEY) -> ProviderTarget:
@@ -69,9 +70,7 @@ def call_for(protocol: str, **params: object) -> ChatCall:
     )
 
 
-async def collect(
-    http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
-) -> list[Delta]:
+async def collect(http: HttpClient, target: ProviderTarget, call: ChatCall) -> list[Delta]:
     return [d async for d in ADAPTERS[target.type].stream(http, target, call)]
 
 
@@ -132,7 +131,7 @@ def test_join_url_does_not_double_the_version() -> None:
 # --- the request each adapter sends ---------------------------------------------------------------
 
 
-async def test_openai_request(http: aiohttp.ClientSession) -> None:
+async def test_openai_request(http: HttpClient) -> None:
     async with serve_protocol("openai", api_key=KEY) as server:
         target = target_for("openai", server.url)
         await ADAPTERS["openai"].complete(
@@ -151,7 +150,7 @@ async def test_openai_request(http: aiohttp.ClientSession) -> None:
         assert server.last.body["stream_options"] == {"include_usage": True}
 
 
-async def test_anthropic_request(http: aiohttp.ClientSession) -> None:
+async def test_anthropic_request(http: HttpClient) -> None:
     async with serve_protocol("anthropic", api_key=KEY) as server:
         target = target_for("anthropic", server.url)
         await ADAPTERS["anthropic"].complete(
@@ -175,7 +174,7 @@ async def test_anthropic_request(http: aiohttp.ClientSession) -> None:
         assert server.last.body["max_tokens"] == 7
 
 
-async def test_gemini_request(http: aiohttp.ClientSession) -> None:
+async def test_gemini_request(http: HttpClient) -> None:
     async with serve_protocol("gemini", api_key=KEY) as server:
         target = target_for("gemini", server.url)
         await ADAPTERS["gemini"].complete(
@@ -206,7 +205,7 @@ async def test_gemini_request(http: aiohttp.ClientSession) -> None:
         assert "authorization" not in server.last.headers
 
 
-async def test_cohere_request(http: aiohttp.ClientSession) -> None:
+async def test_cohere_request(http: HttpClient) -> None:
     async with serve_protocol("cohere", api_key=KEY) as server:
         target = target_for("cohere", server.url)
         await ADAPTERS["cohere"].complete(http, target, call_for("cohere", top_p=0.8, stop="x"))
@@ -224,7 +223,7 @@ async def test_cohere_request(http: aiohttp.ClientSession) -> None:
         assert sent.body["stream"] is False
 
 
-async def test_ollama_request(http: aiohttp.ClientSession) -> None:
+async def test_ollama_request(http: HttpClient) -> None:
     async with serve_protocol("ollama") as server:
         target = target_for("ollama", server.url)
         done = await ADAPTERS["ollama"].complete(
@@ -244,9 +243,7 @@ async def test_ollama_request(http: aiohttp.ClientSession) -> None:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_complete_reads_the_published_example(
-    http: aiohttp.ClientSession, protocol: str
-) -> None:
+async def test_complete_reads_the_published_example(http: HttpClient, protocol: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         done = await ADAPTERS[protocol].complete(http, target, call_for(protocol))
@@ -259,9 +256,7 @@ async def test_complete_reads_the_published_example(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_stream_reads_the_published_example(
-    http: aiohttp.ClientSession, protocol: str
-) -> None:
+async def test_stream_reads_the_published_example(http: HttpClient, protocol: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         deltas = await collect(http, target, call_for(protocol))
@@ -274,7 +269,7 @@ async def test_stream_reads_the_published_example(
     assert deltas[-1].usage is not None  # usage comes last
 
 
-async def test_openai_compatible_is_openai_with_a_base_url(http: aiohttp.ClientSession) -> None:
+async def test_openai_compatible_is_openai_with_a_base_url(http: HttpClient) -> None:
     async with serve_protocol("openai_compatible", api_key=KEY) as server:
         target = ProviderTarget("groq", "openai_compatible", server.url + "/v1", "bearer", KEY)
         done = await ADAPTERS["openai_compatible"].complete(http, target, call_for("openai"))
@@ -285,7 +280,7 @@ async def test_openai_compatible_is_openai_with_a_base_url(http: aiohttp.ClientS
 
 
 async def test_openai_stream_without_usage_leaves_it_to_the_pipeline(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
 ) -> None:
     """A server ignoring `stream_options` sends no usage chunk: no Delta carries usage."""
     async with serve_protocol("openai") as server:
@@ -300,7 +295,7 @@ async def test_openai_stream_without_usage_leaves_it_to_the_pipeline(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_list_models(http: aiohttp.ClientSession, protocol: str) -> None:
+async def test_list_models(http: HttpClient, protocol: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         models = await ADAPTERS[protocol].list_models(http, target, 5.0)
@@ -321,7 +316,7 @@ async def test_list_models(http: aiohttp.ClientSession, protocol: str) -> None:
 
 
 @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p != "ollama"])
-async def test_list_models_with_a_bad_key(http: aiohttp.ClientSession, protocol: str) -> None:
+async def test_list_models_with_a_bad_key(http: HttpClient, protocol: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url, key="sk-wrong-key-000000000")
         with pytest.raises(ProviderError) as caught:
@@ -336,9 +331,7 @@ async def test_list_models_with_a_bad_key(http: aiohttp.ClientSession, protocol:
 @pytest.mark.parametrize(
     ("status", "retryable"), [(401, False), (400, False), (429, True), (503, True), (500, True)]
 )
-async def test_http_errors(
-    http: aiohttp.ClientSession, protocol: str, status: int, retryable: bool
-) -> None:
+async def test_http_errors(http: HttpClient, protocol: str, status: int, retryable: bool) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         server.script(status, status)
@@ -352,7 +345,7 @@ async def test_http_errors(
 
 
 async def test_the_key_never_appears_in_an_error(
-    http: aiohttp.ClientSession, caplog: pytest.LogCaptureFixture
+    http: HttpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     """OpenAI echoes (part of) a rejected key in its 401 message; the adapter scrubs it."""
     caplog.set_level(logging.DEBUG)
@@ -370,7 +363,7 @@ async def test_the_key_never_appears_in_an_error(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_connection_refused_is_retryable(http: aiohttp.ClientSession, protocol: str) -> None:
+async def test_connection_refused_is_retryable(http: HttpClient, protocol: str) -> None:
     target = target_for(protocol, f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ProviderError) as caught:
         await ADAPTERS[protocol].complete(http, target, call_for(protocol))
@@ -384,7 +377,7 @@ async def test_connection_refused_is_retryable(http: aiohttp.ClientSession, prot
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-async def test_timeout_is_retryable(http: aiohttp.ClientSession, protocol: str) -> None:
+async def test_timeout_is_retryable(http: HttpClient, protocol: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         server.script("hang", "hang")
@@ -400,9 +393,7 @@ async def test_timeout_is_retryable(http: aiohttp.ClientSession, protocol: str) 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("failure", ["malformed", "truncated"])
-async def test_bad_answers_are_not_retryable(
-    http: aiohttp.ClientSession, protocol: str, failure: str
-) -> None:
+async def test_bad_answers_are_not_retryable(http: HttpClient, protocol: str, failure: str) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
         server.script(failure)
@@ -414,7 +405,7 @@ async def test_bad_answers_are_not_retryable(
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("failure", ["malformed", "truncated", "cut"])
 async def test_bad_streams_raise_from_the_iterator(
-    http: aiohttp.ClientSession, protocol: str, failure: str
+    http: HttpClient, protocol: str, failure: str
 ) -> None:
     async with serve_protocol(protocol, api_key=KEY) as server:
         target = target_for(protocol, server.url)
@@ -429,7 +420,7 @@ async def test_bad_streams_raise_from_the_iterator(
     assert all(d.usage is None for d in received)
 
 
-async def test_missing_fields_are_malformed(http: aiohttp.ClientSession) -> None:
+async def test_missing_fields_are_malformed(http: HttpClient) -> None:
     """A 200 JSON answer without the documented fields is not retryable."""
     async with serve_protocol("openai", api_key=KEY) as server:
         target = target_for("openai", server.url)
@@ -440,7 +431,7 @@ async def test_missing_fields_are_malformed(http: aiohttp.ClientSession) -> None
     assert "no choices" in caught.value.message
 
 
-async def test_anthropic_stream_error_event(http: aiohttp.ClientSession) -> None:
+async def test_anthropic_stream_error_event(http: HttpClient) -> None:
     """Anthropic may send an `error` event mid-stream (e.g. overloaded_error): raised."""
     async with serve_protocol("anthropic", api_key=KEY) as server:
         target = target_for("anthropic", server.url)
@@ -453,7 +444,7 @@ async def test_anthropic_stream_error_event(http: aiohttp.ClientSession) -> None
     assert caught.value.retryable and "overloaded_error" in caught.value.message
 
 
-async def test_breaking_out_of_a_stream_releases_it(http: aiohttp.ClientSession) -> None:
+async def test_breaking_out_of_a_stream_releases_it(http: HttpClient) -> None:
     """A consumer that stops early (client gone) closes the stream; the session goes on."""
     async with serve_protocol("anthropic", api_key=KEY) as server:
         target = target_for("anthropic", server.url)
@@ -466,7 +457,7 @@ async def test_breaking_out_of_a_stream_releases_it(http: aiohttp.ClientSession)
         assert done.content == "Hi! My name is Claude."
 
 
-async def test_openai_compatible_against_the_echo_sidecar(http: aiohttp.ClientSession) -> None:
+async def test_openai_compatible_against_the_echo_sidecar(http: HttpClient) -> None:
     """The repository's own OpenAI-compatible provider (sidecars/echo_llm), whole and streamed."""
     async with TestServer(build_echo_app(), host="127.0.0.1") as echo:
         target = ProviderTarget("echo", "openai_compatible", str(echo.make_url("")), "bearer", KEY)
@@ -486,7 +477,7 @@ async def test_openai_compatible_against_the_echo_sidecar(http: aiohttp.ClientSe
 
 
 async def test_anthropic_probe_refused_for_its_model_still_proves_the_key(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
 ) -> None:
     async with serve_protocol("anthropic", api_key=KEY) as server:
         target = target_for("anthropic", server.url)

@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-import aiohttp
-
 from gateways.ai.providers import common
 from gateways.ai.providers.base import (
     ChatCall,
@@ -35,6 +33,7 @@ from gateways.ai.providers.base import (
     Usage,
 )
 from gateways.ai.providers.builtin import ANTHROPIC_MODELS, ANTHROPIC_PROBE_MODEL
+from runtime.http1.client import HttpClient
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
@@ -120,7 +119,7 @@ class AnthropicAdapter:
         )
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion:
         data = await common.post_for_answer(
             http,
@@ -148,7 +147,7 @@ class AnthropicAdapter:
         )
 
     async def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
         prompt = completion = 0
         seen_usage = False
@@ -212,7 +211,7 @@ class AnthropicAdapter:
         )
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         probe = ChatCall(
             model=ANTHROPIC_PROBE_MODEL,

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-import aiohttp
+from runtime.http1.client import HttpClient
 
 
 @dataclass(frozen=True)
@@ -98,15 +98,15 @@ class Adapter(Protocol):
     type: ClassVar[str]
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion: ...
 
     def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]: ...
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         """The provider's models (its models endpoint; anthropic, which has none: a minimal
         `/v1/messages` call proving the key, then the built-in model list)."""

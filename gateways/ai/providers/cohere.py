@@ -19,8 +19,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
-import aiohttp
-
 from gateways.ai.providers import common
 from gateways.ai.providers.base import (
     ChatCall,
@@ -30,6 +28,7 @@ from gateways.ai.providers.base import (
     ProviderTarget,
     Usage,
 )
+from runtime.http1.client import HttpClient
 
 CHAT_PATH = "/v2/chat"
 MODELS_PATH = "/v2/models"
@@ -94,7 +93,7 @@ class CohereAdapter:
         return common.request_headers(target, call_headers)
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion:
         data = await common.post_for_answer(
             http,
@@ -123,7 +122,7 @@ class CohereAdapter:
         )
 
     async def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
         end: dict[str, Any] | None = None
         async with common.sse_stream(
@@ -166,7 +165,7 @@ class CohereAdapter:
         )
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         headers = self.headers(target, {})
         try:

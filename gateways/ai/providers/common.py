@@ -16,9 +16,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-import aiohttp
+import orjson
 
 from gateways.ai.providers.base import ChatCall, ProviderError, ProviderTarget
+from runtime.http1.client import ClientError, HttpClient, Response
 
 # Headers the pipeline may hand over but an adapter sets itself (or must never forward).
 _OWN_HEADERS = frozenset(
@@ -100,7 +101,7 @@ def fail(target: ProviderTarget, what: str, *, status: int | None = None) -> Pro
 
 def unreachable(target: ProviderTarget, exc: BaseException, limit_secs: float) -> ProviderError:
     """No answer: a connection error or a timeout. Retryable, `status` None."""
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) or getattr(exc, "timeout", False):
         what = f"no answer within {limit_secs:g}s"
     else:
         what = f"unreachable ({type(exc).__name__}: {exc})"
@@ -129,11 +130,11 @@ def _error_detail(raw: bytes) -> str:
     return text[:_ERROR_DETAIL_CHARS]
 
 
-async def error_from(resp: aiohttp.ClientResponse, target: ProviderTarget) -> ProviderError:
+async def error_from(resp: Response, target: ProviderTarget) -> ProviderError:
     """The ProviderError for a non-2xx answer."""
     try:
-        raw = await resp.content.read(_ERROR_BODY_BYTES)
-    except (TimeoutError, aiohttp.ClientError):
+        raw = await resp.read(_ERROR_BODY_BYTES)
+    except ClientError:
         raw = b""
     detail = _error_detail(raw)
     reason = f"HTTP {resp.status}" + (f": {detail}" if detail else "")
@@ -142,9 +143,18 @@ async def error_from(resp: aiohttp.ClientResponse, target: ProviderTarget) -> Pr
 
 def parse_json(raw: bytes | str, target: ProviderTarget, what: str = "answer") -> Any:
     try:
-        return json.loads(raw)
+        return orjson.loads(raw)
     except ValueError:
         raise fail(target, f"malformed {what} (not JSON)") from None
+
+
+def dump_json(body: Any) -> bytes:
+    """A request body as JSON bytes (orjson; the standard library for what orjson refuses,
+    such as integers past 64 bits)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, separators=(",", ":")).encode()
 
 
 def as_dict(value: Any, target: ProviderTarget, what: str) -> dict[str, Any]:
@@ -179,7 +189,7 @@ def stop_list(value: Any) -> list[str] | None:
 
 
 async def post_json(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
     target: ProviderTarget,
     url: str,
     body: Mapping[str, Any],
@@ -188,60 +198,55 @@ async def post_json(
     *,
     method: str = "POST",
 ) -> Any:
-    """One request answered by one JSON document (`body` is ignored for GET)."""
+    """One request answered by one JSON document (`body` is ignored for GET), within
+    `limit_secs` in all."""
+    payload = dump_json(body) if method != "GET" else b""
     try:
-        async with http.request(
-            method,
-            url,
-            json=body if method != "GET" else None,
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(total=limit_secs),
-            allow_redirects=False,
-        ) as resp:
-            if resp.status >= 300:
-                raise await error_from(resp, target)
-            try:
-                raw = await resp.read()
-            except aiohttp.ClientPayloadError:
-                raise fail(target, "truncated answer") from None
-            return parse_json(raw, target)
-    except ProviderError:
-        raise
-    except (TimeoutError, aiohttp.ClientError) as exc:
+        resp = await http.request(
+            method, url, headers, payload, idle_secs=limit_secs, total_secs=limit_secs
+        )
+    except ClientError as exc:
         raise unreachable(target, exc, limit_secs) from None
+    try:
+        if resp.status >= 300:
+            raise await error_from(resp, target)
+        try:
+            raw = await resp.read()
+        except ClientError as exc:
+            if exc.timeout:
+                raise unreachable(target, exc, limit_secs) from None
+            raise fail(target, "truncated answer") from None
+        return parse_json(raw, target)
+    finally:
+        resp.close()
 
 
 @asynccontextmanager
 async def open_stream(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
     target: ProviderTarget,
     url: str,
     body: Mapping[str, Any],
     headers: Mapping[str, str],
     limit_secs: float,
-) -> AsyncIterator[aiohttp.ClientResponse]:
+) -> AsyncIterator[Response]:
     """A streaming POST with a 2xx status. `limit_secs` bounds connecting and every wait for the
     next bytes (not the whole stream, which may rightly last longer)."""
-    client_timeout = aiohttp.ClientTimeout(
-        total=None, sock_connect=limit_secs, sock_read=limit_secs
-    )
     try:
-        resp = await http.post(
-            url, json=body, headers=headers, timeout=client_timeout, allow_redirects=False
-        )
-    except (TimeoutError, aiohttp.ClientError) as exc:
+        resp = await http.request("POST", url, headers, dump_json(body), idle_secs=limit_secs)
+    except ClientError as exc:
         raise unreachable(target, exc, limit_secs) from None
     try:
         if resp.status >= 300:
             raise await error_from(resp, target)
         yield resp
     finally:
-        resp.release()
+        resp.close()
 
 
 @asynccontextmanager
 async def sse_stream(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
     target: ProviderTarget,
     url: str,
     body: Mapping[str, Any],
@@ -262,28 +267,28 @@ def json_event(data: str, target: ProviderTarget) -> dict[str, Any]:
 
 
 async def iter_lines(
-    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+    resp: Response, target: ProviderTarget, limit_secs: float
 ) -> AsyncIterator[str]:
     """The lines of a streamed body (any length; CR LF or LF). A stall longer than `limit_secs`
     is retryable; a connection cut mid-body is a truncated answer (not retryable)."""
     buffer = bytearray()
     try:
-        async for chunk in resp.content.iter_any():
+        async for chunk in resp.iter_chunks():
             buffer += chunk
             while (end := buffer.find(b"\n")) >= 0:
                 line = bytes(buffer[:end]).rstrip(b"\r")
                 del buffer[: end + 1]
                 yield line.decode("utf-8", "replace")
-    except TimeoutError as exc:
-        raise unreachable(target, exc, limit_secs) from None
-    except aiohttp.ClientError:
+    except ClientError as exc:
+        if exc.timeout:
+            raise unreachable(target, exc, limit_secs) from None
         raise fail(target, "stream cut before its end") from None
     if buffer:
         yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
 
 
 async def iter_sse(
-    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+    resp: Response, target: ProviderTarget, limit_secs: float
 ) -> AsyncIterator[tuple[str, str]]:
     """Server-sent events as (event name, data) per the WHATWG event-stream format: `event:`
     and `data:` fields (several `data:` lines joined by newlines), comments skipped, an event
@@ -308,7 +313,7 @@ async def iter_sse(
 
 
 async def iter_ndjson(
-    resp: aiohttp.ClientResponse, target: ProviderTarget, limit_secs: float
+    resp: Response, target: ProviderTarget, limit_secs: float
 ) -> AsyncIterator[dict[str, Any]]:
     """Newline-delimited JSON objects (blank lines skipped)."""
     async for line in iter_lines(resp, target, limit_secs):
@@ -321,7 +326,7 @@ def truncated(target: ProviderTarget, terminator: str) -> ProviderError:
 
 
 async def post_for_answer(
-    http: aiohttp.ClientSession,
+    http: HttpClient,
     target: ProviderTarget,
     path: str,
     body: Any,

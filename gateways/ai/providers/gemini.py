@@ -26,10 +26,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-import aiohttp
-
 from gateways.ai.providers import common
 from gateways.ai.providers.base import ChatCall, Completion, Delta, ProviderTarget, Usage
+from runtime.http1.client import HttpClient
 
 API_VERSION_PATH = "/v1beta"
 MODELS_PATH = "/v1/models"
@@ -147,7 +146,7 @@ class GeminiAdapter:
         return common.request_headers(target, call_headers, api_key_header=API_KEY_HEADER)
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion:
         data = common.as_dict(
             await common.post_json(
@@ -170,7 +169,7 @@ class GeminiAdapter:
         )
 
     async def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
         usage: Usage | None = None
         finish: str | None = None
@@ -198,7 +197,7 @@ class GeminiAdapter:
         yield Delta(finish_reason=finish, usage=usage)
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         data = common.as_dict(
             await common.post_json(

@@ -18,11 +18,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import aiohttp
-
 from gateways.ai.providers import common
 from gateways.ai.providers.base import ChatCall, Completion, Delta, ProviderTarget, Usage
 from gateways.ai.providers.openai import OpenAIAdapter
+from runtime.http1.client import HttpClient
 
 CHAT_PATH = "/api/chat"
 
@@ -69,7 +68,7 @@ class OllamaAdapter:
         return body
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion:
         data = await common.post_for_answer(
             http,
@@ -88,7 +87,7 @@ class OllamaAdapter:
         )
 
     async def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
         timeout = common.call_timeout(call)
         last: dict[str, Any] | None = None
@@ -114,6 +113,6 @@ class OllamaAdapter:
         yield Delta(finish_reason=last.get("done_reason") or "stop", usage=_usage(last))
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         return await OpenAIAdapter().list_models(http, target, limit_secs)

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import aiohttp
-
 from gateways.ai.providers import common
 from gateways.ai.providers.base import (
     ChatCall,
@@ -26,6 +24,7 @@ from gateways.ai.providers.base import (
     ProviderTarget,
     Usage,
 )
+from runtime.http1.client import HttpClient
 
 _PASSED = (
     "temperature",
@@ -79,7 +78,7 @@ class OpenAIAdapter:
         return body
 
     async def complete(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> Completion:
         timeout = common.call_timeout(call)
         data = common.as_dict(
@@ -110,7 +109,7 @@ class OpenAIAdapter:
         )
 
     async def stream(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, call: ChatCall
+        self, http: HttpClient, target: ProviderTarget, call: ChatCall
     ) -> AsyncIterator[Delta]:
         usage: Usage | None = None
         done = False
@@ -148,7 +147,7 @@ class OpenAIAdapter:
             yield Delta(usage=usage)
 
     async def list_models(
-        self, http: aiohttp.ClientSession, target: ProviderTarget, limit_secs: float
+        self, http: HttpClient, target: ProviderTarget, limit_secs: float
     ) -> list[str]:
         data = common.as_dict(
             await common.post_json(

@@ -18,11 +18,11 @@ from functools import partial
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane.compile import Compiled, compile_snapshot
-from gateways.edge.dataplane.pool import Pools
 from gateways.edge.dataplane.proxy import handle
 from gateways.edge.dataplane.server import serve
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.resources import ConfigRejected, Snapshot
+from runtime.http1.pool import Pools
 
 __all__ = ["ConfigRejected", "DataPlane"]
 

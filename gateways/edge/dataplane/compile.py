@@ -17,7 +17,6 @@ from gateways.edge.dataplane.chain import (
     is_auth,
     plugin_conf,
 )
-from gateways.edge.dataplane.pool import Pools
 from gateways.edge.dataplane.router import Route, Router
 from gateways.edge.dataplane.upstream import Timeouts, Upstream
 from gateways.edge.plugin import PluginEnv
@@ -33,6 +32,7 @@ from gateways.edge.resources import (
     ConfigRejected,
     Snapshot,
 )
+from runtime.http1.pool import Pools
 
 
 @dataclass(eq=False)

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
 
 from gateways.edge.dataplane.chain import Chain
-from gateways.edge.dataplane.pool import UpstreamConnection, UpstreamError
 from gateways.edge.dataplane.server import Exchange, error_body
 from gateways.edge.dataplane.upstream import Node, Timeouts, Upstream
 from gateways.edge.hop_by_hop import HOP_BY_HOP, RESPONSE_SKIP
 from gateways.edge.plugin import BodyTooLarge, Reply, RequestContext
 from runtime.config import VERSION
+from runtime.http1.pool import UpstreamConnection, UpstreamError
 
 if TYPE_CHECKING:
     from gateways.edge.dataplane import DataPlane

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateways.edge.dataplane.pool import Pool, Pools
 from gateways.edge.plugin import RequestContext
 from gateways.edge.resources import ConfigRejected
 from gateways.edge.variables import cookie, variable
+from runtime.http1.pool import Pool, Pools
 
 DEFAULT_TIMEOUT = 60.0
 # A node that failed its passive checks is left out this long (APISIX needs active checks to

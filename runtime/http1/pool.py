@@ -1,6 +1,6 @@
-"""A minimal HTTP/1.1 client for upstream nodes: one `asyncio.Protocol` per connection, parsed
-by httptools' response parser, and a keep-alive `Pool` per node (APISIX's `keepalive_pool`:
-size, idle_timeout, requests).
+"""HTTP/1.1 connections to one origin: one `asyncio.Protocol` per connection, parsed by
+httptools' response parser, and a keep-alive `Pool` per origin (APISIX's `keepalive_pool`:
+size, idle_timeout, requests). The edge's proxy and `client.py` are built on it.
 
 A connection does not buffer the response: it calls its current `Receiver` as the head and each
 body chunk arrive, so the proxy can stream them straight to the client.
@@ -9,7 +9,9 @@ body chunk arrive, so the proxy can stream them straight to the client.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import httptools
@@ -163,12 +165,29 @@ class UpstreamConnection(asyncio.Protocol):
             self.pool.forget(self)
 
 
-class Pool:
-    """Idle keep-alive connections to one node, most recently used first."""
+# Before a new connection: the address to connect to for (host, port), or an UpstreamError.
+Resolve = Callable[[str, int], Awaitable[str]]
 
-    def __init__(self, host: str, port: int, size: int, idle_timeout: float, requests: int) -> None:
+
+class Pool:
+    """Idle keep-alive connections to one node, most recently used first. `tls`: connect with
+    TLS (SNI and certificate checked against `host`); `resolve`: pick (and vet) the address a
+    new connection goes to, so that the address checked is the address connected to."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        size: int,
+        idle_timeout: float,
+        requests: int,
+        *,
+        tls: ssl.SSLContext | None = None,
+        resolve: Resolve | None = None,
+    ) -> None:
         self.host, self.port = host, port
         self.size, self.idle_timeout, self.max_requests = size, idle_timeout, requests
+        self.tls, self.resolve = tls, resolve
         self.idle: list[UpstreamConnection] = []
         self.opened = 0  # connections made, for tests and metrics
 
@@ -183,11 +202,20 @@ class Pool:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(connect_timeout):
+                address = (
+                    self.host if self.resolve is None else await self.resolve(self.host, self.port)
+                )
                 _, conn = await loop.create_connection(
-                    lambda: UpstreamConnection(self), self.host, self.port
+                    lambda: UpstreamConnection(self),
+                    address,
+                    self.port,
+                    ssl=self.tls,
+                    server_hostname=self.host if self.tls is not None else None,
                 )
         except TimeoutError:
             raise UpstreamError("connect timed out", timeout=True, fresh=True) from None
+        except ssl.SSLError as exc:
+            raise UpstreamError(f"TLS handshake failed: {exc}", fresh=True) from None
         except OSError as exc:
             raise UpstreamError(f"connect failed: {exc}", fresh=True) from None
         self.opened += 1

@@ -1,0 +1,1 @@
+"""HTTP/1.1 on httptools: keep-alive connection pools and a lean client (`client.py`)."""
