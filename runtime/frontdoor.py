@@ -16,7 +16,6 @@ Per request:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -29,6 +28,7 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from runtime import json_codec
 from runtime.access import authorize, bind_caller
 from runtime.config import VERSION
 from runtime.context import LocalAbort, LocalContext, http_reply
@@ -202,7 +202,7 @@ async def _body(request: web.Request, rule: HttpRule) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        return json_codec.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"malformed JSON body: {exc}", error="invalid_request") from exc
 
@@ -236,7 +236,11 @@ def _render_value(rule: HttpRule, value: Any, context: LocalContext) -> web.Stre
     if isinstance(value, web.StreamResponse):
         answer = value
     else:
-        answer = web.json_response(value, status=status or rule.status)
+        answer = web.Response(
+            body=json_codec.dumps(value),
+            status=status or rule.status,
+            content_type="application/json",
+        )
     answer.headers.update(headers)
     return answer
 
@@ -278,7 +282,7 @@ async def _stream(
         await response.prepare(request)
 
         async def send(value: Any) -> None:
-            await response.write(f"data: {json.dumps(value)}\n\n".encode())
+            await response.write(b"data: " + json_codec.dumps(value) + b"\n\n")
 
         try:
             if first is not _END:

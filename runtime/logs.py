@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sys
 import time
 from typing import Any
+
+from runtime import json_codec
 
 # Keys whose values are never written, wherever they appear in a log record's extras.
 SECRET_KEYS = frozenset(
@@ -60,7 +61,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(redact(extras))
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        return json_codec.dumps_text(entry)
 
 
 class BufferedStderr(logging.StreamHandler):  # type: ignore[type-arg]

@@ -1,8 +1,9 @@
 """A lean HTTP/1.1 client for a hot path's outbound calls (the AI gateway's providers): the
 keep-alive connections of `pool.py` (httptools), TLS for https, responses read as they arrive.
 
-Why not aiohttp's client: here it costs 80–125 µs of CPU per request, this one about 30
-(`tests/bench/http_client.py`, concurrency 16 and 1). It does what a provider call needs and nothing more:
+Why not aiohttp's client: here it costs 80 to 125 µs of CPU per request, this one about 30
+(`tests/bench/http_client.py`, concurrency 16 and 1). It does what a provider call needs and
+nothing more:
 - one keep-alive pool per origin; a request that meets a keep-alive connection the server
   had closed (nothing answered) is sent again once on a new one, as browsers do;
 - no redirects (a key never travels to another host), no cookies, no proxy from the

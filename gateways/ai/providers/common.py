@@ -16,9 +16,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-import orjson
-
 from gateways.ai.providers.base import ChatCall, ProviderError, ProviderTarget
+from runtime import json_codec
 from runtime.http1.client import ClientError, HttpClient, Response
 
 # Headers the pipeline may hand over but an adapter sets itself (or must never forward).
@@ -143,18 +142,9 @@ async def error_from(resp: Response, target: ProviderTarget) -> ProviderError:
 
 def parse_json(raw: bytes | str, target: ProviderTarget, what: str = "answer") -> Any:
     try:
-        return orjson.loads(raw)
+        return json_codec.loads(raw)
     except ValueError:
         raise fail(target, f"malformed {what} (not JSON)") from None
-
-
-def dump_json(body: Any) -> bytes:
-    """A request body as JSON bytes (orjson; the standard library for what orjson refuses,
-    such as integers past 64 bits)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:
-        return json.dumps(body, separators=(",", ":")).encode()
 
 
 def as_dict(value: Any, target: ProviderTarget, what: str) -> dict[str, Any]:
@@ -200,7 +190,7 @@ async def post_json(
 ) -> Any:
     """One request answered by one JSON document (`body` is ignored for GET), within
     `limit_secs` in all."""
-    payload = dump_json(body) if method != "GET" else b""
+    payload = json_codec.dumps(body) if method != "GET" else b""
     try:
         resp = await http.request(
             method, url, headers, payload, idle_secs=limit_secs, total_secs=limit_secs
@@ -233,7 +223,9 @@ async def open_stream(
     """A streaming POST with a 2xx status. `limit_secs` bounds connecting and every wait for the
     next bytes (not the whole stream, which may rightly last longer)."""
     try:
-        resp = await http.request("POST", url, headers, dump_json(body), idle_secs=limit_secs)
+        resp = await http.request(
+            "POST", url, headers, json_codec.dumps(body), idle_secs=limit_secs
+        )
     except ClientError as exc:
         raise unreachable(target, exc, limit_secs) from None
     try:
