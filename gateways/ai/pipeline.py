@@ -336,10 +336,10 @@ class ChatPipeline:
         )
 
     async def _cache_store(self, prepared: Prepared, completion: dict[str, Any]) -> None:
-        if prepared.cache_store and self.cache is not None:
-            await self.cache.store(
-                prepared.tenant, prepared.model, prepared.messages, prepared.params, completion
-            )
+        assert self.cache is not None
+        await self.cache.store(
+            prepared.tenant, prepared.model, prepared.messages, prepared.params, completion
+        )
 
     def _estimate(self, prepared: Prepared) -> int:
         completion = prepared.max_tokens or self.config.completion_estimate
@@ -489,7 +489,8 @@ class ChatPipeline:
                     "total_tokens": prompt + produced,
                 },
             }
-            self.background.spawn(self._cache_store(prepared, completion), "cache-store")
+            if prepared.cache_store and self.cache is not None:
+                self.background.spawn(self._cache_store(prepared, completion), "cache-store")
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
             outcome.result = "ok"
             return Answer(completion, "MISS", prepared.tenant)
