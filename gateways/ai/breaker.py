@@ -23,6 +23,7 @@ read (closed if never read) — breakers protect providers, budgets are what fai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ class Breakers:
         self.kv = kv
         self.settings = settings
         self._views: dict[str, _View] = {}
+        self._reading: dict[str, asyncio.Future[_View]] = {}
         self._fail = kv.register_script(_FAIL)
 
     async def state(self, provider_id: str) -> str:
@@ -126,9 +128,18 @@ class Breakers:
 
     async def _view(self, provider_id: str) -> _View:
         view = self._views.get(provider_id)
-        now = time.monotonic()
-        if view is not None and now - view.read_at < self.settings.refresh_secs:
+        if view is not None and time.monotonic() - view.read_at < self.settings.refresh_secs:
             return view
+        # One read per provider at a time: the requests that find the view stale together
+        # wait for the same read (not one store round trip, and connection, each).
+        reading = self._reading.get(provider_id)
+        if reading is None:
+            reading = asyncio.ensure_future(self._read(provider_id, view))
+            self._reading[provider_id] = reading
+            reading.add_done_callback(lambda _: self._reading.pop(provider_id, None))
+        return await asyncio.shield(reading)
+
+    async def _read(self, provider_id: str, view: _View | None) -> _View:
         failures_key, open_key, _ = _keys(provider_id)
         try:
             async with self.kv.pipeline(transaction=False) as pipe:
@@ -145,6 +156,6 @@ class Breakers:
             state = HALF_OPEN
         else:
             state = CLOSED
-        view = _View(state, count, now)
+        view = _View(state, count, time.monotonic())
         self._views[provider_id] = view
         return view

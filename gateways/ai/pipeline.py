@@ -208,7 +208,8 @@ def validate(
 def _trace(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
     """The trace id of the log row, and the headers propagated to the provider."""
     out = {name: headers[name] for name in PROPAGATED if headers.get(name)}
-    out.setdefault("x-request-id", os.urandom(16).hex())
+    if "x-request-id" not in out:  # the front door gives each request one
+        out["x-request-id"] = os.urandom(16).hex()
     trace_id = ""
     parts = out.get("traceparent", "").split("-")
     if len(parts) == 4 and len(parts[1]) == 32:
