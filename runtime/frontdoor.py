@@ -44,6 +44,7 @@ from runtime.errors import (
 )
 from runtime.guard import Guard
 from runtime.http_rules import Envelope, HttpRule
+from runtime.logs import access_line
 from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
 
@@ -386,11 +387,12 @@ async def _access_log(request: web.Request, handler: Handler) -> web.StreamRespo
     defn = request.app[DEFINITION]
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
-    defn.metrics.http_requests.labels(defn.name, route, request.method, response.status).inc()
-    defn.metrics.http_latency.labels(defn.name, route).observe(elapsed)
-    log.info(
-        "request",
-        extra={
+    metrics = defn.metrics
+    metrics.http_requests_of(defn.name, route, request.method, response.status).inc()
+    metrics.http_latency_of(defn.name, route).observe(elapsed)
+    access_line(
+        log,
+        {
             "method": request.method,
             "path": request.path,
             "status": response.status,

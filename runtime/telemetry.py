@@ -3,6 +3,10 @@ shares, and OpenTelemetry tracing (OTLP over gRPC when OTEL_EXPORTER_OTLP_ENDPOI
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -10,6 +14,12 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from runtime.config import VERSION
+
+
+def cached_labels(metric: Any) -> Callable[..., Any]:
+    """`metric.labels`, remembered per label values: label sets are few (bounded by design),
+    and this spares the validation and lock of `labels()` on every request."""
+    return functools.lru_cache(maxsize=4096)(metric.labels)
 
 
 class Metrics:
@@ -36,6 +46,8 @@ class Metrics:
             registry=self.registry,
         )
         self.service = service
+        self.http_requests_of = cached_labels(self.http_requests)
+        self.http_latency_of = cached_labels(self.http_latency)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from runtime.telemetry import Metrics
+from runtime.telemetry import Metrics, cached_labels
 
 
 class AiMetrics:
@@ -54,3 +54,7 @@ class AiMetrics:
             registry=registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
         )
+        # The children of the per-request metrics, looked up once per label set.
+        self.requests_of = cached_labels(self.requests)
+        self.tokens_of = cached_labels(self.tokens)
+        self.latency_of = cached_labels(self.latency)

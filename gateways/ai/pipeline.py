@@ -611,12 +611,12 @@ class ChatPipeline:
     def _record(self, outcome: Outcome) -> None:
         elapsed = time.perf_counter() - outcome.started
         provider = outcome.provider or "none"
-        self.metrics.requests.labels(provider, outcome.result).inc()
-        self.metrics.latency.labels(provider).observe(elapsed)
+        self.metrics.requests_of(provider, outcome.result).inc()
+        self.metrics.latency_of(provider).observe(elapsed)
         if outcome.prompt_tokens:
-            self.metrics.tokens.labels(provider, "prompt").inc(outcome.prompt_tokens)
+            self.metrics.tokens_of(provider, "prompt").inc(outcome.prompt_tokens)
         if outcome.completion_tokens:
-            self.metrics.tokens.labels(provider, "completion").inc(outcome.completion_tokens)
+            self.metrics.tokens_of(provider, "completion").inc(outcome.completion_tokens)
         if outcome.pii_detected:
             self.metrics.pii_detected.inc()
         if not outcome.tenant or not outcome.model:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from runtime import json_codec
 from runtime.peers import Peer
 from runtime.stores.analytics import Row
 from strata.controlplane.v1 import log_ingest_pb2, log_ingest_pb2_grpc
@@ -22,7 +22,7 @@ class ShippingSink:
         if not rows:
             return 0
         request = log_ingest_pb2.WriteLogBatchRequest(
-            table=table, rows=[json.dumps(r, separators=(",", ":"), default=str) for r in rows]
+            table=table, rows=[json_codec.dumps_text(r) for r in rows]
         )
         stub = log_ingest_pb2_grpc.LogIngestServiceStub(self.peer.channel)
         response = await self.peer.call(stub.WriteLogBatch, request)
