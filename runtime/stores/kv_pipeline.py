@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ssl
+import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ class _Channel(asyncio.Protocol):
     def __init__(self, encoding: str | None) -> None:
         self.reader = hiredis.Reader(encoding=encoding) if encoding else hiredis.Reader()
         self.waiting: deque[asyncio.Future[Any]] = deque()
+        self.sent: deque[tuple[float, asyncio.Future[Any]]] = deque()  # (when, a batch's last)
         self.transport: Any = None
         self.closed = False
 
@@ -102,6 +104,8 @@ class PipelinedCalls:
         self._channel: _Channel | None = None
         self._opening: asyncio.Task[_Channel] | None = None
         self._sending: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
+        self._watchdog: asyncio.TimerHandle | None = None
+        self.timeout = float(self.settings.get("socket_timeout") or 5.0)
 
     def evalsha(self, sha: str, numkeys: int, *args: Any) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
@@ -125,14 +129,29 @@ class PipelinedCalls:
         pack = hiredis.pack_command
         futures = [future for *_, future in batch]
         channel.send([pack(("EVALSHA", sha, n, *args)) for sha, n, args, _ in batch], futures)
-        timeout = self.settings.get("socket_timeout") or 5.0
-        asyncio.get_running_loop().call_later(timeout, self._expire, channel, futures[-1])
+        channel.sent.append((time.monotonic(), futures[-1]))
+        if self._watchdog is None:
+            self._watch()
 
-    def _expire(self, channel: _Channel, last: asyncio.Future[Any]) -> None:
-        """The batch's last reply has not come within the socket timeout: the store is stuck,
-        or the connection is; every call waiting on it fails (callers decide open or closed)."""
-        if not last.done():
+    def _watch(self) -> None:
+        """Every half socket timeout while calls wait: a batch whose last reply has not come
+        within the socket timeout means the store (or the connection) is stuck, and every
+        call waiting on the connection fails (callers decide open or closed). One timer for
+        all batches: a timer per batch would cost more than the batch."""
+        self._watchdog = None
+        channel = self._channel
+        if channel is None:
+            return
+        sent = channel.sent
+        while sent and sent[0][1].done():
+            sent.popleft()
+        if not sent:
+            return
+        if time.monotonic() - sent[0][0] > self.timeout:
             channel.fail(TimeoutError("the store did not answer in time"))
+            return
+        loop = asyncio.get_running_loop()
+        self._watchdog = loop.call_later(self.timeout / 2, self._watch)
 
     async def _send_when_open(self, batch: list[Call]) -> None:
         try:
@@ -204,6 +223,9 @@ class PipelinedCalls:
             raise ConnectionError(f"the store refused the connection: {exc}") from None
 
     def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._channel is not None:
             self._channel.fail(ConnectionError("closed"))
             self._channel = None
