@@ -19,6 +19,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -247,7 +248,15 @@ async def issuance_rows(
 ) -> list[dict[str, Any]]:
     """The `gateway.sts_token_issuance` rows matching `where`, oldest first, once `count` of
     them are written (the writer batches off the request path)."""
-    sql = f"SELECT * FROM gateway.sts_token_issuance WHERE {where} ORDER BY timestamp"
+    return await table_rows(analytics, "sts_token_issuance", where, count, **params)
+
+
+async def table_rows(
+    analytics: Analytics, table: str, where: str, count: int = 1, **params: Any
+) -> list[dict[str, Any]]:
+    """The rows of `gateway.<table>` matching `where`, oldest first, once `count` are there
+    (or after 10 s, whatever there is)."""
+    sql = f"SELECT * FROM gateway.{table} WHERE {where} ORDER BY timestamp"
     rows: list[dict[str, Any]] = []
     for _ in range(200):
         rows = await analytics.query(sql, params)
@@ -255,6 +264,13 @@ async def issuance_rows(
             break
         await asyncio.sleep(0.05)
     return rows
+
+
+def unix(moment: datetime) -> int:
+    """A DateTime64 column's value (naive: UTC) as Unix seconds."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp())
 
 
 @contextmanager
