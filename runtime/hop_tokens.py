@@ -14,6 +14,9 @@ the replay guard (`sts:jti:{jti}`, TTL = remaining lifetime) has forgotten it.
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -90,14 +93,36 @@ KeyLookup = Callable[[str | None], Awaitable[Any]]
 _REQUIRED = ["exp", "iss", "sub", "aud", "jti"]
 
 
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _segment_json(segment: str) -> Any:
+    """One base64url JWT segment as JSON; ValueError (or RecursionError) when it is not."""
+    if not _SEGMENT.fullmatch(segment):
+        raise ValueError("not a base64url segment")
+    return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+
+
+def unverified_parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A compact JWS's header and payload, NOT verified: only to choose how to verify it (the
+    key set, the `kid`). Cheaper than PyJWT's, which decodes every segment to show a header.
+    ValueError when the token is not a three-part JWT of JSON objects."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise ValueError("not a compact JWS")
+    header, payload = _segment_json(parts[0]), _segment_json(parts[1])
+    if not isinstance(header, dict) or not isinstance(payload, dict):
+        raise ValueError("header and payload must be JSON objects")
+    return header, payload
+
+
 def peek_issuer(token: str) -> str | None:
     """The `iss` of a JWT before it is verified (which key set verifies it); None when the
     token is not a JWT at all."""
     try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError:
+        issuer = unverified_parts(token)[1].get("iss")
+    except (ValueError, RecursionError):
         return None
-    issuer = claims.get("iss")
     return issuer if isinstance(issuer, str) else None
 
 
@@ -107,8 +132,8 @@ async def verify_hop_token(
     """Signature (pinned `algorithm`, key by `kid`), `exp`, `iss`, and the claim shapes.
     Raises InvalidHopToken."""
     try:
-        header = jwt.get_unverified_header(token)
-    except jwt.PyJWTError:
+        header = unverified_parts(token)[0]
+    except (ValueError, RecursionError):
         raise InvalidHopToken("not a JWT") from None
     if header.get("alg") != algorithm:
         raise InvalidHopToken(f"algorithm must be {algorithm}")

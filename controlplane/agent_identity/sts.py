@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,9 +176,16 @@ class VerifiedTokens:
         self.authenticator = authenticator
         self._seen: dict[str, Principal] = {}
 
-    async def verify(self, token: str) -> Principal:
+    def known(self, token: str) -> Principal | None:
+        """The token's principal when it was verified and has not expired since."""
         principal = self._seen.get(token)
         if principal is not None and principal.claims["exp"] > time.time():
+            return principal
+        return None
+
+    async def verify(self, token: str) -> Principal:
+        principal = self.known(token)
+        if principal is not None:
             return principal
         principal = await self.authenticator.verify_jwt(token)  # raises Unauthenticated
         if len(self._seen) >= MAX_CACHED_TOKENS:
@@ -216,6 +223,21 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
     async def ExchangeToken(
         self, request: pb.ExchangeTokenRequest, context: Any
     ) -> pb.ExchangeTokenResponse:
+        return await self.exchange(request)
+
+    async def exchange_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """`POST /sts/token`'s JSON (or form) face of ExchangeToken (the rule's `json_method`):
+        the same exchange, without protobuf's JSON parser, which scans every character of
+        both tokens."""
+        answer = await self.exchange(request_of(body))
+        return {
+            "access_token": answer.access_token,
+            "issued_token_type": answer.issued_token_type,
+            "token_type": answer.token_type,
+            "expires_in": answer.expires_in,
+        }
+
+    async def exchange(self, request: pb.ExchangeTokenRequest) -> pb.ExchangeTokenResponse:
         attempt = Attempt(audience=request.audience[:256], purpose=_scope(request))
         with TRACER.start_as_current_span("sts.token_exchange") as span:
             try:
@@ -343,7 +365,7 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
 
     async def _subject(self, token: str) -> Subject:
         """Step 1: a later hop's token (issued by this STS) or the human's first-hop JWT."""
-        if peek_issuer(token) == self.issuer:
+        if self.idp_tokens.known(token) is None and peek_issuer(token) == self.issuer:
             algorithm = self.keys.algorithm
             assert algorithm is not None
             try:
@@ -389,6 +411,26 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             key.update(jwk)
             keys.append(key)
         return pb.GetJwksResponse(keys=keys)
+
+
+def request_of(body: Mapping[str, Any]) -> pb.ExchangeTokenRequest:
+    """The request of a JSON or form body: known fields only, each a string (400 otherwise,
+    as the front door's protobuf parsing would answer)."""
+    fields = pb.ExchangeTokenRequest.DESCRIPTOR.fields_by_name
+    for name, value in body.items():
+        if name not in fields:
+            raise InvalidRequest(
+                f"unknown field {name[:64]!r} in request body; known fields: "
+                f"{', '.join(sorted(fields))}",
+                error="invalid_request",
+            )
+        if not isinstance(value, str):
+            raise InvalidRequest(f"invalid request body: {name} must be a string",
+                                 error="invalid_request")  # fmt: skip
+    try:
+        return pb.ExchangeTokenRequest(**body)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"invalid request body: {exc}", error="invalid_request") from None
 
 
 def _scope(request: pb.ExchangeTokenRequest) -> str:

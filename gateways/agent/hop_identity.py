@@ -16,7 +16,7 @@ an A2A send, verified when `SVC_AGENT_IDENTITY=on` (ignored when off), in the sp
    `agent_not_allowed`); the chain goes into the audit row.
 
 Steps 1 to 4 are span `agent_gateway.verify_sts_token`, step 5 `agent_gateway.check_replay`. The
-replay guard and the registration read are one pipelined round trip to the key-value store; no
+replay guard and the registration read are one Lua call to the key-value store; no
 gRPC or HTTP call is made per request. When the store does not answer, the call is refused
 (503 `store_unavailable`): identity fails closed. A failed verification is 401
 `{error:'invalid_token', message:'Invalid or expired token', reason}`.
@@ -47,6 +47,14 @@ from runtime.hop_tokens import (
 from runtime.stores.kv_errors import kv_unavailable
 
 TRACER = trace.get_tracer("strata.agent")
+# The replay guard and the acting agent's registration in one command (one round trip).
+# KEYS: sts:jti:{jti}, svc:agent-registry. ARGV: remaining lifetime (s), agent id.
+FIRST_USE = """
+if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return {1, redis.call('HGET', KEYS[2], ARGV[2])}
+end
+return {0, false}
+"""
 JWKS_MIN_REFRESH_SECS = 1.0
 
 
@@ -84,6 +92,7 @@ class HopVerifier:
         self.issuer = config.sts_issuer
         self.jwks: JwksCache | None = None
         self.secret = config.sts_signing_key
+        self._first_use = kv.register_script(FIRST_USE)
         if config.sts_jwks_url:
             self.algorithm = EDDSA
             self.jwks = JwksCache(
@@ -137,10 +146,9 @@ class HopVerifier:
                 )
         with TRACER.start_as_current_span("agent_gateway.check_replay"), kv_unavailable():  # 5
             remaining = max(1, claims.expires - int(time.time()))
-            async with self.kv.pipeline(transaction=False) as pipe:
-                pipe.set(jti_key(claims.jti), "1", nx=True, ex=remaining)
-                pipe.hget(REGISTRY_KEY, claims.subject)
-                first_use, registration = await pipe.execute()
+            first_use, registration = await self._first_use(
+                keys=[jti_key(claims.jti), REGISTRY_KEY], args=[remaining, claims.subject]
+            )
         if not first_use:
             raise Unauthenticated("the hop token was already used", error="token_replayed")
         self._authorize(claims.subject, registration, tool)  # 6

@@ -402,3 +402,28 @@ async def test_the_sts_takes_no_bearer_and_the_registry_needs_one(controlplane) 
 
 def test_hop_claims_helper_is_valid() -> None:
     assert hop_claims()["act_chain"][-1]["id"] == hop_claims()["sub"]
+
+
+async def test_rfc_hints_are_accepted_and_bad_bodies_refused(controlplane, idp) -> None:
+    human = await user_token(idp, "alice", "alice")
+    async with controlplane() as cp:
+        sts = Sts(cp)
+        a, b = await registered_agents(idp, sts, ("a", "b"))
+        jwt_type = "urn:ietf:params:oauth:token-type:jwt"
+        for form in (False, True):
+            status, body = await sts.exchange(
+                human, a.token, b.agent_id, form=form, actor_token_type=jwt_type,
+                requested_token_type=jwt_type, resource="https://api.example/",
+            )  # fmt: skip
+            assert status == 200, body
+        status, body = await sts.exchange(human, a.token, b.agent_id, actor_token_type="saml")
+        assert (status, body["error"]) == (400, "invalid_request")
+        status, body = await sts.exchange(human, a.token, b.agent_id, client_secret="x")
+        assert (status, body["error"]) == (400, "invalid_request")
+        assert "client_secret" in body["error_description"]
+        fields = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                  "subject_token": human, "actor_token": a.token, "audience": 7}  # fmt: skip
+        status, body = await request("POST", f"{cp.http_url}/sts/token", json_body=fields)
+        assert (status, body["error"]) == (400, "invalid_request")
+        status, body = await request("POST", f"{cp.http_url}/sts/token", json_body=["x"])
+        assert (status, body["error"]) == (400, "invalid_request")
