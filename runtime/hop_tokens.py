@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -90,27 +91,30 @@ class HopClaims:
 # InvalidHopToken for a kid it does not know.
 KeyLookup = Callable[[str | None], Awaitable[Any]]
 
-_REQUIRED = ["exp", "iss", "sub", "aud", "jti"]
-
-
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+# PyJWT's signature algorithms (over `cryptography`), one per key source.
+_ALGORITHMS = {EDDSA: jwt.get_algorithm_by_name(EDDSA), HS256: jwt.get_algorithm_by_name(HS256)}
 
 
-def _segment_json(segment: str) -> Any:
-    """One base64url JWT segment as JSON; ValueError (or RecursionError) when it is not."""
+def _segment_bytes(segment: str) -> bytes:
+    """One base64url segment, strictly: the URL-safe alphabet without padding, and the one
+    canonical encoding of its bytes (no second spelling of the same token)."""
     if not _SEGMENT.fullmatch(segment):
         raise ValueError("not a base64url segment")
-    return json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    if base64.urlsafe_b64encode(raw).rstrip(b"=") != segment.encode():
+        raise ValueError("not the canonical base64url encoding")
+    return raw
 
 
 def unverified_parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A compact JWS's header and payload, NOT verified: only to choose how to verify it (the
-    key set, the `kid`). Cheaper than PyJWT's, which decodes every segment to show a header.
-    ValueError when the token is not a three-part JWT of JSON objects."""
+    key set, the `kid`). ValueError (or RecursionError) when the token is not a three-part
+    JWT of JSON objects."""
     parts = token.split(".")
     if len(parts) != 3:
         raise ValueError("not a compact JWS")
-    header, payload = _segment_json(parts[0]), _segment_json(parts[1])
+    header, payload = json.loads(_segment_bytes(parts[0])), json.loads(_segment_bytes(parts[1]))
     if not isinstance(header, dict) or not isinstance(payload, dict):
         raise ValueError("header and payload must be JSON objects")
     return header, payload
@@ -129,33 +133,47 @@ def peek_issuer(token: str) -> str | None:
 async def verify_hop_token(
     token: str, *, algorithm: str, key_for: KeyLookup, issuer: str
 ) -> HopClaims:
-    """Signature (pinned `algorithm`, key by `kid`), `exp`, `iss`, and the claim shapes.
-    Raises InvalidHopToken."""
+    """Signature (pinned `algorithm`, key by `kid`), `exp`, `nbf`, `iss`, and the claim
+    shapes. Raises InvalidHopToken.
+
+    The compact JWS is taken apart here and its signature checked with PyJWT's algorithm
+    objects (`cryptography` underneath): `jwt.decode` would do the same, but it checks the
+    base64 alphabet one character at a time in Python, about a third of this check's time
+    budget at the gateway for a hop token."""
     try:
-        header = unverified_parts(token)[0]
+        header, claims = unverified_parts(token)
+        signing_input, _, signature_segment = token.rpartition(".")
+        signature = _segment_bytes(signature_segment)
     except (ValueError, RecursionError):
         raise InvalidHopToken("not a JWT") from None
     if header.get("alg") != algorithm:
         raise InvalidHopToken(f"algorithm must be {algorithm}")
+    if "crit" in header:
+        raise InvalidHopToken("unsupported crit header")
     kid = header.get("kid")
     if kid is not None and not isinstance(kid, str):
         raise InvalidHopToken("malformed kid")
     key = await key_for(kid)
     try:
-        claims = jwt.decode(
-            token,
-            key,
-            algorithms=[algorithm],
-            issuer=issuer,
-            leeway=0,
-            options={"verify_aud": False, "verify_iat": False, "require": _REQUIRED},
-        )
-    except jwt.ExpiredSignatureError:
-        raise InvalidHopToken("expired") from None
-    except jwt.InvalidIssuerError:
-        raise InvalidHopToken("wrong issuer") from None
-    except jwt.PyJWTError as exc:
-        raise InvalidHopToken(f"{type(exc).__name__}") from None
+        verifier = _ALGORITHMS[algorithm]
+        valid = verifier.verify(signing_input.encode(), verifier.prepare_key(key), signature)
+    except (jwt.PyJWTError, TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise InvalidHopToken("bad signature")
+    now = time.time()
+    expires = claims.get("exp")
+    if isinstance(expires, bool) or not isinstance(expires, int):
+        raise InvalidHopToken("claim exp missing or not an integer")
+    if expires <= now:
+        raise InvalidHopToken("expired")
+    not_before = claims.get("nbf")
+    if not_before is not None and (
+        isinstance(not_before, bool) or not isinstance(not_before, int) or not_before > now
+    ):
+        raise InvalidHopToken("not yet valid")
+    if claims.get("iss") != issuer:
+        raise InvalidHopToken("wrong issuer")
     return parse_claims(token, claims)
 
 
