@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -148,6 +149,36 @@ def parse(text: str | None) -> dict[str, Any] | None:
 
 def not_registered(agent_id: str) -> NotFound:
     return NotFound(f"agent {agent_id} is not registered")
+
+
+@dataclass(frozen=True)
+class TenantAgents:
+    """A tenant's registrations, as `controlplane/tenants/owned.py` lists what a tenant owns:
+    removed as a delete removes one (registration, delegation set and credential entry in one
+    step each)."""
+
+    async def find(self, kv: Redis, tenant_id: str) -> list[str]:
+        return [f"{REGISTRY_KEY}[{agent}]" for agent in await self._agents(kv, tenant_id)]
+
+    async def remove(self, kv: Redis, tenant_id: str) -> int:
+        deregister = kv.register_script(DEREGISTER)
+        removed = 0
+        for agent in await self._agents(kv, tenant_id):
+            removed += int(
+                await deregister(
+                    keys=[REGISTRY_KEY, deleg_key(agent), CREDENTIALS_KEY], args=[agent]
+                )
+            )
+        return removed
+
+    @staticmethod
+    async def _agents(kv: Redis, tenant_id: str) -> list[str]:
+        found = []
+        async for agent, text in kv.hscan_iter(REGISTRY_KEY, count=1000):
+            record = parse(text)
+            if record is not None and record.get("tenant_id") == tenant_id:
+                found.append(str(agent))
+        return found
 
 
 class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer):

@@ -12,6 +12,7 @@ import aiohttp
 from identity_kit import MASTER, controlplane, request, suffix
 from support import free_port, service_token, user_token
 
+from controlplane.tenants.owned import find_owned, remove_owned
 from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, deleg_key
 from runtime.stores.kv import connect_kv
 
@@ -178,3 +179,23 @@ async def test_store_unreachable_is_503(controlplane) -> None:
     async with controlplane(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as cp:
         status, answer = await request("GET", f"{cp.http_url}/api/agents", headers=MASTER)
         assert (status, answer["error"]) == (503, "store_unavailable")
+
+
+async def test_deleting_a_tenant_removes_its_agents(controlplane, valkey_url) -> None:
+    tenant = f"t-{suffix()}"
+    mine, theirs = f"agent:mine-{suffix()}", f"agent:theirs-{suffix()}"
+    kv = connect_kv(valkey_url)
+    async with controlplane() as cp:
+        url = f"{cp.http_url}/api/agents"
+        body = registration(mine, tenant_id=tenant, credential_ref=f"ref-{mine[6:]}")
+        assert (await request("POST", url, json_body=body, headers=MASTER))[0] == 200
+        assert (await request("POST", url, json_body=registration(theirs), headers=MASTER))[
+            0
+        ] == 200
+    assert await find_owned(kv, tenant) == [f"{REGISTRY_KEY}[{mine}]"]
+    assert await remove_owned(kv, tenant) == 1
+    assert await kv.hget(REGISTRY_KEY, mine) is None
+    assert not await kv.exists(deleg_key(mine))
+    assert await kv.hget(CREDENTIALS_KEY, f"ref-{mine[6:]}") is None
+    assert await kv.hget(REGISTRY_KEY, theirs) is not None  # another tenant's stays
+    await kv.aclose()
