@@ -144,7 +144,7 @@ class StsKeys:
                 if entry is None or entry["until"] < now:
                     expired.append(kid)
                 else:
-                    keys[kid] = entry["jwk"]
+                    keys[str(kid)] = entry["jwk"]
             if expired:
                 await self.kv.hdel(STS_KEYS_KEY, *expired)
         except (RedisError, OSError) as exc:
@@ -179,7 +179,7 @@ class StsKeys:
         return found
 
 
-def _entry(text: str) -> dict[str, Any] | None:
+def _entry(text: str | bytes) -> dict[str, Any] | None:
     try:
         entry = json.loads(text)
     except ValueError:

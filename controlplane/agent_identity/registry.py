@@ -136,7 +136,7 @@ def to_message(record: dict[str, Any]) -> pb.AgentRegistration:
     )
 
 
-def parse(text: str | None) -> dict[str, Any] | None:
+def parse(text: str | bytes | None) -> dict[str, Any] | None:
     """A stored registration, or None (absent or unreadable)."""
     if text is None:
         return None
