@@ -229,7 +229,15 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
         """`POST /sts/token`'s JSON (or form) face of ExchangeToken (the rule's `json_method`):
         the same exchange, without protobuf's JSON parser, which scans every character of
         both tokens."""
-        answer = await self.exchange(request_of(body))
+        try:
+            request = request_of(body)
+        except StrataError as exc:  # an attempt too: audited
+            audience = body.get("audience")
+            attempt = Attempt(audience=audience[:256] if isinstance(audience, str) else "",
+                              purpose="")  # fmt: skip
+            self._denied(attempt, exc)
+            raise
+        answer = await self.exchange(request)
         return {
             "access_token": answer.access_token,
             "issued_token_type": answer.issued_token_type,
@@ -243,10 +251,7 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             try:
                 token = await self._exchange(request, attempt)
             except StrataError as exc:
-                detail = exc.extra.pop("deny_detail", "")
-                reason = f"{exc.message} ({detail})" if detail else exc.message
-                self.audit.log_row(attempt.row("DENIED", reason))
-                self.exchanges.labels("DENIED", exc.error or "").inc()
+                reason = self._denied(attempt, exc)
                 span.set_attributes({"sts.decision": "DENIED", "sts.deny_reason": reason})
                 raise
             self.audit.log_row(attempt.row("ISSUED"))
@@ -261,6 +266,14 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             token_type="N_A",
             expires_in=self.ttl,
         )
+
+    def _denied(self, attempt: Attempt, exc: StrataError) -> str:
+        """Audit a denial; returns its `deny_reason`."""
+        detail = exc.extra.pop("deny_detail", "")
+        reason = f"{exc.message} ({detail})" if detail else exc.message
+        self.audit.log_row(attempt.row("DENIED", reason))
+        self.exchanges.labels("DENIED", exc.error or "").inc()
+        return reason
 
     async def _exchange(self, request: pb.ExchangeTokenRequest, attempt: Attempt) -> str:
         if request.grant_type != GRANT_TYPE:

@@ -14,6 +14,7 @@ import uuid
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from identity_kit import (
     ISSUER,
     MASTER,
@@ -23,6 +24,7 @@ from identity_kit import (
     der_b64,
     header_of,
     hop_claims,
+    hs256_with,
     idp_agent,
     issuance_rows,
     jose_verify,
@@ -213,6 +215,7 @@ async def test_forged_subject_tokens_are_refused(controlplane, idp) -> None:
         kid = header_of(first)["kid"]
         claims = claims_of(first)
         attacker = new_key()
+        pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
         tampered = {**claims, "act_chain": [{**claims["act_chain"][0], "id": "mallory"},
                                             claims["act_chain"][1]]}  # fmt: skip
         forged = [
@@ -223,6 +226,8 @@ async def test_forged_subject_tokens_are_refused(controlplane, idp) -> None:
             signed({**claims, "exp": int(time.time()) - 5}, key, kid),  # expired
             signed({**claims, "iss": "https://evil.example/sts"}, key, kid),  # another issuer
             signed({**claims, "iss": ISSUER, "alg": "none"}, attacker, "x"),
+            hs256_with(claims, pem, kid),  # HS256 keyed with the public key
+            hs256_with(claims, key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)),
         ]
         for token in forged:
             assert await sts.exchange(token, b.token, c.agent_id) == denial(
@@ -404,7 +409,7 @@ def test_hop_claims_helper_is_valid() -> None:
     assert hop_claims()["act_chain"][-1]["id"] == hop_claims()["sub"]
 
 
-async def test_rfc_hints_are_accepted_and_bad_bodies_refused(controlplane, idp) -> None:
+async def test_rfc_hints_are_accepted_and_bad_bodies_refused(controlplane, idp, analytics) -> None:
     human = await user_token(idp, "alice", "alice")
     async with controlplane() as cp:
         sts = Sts(cp)
@@ -427,3 +432,8 @@ async def test_rfc_hints_are_accepted_and_bad_bodies_refused(controlplane, idp) 
         assert (status, body["error"]) == (400, "invalid_request")
         status, body = await request("POST", f"{cp.http_url}/sts/token", json_body=["x"])
         assert (status, body["error"]) == (400, "invalid_request")
+        # A malformed body is an attempt too.
+        rows = await issuance_rows(analytics, "audience = {b:String} AND decision = 'DENIED'", 2,
+                                   b=b.agent_id)  # fmt: skip
+        assert rows[0]["deny_reason"] == "unsupported actor_token_type"
+        assert "unknown field 'client_secret'" in rows[1]["deny_reason"]
