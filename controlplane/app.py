@@ -10,6 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from redis.exceptions import RedisError
+
+from controlplane.agent_identity.keys import StsKeys
+from controlplane.agent_identity.registry import AgentRegistryServicer
+from controlplane.agent_identity.sts import TABLE as STS_TABLE
+from controlplane.agent_identity.sts import TokenExchangeServicer
 from controlplane.analytics import AnalyticsServicer, AuditServicer
 from controlplane.api_keys import ApiKeyServicer
 from controlplane.branding import BrandingServicer
@@ -27,6 +33,7 @@ from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
+from runtime.background import RowWriter
 from runtime.config import VERSION
 from runtime.errors import Unavailable
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
@@ -79,6 +86,25 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     tenants = TenantServicer(config, stores, edge_config.servicer)
     delivery = DeliveryWorker(config, stores.kv, metrics)
     settings_servicer = SettingsServicer(stores.kv, stores.analytics, config.development)
+    # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
+    authenticator = authenticator_for(config, admin_api_key=config.admin_api_key)
+    sts_audit = RowWriter(stores.sink, STS_TABLE)
+    sts_keys = StsKeys(
+        stores.kv,
+        private_der_b64=config.sts_private_der_b64,
+        local=config.svc_env == "local",
+        hs256_secret=config.sts_signing_key,
+        ttl_secs=config.sts_token_ttl_secs,
+    )
+    sts = TokenExchangeServicer(
+        stores.kv,
+        sts_keys,
+        authenticator,
+        issuer=config.sts_issuer,
+        ttl_secs=config.sts_token_ttl_secs,
+        audit=sts_audit,
+        metrics=metrics,
+    )
     implemented = {
         b.name: b
         for b in (
@@ -99,6 +125,8 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(license_pb2_grpc, LicenseServicer(config.license_key, config.license_public_key)),
             bind(route_pb2_grpc, RouteServicer(edge_config.servicer, stores.sink)),
             bind(provider_pb2_grpc, ProviderServicer(stores.kv, config.development)),
+            bind(agent_registry_pb2_grpc, AgentRegistryServicer(stores.kv)),
+            bind(sts_pb2_grpc, sts),
         )
     }
     declared = unimplemented(
@@ -146,12 +174,21 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             except Unavailable as exc:
                 log.error("analytics store unreachable at start", extra={"error": exc.message})
 
+    async def publish_sts_key() -> None:
+        # The key set lists this process's key before its first token (also done per token).
+        if config.agent_identity:
+            try:
+                await sts_keys.ensure_published()
+            except (RedisError, OSError) as exc:
+                log.error("STS key not published at start", extra={"error": repr(exc)})
+
     async def start_delivery() -> None:
         if config.notify_delivery:
             await delivery.start()
 
     async def close() -> None:
         await delivery.stop()
+        await sts_audit.flush()
         await edge_config.stop()
         await health_servicer.close()
         await tenants.close()
@@ -172,10 +209,15 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
-        authenticator=authenticator_for(config, admin_api_key=config.admin_api_key),
+        authenticator=authenticator,
         metrics=metrics,
-        on_startup=[migrate, edge_config.start, start_delivery, health_servicer.start],
+        on_startup=[
+            migrate,
+            edge_config.start,
+            start_delivery,
+            health_servicer.start,
+            publish_sts_key,
+        ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,

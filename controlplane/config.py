@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controlplane.agent_identity.keys import load_private_der_b64
 from controlplane.licensing import check_public_key
 from runtime.config import (
     AgentIdentityConfig,
@@ -32,7 +33,10 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
     # The STS signer.
     svc_env: str = var("SVC_ENV", "local", "`local` generates ephemeral STS signing keys")
     sts_private_der_b64: str | None = var(
-        "STS_ED25519_PRIVATE_DER_B64", None, "STS Ed25519 signing key (PKCS#8 DER, base64)"
+        "STS_ED25519_PRIVATE_DER_B64",
+        None,
+        "STS Ed25519 signing key (PKCS#8 DER, base64)",
+        check=load_private_der_b64,
     )
     sts_token_ttl_secs: int = var(
         "STS_TOKEN_TTL_SECS", 120, "lifetime of STS hop tokens, seconds", bounds=(1, 120)
@@ -144,6 +148,16 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
             problems.append("NOTIFY_RETRY_MAX_SECS must not be below NOTIFY_RETRY_BASE_SECS")
         if self.smtp_password and not self.smtp_user:
             problems.append("SMTP_PASSWORD is set without SMTP_USER")
+        if (
+            self.agent_identity
+            and not self.sts_private_der_b64
+            and self.svc_env != "local"
+            and not self.sts_signing_key
+        ):
+            problems.append(
+                "SVC_AGENT_IDENTITY=on needs an STS signing key: STS_ED25519_PRIVATE_DER_B64 "
+                "(or SVC_ENV=local for a generated one, or the legacy STS_SIGNING_KEY)"
+            )
         if self.license_key and not self.license_public_key:
             problems.append("LICENSE_KEY is set without LICENSE_PUBLIC_KEY to verify it")
         return problems

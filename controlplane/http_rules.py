@@ -198,7 +198,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
           body=None),
     # Token exchange service (feature-flagged; no bearer header).
     HttpRule("POST", "/sts/token", f"{PKG}.TokenExchangeService/ExchangeToken",
-             envelope=oauth_error, form=True),
+             envelope=oauth_error, form=True, json_method="exchange_json"),
     HttpRule("GET", "/sts/jwks", f"{PKG}.TokenExchangeService/GetJwks", body=None,
              envelope=oauth_error),
 )

@@ -48,11 +48,20 @@ class Principal:
 
 
 class JwksCache:
-    """The identity provider's signing keys, fetched lazily and refreshed when a token names a
-    `kid` we have not seen (key rotation), at most once per `min_refresh_secs`."""
+    """A key set's signing keys (the identity provider's; the STS's at the agent gateway),
+    fetched lazily and refreshed when a token names a `kid` we have not seen (key rotation),
+    at most once per `min_refresh_secs`. Only keys of `algorithms` are kept."""
 
-    def __init__(self, url: str, *, min_refresh_secs: float = 10.0, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_refresh_secs: float = 10.0,
+        timeout: float = 5.0,
+        algorithms: tuple[str, ...] = ALGORITHMS,
+    ) -> None:
         self.url = url
+        self.algorithms = algorithms
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at = 0.0
         self._min_refresh = min_refresh_secs
@@ -85,7 +94,8 @@ class JwksCache:
             return
         keys = {}
         for jwk in document.get("keys", []):
-            if jwk.get("use", "sig") != "sig" or jwk.get("alg", "RS256") not in ALGORITHMS:
+            alg = jwk.get("alg", self.algorithms[0])
+            if jwk.get("use", "sig") != "sig" or alg not in self.algorithms:
                 continue
             try:
                 keys[jwk.get("kid")] = jwt.PyJWK(jwk)

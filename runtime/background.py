@@ -19,27 +19,16 @@ FLUSH_SECS = 0.2
 MAX_BATCH = 500
 
 
-class Background:
-    """One service's detached work. `table` is the analytics table its `log_row` rows go to."""
+class RowWriter:
+    """Log rows of one analytics table, queued by the request path and written in batches
+    shortly after (never awaited by a request). The control plane's STS audit uses it alone;
+    `Background` adds notifications and other detached work."""
 
-    def __init__(self, sink: AnalyticsSink, controlplane: Peer, table: str) -> None:
+    def __init__(self, sink: AnalyticsSink, table: str) -> None:
         self.sink = sink
-        self.controlplane = controlplane
         self.table = table
         self._rows: list[Row] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> None:
-        """Run `work` detached (kept referenced until done; failures logged)."""
-        task = asyncio.create_task(work, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("%s failed: %s", task.get_name(), task.exception())
 
     def log_row(self, row: Row) -> None:
         """Queue one row; rows are written in batches shortly after."""
@@ -56,6 +45,33 @@ class Background:
             except Exception as exc:  # the analytics store's failures must not reach clients
                 log.warning("%s: %d rows not written: %s", self.table, len(batch), exc)
 
+    async def flush(self) -> None:
+        """Write what is queued now (shutdown)."""
+        if self._flusher is not None:
+            await asyncio.wait([self._flusher], timeout=5)
+        if self._rows:
+            await self._flush_soon()
+
+
+class Background(RowWriter):
+    """One service's detached work. `table` is the analytics table its `log_row` rows go to."""
+
+    def __init__(self, sink: AnalyticsSink, controlplane: Peer, table: str) -> None:
+        super().__init__(sink, table)
+        self.controlplane = controlplane
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any], name: str) -> None:
+        """Run `work` detached (kept referenced until done; failures logged)."""
+        task = asyncio.create_task(work, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("%s failed: %s", task.get_name(), task.exception())
+
     def notify(self, tenant_id: str, notification_type: str, title: str, message: str) -> None:
         """Create a control plane notification, detached."""
         request = notification_pb2.CreateNotificationRequest(
@@ -65,10 +81,7 @@ class Background:
         self.spawn(self.controlplane.call(stub.CreateNotification, request), notification_type)
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            await asyncio.wait([self._flusher], timeout=5)
-        if self._rows:
-            await self._flush_soon()
+        await self.flush()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
         await self.controlplane.close()

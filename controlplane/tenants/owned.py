@@ -9,6 +9,7 @@ A part of the control plane that keeps per-tenant state adds its layout here, on
   `type` narrows it to one Redis type when another layout shares the prefix).
 - `HashEntries("cp:api-keys")` — the fields of a hash whose JSON value names the tenant in
   `tenant_id` (or `field`).
+- `TenantAgents()` — the tenant's agent registrations, each deregistered as one step.
 
 `{tenant}` is the tenant id (glob characters escaped in patterns). Tenant ids never contain
 `:` (records.TENANT_ID), so `rl:{tenant}:*` cannot reach another tenant's keys. The tenant's
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+
+from controlplane.agent_identity.registry import TenantAgents
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class HashEntries:
         return int(await kv.hdel(self.key, *names)) if names else 0
 
 
-Owned = Key | Pattern | HashEntries
+Owned = Key | Pattern | HashEntries | TenantAgents
 
 OWNED: tuple[Owned, ...] = (
     # Tenants (this part): IP allowlist, prompt configuration.
@@ -112,6 +115,8 @@ OWNED: tuple[Owned, ...] = (
     Key("cp:branding:{tenant}"),
     # Webhooks (JSON records carrying tenant_id).
     HashEntries("cp:webhooks"),
+    # Registered agents: each with its delegation set and credential entry.
+    TenantAgents(),
 )
 
 

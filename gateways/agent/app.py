@@ -21,6 +21,7 @@ from gateways.agent.audit import TABLE as AUDIT_TABLE
 from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
+from gateways.agent.hop_identity import HopVerifier
 from gateways.agent.http_rules import HTTP_RULES
 from gateways.agent.mcp.endpoint import McpEndpoint
 from gateways.agent.mcp.side import McpSide
@@ -62,6 +63,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     mcp = McpSide(config, stores, metrics, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
     forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
+    hops = HopVerifier(config, kv)  # STS hop tokens (SVC_AGENT_IDENTITY); no-op when off
     tool_calls = ToolCallPipeline(
         kv,
         mcp.store,
@@ -71,6 +73,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         audit,
         ToolCallMetrics(metrics),
         config.mcp_timeout_secs,
+        hops,
     )
     # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
     endpoint = McpEndpoint(authenticator, mcp.store, tool_calls.call_for_mcp)
@@ -97,7 +100,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
             bind(policy_pb2_grpc, PolicyServicer(kv)),
             bind(approval_pb2_grpc, ApprovalServicer(approvals, audit, state_metrics)),
             bind(elicitation_pb2_grpc, ElicitationServicer(kv, config.elicitation_ttl_secs)),
-            bind(a2a_pb2_grpc, A2AServicer(kv, forwarder, audit, state_metrics)),
+            bind(a2a_pb2_grpc, A2AServicer(kv, forwarder, audit, state_metrics, hops)),
         )
     }
     declared = unimplemented(

@@ -57,3 +57,12 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "key the MCP servers' OAuth client secrets are encrypted under at rest (AES-GCM, "
         "HKDF-derived); unset: derived from MASTER_KEY",
     )
+
+    def problems(self) -> list[str]:
+        problems = super().problems()
+        if self.agent_identity and not self.sts_jwks_url and not self.sts_signing_key:
+            problems.append(
+                "SVC_AGENT_IDENTITY=on needs STS_JWKS_URL (EdDSA hop tokens) or the legacy "
+                "STS_SIGNING_KEY (HS256) to verify hop tokens"
+            )
+        return problems

@@ -2,9 +2,9 @@
 `/v1/sessions/{id}/execute` and the gateway's own `/mcp`, in the issue's order:
 
 1. server — registered, of the caller's tenant (404 `server_not_found`), not quarantined
-   (409 `tool_set_quarantined`), offering the tool (404 `tool_not_found`);
-   [issue 12: the hop token (`sts_token`) is verified HERE and the acting agent checked
-   against its registered `allowed_tools`];
+   (409 `tool_set_quarantined`), offering the tool (404 `tool_not_found`); then, with the
+   agent identity flag on, the hop token (`sts_token`) verified and its acting agent checked
+   against its registered `allowed_tools` (`hop_identity.py`; 401 / 403);
 2. session — when the call names one: it exists for this tenant and is active (404 / 403);
 3. allowlist — the session's, deny by default (403 `tool_not_allowed`);
 4. policy limits — one of the session's `max_tool_calls_per_session` taken atomically across
@@ -42,6 +42,7 @@ from gateways.agent.admission import PendingApproval, ToolCall
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import AuditTrail
+from gateways.agent.hop_identity import Hop, HopVerifier
 from gateways.agent.mcp.errors import ServerNotFound
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.store import ServerStore
@@ -141,6 +142,7 @@ class ToolCallPipeline:
         audit: AuditTrail,
         metrics: ToolCallMetrics,
         timeout_secs: float,
+        hops: HopVerifier | None = None,
     ) -> None:
         self.kv = kv
         self.store = store
@@ -151,6 +153,7 @@ class ToolCallPipeline:
         self.metrics = metrics
         self.timeout_secs = timeout_secs
         self.validators = Validators()
+        self.hops = hops
 
     async def call(
         self,
@@ -159,6 +162,7 @@ class ToolCallPipeline:
         tool_name: str,
         arguments: dict[str, Any],
         session_id: str | None = None,
+        sts_token: str | None = None,
     ) -> Ran | PendingApproval:
         with TRACER.start_as_current_span(
             "agent_gateway.tool_call",
@@ -168,7 +172,7 @@ class ToolCallPipeline:
                 "mcp.tool.name": tool_name,
             },
         ):
-            return await self._call(tenant, server_id, tool_name, arguments, session_id)
+            return await self._call(tenant, server_id, tool_name, arguments, session_id, sts_token)
 
     async def _call(
         self,
@@ -177,14 +181,17 @@ class ToolCallPipeline:
         tool_name: str,
         arguments: dict[str, Any],
         session_id: str | None,
+        sts_token: str | None = None,
     ) -> Ran | PendingApproval:
         session: SessionRecord | None = None
+        hop: Hop | None = None
         slot_taken = forwarded = False
         labels = (tenant, UNKNOWN, UNKNOWN)
         try:
             server, tool = await self._server_and_tool(tenant, server_id, tool_name)  # 1
             labels = (tenant, server_id, tool_name)
-            # [issue 12: sts_token verification and the acting agent's allowed tools]
+            if self.hops is not None:  # the hop token and its acting agent (issue 12)
+                hop = await self.hops.check(sts_token, tenant, tool=tool_name)
             if session_id is not None:
                 session = await admission.admit_session(self.kv, session_id, tenant)  # 2
                 admission.admit_allowlist(session, tool_name)  # 3
@@ -195,7 +202,7 @@ class ToolCallPipeline:
             call = ToolCall(tenant, tool_name, arguments, session_id)
             held = await admission.admit_hitl(self.approvals, self.events, policy, call)  # 5
             if isinstance(held, PendingApproval):
-                self._refused(labels, session, arguments, PENDING)
+                self._refused(labels, session, arguments, PENDING, hop=hop)
                 return held
             if session is not None:
                 await admission.admit_token_budget(self.kv, session)  # 6
@@ -206,7 +213,7 @@ class ToolCallPipeline:
                 )
             forwarded = True
         except StrataError as exc:
-            self._refused(labels, session, arguments, exc.error or "error", tool_name)
+            self._refused(labels, session, arguments, exc.error or "error", tool_name, hop)
             raise
         finally:
             if slot_taken and not forwarded and session is not None:
@@ -217,10 +224,11 @@ class ToolCallPipeline:
             "tool_call",
             outcome,
             session_id=session_id or "",
-            agent_id=session.agent_id if session else "",
+            agent_id=_agent(session, hop),
             tool_name=tool_name,
             inputs=arguments,
             outputs=answer.result,
+            act_chain=hop.act_chain if hop else None,
         )
         if session is not None:  # 10
             tokens = admission.estimate_tokens(arguments, answer.result)
@@ -253,6 +261,7 @@ class ToolCallPipeline:
         arguments: Any,
         reason: str,
         tool_name: str = "",
+        hop: Hop | None = None,
     ) -> None:
         self.metrics.denied.labels(*labels, reason).inc()
         self.audit.record(
@@ -260,9 +269,10 @@ class ToolCallPipeline:
             "tool_call",
             reason,
             session_id=session.id if session else "",
-            agent_id=session.agent_id if session else "",
+            agent_id=_agent(session, hop),
             tool_name=tool_name or labels[2],
             inputs=arguments,
+            act_chain=hop.act_chain if hop else None,
         )
 
     async def call_for_mcp(
@@ -311,12 +321,24 @@ class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
         if not request.HasField("arguments"):
             raise InvalidRequest("'arguments' is required (an object)", field="arguments")
         arguments = json_format.MessageToDict(request.arguments)
+        # (`/v1/sessions/{id}/execute` takes no hop token: the spec's body has none)
+        has_token = "sts_token" in request.DESCRIPTOR.fields_by_name and request.HasField(
+            "sts_token"
+        )
+        sts_token = request.sts_token if has_token else None
         outcome = await self.pipeline.call(
-            acting_tenant(), request.server_id, request.tool_name, arguments, session_id
+            acting_tenant(), request.server_id, request.tool_name, arguments, session_id, sts_token
         )
         if isinstance(outcome, PendingApproval):
             respond(context, status=202)
         return outcome
+
+
+def _agent(session: SessionRecord | None, hop: Hop | None) -> str:
+    """The audit row's agent: the session's, else the hop token's acting agent."""
+    if session is not None:
+        return session.agent_id
+    return hop.acting_agent if hop is not None else ""
 
 
 def _response(message: Any, outcome: Ran | PendingApproval) -> Any:

@@ -528,9 +528,10 @@ async def test_the_same_answer_over_grpc(cp: Serving, analytics: Analytics) -> N
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_agent_topology_is_left_to_the_agent_identity_work(cp: Serving) -> None:
-    status, body, _ = await call(cp, "/api/agent-topology", {"tenant_id": "acme"})
-    assert status == 501 and body["error"] == "not_implemented"
+async def test_agent_topology_is_served(cp: Serving) -> None:
+    # (tests/controlplane/test_agent_topology.py has its edges)
+    status, body, _ = await call(cp, "/api/agent-topology", {"tenant_id": "nobody-here"})
+    assert (status, body) == (200, {"edges": []})
 
 
 # --- the store away -----------------------------------------------------------------------

@@ -112,11 +112,11 @@ async def test_agent_identity_flag_serves_registry_and_sts(start) -> None:
     async with start(SVC_AGENT_IDENTITY="on") as svc:
         names = await reflected_services(svc.channel)
         assert "strata.controlplane.v1.TokenExchangeService" in names
-        status, _, _ = await get(svc, "/api/agents", BEARER)
-        assert status == 501
-        # The STS carries no bearer header: reaching the (unimplemented) servicer proves it.
-        status, _, _ = await get(svc, "/sts/jwks")
-        assert status == 501
+        status, body, _ = await get(svc, "/api/agents", BEARER)
+        assert status == 200 and "agents" in body
+        # The STS carries no bearer header.
+        status, body, _ = await get(svc, "/sts/jwks")
+        assert status == 200 and body["keys"]
 
 
 async def test_flag_off_answers_404_for_registry_and_sts(cp: Serving) -> None:
@@ -126,23 +126,21 @@ async def test_flag_off_answers_404_for_registry_and_sts(cp: Serving) -> None:
         assert body["error"] == "not_found"
 
 
-async def test_unimplemented_operation_is_501_json_and_grpc_unimplemented(cp: Serving) -> None:
-    # The agent topology belongs to the agent identity issue: still declared only.
+async def test_agent_topology_answers_on_both_transports(cp: Serving) -> None:
+    # Served whatever the agent identity flag (it reads the analytics store only).
+    status, body, _ = await get(cp, "/api/agent-topology?tenant_id=nobody", BEARER)
+    assert (status, body) == (200, {"edges": []})
     status, body, _ = await get(cp, "/api/agent-topology", BEARER)
-    assert status == 501
-    assert body == {
-        "error": "not_implemented",
-        "message": "GET /api/agent-topology is declared but not implemented yet",
-    }
+    assert (status, body["error"]) == (400, "invalid_request")
     stub = analytics_pb2_grpc.AnalyticsServiceStub(cp.channel)
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stub.GetAgentTopology(
             analytics_pb2.GetAgentTopologyRequest(), metadata=MASTER, timeout=5
         )
-    assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     _, metrics, _ = await get(cp, "/metrics")
     assert (
-        'strata_grpc_requests_total{code="UNIMPLEMENTED",'
+        'strata_grpc_requests_total{code="INVALID_ARGUMENT",'
         'method="strata.controlplane.v1.AnalyticsService/GetAgentTopology",'
         'service="controlplane"} 1.0'
     ) in metrics

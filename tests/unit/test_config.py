@@ -65,7 +65,7 @@ def test_each_service_reads_only_its_own_variables() -> None:
     assert not hasattr(EdgeConfig.from_env({**EDGE, "SVC_AGENT_IDENTITY": "maybe"}), "sts_issuer")
     assert not hasattr(AiGatewayConfig.from_env({"MASTER_KEY": "k"}), "admin_api_key")
     assert AgentGatewayConfig.from_env(
-        {"MASTER_KEY": "k", "SVC_AGENT_IDENTITY": "on"}
+        {"MASTER_KEY": "k", "SVC_AGENT_IDENTITY": "on", "STS_JWKS_URL": "http://cp/sts/jwks"}
     ).agent_identity
 
 

@@ -1,16 +1,18 @@
-"""Per-hop agent identity on A2A sends: the place issue 12 fills in.
+"""Per-hop agent identity on A2A sends (`gateways/agent/hop_identity.py` verifies).
 
-ISSUE-12: when SVC_AGENT_IDENTITY is on and the request carries `sts_token`, verify it here
-(signature via STS_JWKS_URL or STS_SIGNING_KEY, `exp`, `iss` = STS_ISSUER, `aud` equal to
-`to_agent`, single use through `sts:jti:{jti}`) and return the headers that propagate the hop
-token to the next agent (`Authorization: Bearer <token>`); raise PermissionDenied (403) for
-an acting agent that may not make the call. Until then the token is ignored, as the spec
-says for the flag being off.
+With SVC_AGENT_IDENTITY on and an `sts_token` in the send, the token must verify, be addressed
+to `to_agent` (`aud`), be issued to `from_agent` (`sub`) of the call's tenant, and be unused;
+the forward to the target then carries it (`Authorization: Bearer <token>`), so that the target
+agent can exchange it at the STS for its own next hop, and the audit row records its chain.
+With the flag off, or no token, the send carries no identity (the spec: `sts_token` ignored).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from gateways.agent.hop_identity import HopVerifier
 
 
 @dataclass(frozen=True)
@@ -18,10 +20,20 @@ class HopIdentity:
     """What the hop check established: headers for the forward and the chain to audit."""
 
     headers: dict[str, str]
-    act_chain: list[dict[str, str]] | None = None
+    act_chain: list[dict[str, Any]] | None = None
 
 
-async def verify_hop(sts_token: str | None, to_agent: str) -> HopIdentity:
-    """The identity of this hop (issue 12); today: no headers, the token ignored."""
-    del sts_token, to_agent  # ISSUE-12: verify and propagate
-    return HopIdentity(headers={})
+async def verify_hop(
+    verifier: HopVerifier | None,
+    sts_token: str | None,
+    tenant: str,
+    from_agent: str,
+    to_agent: str,
+) -> HopIdentity:
+    """The identity of this hop: no headers when there is none to check."""
+    hop = None
+    if verifier is not None:
+        hop = await verifier.check(sts_token, tenant, sender=from_agent, receiver=to_agent)
+    if hop is None:
+        return HopIdentity(headers={})
+    return HopIdentity(headers=hop.forward_headers, act_chain=hop.act_chain)

@@ -1,7 +1,8 @@
 """`strata.agent.v1.A2AService`: agent cards, sends along a bounded delegation chain, tasks.
 
 Send: the chain is checked first (400 `chain_depth_exceeded`, 409 `circular_delegation`),
-then the hop identity (`identity.py`, issue 12). A target registered by the caller's tenant
+then the hop identity (`identity.py`: with the agent identity flag on, the `sts_token` is
+verified and carried to the target). A target registered by the caller's tenant
 gets the message over A2A JSON-RPC (`forward.py`): 200 `completed` with its result, or 502
 when it errs or cannot be reached. Any other target is not registered for this tenant: the
 task is queued (`a2a:task:{id}`, status `pending`) and the answer is 202 with a `note`. Every
@@ -22,6 +23,7 @@ from gateways.agent.a2a.forward import A2AForwarder
 from gateways.agent.a2a.identity import verify_hop
 from gateways.agent.a2a.tasks import COMPLETED, FAILED, PENDING, load_task, save_task
 from gateways.agent.audit import AuditTrail
+from gateways.agent.hop_identity import HopVerifier
 from gateways.agent.state_metrics import StateMetrics
 from gateways.agent.tenancy import acting_tenant, may_see
 from runtime.access import current_caller
@@ -60,8 +62,10 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         forwarder: A2AForwarder,
         audit: AuditTrail,
         metrics: StateMetrics,
+        hops: HopVerifier | None = None,
     ) -> None:
         self.kv = kv
+        self.hops = hops
         self.cards = AgentCards(kv)
         self.forwarder = forwarder
         self.audit = audit
@@ -125,7 +129,8 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         if session_id:
             identifier(session_id, "session_id")
         chain = next_chain(sender, target, request.delegation_chain)
-        hop = await verify_hop(request.sts_token if request.HasField("sts_token") else None, target)
+        sts_token = request.sts_token if request.HasField("sts_token") else None
+        hop = await verify_hop(self.hops, sts_token, tenant, sender, target)
         message = plain_json(request.message)
         task: dict[str, Any] = {
             "task_id": str(uuid.uuid4()),

@@ -73,7 +73,10 @@ class AgentRegistryServiceServicer:
         """POST /api/agents — registers or updates an agent and projects its delegation allowlist
         (200 {status:'registered', agent_id}).
         Errors: INVALID_ARGUMENT (400) {error:'agent_id cannot be empty'}; INVALID_ARGUMENT (400)
-        when `tenant_id` is missing (body not shown); NOT_FOUND (404) when the flag is off.
+        {error:'invalid_request', message, field} when `agent_id` is not `agent:<name>`, or
+        `tenant_id` is missing, or an audience is not an agent ID; ALREADY_EXISTS (409)
+        `credential_ref_taken` when another agent holds the `credential_ref`; NOT_FOUND (404) when
+        the flag is off.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/controlplane/v1/sts.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\xbe\x01\n\x14\x45xchangeTokenRequest\x12\x12\n\ngrant_type\x18\x01 \x01(\t\x12\x15\n\rsubject_token\x18\x02 \x01(\t\x12\x1f\n\x12subject_token_type\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08\x61udience\x18\x04 \x01(\t\x12\x13\n\x0b\x61\x63tor_token\x18\x05 \x01(\t\x12\x12\n\x05scope\x18\x06 \x01(\tH\x01\x88\x01\x01\x42\x15\n\x13_subject_token_typeB\x08\n\x06_scope\"p\n\x15\x45xchangeTokenResponse\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\t\x12\x19\n\x11issued_token_type\x18\x02 \x01(\t\x12\x12\n\ntoken_type\x18\x03 \x01(\t\x12\x12\n\nexpires_in\x18\x04 \x01(\x05\"\x10\n\x0eGetJwksRequest\"8\n\x0fGetJwksResponse\x12%\n\x04keys\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct2\xf0\x01\n\x14TokenExchangeService\x12t\n\rExchangeToken\x12,.strata.controlplane.v1.ExchangeTokenRequest\x1a-.strata.controlplane.v1.ExchangeTokenResponse\"\x06\x8a\xb5\x18\x02\x08\x01\x12\x62\n\x07GetJwks\x12&.strata.controlplane.v1.GetJwksRequest\x1a\'.strata.controlplane.v1.GetJwksResponse\"\x06\x8a\xb5\x18\x02\x08\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n strata/controlplane/v1/sts.proto\x12\x16strata.controlplane.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dstrata/access/v1/access.proto\"\xd2\x02\n\x14\x45xchangeTokenRequest\x12\x12\n\ngrant_type\x18\x01 \x01(\t\x12\x15\n\rsubject_token\x18\x02 \x01(\t\x12\x1f\n\x12subject_token_type\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08\x61udience\x18\x04 \x01(\t\x12\x13\n\x0b\x61\x63tor_token\x18\x05 \x01(\t\x12\x12\n\x05scope\x18\x06 \x01(\tH\x01\x88\x01\x01\x12\x1d\n\x10\x61\x63tor_token_type\x18\x07 \x01(\tH\x02\x88\x01\x01\x12!\n\x14requested_token_type\x18\x08 \x01(\tH\x03\x88\x01\x01\x12\x15\n\x08resource\x18\t \x01(\tH\x04\x88\x01\x01\x42\x15\n\x13_subject_token_typeB\x08\n\x06_scopeB\x13\n\x11_actor_token_typeB\x17\n\x15_requested_token_typeB\x0b\n\t_resource\"p\n\x15\x45xchangeTokenResponse\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x01 \x01(\t\x12\x19\n\x11issued_token_type\x18\x02 \x01(\t\x12\x12\n\ntoken_type\x18\x03 \x01(\t\x12\x12\n\nexpires_in\x18\x04 \x01(\x05\"\x10\n\x0eGetJwksRequest\"8\n\x0fGetJwksResponse\x12%\n\x04keys\x18\x01 \x03(\x0b\x32\x17.google.protobuf.Struct2\xf0\x01\n\x14TokenExchangeService\x12t\n\rExchangeToken\x12,.strata.controlplane.v1.ExchangeTokenRequest\x1a-.strata.controlplane.v1.ExchangeTokenResponse\"\x06\x8a\xb5\x18\x02\x08\x01\x12\x62\n\x07GetJwks\x12&.strata.controlplane.v1.GetJwksRequest\x1a\'.strata.controlplane.v1.GetJwksResponse\"\x06\x8a\xb5\x18\x02\x08\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,13 +38,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOKENEXCHANGESERVICE'].methods_by_name['GetJwks']._loaded_options = None
   _globals['_TOKENEXCHANGESERVICE'].methods_by_name['GetJwks']._serialized_options = b'\212\265\030\002\010\001'
   _globals['_EXCHANGETOKENREQUEST']._serialized_start=122
-  _globals['_EXCHANGETOKENREQUEST']._serialized_end=312
-  _globals['_EXCHANGETOKENRESPONSE']._serialized_start=314
-  _globals['_EXCHANGETOKENRESPONSE']._serialized_end=426
-  _globals['_GETJWKSREQUEST']._serialized_start=428
-  _globals['_GETJWKSREQUEST']._serialized_end=444
-  _globals['_GETJWKSRESPONSE']._serialized_start=446
-  _globals['_GETJWKSRESPONSE']._serialized_end=502
-  _globals['_TOKENEXCHANGESERVICE']._serialized_start=505
-  _globals['_TOKENEXCHANGESERVICE']._serialized_end=745
+  _globals['_EXCHANGETOKENREQUEST']._serialized_end=460
+  _globals['_EXCHANGETOKENRESPONSE']._serialized_start=462
+  _globals['_EXCHANGETOKENRESPONSE']._serialized_end=574
+  _globals['_GETJWKSREQUEST']._serialized_start=576
+  _globals['_GETJWKSREQUEST']._serialized_end=592
+  _globals['_GETJWKSRESPONSE']._serialized_start=594
+  _globals['_GETJWKSRESPONSE']._serialized_end=650
+  _globals['_TOKENEXCHANGESERVICE']._serialized_start=653
+  _globals['_TOKENEXCHANGESERVICE']._serialized_end=893
 # @@protoc_insertion_point(module_scope)

@@ -9,20 +9,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ExchangeTokenRequest(_message.Message):
-    __slots__ = ("grant_type", "subject_token", "subject_token_type", "audience", "actor_token", "scope")
+    __slots__ = ("grant_type", "subject_token", "subject_token_type", "audience", "actor_token", "scope", "actor_token_type", "requested_token_type", "resource")
     GRANT_TYPE_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_TOKEN_TYPE_FIELD_NUMBER: _ClassVar[int]
     AUDIENCE_FIELD_NUMBER: _ClassVar[int]
     ACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_TOKEN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_TOKEN_TYPE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
     grant_type: str
     subject_token: str
     subject_token_type: str
     audience: str
     actor_token: str
     scope: str
-    def __init__(self, grant_type: _Optional[str] = ..., subject_token: _Optional[str] = ..., subject_token_type: _Optional[str] = ..., audience: _Optional[str] = ..., actor_token: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+    actor_token_type: str
+    requested_token_type: str
+    resource: str
+    def __init__(self, grant_type: _Optional[str] = ..., subject_token: _Optional[str] = ..., subject_token_type: _Optional[str] = ..., audience: _Optional[str] = ..., actor_token: _Optional[str] = ..., scope: _Optional[str] = ..., actor_token_type: _Optional[str] = ..., requested_token_type: _Optional[str] = ..., resource: _Optional[str] = ...) -> None: ...
 
 class ExchangeTokenResponse(_message.Message):
     __slots__ = ("access_token", "issued_token_type", "token_type", "expires_in")

@@ -61,15 +61,20 @@ class TokenExchangeServiceServicer:
 
     def ExchangeToken(self, request, context):
         """POST /sts/token — exchanges a subject token for a hop token for `audience`
-        (200 {access_token, issued_token_type, token_type:'N_A', expires_in:120}).
-        Checks, in order: subject token signature and expiry, caller registered, audience registered,
-        same tenant, delegation allowed, no loop.
-        Errors: INVALID_ARGUMENT (400) `unsupported grant_type`; UNAUTHENTICATED `Invalid or expired
-        token` (subject or actor token signature or expiry; status not shown by the spec);
-        PERMISSION_DENIED when the calling agent is not registered (status and text not shown by the
-        spec); INVALID_ARGUMENT (400) `audience not registered`; PERMISSION_DENIED (403)
-        `cross-tenant exchange refused`; PERMISSION_DENIED (403) `agent may not delegate`;
-        PERMISSION_DENIED (403) `delegation loop detected`; NOT_FOUND (404) when the flag is off.
+        (200 {access_token, issued_token_type, token_type:'N_A', expires_in:120}); the body is JSON
+        or application/x-www-form-urlencoded (RFC 8693). Errors are RFC 6749 bodies {error,
+        error_description}, the spec's text as `error_description`.
+        Checks, in order: subject token signature and expiry, caller registered (a later hop's
+        caller must be the subject token's `aud`), audience registered, same tenant, delegation
+        allowed, no loop, at most 5 actors in the new chain.
+        Errors: INVALID_ARGUMENT (400) `unsupported grant_type`; INVALID_ARGUMENT (400) for a
+        missing field; UNAUTHENTICATED (401) `Invalid or expired token` (subject or actor token);
+        PERMISSION_DENIED (403) `calling agent not registered`; PERMISSION_DENIED (403)
+        `subject_token was not issued to the calling agent`; INVALID_ARGUMENT (400) `audience not
+        registered`; PERMISSION_DENIED (403) `cross-tenant exchange refused`; PERMISSION_DENIED
+        (403) `agent may not delegate`; PERMISSION_DENIED (403) `delegation loop detected`;
+        PERMISSION_DENIED (403) `delegation depth exceeded`; UNAVAILABLE (503) when the key-value
+        store is unreachable (denied, never issued); NOT_FOUND (404) when the flag is off.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,243 @@
+"""AgentRegistryService: `/api/agents` (platform administrators only; served only with
+`SVC_AGENT_IDENTITY=on`) — the single source of truth for delegation policy.
+
+Store (read by the STS at mint time and by the agent gateway at call time):
+- `svc:agent-registry`, a hash: field = agent_id, value = the registration JSON
+  (`agent_id`, `tenant_id`, `allowed_audiences`, `allowed_tools`, `credential_ref`,
+  `description`);
+- `svc:deleg:{agent_id}`, a set: the agent's allowed audiences (absent when it has none);
+- `svc:agent-credentials`, a hash: credential_ref → agent_id, so that an actor token without
+  an `agent_id` claim (Keycloak without the mapper) finds its agent by client id (`azp`).
+
+Register (a new agent or an update; the whole registration is replaced) and delete are each
+one Lua script, so the registration, its delegation set and its credential entry change
+together: the STS and the gateway never read a registration with another version's set. A
+credential_ref already bound to another agent is 409.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from runtime.access import IDENTIFIER
+from runtime.errors import AlreadyExists, InvalidRequest, NotFound
+from runtime.fields import invalid
+from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, deleg_key, is_agent_id
+from runtime.stores.kv_errors import store_errors
+from strata.controlplane.v1 import agent_registry_pb2 as pb
+from strata.controlplane.v1 import agent_registry_pb2_grpc
+
+MAX_LIST = 500  # audiences or tools of one agent
+MAX_TOOL = 256
+MAX_REF = 256
+MAX_DESCRIPTION = 2000
+
+# KEYS: registry, the agent's delegation set, credentials index.
+# ARGV: agent_id, registration JSON, credential_ref ('' for none), audiences...
+REGISTER = """
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[3] ~= '' then
+  local owner = redis.call('HGET', KEYS[3], ARGV[3])
+  if owner and owner ~= ARGV[1] then return {'taken', owner} end
+end
+if old then
+  local ref = cjson.decode(old)['credential_ref']
+  if type(ref) == 'string' and ref ~= '' and ref ~= ARGV[3]
+     and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
+    redis.call('HDEL', KEYS[3], ref)
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('DEL', KEYS[2])
+if #ARGV >= 4 then redis.call('SADD', KEYS[2], unpack(ARGV, 4)) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[1]) end
+return {'ok', ''}
+"""
+
+# KEYS: registry, the agent's delegation set, credentials index. ARGV: agent_id.
+DEREGISTER = """
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if not old then return 0 end
+local ref = cjson.decode(old)['credential_ref']
+if type(ref) == 'string' and ref ~= '' and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
+  redis.call('HDEL', KEYS[3], ref)
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+
+def _text(field: str, value: str, limit: int, *, spaces: bool) -> str:
+    if len(value) > limit:
+        raise invalid(field, f"{field} must be at most {limit} characters")
+    for c in value:
+        if unicodedata.category(c) == "Cc" or (not spaces and c.isspace()):
+            raise invalid(field, f"{field} must not contain control characters"
+                          + ("" if spaces else " or whitespace"))  # fmt: skip
+    return value
+
+
+def _agent_id(value: str, field: str = "agent_id") -> str:
+    if not is_agent_id(value):
+        raise invalid(
+            field,
+            f"{field} must have the form agent:<name> (letters, digits, '.', '_', ':', '-'; "
+            f"at most 128 characters), got {value[:140]!r}",
+        )
+    return value
+
+
+def _unique(values: Any) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def registration(message: pb.AgentRegistration) -> dict[str, Any]:
+    """The stored registration of a request, validated (400 naming the field)."""
+    if not message.agent_id:
+        raise InvalidRequest("agent_id cannot be empty")  # the spec's body: {error: <text>}
+    agent_id = _agent_id(message.agent_id)
+    if not message.tenant_id:
+        raise invalid("tenant_id", "tenant_id is required")
+    if not IDENTIFIER.fullmatch(message.tenant_id):
+        raise invalid("tenant_id", "tenant_id must match [A-Za-z0-9._:-]{1,128}")
+    for field in ("allowed_audiences", "allowed_tools"):
+        if len(getattr(message, field)) > MAX_LIST:
+            raise invalid(field, f"{field} holds at most {MAX_LIST} entries")
+    audiences = _unique(_agent_id(a, "allowed_audiences") for a in message.allowed_audiences)
+    tools = []
+    for tool in message.allowed_tools:
+        if not tool:
+            raise invalid("allowed_tools", "allowed_tools must not hold an empty name")
+        tools.append(_text("allowed_tools", tool, MAX_TOOL, spaces=False))
+    return {
+        "agent_id": agent_id,
+        "tenant_id": message.tenant_id,
+        "allowed_audiences": audiences,
+        "allowed_tools": _unique(tools),
+        "credential_ref": _text("credential_ref", message.credential_ref, MAX_REF, spaces=False),
+        "description": _text("description", message.description, MAX_DESCRIPTION, spaces=True),
+    }
+
+
+def to_message(record: dict[str, Any]) -> pb.AgentRegistration:
+    return pb.AgentRegistration(
+        agent_id=str(record.get("agent_id", "")),
+        tenant_id=str(record.get("tenant_id", "")),
+        allowed_audiences=[str(a) for a in record.get("allowed_audiences") or ()],
+        allowed_tools=[str(t) for t in record.get("allowed_tools") or ()],
+        credential_ref=str(record.get("credential_ref") or ""),
+        description=str(record.get("description") or ""),
+    )
+
+
+def parse(text: str | bytes | None) -> dict[str, Any] | None:
+    """A stored registration, or None (absent or unreadable)."""
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def not_registered(agent_id: str) -> NotFound:
+    return NotFound(f"agent {agent_id} is not registered")
+
+
+@dataclass(frozen=True)
+class TenantAgents:
+    """A tenant's registrations, as `controlplane/tenants/owned.py` lists what a tenant owns:
+    removed as a delete removes one (registration, delegation set and credential entry in one
+    step each)."""
+
+    async def find(self, kv: Redis, tenant_id: str) -> list[str]:
+        return [f"{REGISTRY_KEY}[{agent}]" for agent in await self._agents(kv, tenant_id)]
+
+    async def remove(self, kv: Redis, tenant_id: str) -> int:
+        deregister = kv.register_script(DEREGISTER)
+        removed = 0
+        for agent in await self._agents(kv, tenant_id):
+            removed += int(
+                await deregister(
+                    keys=[REGISTRY_KEY, deleg_key(agent), CREDENTIALS_KEY], args=[agent]
+                )
+            )
+        return removed
+
+    @staticmethod
+    async def _agents(kv: Redis, tenant_id: str) -> list[str]:
+        found = []
+        async for agent, text in kv.hscan_iter(REGISTRY_KEY, count=1000):
+            record = parse(text)
+            if record is not None and record.get("tenant_id") == tenant_id:
+                found.append(str(agent))
+        return found
+
+
+class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer):
+    def __init__(self, kv: Redis) -> None:
+        self.kv = kv
+        self._register = kv.register_script(REGISTER)
+        self._deregister = kv.register_script(DEREGISTER)
+
+    @store_errors
+    async def RegisterAgent(
+        self, request: pb.RegisterAgentRequest, context: Any
+    ) -> pb.RegisterAgentResponse:
+        record = registration(request.agent)
+        agent_id = record["agent_id"]
+        outcome, owner = await self._register(
+            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY],
+            args=[agent_id, json.dumps(record), record["credential_ref"],
+                  *record["allowed_audiences"]],
+        )  # fmt: skip
+        if outcome == "taken":
+            raise AlreadyExists(
+                f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
+                error="credential_ref_taken",
+            )
+        return pb.RegisterAgentResponse(status="registered", agent_id=agent_id)
+
+    @store_errors
+    async def ListAgents(
+        self, request: pb.ListAgentsRequest, context: Any
+    ) -> pb.ListAgentsResponse:
+        stored = await self.kv.hgetall(REGISTRY_KEY)
+        records = [parse(stored[k]) for k in sorted(stored)]
+        return pb.ListAgentsResponse(agents=[to_message(r) for r in records if r is not None])
+
+    @store_errors
+    async def GetAgent(self, request: pb.GetAgentRequest, context: Any) -> pb.GetAgentResponse:
+        agent_id = _lookup_id(request.agent_id)
+        record = parse(await self.kv.hget(REGISTRY_KEY, agent_id))
+        if record is None:
+            raise not_registered(agent_id)
+        return pb.GetAgentResponse(agent=to_message(record))
+
+    @store_errors
+    async def DeleteAgent(
+        self, request: pb.DeleteAgentRequest, context: Any
+    ) -> pb.DeleteAgentResponse:
+        agent_id = _lookup_id(request.agent_id)
+        removed = await self._deregister(
+            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY], args=[agent_id]
+        )
+        if not removed:
+            raise not_registered(agent_id)
+        return pb.DeleteAgentResponse(status="deleted", agent_id=agent_id)
+
+
+def _lookup_id(value: str) -> str:
+    """A path's agent_id: a store identifier (400 otherwise)."""
+    if not value:
+        raise InvalidRequest("agent_id cannot be empty")
+    if not IDENTIFIER.fullmatch(value):
+        raise invalid("agent_id", "agent_id must match [A-Za-z0-9._:-]{1,128}")
+    return value
