@@ -43,6 +43,17 @@ CREDENTIALS_KEY = "svc:agent-credentials"  # hash: credential_ref → agent_id (
 STS_KEYS_KEY = "sts:keys"  # hash: kid → {jwk, until}: the STS's published public keys
 
 
+def parse_registration(text: str | bytes | None) -> dict[str, Any] | None:
+    """A registration as stored in `REGISTRY_KEY`, or None (absent or unreadable)."""
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def deleg_key(agent_id: str) -> str:
     """The set of audiences `agent_id` may delegate to."""
     return f"svc:deleg:{agent_id}"

@@ -27,7 +27,13 @@ from redis.asyncio import Redis
 from runtime.access import IDENTIFIER
 from runtime.errors import AlreadyExists, InvalidRequest, NotFound
 from runtime.fields import invalid
-from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, deleg_key, is_agent_id
+from runtime.hop_tokens import (
+    CREDENTIALS_KEY,
+    REGISTRY_KEY,
+    deleg_key,
+    is_agent_id,
+    parse_registration,
+)
 from runtime.stores.kv_errors import store_errors
 from strata.controlplane.v1 import agent_registry_pb2 as pb
 from strata.controlplane.v1 import agent_registry_pb2_grpc
@@ -136,17 +142,6 @@ def to_message(record: dict[str, Any]) -> pb.AgentRegistration:
     )
 
 
-def parse(text: str | bytes | None) -> dict[str, Any] | None:
-    """A stored registration, or None (absent or unreadable)."""
-    if text is None:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def not_registered(agent_id: str) -> NotFound:
     return NotFound(f"agent {agent_id} is not registered")
 
@@ -175,7 +170,7 @@ class TenantAgents:
     async def _agents(kv: Redis, tenant_id: str) -> list[str]:
         found = []
         async for agent, text in kv.hscan_iter(REGISTRY_KEY, count=1000):
-            record = parse(text)
+            record = parse_registration(text)
             if record is not None and record.get("tenant_id") == tenant_id:
                 found.append(str(agent))
         return found
@@ -210,13 +205,13 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
         self, request: pb.ListAgentsRequest, context: Any
     ) -> pb.ListAgentsResponse:
         stored = await self.kv.hgetall(REGISTRY_KEY)
-        records = [parse(stored[k]) for k in sorted(stored)]
+        records = [parse_registration(stored[k]) for k in sorted(stored)]
         return pb.ListAgentsResponse(agents=[to_message(r) for r in records if r is not None])
 
     @store_errors
     async def GetAgent(self, request: pb.GetAgentRequest, context: Any) -> pb.GetAgentResponse:
         agent_id = _lookup_id(request.agent_id)
-        record = parse(await self.kv.hget(REGISTRY_KEY, agent_id))
+        record = parse_registration(await self.kv.hget(REGISTRY_KEY, agent_id))
         if record is None:
             raise not_registered(agent_id)
         return pb.GetAgentResponse(agent=to_message(record))

@@ -49,7 +49,6 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from controlplane.agent_identity.keys import StsKeys
-from controlplane.agent_identity.registry import parse
 from runtime.auth import INVALID_TOKEN, Authenticator, Principal
 from runtime.background import RowWriter
 from runtime.errors import (
@@ -66,6 +65,7 @@ from runtime.hop_tokens import (
     MAX_CHAIN,
     REGISTRY_KEY,
     HopClaims,
+    parse_registration,
     peek_issuer,
     verify_hop_token,
 )
@@ -315,7 +315,7 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             caller, caller_text, audience_text, allowed = await self._resolve(
                 keys=[REGISTRY_KEY, CREDENTIALS_KEY], args=[audience, *candidates]
             )
-        caller_record = parse(caller_text)
+        caller_record = parse_registration(caller_text)
         if caller is None or caller_record is None:
             raise denied(PermissionDenied, "calling agent not registered", "unauthorized_client")
         attempt.subject = caller
@@ -328,7 +328,7 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             )
 
         # 3. The audience.
-        audience_record = parse(audience_text)
+        audience_record = parse_registration(audience_text)
         if audience_record is None:
             raise denied(InvalidRequest, "audience not registered", "invalid_target")
 

@@ -24,7 +24,6 @@ gRPC or HTTP call is made per request. When the store does not answer, the call 
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +41,7 @@ from runtime.hop_tokens import (
     HopClaims,
     InvalidHopToken,
     jti_key,
+    parse_registration,
     verify_hop_token,
 )
 from runtime.stores.kv_errors import kv_unavailable
@@ -156,20 +156,10 @@ class HopVerifier:
 
     @staticmethod
     def _authorize(agent: str, registration: str | None, tool: str | None) -> None:
-        record = _record(registration)
+        record = parse_registration(registration)
         if record is None:
             raise PermissionDenied(f"agent {agent} is not registered", error="agent_not_allowed")
         if tool is not None and tool not in (record.get("allowed_tools") or ()):
             raise PermissionDenied(
                 f"agent {agent} may not call the tool {tool[:128]}", error="agent_not_allowed"
             )
-
-
-def _record(text: str | None) -> dict[str, Any] | None:
-    if text is None:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
