@@ -5,7 +5,6 @@ bodies, and the schema."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import ssl
 from collections.abc import AsyncIterator
@@ -14,11 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from helpers import route, serve_edge, upstream
+from support import self_signed
 
 from gateways.edge import batch
 from gateways.edge.plugins import REGISTRY
@@ -59,32 +55,10 @@ async def tcp_receiver(tls: ssl.SSLContext | None = None) -> AsyncIterator[tuple
         await server.wait_closed()
 
 
-def self_signed(directory: Path) -> ssl.SSLContext:
+def self_signed_server(directory: Path) -> ssl.SSLContext:
     """A server TLS context with a throwaway self-signed certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "logs.internal")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
+    context.load_cert_chain(*self_signed(directory, "logs.internal"))
     return context
 
 
@@ -109,7 +83,7 @@ async def test_a_batch_per_connection_as_a_json_array() -> None:
 async def test_tls_with_the_server_name_of_tls_options(tmp_path: Path) -> None:
     async with (
         upstream() as up,
-        tcp_receiver(self_signed(tmp_path)) as (receiver, port),
+        tcp_receiver(self_signed_server(tmp_path)) as (receiver, port),
         serve_edge() as edge,
     ):
         conf = tcp_logger(port, batch_max_size=1, tls=True, tls_options="logs.internal")
