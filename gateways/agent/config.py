@@ -44,6 +44,13 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "timeout of one upstream MCP request (connect, handshake, tools/list, tools/call), seconds",
         bounds=(0.01, 3600),
     )
+    mcp_max_result_bytes: int = var(
+        "AGENT_MCP_MAX_RESULT_BYTES",
+        4 * 1024 * 1024,
+        "largest tool result an upstream MCP server may answer, bytes of JSON or of its event "
+        "stream; a larger one is a 502 `upstream_result_too_large` (the call counts: it ran)",
+        bounds=(1024, 256 * 1024 * 1024),
+    )
     mcp_relist_secs: float = var(
         "AGENT_MCP_RELIST_SECS",
         300.0,

@@ -9,6 +9,7 @@ body chunk arrive, so the proxy can stream them straight to the client.
 from __future__ import annotations
 
 import asyncio
+import ssl as ssl_module
 import time
 from typing import Any, Protocol
 
@@ -166,9 +167,22 @@ class UpstreamConnection(asyncio.Protocol):
 class Pool:
     """Idle keep-alive connections to one node, most recently used first."""
 
-    def __init__(self, host: str, port: int, size: int, idle_timeout: float, requests: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        size: int,
+        idle_timeout: float,
+        requests: int,
+        *,
+        ssl: ssl_module.SSLContext | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
+        """`ssl`: TLS to the node (`server_hostname` the name its certificate must carry when
+        `host` is an address), as the agent gateway's MCP client uses the pool."""
         self.host, self.port = host, port
         self.size, self.idle_timeout, self.max_requests = size, idle_timeout, requests
+        self.ssl, self.server_hostname = ssl, server_hostname
         self.idle: list[UpstreamConnection] = []
         self.opened = 0  # connections made, for tests and metrics
 
@@ -184,7 +198,11 @@ class Pool:
         try:
             async with asyncio.timeout(connect_timeout):
                 _, conn = await loop.create_connection(
-                    lambda: UpstreamConnection(self), self.host, self.port
+                    lambda: UpstreamConnection(self),
+                    self.host,
+                    self.port,
+                    ssl=self.ssl,
+                    server_hostname=self.server_hostname if self.ssl else None,
                 )
         except TimeoutError:
             raise UpstreamError("connect timed out", timeout=True, fresh=True) from None
