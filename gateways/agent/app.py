@@ -71,6 +71,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         audit,
         ToolCallMetrics(metrics),
         config.mcp_timeout_secs,
+        config.tool_result_reserve_tokens,
     )
     # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
     endpoint = McpEndpoint(authenticator, mcp.store, tool_calls.call_for_mcp)

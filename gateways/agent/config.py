@@ -51,6 +51,13 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "stream; a larger one is a 502 `upstream_result_too_large` (the call counts: it ran)",
         bounds=(1024, 256 * 1024 * 1024),
     )
+    tool_result_reserve_tokens: int = var(
+        "AGENT_TOOL_RESULT_RESERVE_TOKENS",
+        512,
+        "tokens a session call reserves for its result, beyond its arguments', while it runs "
+        "(at most what the session's budget has left); settled to the real use after it",
+        bounds=(0, 10_000_000),
+    )
     mcp_relist_secs: float = var(
         "AGENT_MCP_RELIST_SECS",
         300.0,

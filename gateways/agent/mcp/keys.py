@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 SERVERS = "mcp:servers"  # hash: server id → server record JSON
+# string: a new random token on every write of `mcp:servers` (the replicas' record caches)
+SERVERS_VERSION = "mcp:servers:version"
 RELIST_LOCK = "mcp:relist-lock"  # one replica re-lists tool sets per round
 
 

@@ -10,6 +10,7 @@ had; `permissive` logs the failure and answers `{}` (the call goes without auth)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -46,12 +47,22 @@ class OAuthTokens:
             raw_config, cached = await self.kv.mget(
                 keys.auth_config(server_id), keys.oauth_token(server_id)
             )
-        config = settings(raw_config, self.box, server_id)
-        if config is None or config.mode == "optional":
+        return await self.headers_from(server_id, raw_config, cached)
+
+    async def headers_from(
+        self, server_id: str, raw_config: str | bytes | None, cached: str | bytes | None
+    ) -> dict[str, str]:
+        """As `headers_for`, from the server's auth config and cached token as already read
+        (the tool-call pipeline reads them in its admission round trip). The secret is opened
+        only when a token must be fetched."""
+        if raw_config is None or json.loads(raw_config).get("mode") == "optional":
             return {}
         if cached is not None:
             token = cached.decode() if isinstance(cached, bytes) else str(cached)
             return {"Authorization": f"Bearer {token}"}
+        config = settings(raw_config, self.box, server_id)
+        if config is None:
+            return {}
         try:
             token = await self._single_flight(server_id, config)
         except TokenError as exc:
