@@ -74,7 +74,12 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         config.tool_result_reserve_tokens,
     )
     # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
-    endpoint = McpEndpoint(authenticator, mcp.store, tool_calls.call_for_mcp)
+    endpoint = McpEndpoint(
+        authenticator,
+        mcp.store,
+        tool_calls.call_for_mcp,
+        session_ttl_secs=config.mcp_session_ttl_secs,
+    )
 
     async def close() -> None:
         await mcp.close()

@@ -65,6 +65,13 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "replica per round); 0 turns the schedule off (on-demand `?refresh=true` remains)",
         bounds=(0, 86400),
     )
+    mcp_session_ttl_secs: int = var(
+        "AGENT_MCP_SESSION_TTL_SECS",
+        86_400,
+        "how long an MCP session of the gateway's own `/mcp` lives after its last request "
+        "(then its `Mcp-Session-Id` answers 404 and the client initializes again), seconds",
+        bounds=(1, 30 * 86_400),
+    )
     secrets_key: str | None = var(
         "AGENT_SECRETS_KEY",
         None,

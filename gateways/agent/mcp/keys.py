@@ -21,3 +21,9 @@ def auth_config(server_id: str) -> str:
 def oauth_token(server_id: str) -> str:
     """String with a TTL: the access token last obtained for the server."""
     return f"mcp:oauth-token:{server_id}"
+
+
+def endpoint_session(mcp_session_id: str) -> str:
+    """String with a TTL: an MCP session of the gateway's own `/mcp` (`{tenant_id,
+    session_id, protocol_version}`), kept while it is used."""
+    return f"mcp:endpoint-session:{mcp_session_id}"
