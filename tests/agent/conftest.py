@@ -4,6 +4,7 @@ loopback (`upstream(...)`), tokens from the dev IdP, and a clean MCP registry pe
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -21,6 +22,7 @@ from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
 Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
+POLICY = "agent:policy:acme"
 
 
 @pytest.fixture
@@ -71,6 +73,18 @@ def upstream() -> Iterator[Callable[..., UpstreamMcp]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+async def policy(kv: Redis) -> AsyncIterator[Any]:
+    """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
+
+    async def put(**fields: Any) -> None:
+        await kv.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
+
+    await kv.delete(POLICY)
+    yield put
+    await kv.delete(POLICY)
 
 
 @pytest.fixture

@@ -9,70 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
-import aiohttp
 import pytest
-from agent_kit import call, server_body
+from agent_kit import Endpoint, call, execute, metrics_of, registered, sample, session
 from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
 from support import MASTER_KEY, free_port, running, service_process
-
-POLICY = "agent:policy:acme"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A gateway process by its URL, shaped as the in-process `Serving` the helpers take."""
-
-    http_url: str
-
-
-@pytest.fixture
-async def policy(kv) -> AsyncIterator[Any]:
-    """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
-
-    async def put(**fields: Any) -> None:
-        await kv.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
-
-    await kv.delete(POLICY)
-    yield put
-    await kv.delete(POLICY)
-
-
-async def metrics_of(svc) -> str:
-    async with aiohttp.ClientSession() as http, http.get(svc.http_url + "/metrics") as resp:
-        return await resp.text()
-
-
-def sample(text: str, name: str, **labels: str) -> float:
-    """The value of the sample `name` with exactly `labels` (0 when absent)."""
-    for family in text_string_to_metric_families(text):
-        for found in family.samples:
-            if found.name == name and found.labels == labels:
-                return float(found.value)
-    return 0.0
-
-
-async def registered(svc, alice, up) -> str:
-    status, body = await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up))
-    assert status == 201, body
-    return body["id"]
-
-
-async def session(svc, alice, allow: list[str], budget: int = 10_000) -> str:
-    body = {"tenant_id": "acme", "agent_id": "agent:tester", "tool_allowlist": allow,
-            "token_budget": budget}  # fmt: skip
-    status, made = await call(svc, "POST", "/v1/sessions", alice, body)
-    assert status == 201, made
-    return made["id"]
-
-
-def execute(svc, alice, sid: str, server: str, tool: str, arguments: Any) -> Any:
-    body = {"server_id": server, "tool_name": tool, "arguments": arguments, "tenant_id": "acme"}
-    return call(svc, "POST", f"/v1/sessions/{sid}/execute", alice, body)
 
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
