@@ -252,3 +252,31 @@ async def test_a_broken_upstream_is_a_clear_502_and_counts_nothing(
     assert status == 502, answer
     assert answer["error"] == "upstream_error"
     assert (got["tool_calls"], got["tokens_used"]) == (0, 0)
+
+
+async def test_the_call_body_is_checked_before_anything_runs(
+    gateway, alice, upstream, policy
+) -> None:
+    """`POST /v1/mcp/tools/call` (parsed as JSON, not through protobuf): unknown fields,
+    wrong types and missing fields are 400 naming the field; a body naming another tenant is
+    403; whole numbers reach the tool as integers."""
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        base = {"server_id": server, "tool_name": "add", "arguments": {"a": 2, "b": 3},
+                "tenant_id": "acme"}  # fmt: skip
+        cases = [
+            ({**base, "extra": 1}, 400, "extra"),
+            ({**base, "arguments": [1, 2]}, 400, "arguments"),
+            ({k: v for k, v in base.items() if k != "arguments"}, 400, "arguments"),
+            ({**base, "server_id": ""}, 400, "server_id"),
+            ({**base, "tool_name": 7}, 400, "tool_name"),
+            ({**base, "session_id": "a b"}, 400, "session_id"),
+            ({**base, "tenant_id": "globex"}, 403, "globex"),
+        ]
+        for body, status, named in cases:
+            got, answer = await call(svc, "POST", "/v1/mcp/tools/call", alice, body)
+            assert got == status and named in json.dumps(answer), (body, answer)
+        status, ran = await call(svc, "POST", "/v1/mcp/tools/call", alice, base)
+    assert status == 200 and ran["result"]["structuredContent"] == {"result": 5}
+    assert up.count("tools/call") == 1
