@@ -67,15 +67,15 @@ __all__ = [
 # KEYS: registry version, policy, auth config, cached token; for a session also its record,
 # call counter and token counter. ARGV: the registry version the server record was read at
 # ('' = read during this call), tenant, tool, tokens wanted, the default call limit.
-# Returns {outcome, policy, auth, token, session record, number}: outcome `stale`, `ok`
-# (number: tokens reserved), `hitl` (slot taken, nothing reserved), `no_session`,
-# `inactive`, `not_allowed`, `limit` (number: the limit), `budget`.
+# Returns {outcome, policy, auth, token, session record, number, the token's TTL in ms}:
+# outcome `stale`, `ok` (number: tokens reserved), `hitl` (slot taken, nothing reserved),
+# `no_session`, `inactive`, `not_allowed`, `limit` (number: the limit), `budget`.
 ADMIT = PipelinedScript("""
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return {'stale'} end
 local policy = redis.call('GET', KEYS[2])
 local auth = redis.call('GET', KEYS[3])
 local token = redis.call('GET', KEYS[4])
-if #KEYS < 5 then return {'ok', policy, auth, token, false, 0} end
+if #KEYS < 5 then return {'ok', policy, auth, token, false, 0, redis.call('PTTL', KEYS[4])} end
 local raw = redis.call('GET', KEYS[5])
 if not raw then return {'no_session', policy, auth, token, false, 0} end
 local session = cjson.decode(raw)
@@ -177,6 +177,7 @@ class Admission:
     reserved: int = 0
     hitl: bool = False
     refusal: StrataError | None = None  # the step that refused the call (nothing taken)
+    token_ttl_secs: float = 0.0  # how long the cached token lives on (outside a session)
 
 
 class Stale(Exception):
@@ -232,15 +233,16 @@ async def admit(kv: Redis, call: ToolCall, *, server_id: str, version: str, want
     outcome = answer[0].decode() if isinstance(answer[0], bytes) else answer[0]
     if outcome == "stale":
         raise Stale
-    _, policy_raw, auth, token, raw, number = answer
+    _, policy_raw, auth, token, raw, number, *ttl = answer
     policy = _policy(call.tenant_id, policy_raw)
     if outcome == "no_session":
         raise _session_not_found()
     session = SessionRecord.from_json(raw) if raw else None
+    if session is None:  # a call outside a session
+        ttl_ms = int(ttl[0]) if ttl else -1
+        return Admission(policy, auth, token, None, token_ttl_secs=max(0, ttl_ms) / 1000)
     refusal: StrataError | None = None
-    if session is None:
-        pass
-    elif outcome == "inactive":
+    if outcome == "inactive":
         refusal = _not_active(session)
     elif outcome == "not_allowed":
         refusal = _not_allowed(session, call.tool_name)

@@ -19,6 +19,7 @@ from gateways.agent.approvals.servicer import ApprovalServicer
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import TABLE as AUDIT_TABLE
 from gateways.agent.audit import AuditTrail
+from gateways.agent.changes import ChangeWatch
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.http_rules import HTTP_RULES
@@ -61,6 +62,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     audit = AuditTrail(background)
     mcp = McpSide(config, stores, metrics, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
+    changes = ChangeWatch(kv)  # when in-memory copies of shared state may be used
     forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
     tool_calls = ToolCallPipeline(
         kv,
@@ -72,6 +74,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         ToolCallMetrics(metrics),
         config.mcp_timeout_secs,
         config.tool_result_reserve_tokens,
+        changes,
     )
     # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
     endpoint = McpEndpoint(
@@ -82,6 +85,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     )
 
     async def close() -> None:
+        await changes.stop()
         await mcp.close()
         await forwarder.close()
         await background.close()
@@ -143,7 +147,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         authenticator=authenticator,
         routes=endpoint.routes(),
         metrics=metrics,
-        on_startup=[mcp.start],
+        on_startup=[mcp.start, changes.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -24,7 +24,9 @@
 
 Store round trips (`admission.py`): the server record comes from a cache checked against the
 registry's version (`mcp/server_cache.py`); steps 2, 3, 4 and 6 are one script, which also
-reads what every call needs (the policy, the server's auth); 10 is one more. Steps 4 and 6
+reads what every call needs (the policy, the server's auth); 10 is one more. A call outside
+a session reuses what the script last read for its tenant and server while the change feed
+says nothing changed (`admission_cache.py`, `changes.py`): no round trip at all. Steps 4 and 6
 take a call slot and reserve tokens atomically (a call is admitted only while the budget, less
 the reservations of calls in flight, lasts); 10 turns the reservation into the tokens used.
 A call that reached its upstream counts, whatever came back (its tool may have run: a timeout,
@@ -48,9 +50,11 @@ from redis.asyncio import Redis
 
 from gateways.agent import admission
 from gateways.agent.admission import Admission, PendingApproval, Released, ToolCall
+from gateways.agent.admission_cache import AdmissionCache
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import AuditTrail
+from gateways.agent.changes import ChangeWatch
 from gateways.agent.mcp.errors import McpUpstreamError, ServerNotFound
 from gateways.agent.mcp.forwarder import McpForwarder, ToolResult
 from gateways.agent.mcp.server_cache import ServerCache
@@ -153,10 +157,13 @@ class ToolCallPipeline:
         metrics: ToolCallMetrics,
         timeout_secs: float,
         result_reserve_tokens: int,
+        watch: ChangeWatch,
     ) -> None:
         self.kv = kv
         self.store = store
-        self.servers = ServerCache(kv)
+        self.watch = watch
+        self.servers = ServerCache(kv, watch)
+        self.admissions = AdmissionCache(watch)
         self.forwarder = forwarder
         self.approvals = approvals
         self.events = events
@@ -203,12 +210,17 @@ class ToolCallPipeline:
         grant: Released | None = None
         answer: ToolResult | None = None
         sent = False  # the request may have reached the upstream: the call counts
+        generation = self.watch.generation  # what is read from here on may be kept
         try:
             while True:
                 found = await self._server_and_tool(tenant, server_id, tool_name)  # 1
                 server, tool, version = found
                 labels = (tenant, server_id, tool_name)
                 # [issue 12: sts_token verification and the acting agent's allowed tools]
+                if session_id is None:  # nothing changed since last read: no round trip
+                    entry = self.admissions.get(tenant, server_id)
+                    if entry is not None:
+                        break
                 try:  # 2, 3, 4 (a call slot taken), 6 unless HITL is due: one round trip
                     entry = await admission.admit(
                         self.kv, call, server_id=server_id, version=version, want=want
@@ -216,6 +228,8 @@ class ToolCallPipeline:
                 except admission.Stale:  # the registry changed: read the server again
                     self.servers.invalidate()
                     continue
+                if session_id is None:
+                    self.admissions.put(tenant, server_id, entry, generation)
                 break
             if entry.refusal is not None:
                 raise entry.refusal

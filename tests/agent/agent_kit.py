@@ -1,15 +1,20 @@
 """What the agent gateway's tests share beyond fixtures: one HTTP call to a gateway, a
 registration body, a running gateway's registry servicer, and the tool-call tests' steps
-(register, open a session, execute in it, read the metrics)."""
+(register, open a session, execute in it, read the metrics), and agent gateway OS processes."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from mcp_servers import UpstreamMcp
 from prometheus_client.parser import text_string_to_metric_families
+from support import MASTER_KEY, free_port, service_process
 
 from gateways.agent.mcp.registry import McpRegistryServicer
 from runtime.testing import Serving
@@ -82,3 +87,36 @@ async def execute(
     """`POST /v1/sessions/{sid}/execute`: (status, body)."""
     body = {"server_id": server, "tool_name": tool, "arguments": arguments, "tenant_id": "acme"}
     return await call(svc, "POST", f"/v1/sessions/{sid}/execute", alice, body)
+
+
+@asynccontextmanager
+async def agent_processes(
+    count: int, valkey_url: str, idp: str, **env: str
+) -> AsyncIterator[list[Endpoint]]:
+    """`count` agent gateway OS processes on one Valkey (`env` added), stopped after. No
+    control plane listens on CONTROLPLANE_GRPC: their audit rows are dropped."""
+    procs: list[asyncio.subprocess.Process] = []
+    endpoints = []
+    try:
+        for _ in range(count):
+            port = free_port()
+            base = {
+                **os.environ,
+                "MASTER_KEY": MASTER_KEY,
+                "REDIS_URL": valkey_url,
+                "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
+                "IDP_ISSUER": idp,
+                "HTTP_PORT": str(port),
+                "GRPC_PORT": str(free_port()),
+                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",
+                "AGENT_MCP_RELIST_SECS": "0",
+                "ENVIRONMENT": "development",
+                "LOG_LEVEL": "error",
+            }
+            procs.append(await service_process("gateways.agent", {**base, **env}, port))
+            endpoints.append(Endpoint(f"http://127.0.0.1:{port}"))
+        yield endpoints
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()

@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from support import MASTER_KEY, user_token
 
 from gateways.agent.app import build
+from gateways.agent.changes import announce, changed_here
 from gateways.agent.config import AgentGatewayConfig
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -80,7 +81,11 @@ async def policy(kv: Redis) -> AsyncIterator[Any]:
     """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
 
     async def put(**fields: Any) -> None:
-        await kv.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
+        async with kv.pipeline(transaction=True) as pipe:  # as the policy servicer writes
+            pipe.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
+            announce(pipe, "policy")
+            await pipe.execute()
+        changed_here()
 
     await kv.delete(POLICY)
     yield put

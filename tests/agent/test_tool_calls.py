@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 
 import pytest
-from agent_kit import Endpoint, call, execute, metrics_of, registered, sample, session
+from agent_kit import agent_processes, call, execute, metrics_of, registered, sample, session
 from aiohttp import web
-from support import MASTER_KEY, free_port, running, service_process
+from support import running
 
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
@@ -182,25 +181,7 @@ async def test_two_gateway_processes_share_sessions_and_limits(
     across both takes exactly the session's `max_tool_calls_per_session`."""
     await policy(max_tool_calls_per_session=5)
     up = upstream()
-    procs, urls = [], []
-    try:
-        for _ in range(2):
-            port = free_port()
-            env = {
-                **os.environ,
-                "MASTER_KEY": MASTER_KEY,
-                "REDIS_URL": valkey_url,
-                "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
-                "IDP_ISSUER": idp,
-                "HTTP_PORT": str(port),
-                "GRPC_PORT": str(free_port()),
-                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: audit rows dropped
-                "AGENT_MCP_RELIST_SECS": "0",
-                "LOG_LEVEL": "error",
-            }
-            procs.append(await service_process("gateways.agent", env, port))
-            urls.append(f"http://127.0.0.1:{port}")
-        one, two = (Endpoint(url) for url in urls)
+    async with agent_processes(2, valkey_url, idp) as (one, two):
         server = await registered(one, alice, up)
         sid = await session(one, alice, ["add"])
         status, ran = await execute(two, alice, sid, server, "add", {"a": 2, "b": 2})
@@ -212,10 +193,6 @@ async def test_two_gateway_processes_share_sessions_and_limits(
             )
         )
         _, got = await call(one, "GET", f"/v1/sessions/{sid}", alice)
-    finally:
-        for proc in procs:
-            proc.terminate()
-            await proc.wait()
     assert sorted(status for status, _ in answers) == [200] * 4 + [429] * 8
     assert got["tool_calls"] == 5 and up.count("tools/call") == 5
 

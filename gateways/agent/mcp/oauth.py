@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
+from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import AuthSettings, settings
 from gateways.agent.mcp.errors import UpstreamAuthFailed
@@ -77,7 +78,11 @@ class OAuthTokens:
     async def forget(self, server_id: str) -> None:
         """Drop the cached token (the upstream refused it, or the auth config changed)."""
         with kv_unavailable():
-            await self.kv.delete(keys.oauth_token(server_id))
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.delete(keys.oauth_token(server_id))
+                announce(pipe, "token")
+                await pipe.execute()
+        changed_here()
 
     async def _single_flight(self, server_id: str, config: AuthSettings) -> str:
         pending = self._fetching.get(server_id)
@@ -139,5 +144,9 @@ class OAuthTokens:
             lifetime = DEFAULT_LIFETIME_SECS
         ttl = max(1, int(lifetime) - EXPIRY_MARGIN_SECS)
         with kv_unavailable():
-            await self.kv.set(keys.oauth_token(server_id), token, ex=ttl)
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.set(keys.oauth_token(server_id), token, ex=ttl)
+                announce(pipe, "token")
+                await pipe.execute()
+        changed_here()
         return token

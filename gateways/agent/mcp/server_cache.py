@@ -1,11 +1,14 @@
 """Server records in memory for the tool-call hot path, never trusted without the store's word.
 
-Every write of the registry sets `mcp:servers:version` to a new random token (`store.py`). A
-record read from the store is kept with the version it was read at; a call served from the
-cache hands that version to its admission round trip (`admission.admit`), which refuses it
-(`Stale`) when the registry has changed since — the caller then drops the cache and reads
-again. So a quarantine, a deletion or a re-registration on any replica applies to the very
-next call everywhere, and a call costs no store round trip of its own for its server.
+Every write of the registry sets `mcp:servers:version` to a new random token and announces
+itself on the change feed (`store.py`, `changes.py`). A record read from the store is kept with
+the version it was read at, unless a change was announced while it was read; every announced
+change drops them all. A call in a session hands the version to its admission round trip
+(`admission.admit`), which refuses it (`Stale`) when the registry has changed since — the
+caller then drops the cache and reads again; a call outside a session may skip that round trip
+while the change feed is trusted (`admission_cache.py`). So a quarantine, a deletion or a
+re-registration on any replica applies to the next call everywhere, and a call costs no store
+round trip of its own for its server.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.changes import ChangeWatch
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.store import Record, new_version
 from runtime.stores.kv_errors import kv_unavailable
@@ -34,16 +38,19 @@ class Cached:
 
 
 class ServerCache:
-    def __init__(self, kv: Redis) -> None:
+    def __init__(self, kv: Redis, watch: ChangeWatch) -> None:
         self.kv = kv
+        self.watch = watch
         self._version = ""
         self._records: dict[str, Cached] = {}
+        watch.on_change(self.invalidate)
 
     async def get(self, server_id: str) -> Cached | None:
         """The server's record (None: not registered)."""
         cached = self._records.get(server_id)
         if cached is not None:
             return cached
+        generation = self.watch.generation
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.set(keys.SERVERS_VERSION, new_version(), nx=True)  # once, in a new store
@@ -58,7 +65,8 @@ class ServerCache:
             return None
         record: Record = json.loads(raw)
         tools = {tool["name"]: tool for tool in record["tools"]}
-        self._records[server_id] = Cached(record, tools, version)
+        if generation == self.watch.generation:  # no change announced while it was read
+            self._records[server_id] = Cached(record, tools, version)
         return Cached(record, tools, "")  # just read: nothing to check
 
     def invalidate(self) -> None:

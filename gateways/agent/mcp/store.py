@@ -7,7 +7,8 @@ other server of the tenant serves one of its tool names: two replicas registerin
 tool name at once cannot both win. A write may name the record it expects to replace (compare
 and set), so a quarantine, an approval and a registration never overwrite one another. Every
 write also sets `mcp:servers:version` to a new random token, which tells the replicas' record
-caches (`server_cache.py`) that what they hold may be stale.
+caches (`server_cache.py`) that what they hold may be stale, and announces itself on the
+agent gateway's change feed (`changes.py`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.changes import COUNTER, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.errors import RegistryConflict, ToolNamingCollision
 from runtime.stores.kv_errors import kv_unavailable
 
 Record = dict[str, Any]
 
-# KEYS: servers, tool owners of the tenant, registry version. ARGV: id, record JSON, tenant,
+# KEYS: servers, tool owners of the tenant, registry version, the change counter (`changes.py`:
+# the write is announced in the same step). ARGV: id, record JSON, tenant,
 # the record JSON the write expects to replace ('' = any), the new version, then the tool names
 # the server owns after the write.
 _PUT = """
@@ -53,12 +56,14 @@ end
 for i = 6, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('SET', KEYS[3], ARGV[5])
+redis.call('INCR', KEYS[4])
+redis.call('PUBLISH', 'agent:changed', 'servers')
 if current then return {'replaced'} end
 return {'created'}
 """
 
-# KEYS: servers, tool owners of the tenant, auth config, cached token, registry version.
-# ARGV: id, tenant, the new version.
+# KEYS: servers, tool owners of the tenant, auth config, cached token, registry version, the
+# change counter. ARGV: id, tenant, the new version.
 _DELETE = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current then return 0 end
@@ -70,6 +75,8 @@ end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('SET', KEYS[5], ARGV[3])
+redis.call('INCR', KEYS[6])
+redis.call('PUBLISH', 'agent:changed', 'servers')
 return 1
 """
 
@@ -116,9 +123,10 @@ class ServerStore:
         tenant = record["tenant_id"]
         with kv_unavailable():
             answer = await self._put(
-                keys=[keys.SERVERS, keys.tool_owners(tenant), keys.SERVERS_VERSION],
+                keys=[keys.SERVERS, keys.tool_owners(tenant), keys.SERVERS_VERSION, COUNTER],
                 args=[record["id"], dumps(record), tenant, expected or "", new_version(), *names],
             )
+        changed_here()
         outcome, *rest = [a.decode() if isinstance(a, bytes) else a for a in answer]
         if outcome == "collision":
             raise ToolNamingCollision(record["id"], dict(zip(rest[::2], rest[1::2], strict=True)))
@@ -145,7 +153,9 @@ class ServerStore:
                     keys.auth_config(server_id),
                     keys.oauth_token(server_id),
                     keys.SERVERS_VERSION,
+                    COUNTER,
                 ],
                 args=[server_id, tenant, new_version()],
             )
+        changed_here()
         return int(removed) == 1
