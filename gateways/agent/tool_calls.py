@@ -203,7 +203,8 @@ class ToolCallPipeline:
         if session_id is not None and not IDENTIFIER.fullmatch(session_id):
             raise InvalidRequest("session_id must match [A-Za-z0-9._:-]{1,128}", field="session_id")
         call = ToolCall(tenant, tool_name, arguments, session_id)
-        argument_chars = admission.json_chars(arguments)
+        # Tokens matter to a session's budget only (outside one, nothing counts them).
+        argument_chars = admission.json_chars(arguments) if session_id is not None else 0
         want = admission.tokens_for(argument_chars) + self.result_reserve_tokens
         entry: Admission | None = None
         taken, reserved = False, 0
