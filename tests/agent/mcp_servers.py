@@ -26,8 +26,13 @@ from typing import Any
 import aiohttp
 import uvicorn
 from aiohttp import web
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 from support import free_port
+
+
+class Confirmation(BaseModel):
+    ok: bool
 
 
 @dataclass
@@ -48,6 +53,7 @@ class UpstreamMcp:
     echo_description: str = "Echo the text back"
     extra_tools: bool = False
     huge_tool: bool = False
+    asking_tool: bool = False  # an `ask` tool that sends the client an elicitation request
     gate: threading.Event | None = None  # given: a `hold` tool that answers once it is set
     _server: uvicorn.Server | None = None
     _thread: threading.Thread | None = None
@@ -88,6 +94,16 @@ class UpstreamMcp:
             @server.tool(description="Answer `size` characters")
             def huge(size: int) -> str:
                 return "x" * size
+
+        if self.asking_tool:
+
+            @server.tool(description="Ask the client before answering")
+            async def ask(text: str, ctx: Context) -> str:
+                try:
+                    answer = await ctx.elicit(f"May I echo {text!r}?", Confirmation)
+                except Exception as exc:  # the client refused to be asked
+                    return f"not asked: {exc}"
+                return f"asked: {answer.action}"
 
         gate = self.gate
         if gate is not None:

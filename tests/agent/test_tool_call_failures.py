@@ -144,3 +144,19 @@ async def test_the_session_budget_holds_under_a_concurrent_burst(
     used = tokens_for(json_chars(arguments) + json_chars(ran["result"]))
     assert after == (5, 5 * used)
     assert up.count("tools/call") == 5
+
+
+async def test_a_server_request_on_the_call_stream_is_refused_not_waited_for(
+    gateway, alice, upstream, policy
+) -> None:
+    """A 2025-11-25 tool that asks the client something (elicitation) mid-call: the gateway
+    relays no server requests, answers it with a JSON-RPC error at once, and the tool's own
+    answer comes back (rather than the call hanging until the timeout)."""
+    up = upstream(asking_tool=True)
+    async with gateway(AGENT_MCP_TIMEOUT_SECS="5") as svc:
+        server = await registered(svc, alice, up, protocol="2025-11-25")
+        sid = await session(svc, alice, ["ask"])
+        status, answer = await execute(svc, alice, sid, server, "ask", {"text": "hi"})
+    assert status == 200, answer
+    text = answer["result"]["content"][0]["text"]
+    assert text == "not asked: the Strata gateway relays no server requests"
