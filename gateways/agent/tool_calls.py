@@ -37,6 +37,7 @@ approval that released it stays usable.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -211,6 +212,7 @@ class ToolCallPipeline:
         grant: Released | None = None
         answer: ToolResult | None = None
         sent = False  # the request may have reached the upstream: the call counts
+        forwarding = False
         generation = self.watch.generation  # what is read from here on may be kept
         try:
             while True:
@@ -249,6 +251,7 @@ class ToolCallPipeline:
             auth = await self.forwarder.tokens.headers_from(
                 server_id, entry.auth_config, entry.auth_token
             )
+            forwarding = True
             with TRACER.start_as_current_span("mcp.tools_call"):  # the upstream call, a child
                 answer = await self.forwarder.call_tool(  # 8
                     server, tool_name, arguments, timeout=self.timeout_secs, auth=auth
@@ -270,6 +273,9 @@ class ToolCallPipeline:
             if isinstance(exc, McpUpstreamError):
                 sent = exc.sent
             self._refused(labels, call, entry, exc.error or "error")
+            raise
+        except asyncio.CancelledError:  # the caller left: a call on its way out may have run
+            sent = forwarding
             raise
         finally:  # 10, also for a refused, held, failed or cancelled call
             session = entry.session if taken and entry is not None else None

@@ -146,7 +146,7 @@ class _Answer:
     def start(self, http: UpstreamConnection) -> None:
         self.http = http
         self.done = asyncio.get_running_loop().create_future()
-        self.chunks, self.size, self.pending, self.data = [], 0, b"", []
+        self.stream, self.chunks, self.size, self.pending, self.data = False, [], 0, b"", []
 
     def finish(self) -> None:
         """The call is over (answered, failed, timed out or cancelled): a connection whose
