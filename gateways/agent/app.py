@@ -19,6 +19,7 @@ from gateways.agent.approvals.servicer import ApprovalServicer
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import TABLE as AUDIT_TABLE
 from gateways.agent.audit import AuditTrail
+from gateways.agent.changes import ChangeWatch
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.hop_identity import HopVerifier
@@ -62,6 +63,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     audit = AuditTrail(background)
     mcp = McpSide(config, stores, metrics, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
+    changes = ChangeWatch(kv)  # when in-memory copies of shared state may be used
     forwarder = A2AForwarder(development=config.development, timeout_secs=config.a2a_timeout_secs)
     hops = HopVerifier(config, kv)  # STS hop tokens (SVC_AGENT_IDENTITY); no-op when off
     tool_calls = ToolCallPipeline(
@@ -73,12 +75,20 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         audit,
         ToolCallMetrics(metrics),
         config.mcp_timeout_secs,
+        config.tool_result_reserve_tokens,
+        changes,
         hops,
     )
     # The gateway's own MCP endpoint: its tools/call runs the same pipeline.
-    endpoint = McpEndpoint(authenticator, mcp.store, tool_calls.call_for_mcp)
+    endpoint = McpEndpoint(
+        authenticator,
+        mcp.store,
+        tool_calls.call_for_mcp,
+        session_ttl_secs=config.mcp_session_ttl_secs,
+    )
 
     async def close() -> None:
+        await changes.stop()
         await mcp.close()
         await forwarder.close()
         await background.close()
@@ -140,7 +150,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         authenticator=authenticator,
         routes=endpoint.routes(),
         metrics=metrics,
-        on_startup=[mcp.start],
+        on_startup=[mcp.start, changes.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -44,12 +44,33 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "timeout of one upstream MCP request (connect, handshake, tools/list, tools/call), seconds",
         bounds=(0.01, 3600),
     )
+    mcp_max_result_bytes: int = var(
+        "AGENT_MCP_MAX_RESULT_BYTES",
+        4 * 1024 * 1024,
+        "largest tool result an upstream MCP server may answer, bytes of JSON or of its event "
+        "stream; a larger one is a 502 `upstream_result_too_large` (the call counts: it ran)",
+        bounds=(1024, 256 * 1024 * 1024),
+    )
+    tool_result_reserve_tokens: int = var(
+        "AGENT_TOOL_RESULT_RESERVE_TOKENS",
+        512,
+        "tokens a session call reserves for its result, beyond its arguments', while it runs "
+        "(at most what the session's budget has left); settled to the real use after it",
+        bounds=(0, 10_000_000),
+    )
     mcp_relist_secs: float = var(
         "AGENT_MCP_RELIST_SECS",
         300.0,
         "seconds between re-listings of every MCP server's tools (rug-pull detection; one "
         "replica per round); 0 turns the schedule off (on-demand `?refresh=true` remains)",
         bounds=(0, 86400),
+    )
+    mcp_session_ttl_secs: int = var(
+        "AGENT_MCP_SESSION_TTL_SECS",
+        86_400,
+        "how long an MCP session of the gateway's own `/mcp` lives after its last request "
+        "(then its `Mcp-Session-Id` answers 404 and the client initializes again), seconds",
+        bounds=(1, 30 * 86_400),
     )
     secrets_key: str | None = var(
         "AGENT_SECRETS_KEY",

@@ -51,7 +51,13 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "POST", "/v1/mcp/servers/{server_id}/approve-tools", f"{_REGISTRY}/ApproveServerTools"
     ),
     # Tool execution (200, or 202 `pending_approval`)
-    HttpRule("POST", "/v1/mcp/tools/call", f"{_TOOLS}/CallTool", render=render_tool_call),
+    HttpRule(
+        "POST",
+        "/v1/mcp/tools/call",
+        f"{_TOOLS}/CallTool",
+        render=render_tool_call,
+        json_method="call_json",  # the hot path: no protobuf round trip of arguments, result
+    ),
     HttpRule(
         "POST",
         "/v1/sessions/{session_id}/execute",

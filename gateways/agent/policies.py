@@ -18,6 +18,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.changes import announce, changed_here
 from runtime.fields import identifier, invalid, now_iso
 from runtime.stores.kv_errors import kv_unavailable
 from strata.agent.v1 import policy_pb2, policy_pb2_grpc
@@ -113,5 +114,9 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         policy = policy_from_request(request, now_iso())
         stored = {k: v for k, v in asdict(policy).items() if k != "tenant_id"}
         with kv_unavailable():
-            await self.kv.set(policy_key(policy.tenant_id), json.dumps(stored))
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.set(policy_key(policy.tenant_id), json.dumps(stored))
+                announce(pipe, "policy")  # replicas drop their copies (`changes.py`)
+                await pipe.execute()
+            changed_here()
         return policy_pb2.PutPolicyResponse(policy=policy.to_proto())

@@ -22,11 +22,23 @@
 10. counters (the session's tokens: about 4 JSON characters per token, arguments and result);
 11. metrics.
 
-A call stopped after step 4 gives its call slot back (`admission.release_call`).
+Store round trips (`admission.py`): the server record comes from a cache checked against the
+registry's version (`mcp/server_cache.py`); steps 2, 3, 4 and 6 are one script, which also
+reads what every call needs (the policy, the server's auth); 10 is one more. A call outside
+a session reuses what the script last read for its tenant and server while the change feed
+says nothing changed (`admission_cache.py`, `changes.py`): no round trip at all. Steps 4 and 6
+take a call slot and reserve tokens atomically (a call is admitted only while the budget, less
+the reservations of calls in flight, lasts); 10 turns the reservation into the tokens used.
+A call that reached its upstream counts, whatever came back (its tool may have run: a timeout,
+a dropped connection, garbage, a result over the size cap — each a 502); a call stopped before
+(held, refused, invalid, upstream unreachable) gives its slot and reservation back, and the
+approval that released it stays usable.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,20 +50,24 @@ from prometheus_client import Counter, Histogram
 from redis.asyncio import Redis
 
 from gateways.agent import admission
-from gateways.agent.admission import PendingApproval, ToolCall
+from gateways.agent.admission import Admission, PendingApproval, Released, ToolCall
+from gateways.agent.admission_cache import AdmissionCache
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import AuditTrail
+from gateways.agent.changes import ChangeWatch
 from gateways.agent.hop_identity import Hop, HopVerifier
-from gateways.agent.mcp.errors import ServerNotFound
-from gateways.agent.mcp.forwarder import McpForwarder
+from gateways.agent.mcp.errors import McpUpstreamError, ServerNotFound
+from gateways.agent.mcp.forwarder import McpForwarder, ToolResult
+from gateways.agent.mcp.server_cache import ServerCache
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.mcp.tool_sets import is_callable
 from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import acting_tenant
-from runtime.access import IDENTIFIER
+from runtime.access import IDENTIFIER, authorize, bind_caller, current_caller, rule_of
 from runtime.context import respond
 from runtime.errors import InvalidRequest, NotFound, StrataError
+from runtime.protojson import merge_json, plain_json
 from runtime.stores.kv_errors import kv_unavailable
 from runtime.telemetry import Metrics
 from strata.agent.v1 import tool_call_pb2, tool_call_pb2_grpc
@@ -142,16 +158,22 @@ class ToolCallPipeline:
         audit: AuditTrail,
         metrics: ToolCallMetrics,
         timeout_secs: float,
+        result_reserve_tokens: int,
+        watch: ChangeWatch,
         hops: HopVerifier | None = None,
     ) -> None:
         self.kv = kv
         self.store = store
+        self.watch = watch
+        self.servers = ServerCache(kv, watch)
+        self.admissions = AdmissionCache(watch)
         self.forwarder = forwarder
         self.approvals = approvals
         self.events = events
         self.audit = audit
         self.metrics = metrics
         self.timeout_secs = timeout_secs
+        self.result_reserve_tokens = result_reserve_tokens
         self.validators = Validators()
         self.hops = hops
 
@@ -183,95 +205,159 @@ class ToolCallPipeline:
         session_id: str | None,
         sts_token: str | None = None,
     ) -> Ran | PendingApproval:
-        session: SessionRecord | None = None
-        hop: Hop | None = None
-        slot_taken = forwarded = False
         labels = (tenant, UNKNOWN, UNKNOWN)
+        hop: Hop | None = None
+        if session_id is not None and not IDENTIFIER.fullmatch(session_id):
+            raise InvalidRequest("session_id must match [A-Za-z0-9._:-]{1,128}", field="session_id")
+        call = ToolCall(tenant, tool_name, arguments, session_id)
+        # Tokens matter to a session's budget only (outside one, nothing counts them).
+        argument_chars = admission.json_chars(arguments) if session_id is not None else 0
+        want = admission.tokens_for(argument_chars) + self.result_reserve_tokens
+        entry: Admission | None = None
+        taken, reserved = False, 0
+        grant: Released | None = None
+        answer: ToolResult | None = None
+        sent = False  # the request may have reached the upstream: the call counts
+        forwarding = False
+        generation = self.watch.generation  # what is read from here on may be kept
         try:
-            server, tool = await self._server_and_tool(tenant, server_id, tool_name)  # 1
-            labels = (tenant, server_id, tool_name)
-            if self.hops is not None:  # the hop token and its acting agent (issue 12)
-                hop = await self.hops.check(sts_token, tenant, tool=tool_name)
-            if session_id is not None:
-                session = await admission.admit_session(self.kv, session_id, tenant)  # 2
-                admission.admit_allowlist(session, tool_name)  # 3
-            policy = await admission.load_policy(self.kv, tenant)
-            if session is not None:
-                await admission.admit_call_limit(self.kv, session, policy)  # 4
-                slot_taken = True
-            call = ToolCall(tenant, tool_name, arguments, session_id)
-            held = await admission.admit_hitl(self.approvals, self.events, policy, call)  # 5
+            while True:
+                found = await self._server_and_tool(tenant, server_id, tool_name)  # 1
+                server, tool, version = found
+                labels = (tenant, server_id, tool_name)
+                if hop is None and self.hops is not None:  # the hop token, its acting agent
+                    hop = await self.hops.check(sts_token, tenant, tool=tool_name)
+                if session_id is None:  # nothing changed since last read: no round trip
+                    entry = self.admissions.get(tenant, server_id)
+                    if entry is not None:
+                        break
+                try:  # 2, 3, 4 (a call slot taken), 6 unless HITL is due: one round trip
+                    entry = await admission.admit(
+                        self.kv, call, server_id=server_id, version=version, want=want
+                    )
+                except admission.Stale:  # the registry changed: read the server again
+                    self.servers.invalidate()
+                    continue
+                if session_id is None:
+                    self.admissions.put(tenant, server_id, entry, generation)
+                break
+            if entry.refusal is not None:
+                raise entry.refusal
+            taken = entry.session is not None  # a call slot, and `reserved` tokens
+            reserved = entry.reserved
+            held = await admission.admit_hitl(self.approvals, self.events, entry.policy, call)  # 5
             if isinstance(held, PendingApproval):
-                self._refused(labels, session, arguments, PENDING, hop=hop)
+                self._refused(labels, call, entry, PENDING, hop)
                 return held
-            if session is not None:
-                await admission.admit_token_budget(self.kv, session)  # 6
+            grant = held
+            if entry.hitl and entry.session is not None:
+                taken = False  # refused, the script gives the slot back
+                reserved = await admission.reserve_budget(self.kv, entry.session, want)  # 6
+                taken = True
             self.validators.check(server, tool, arguments)  # 7
+            auth = await self.forwarder.tokens.headers_from(
+                server_id, entry.auth_config, entry.auth_token
+            )
+            forwarding = True
             with TRACER.start_as_current_span("mcp.tools_call"):  # the upstream call, a child
                 answer = await self.forwarder.call_tool(  # 8
-                    server, tool_name, arguments, timeout=self.timeout_secs
+                    server, tool_name, arguments, timeout=self.timeout_secs, auth=auth
                 )
-            forwarded = True
+            sent = True
+            outcome = "tool_error" if answer.is_error else "ok"
+            session = entry.session
+            self.audit.record(  # 9
+                tenant,
+                "tool_call",
+                outcome,
+                session_id=session_id or "",
+                agent_id=_agent(session, hop),
+                tool_name=tool_name,
+                inputs=arguments,
+                outputs=answer.result,
+                act_chain=hop.act_chain if hop else None,
+            )
         except StrataError as exc:
-            self._refused(labels, session, arguments, exc.error or "error", tool_name, hop)
+            if isinstance(exc, McpUpstreamError):
+                sent = exc.sent
+            self._refused(labels, call, entry, exc.error or "error", hop)
             raise
-        finally:
-            if slot_taken and not forwarded and session is not None:
-                await admission.release_call(self.kv, session.id)
-        outcome = "tool_error" if answer.is_error else "ok"
-        self.audit.record(  # 9
-            tenant,
-            "tool_call",
-            outcome,
-            session_id=session_id or "",
-            agent_id=_agent(session, hop),
-            tool_name=tool_name,
-            inputs=arguments,
-            outputs=answer.result,
-            act_chain=hop.act_chain if hop else None,
-        )
-        if session is not None:  # 10
-            tokens = admission.estimate_tokens(arguments, answer.result)
-            await admission.record_call(self.kv, session.id, tokens)
+        except asyncio.CancelledError:  # the caller left: a call on its way out may have run
+            sent = forwarding
+            raise
+        finally:  # 10, also for a refused, held, failed or cancelled call
+            session = entry.session if taken and entry is not None else None
+            await self._settle(session, call, reserved, grant, sent, answer, argument_chars)
         self.metrics.calls.labels(*labels, outcome).inc()  # 11
         self.metrics.latency.labels(*labels).observe(answer.latency_ms / 1000)
         return Ran(answer.result, answer.latency_ms, server_id, tool_name)
 
+    async def _settle(
+        self,
+        session: SessionRecord | None,
+        call: ToolCall,
+        reserved: int,
+        grant: Released | None,
+        sent: bool,
+        answer: ToolResult | None,
+        argument_chars: int,
+    ) -> None:
+        """10: the session's counters. A call that reached the upstream keeps its slot and is
+        charged its tokens (arguments, and the result when one came); a call stopped before
+        gives its slot and reservation back, and the approval that released it stays usable.
+        `session`: the session whose slot the call holds (None: none taken)."""
+        if session is not None:
+            used = 0
+            if sent:
+                result_chars = admission.json_chars(answer.result) if answer is not None else 0
+                used = admission.tokens_for(argument_chars + result_chars)
+            await admission.settle(
+                self.kv, session.id, reserved=reserved, used=used, keep_slot=sent
+            )
+        if grant is not None and not sent:
+            with kv_unavailable():
+                await self.approvals.restore_grant(
+                    grant.approval_id, call.tenant_id, call.session_id, call.tool_name,
+                    call.arguments,
+                )  # fmt: skip
+
     async def _server_and_tool(
         self, tenant: str, server_id: str, tool_name: str
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[dict[str, Any], dict[str, Any], str]:
+        """The server and tool (step 1), and the registry version the record must still be
+        at when the call is admitted ('' when read from the store just now)."""
         if not IDENTIFIER.fullmatch(server_id):
             raise InvalidRequest("server_id must match [A-Za-z0-9._:-]{1,128}", field="server_id")
-        with kv_unavailable():
-            server = await self.store.get(server_id)
-        if server is None or server["tenant_id"] != tenant:
+        cached = await self.servers.get(server_id)
+        if cached is None or cached.record["tenant_id"] != tenant:
             raise ServerNotFound.for_auth(server_id)
-        is_callable(server)
-        for tool in server["tools"]:
-            if tool["name"] == tool_name:
-                return server, tool
-        raise NotFound(
-            f"MCP server {server_id!r} offers no tool {tool_name[:128]!r}", error="tool_not_found"
-        )
+        is_callable(cached.record)
+        tool = cached.tools.get(tool_name)
+        if tool is None:
+            raise NotFound(
+                f"MCP server {server_id!r} offers no tool {tool_name[:128]!r}",
+                error="tool_not_found",
+            )
+        return cached.record, tool, cached.version
 
     def _refused(
         self,
         labels: tuple[str, str, str],
-        session: SessionRecord | None,
-        arguments: Any,
+        call: ToolCall,
+        entry: Admission | None,
         reason: str,
-        tool_name: str = "",
         hop: Hop | None = None,
     ) -> None:
+        session = entry.session if entry is not None else None
         self.metrics.denied.labels(*labels, reason).inc()
         self.audit.record(
-            labels[0],
+            call.tenant_id,
             "tool_call",
             reason,
-            session_id=session.id if session else "",
+            session_id=call.session_id or "",
             agent_id=_agent(session, hop),
-            tool_name=tool_name or labels[2],
-            inputs=arguments,
+            tool_name=call.tool_name,
+            inputs=call.arguments,
             act_chain=hop.act_chain if hop else None,
         )
 
@@ -294,33 +380,54 @@ class ToolCallPipeline:
 
 class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
     """The RPCs over `ToolCallPipeline`; a held call sets HTTP 202 (`render_tool_call` picks
-    the shape)."""
+    the shape). `call_json` is CallTool's face for the front door (`json_method`): the same
+    checks and pipeline on the JSON body as parsed, sparing the protobuf round trip of the
+    arguments and the result (the hot path)."""
 
     def __init__(self, pipeline: ToolCallPipeline) -> None:
         self.pipeline = pipeline
+        method = tool_call_pb2.DESCRIPTOR.services_by_name["ToolCallService"]
+        self.call_rule = rule_of(method.methods_by_name["CallTool"])
+
+    async def call_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """POST /v1/mcp/tools/call: the body's fields checked as the RPC's parser checks them
+        (unknown fields, types), its `tenant_id` as the guard checks a request's."""
+        request = tool_call_pb2.CallToolRequest()
+        merge_json(request, {k: v for k, v in body.items() if k != "arguments"})
+        metadata = dict(context.invocation_metadata())
+        bind_caller(authorize(self.call_rule, current_caller().principal, metadata, request))
+        arguments = body.get("arguments")
+        if "arguments" in body and not isinstance(arguments, dict):
+            raise InvalidRequest("'arguments' must be an object", field="arguments")
+        session = request.session_id if request.HasField("session_id") else None
+        outcome = await self._call(request, arguments, session, context)
+        if isinstance(outcome, PendingApproval):
+            return {"status": PENDING, "approval_id": outcome.approval_id,
+                    "message": outcome.message}  # fmt: skip
+        return {"result": outcome.result, "latency_ms": outcome.latency_ms,
+                "server_id": outcome.server_id, "tool_name": outcome.tool_name}  # fmt: skip
 
     async def CallTool(
         self, request: tool_call_pb2.CallToolRequest, context: Any
     ) -> tool_call_pb2.CallToolResponse:
         session = request.session_id if request.HasField("session_id") else None
-        outcome = await self._call(request, session, context)
+        outcome = await self._call(request, _arguments(request), session, context)
         return _response(tool_call_pb2.CallToolResponse(), outcome)
 
     async def ExecuteSessionTool(
         self, request: tool_call_pb2.ExecuteSessionToolRequest, context: Any
     ) -> tool_call_pb2.ExecuteSessionToolResponse:
-        outcome = await self._call(request, request.session_id, context)
+        outcome = await self._call(request, _arguments(request), request.session_id, context)
         return _response(tool_call_pb2.ExecuteSessionToolResponse(), outcome)
 
     async def _call(
-        self, request: Any, session_id: str | None, context: Any
+        self, request: Any, arguments: dict[str, Any] | None, session_id: str | None, context: Any
     ) -> Ran | PendingApproval:
         for field in ("server_id", "tool_name"):
             if not getattr(request, field):
                 raise InvalidRequest(f"'{field}' is required", field=field)
-        if not request.HasField("arguments"):
+        if arguments is None:
             raise InvalidRequest("'arguments' is required (an object)", field="arguments")
-        arguments = json_format.MessageToDict(request.arguments)
         # (`/v1/sessions/{id}/execute` takes no hop token: the spec's body has none)
         has_token = "sts_token" in request.DESCRIPTOR.fields_by_name and request.HasField(
             "sts_token"
@@ -339,6 +446,15 @@ def _agent(session: SessionRecord | None, hop: Hop | None) -> str:
     if session is not None:
         return session.agent_id
     return hop.acting_agent if hop is not None else ""
+
+
+def _arguments(request: Any) -> dict[str, Any] | None:
+    """The request's arguments as JSON (Struct numbers are doubles: whole ones as integers,
+    as the caller wrote them), None when absent."""
+    if not request.HasField("arguments"):
+        return None
+    arguments: dict[str, Any] = plain_json(request.arguments)
+    return arguments
 
 
 def _response(message: Any, outcome: Ran | PendingApproval) -> Any:

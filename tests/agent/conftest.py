@@ -4,6 +4,7 @@ loopback (`upstream(...)`), tokens from the dev IdP, and a clean MCP registry pe
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -14,6 +15,7 @@ from redis.asyncio import Redis
 from support import MASTER_KEY, user_token
 
 from gateways.agent.app import build
+from gateways.agent.changes import announce, changed_here
 from gateways.agent.config import AgentGatewayConfig
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -21,6 +23,7 @@ from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
 Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
+POLICY = "agent:policy:acme"
 
 
 @pytest.fixture
@@ -71,6 +74,22 @@ def upstream() -> Iterator[Callable[..., UpstreamMcp]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+async def policy(kv: Redis) -> AsyncIterator[Any]:
+    """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
+
+    async def put(**fields: Any) -> None:
+        async with kv.pipeline(transaction=True) as pipe:  # as the policy servicer writes
+            pipe.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
+            announce(pipe, "policy")
+            await pipe.execute()
+        changed_here()
+
+    await kv.delete(POLICY)
+    yield put
+    await kv.delete(POLICY)
 
 
 @pytest.fixture

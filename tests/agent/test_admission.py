@@ -1,15 +1,17 @@
 """The tool-call pipeline's admission steps (gateways/agent/admission.py), each run directly
 against the session's Valkey: session, allowlist (deny by default), the per-session call limit
-(exact under a concurrent burst from two store clients, as two replicas), HITL (held calls,
-grants consumed exactly once), the session token budget, the counters, and 503 when the store
-is down."""
+and the token budget taken in one script (exact under a concurrent burst from two store
+clients, as two replicas), a settled call's slot and tokens, a registry changed under a cached
+server record, HITL (held calls, grants consumed exactly once, a grant put back), and 503 when
+the store is down."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 from redis.asyncio import Redis
@@ -17,21 +19,22 @@ from state_kit import kv, tenant
 from support import MASTER_KEY, free_port
 
 from gateways.agent.admission import (
+    Admission,
     PendingApproval,
     Released,
+    Stale,
     ToolCall,
-    admit_allowlist,
-    admit_call_limit,
+    admit,
     admit_hitl,
     admit_session,
-    admit_token_budget,
     estimate_tokens,
-    record_call,
-    release_call,
+    reserve_budget,
+    settle,
 )
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import PENDING, ApprovalQueue
 from gateways.agent.audit import TABLE, AuditTrail
+from gateways.agent.mcp.keys import SERVERS_VERSION
 from gateways.agent.policies import Policy
 from gateways.agent.sessions.store import ACTIVE, SessionRecord, SessionStore
 from gateways.agent.state_metrics import StateMetrics
@@ -85,39 +88,70 @@ async def test_session_step(kv) -> None:
     assert ended.value.error == "session_not_active"
 
 
+async def admitted(
+    kv: Redis, session: SessionRecord, tool: str = "search", want: int = 1
+) -> Admission:
+    """`admit` for a call in `session`, raising the refusal it reports."""
+    call = ToolCall(session.tenant_id, tool, {}, session.id)
+    entry = await admit(kv, call, server_id="srv", version="", want=want)
+    if entry.refusal is not None:
+        raise entry.refusal
+    return entry
+
+
+async def set_policy(kv: Redis, policy: Policy) -> None:
+    await kv.set(f"agent:policy:{policy.tenant_id}", json.dumps(asdict(policy)))
+
+
 async def test_allowlist_denies_by_default(kv) -> None:
     session = await new_session(kv, tenant())
-    admit_allowlist(session, "search")
+    await admitted(kv, session, "search")
     for name in ("delete_all", "Search", ""):
         with pytest.raises(PermissionDenied) as denied:
-            admit_allowlist(session, name)
+            await admitted(kv, session, name)
         assert denied.value.error == "tool_not_allowed"
+    assert (await SessionStore(kv).counters(session.id)).tool_calls == 1
+
+
+async def test_an_unknown_or_ended_session_is_refused(kv) -> None:
+    t = tenant()
+    session = await new_session(kv, t)
+    with pytest.raises(NotFound) as unknown:
+        await admitted(kv, replace(session, id="no-such-session"))
+    assert unknown.value.body() == {"error": "Session not found"}
+    with pytest.raises(NotFound):
+        await admitted(kv, replace(session, tenant_id=tenant()))  # another tenant's session
+    await SessionStore(kv).terminate(session)
+    with pytest.raises(PermissionDenied) as ended:
+        await admitted(kv, session)
+    assert ended.value.error == "session_not_active"
 
 
 async def test_call_limit_counts_and_releases(kv) -> None:
     session = await new_session(kv, tenant())
-    policy = Policy(session.tenant_id, max_tool_calls_per_session=2)
-    assert await admit_call_limit(kv, session, policy) == 1
-    assert await admit_call_limit(kv, session, policy) == 2
+    await set_policy(kv, Policy(session.tenant_id, max_tool_calls_per_session=2))
+    await admitted(kv, session)
+    entry = await admitted(kv, session)
     with pytest.raises(ResourceExhausted) as refused:
-        await admit_call_limit(kv, session, policy)
+        await admitted(kv, session)
     assert refused.value.error == "tool_call_limit_exceeded"
-    await release_call(kv, session.id)  # e.g. the call was held for approval
-    assert await admit_call_limit(kv, session, policy) == 2
+    # A call stopped before its upstream (held, invalid) gives its slot back.
+    await settle(kv, session.id, reserved=entry.reserved, used=0, keep_slot=False)
+    await admitted(kv, session)
     assert (await SessionStore(kv).counters(session.id)).tool_calls == 2
-    zero = Policy(session.tenant_id, max_tool_calls_per_session=0)
+    await set_policy(kv, Policy(session.tenant_id, max_tool_calls_per_session=0))
     with pytest.raises(ResourceExhausted):
-        await admit_call_limit(kv, await new_session(kv, session.tenant_id), zero)
+        await admitted(kv, await new_session(kv, session.tenant_id))
 
 
 async def test_call_limit_is_exact_under_a_burst_from_two_replicas(kv, valkey_url) -> None:
     session = await new_session(kv, tenant())
-    policy = Policy(session.tenant_id, max_tool_calls_per_session=10)
+    await set_policy(kv, Policy(session.tenant_id, max_tool_calls_per_session=10))
     replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
 
     async def attempt(store: Redis) -> bool:
         try:
-            await admit_call_limit(store, session, policy)
+            await admitted(store, session)
         except ResourceExhausted:
             return False
         return True
@@ -129,6 +163,46 @@ async def test_call_limit_is_exact_under_a_burst_from_two_replicas(kv, valkey_ur
             await replica.aclose()
     assert outcomes.count(True) == 10
     assert (await SessionStore(kv).counters(session.id)).tool_calls == 10
+
+
+async def test_the_budget_is_reserved_exactly_under_a_burst(kv, valkey_url) -> None:
+    """Calls in flight hold reservations: with 100 tokens and 30 wanted per call, four calls
+    are admitted (30, 30, 30, then the 10 left), however many race from two replicas."""
+    session = await new_session(kv, tenant(), token_budget=100)
+    replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+
+    async def attempt(store: Redis) -> int | None:
+        try:
+            return (await admitted(store, session, want=30)).reserved
+        except ResourceExhausted as exc:
+            assert exc.error == "budget_exceeded"
+            return None
+
+    try:
+        outcomes = await asyncio.gather(*(attempt(replicas[i % 2]) for i in range(40)))
+    finally:
+        for replica in replicas:
+            await replica.aclose()
+    assert sorted(o for o in outcomes if o is not None) == [10, 30, 30, 30]
+    counters = await SessionStore(kv).counters(session.id)
+    assert (counters.tool_calls, counters.tokens_used) == (4, 100)
+    # Settled: each call used 12 tokens; what was reserved and not used is free again.
+    for reserved in (10, 30, 30, 30):
+        await settle(kv, session.id, reserved=reserved, used=12, keep_slot=True)
+    counters = await SessionStore(kv).counters(session.id)
+    assert (counters.tool_calls, counters.tokens_used) == (4, 48)
+    assert (await admitted(kv, session, want=100)).reserved == 52
+
+
+async def test_a_changed_registry_makes_a_cached_record_stale(kv) -> None:
+    t = tenant()
+    await kv.set(SERVERS_VERSION, "v1")
+    call = ToolCall(t, "search", {})
+    assert (await admit(kv, call, server_id="srv", version="v1", want=1)).session is None
+    await kv.set(SERVERS_VERSION, "v2")
+    with pytest.raises(Stale):
+        await admit(kv, call, server_id="srv", version="v1", want=1)
+    await kv.delete(SERVERS_VERSION)
 
 
 async def test_hitl_holds_then_releases_exactly_that_call_once(kv, events) -> None:
@@ -155,6 +229,9 @@ async def test_hitl_holds_then_releases_exactly_that_call_once(kv, events) -> No
     # The same call is: once, whatever number type the arguments came as (Struct doubles).
     same = replace(call, arguments={"n": 2.0, "to": "a@example.com"})
     assert await admit_hitl(queue, events, policy, same) == Released(held.approval_id)
+    # A released call stopped before its upstream puts the grant back: released once more.
+    await queue.restore_grant(held.approval_id, t, session.id, "send_email", same.arguments)
+    assert await admit_hitl(queue, events, policy, call) == Released(held.approval_id)
     assert isinstance(await admit_hitl(queue, events, policy, call), PendingApproval)
 
 
@@ -185,17 +262,32 @@ async def test_a_grant_is_consumed_once_under_concurrency(kv, valkey_url, events
 
 async def test_token_budget_and_counters(kv) -> None:
     session = await new_session(kv, tenant(), token_budget=10)
-    assert await admit_token_budget(kv, session) == 10
-    counters = await record_call(kv, session.id, 4)
-    assert counters.tokens_used == 4
-    assert await admit_token_budget(kv, session) == 6
-    await admit_call_limit(kv, session, Policy(session.tenant_id))
-    counters = await record_call(kv, session.id, 6)
-    assert (counters.tool_calls, counters.tokens_used) == (1, 10)
+    entry = await admitted(kv, session, want=4)
+    assert entry.reserved == 4
+    await settle(kv, session.id, reserved=entry.reserved, used=4, keep_slot=True)
+    entry = await admitted(kv, session, want=100)
+    assert entry.reserved == 6  # at most what is left
+    await settle(kv, session.id, reserved=entry.reserved, used=9, keep_slot=True)
+    counters = await SessionStore(kv).counters(session.id)
+    assert (counters.tool_calls, counters.tokens_used) == (2, 13)
     with pytest.raises(ResourceExhausted) as exhausted:
-        await admit_token_budget(kv, session)
+        await admitted(kv, session)
     assert exhausted.value.error == "budget_exceeded"
+    assert (await SessionStore(kv).counters(session.id)).tool_calls == 2  # nothing taken
     assert estimate_tokens({"q": "x" * 40}, {"content": []}) >= 10
+
+
+async def test_a_budget_reserved_after_approval_gives_the_slot_back(kv) -> None:
+    session = await new_session(kv, tenant(), token_budget=5)
+    await set_policy(kv, Policy(session.tenant_id, hitl_required_tools=["send_email"]))
+    entry = await admitted(kv, session, "send_email")
+    assert entry.hitl and entry.reserved == 0  # step 5 is due; nothing reserved yet
+    assert await reserve_budget(kv, session, 3) == 3
+    await settle(kv, session.id, reserved=3, used=8, keep_slot=True)
+    await admitted(kv, session, "send_email")
+    with pytest.raises(ResourceExhausted):
+        await reserve_budget(kv, session, 3)
+    assert (await SessionStore(kv).counters(session.id)).tool_calls == 1
 
 
 async def test_store_down_fails_closed(events) -> None:
@@ -206,11 +298,10 @@ async def test_store_down_fails_closed(events) -> None:
     try:
         for step in (
             admit_session(dead, "s", t),
-            admit_call_limit(dead, session, policy),
-            release_call(dead, "s"),
+            admit(dead, ToolCall(t, "x", {}, "s"), server_id="srv", version="", want=1),
+            reserve_budget(dead, session, 1),
+            settle(dead, "s", reserved=1, used=1, keep_slot=False),
             admit_hitl(ApprovalQueue(dead, 60), events, policy, ToolCall(t, "x", {}, "s")),
-            admit_token_budget(dead, session),
-            record_call(dead, "s", 1),
         ):
             with pytest.raises(Unavailable) as down:
                 await step

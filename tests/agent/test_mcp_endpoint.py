@@ -1,8 +1,12 @@
 """The gateway's own MCP endpoint (`/mcp`) through the `mcp` SDK's client, both eras: the
-tenant's tools listed, calls forwarded to the upstream, refusals as tool errors."""
+tenant's tools listed, calls forwarded to the upstream, refusals as tool errors; its MCP
+sessions (2025-11-25) looked up, bound, ended, and 404 once gone."""
 
 from __future__ import annotations
 
+import json
+
+import aiohttp
 import httpx2
 import pytest
 from agent_kit import call, server_body
@@ -86,3 +90,57 @@ async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
         await kv.delete("agent:policy:acme")
     assert session["tool_calls"] == 1
     assert up.count("tools/call") == 1
+
+
+async def rpc(
+    svc, headers: dict[str, str], method: str, params: dict | None = None, *, http_method="POST"
+) -> tuple[int, dict, object]:
+    """One raw JSON-RPC request to `/mcp`: (status, response headers, JSON body or None)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+    sent = {"Accept": "application/json, text/event-stream", **headers}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(http_method, f"{svc.http_url}/mcp", json=body, headers=sent) as resp,
+    ):
+        text = await resp.text()
+        return resp.status, dict(resp.headers), json.loads(text) if text else None
+
+
+async def test_the_mcp_session_id_is_looked_up_and_ended(gateway, alice, bob, upstream, kv):
+    """2025-11-25 sessions: the id `initialize` gave is served (and keeps the Strata session
+    binding it was opened with); an unknown id, another tenant's or an ended one is 404 with a
+    JSON-RPC error; DELETE ends it; GET offers no stream (405, as the spec allows)."""
+    up = upstream()
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="sess"))
+        body = {"tenant_id": "acme", "agent_id": "agent:mcp", "token_budget": 1000,
+                "tool_allowlist": ["echo"]}  # fmt: skip
+        _, made = await call(svc, "POST", "/v1/sessions", alice, body)
+        bound = {**alice, "X-Strata-Session-Id": made["id"]}
+        params = {"protocolVersion": "2025-11-25", "capabilities": {},
+                  "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+        status, headers, answer = await rpc(svc, bound, "initialize", params)
+        assert status == 200 and answer["result"]["protocolVersion"] == "2025-11-25"
+        mcp_session = headers["Mcp-Session-Id"]
+        # Later requests need only the MCP session: its Strata session binding holds.
+        status, _, listing = await rpc(svc, {**alice, "Mcp-Session-Id": mcp_session}, "tools/list")
+        assert status == 200
+        assert [t["name"] for t in listing["result"]["tools"]] == ["echo"]
+
+        for who, sid in ((alice, "0" * 32), (bob, mcp_session), (alice, "not/an id")):
+            status, _, error = await rpc(svc, {**who, "Mcp-Session-Id": sid}, "tools/list")
+            assert status == 404, (who, sid)
+            assert error["error"]["message"] == "Session not found" and error["id"] is None
+
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{svc.http_url}/mcp", headers=alice) as resp:
+                assert resp.status == 405 and "GET" not in resp.headers["Allow"]
+            ending = {**alice, "Mcp-Session-Id": mcp_session}
+            async with http.delete(f"{svc.http_url}/mcp", headers=ending) as resp:
+                assert resp.status == 204
+            async with http.delete(f"{svc.http_url}/mcp", headers=ending) as resp:
+                assert resp.status == 404
+        status, _, _ = await rpc(svc, {**alice, "Mcp-Session-Id": mcp_session}, "tools/list")
+        assert status == 404
+        # A client without a session id is still served (stateless clients).
+        assert (await rpc(svc, alice, "tools/list"))[0] == 200

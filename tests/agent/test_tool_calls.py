@@ -8,71 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
 
-import aiohttp
 import pytest
-from agent_kit import call, server_body
+from agent_kit import agent_processes, call, execute, metrics_of, registered, sample, session
 from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
-from support import MASTER_KEY, free_port, running, service_process
-
-POLICY = "agent:policy:acme"
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A gateway process by its URL, shaped as the in-process `Serving` the helpers take."""
-
-    http_url: str
-
-
-@pytest.fixture
-async def policy(kv) -> AsyncIterator[Any]:
-    """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
-
-    async def put(**fields: Any) -> None:
-        await kv.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
-
-    await kv.delete(POLICY)
-    yield put
-    await kv.delete(POLICY)
-
-
-async def metrics_of(svc) -> str:
-    async with aiohttp.ClientSession() as http, http.get(svc.http_url + "/metrics") as resp:
-        return await resp.text()
-
-
-def sample(text: str, name: str, **labels: str) -> float:
-    """The value of the sample `name` with exactly `labels` (0 when absent)."""
-    for family in text_string_to_metric_families(text):
-        for found in family.samples:
-            if found.name == name and found.labels == labels:
-                return float(found.value)
-    return 0.0
-
-
-async def registered(svc, alice, up) -> str:
-    status, body = await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up))
-    assert status == 201, body
-    return body["id"]
-
-
-async def session(svc, alice, allow: list[str], budget: int = 10_000) -> str:
-    body = {"tenant_id": "acme", "agent_id": "agent:tester", "tool_allowlist": allow,
-            "token_budget": budget}  # fmt: skip
-    status, made = await call(svc, "POST", "/v1/sessions", alice, body)
-    assert status == 201, made
-    return made["id"]
-
-
-def execute(svc, alice, sid: str, server: str, tool: str, arguments: Any) -> Any:
-    body = {"server_id": server, "tool_name": tool, "arguments": arguments, "tenant_id": "acme"}
-    return call(svc, "POST", f"/v1/sessions/{sid}/execute", alice, body)
+from support import running
 
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
@@ -241,25 +181,7 @@ async def test_two_gateway_processes_share_sessions_and_limits(
     across both takes exactly the session's `max_tool_calls_per_session`."""
     await policy(max_tool_calls_per_session=5)
     up = upstream()
-    procs, urls = [], []
-    try:
-        for _ in range(2):
-            port = free_port()
-            env = {
-                **os.environ,
-                "MASTER_KEY": MASTER_KEY,
-                "REDIS_URL": valkey_url,
-                "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
-                "IDP_ISSUER": idp,
-                "HTTP_PORT": str(port),
-                "GRPC_PORT": str(free_port()),
-                "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # none: audit rows dropped
-                "AGENT_MCP_RELIST_SECS": "0",
-                "LOG_LEVEL": "error",
-            }
-            procs.append(await service_process("gateways.agent", env, port))
-            urls.append(f"http://127.0.0.1:{port}")
-        one, two = (Endpoint(url) for url in urls)
+    async with agent_processes(2, valkey_url, idp) as (one, two):
         server = await registered(one, alice, up)
         sid = await session(one, alice, ["add"])
         status, ran = await execute(two, alice, sid, server, "add", {"a": 2, "b": 2})
@@ -271,10 +193,6 @@ async def test_two_gateway_processes_share_sessions_and_limits(
             )
         )
         _, got = await call(one, "GET", f"/v1/sessions/{sid}", alice)
-    finally:
-        for proc in procs:
-            proc.terminate()
-            await proc.wait()
     assert sorted(status for status, _ in answers) == [200] * 4 + [429] * 8
     assert got["tool_calls"] == 5 and up.count("tools/call") == 5
 
@@ -311,3 +229,31 @@ async def test_a_broken_upstream_is_a_clear_502_and_counts_nothing(
     assert status == 502, answer
     assert answer["error"] == "upstream_error"
     assert (got["tool_calls"], got["tokens_used"]) == (0, 0)
+
+
+async def test_the_call_body_is_checked_before_anything_runs(
+    gateway, alice, upstream, policy
+) -> None:
+    """`POST /v1/mcp/tools/call` (parsed as JSON, not through protobuf): unknown fields,
+    wrong types and missing fields are 400 naming the field; a body naming another tenant is
+    403; whole numbers reach the tool as integers."""
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        base = {"server_id": server, "tool_name": "add", "arguments": {"a": 2, "b": 3},
+                "tenant_id": "acme"}  # fmt: skip
+        cases = [
+            ({**base, "extra": 1}, 400, "extra"),
+            ({**base, "arguments": [1, 2]}, 400, "arguments"),
+            ({k: v for k, v in base.items() if k != "arguments"}, 400, "arguments"),
+            ({**base, "server_id": ""}, 400, "server_id"),
+            ({**base, "tool_name": 7}, 400, "tool_name"),
+            ({**base, "session_id": "a b"}, 400, "session_id"),
+            ({**base, "tenant_id": "globex"}, 403, "globex"),
+        ]
+        for body, status, named in cases:
+            got, answer = await call(svc, "POST", "/v1/mcp/tools/call", alice, body)
+            assert got == status and named in json.dumps(answer), (body, answer)
+        status, ran = await call(svc, "POST", "/v1/mcp/tools/call", alice, base)
+    assert status == 200 and ran["result"]["structuredContent"] == {"result": 5}
+    assert up.count("tools/call") == 1

@@ -10,7 +10,9 @@ for tenant `bench` (its tools discovered over MCP). Then, at each concurrency, w
 - directly: JSON-RPC `tools/call` of `echo` to the server's `/mcp`;
 - through the gateway: `POST /v1/mcp/tools/call` (master key, tenant `bench`, no session),
   which runs the pipeline (server, policy, HITL check, JSON Schema validation of the
-  arguments) and forwards over the gateway's pooled MCP session, writing an audit row.
+  arguments) and forwards over the gateway's pooled MCP session, writing an audit row;
+- through the gateway in a session: `POST /v1/sessions/{id}/execute` (allowlist, call limit
+  and token budget taken atomically in the store before the forward, settled after it).
 For each: calls/s, p50 and p99 latency, and for the gateway its CPU time per call. Medians of
 `--runs` runs. Everything listens on 127.0.0.1, on the machine's 2 shared cores.
 """
@@ -28,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchkit import measure, post, script, start_stack
+from benchkit import call, measure, post, script, start_stack
 
 OFFSET = 700
 SERVER = """
@@ -100,11 +102,16 @@ def main() -> None:
             body = {"server_id": "bench-mcp", "tool_name": "echo",
                     "arguments": {"text": "hello bench"}, "tenant_id": "bench"}  # fmt: skip
             print(post(f"{gateway}/v1/mcp/tools/call", body, master))
+            limits = {"max_tool_calls_per_session": 1_000_000_000}  # the rest: defaults
+            call("PUT", f"{gateway}/v1/policies/bench", limits, master)
+            made = post(f"{gateway}/v1/sessions", {"tenant_id": "bench", "agent_id": "bench",
+                        "tool_allowlist": ["echo"], "token_budget": 10**15}, master)  # fmt: skip
+            in_session = f"{gateway}/v1/sessions/{made['id']}/execute"
+            print(post(in_session, body, master))
             accept = {"Accept": "application/json, text/event-stream"}
+            bearer = {"Authorization": f"Bearer {master}"}
             direct = script(tmp / "direct.lua", json.dumps(DIRECT), accept)
-            through = script(
-                tmp / "gateway.lua", json.dumps(body), {"Authorization": f"Bearer {master}"}
-            )
+            through = script(tmp / "gateway.lua", json.dumps(body), bearer)
             rows = []
             for c in args.concurrency:
                 rows.append(measure(f"FastMCP direct, c={c}", upstream, None, c, args,
@@ -112,6 +119,8 @@ def main() -> None:
                 rows.append(measure(f"through the gateway, c={c}",
                                     f"{gateway}/v1/mcp/tools/call", pids["agent-gateway"], c,
                                     args, script=through))  # fmt: skip
+                rows.append(measure(f"through the gateway in a session, c={c}", in_session,
+                                    pids["agent-gateway"], c, args, script=through))  # fmt: skip
             print(json.dumps(rows))
         finally:
             stack.send_signal(signal.SIGINT)

@@ -209,3 +209,20 @@ class ApprovalQueue:
         key = grant_key(scope, tool_name, arguments_sha256(arguments))
         released = await self.kv.lpop(key)
         return None if released is None else str(released)
+
+    async def restore_grant(
+        self,
+        approval_id: str,
+        tenant_id: str,
+        session_id: str | None,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+    ) -> None:
+        """Put back the grant `consume_grant` took, for a call stopped before it reached its
+        upstream (over budget, invalid arguments, upstream unreachable): the approval still
+        releases one call (the grant list's expiry starts again)."""
+        key = grant_key(grant_scope(tenant_id, session_id), tool_name, arguments_sha256(arguments))
+        async with self.kv.pipeline(transaction=True) as pipe:
+            pipe.lpush(key, approval_id)
+            pipe.expire(key, self.ttl_secs)
+            await pipe.execute()

@@ -4,21 +4,29 @@ gateway.
 
 A small JSON-RPC handler rather than the SDK's server: the SDK serves ASGI (Starlette), and
 the gateway's front door is aiohttp. Every answer is `application/json` (a client must accept
-JSON or SSE). The endpoint keeps no state, so any replica answers any request:
+JSON or SSE). What little state there is lives in the key-value store, so any replica answers
+any request:
 - 2025-11-25: `initialize` negotiates (the client's version when it is a handshake-era one
-  this endpoint knows, else 2025-11-25) and hands out an `Mcp-Session-Id`, which later
-  requests may carry and which is not looked up; `notifications/*` → 202.
+  this endpoint knows, else 2025-11-25) and hands out an `Mcp-Session-Id`, kept in
+  `mcp:endpoint-session:{id}` (its tenant and Strata session binding) for
+  AGENT_MCP_SESSION_TTL_SECS after its last use. A request carrying an id that is unknown,
+  expired, ended or another tenant's is 404 with a JSON-RPC error (the spec: the client must
+  initialize again); `DELETE /mcp` with the id ends the session (204). Requests without an id
+  are served too (stateless clients); `notifications/*` → 202.
 - 2026-07-28: a request whose `MCP-Protocol-Version` is 2026-07-28 needs no handshake;
   `server/discover` answers; results carry `resultType` (and `ttlMs` / `cacheScope` on
   lists).
+- `GET /mcp` is 405: the endpoint sends no server-initiated messages, and the spec lets a
+  server that offers no SSE stream answer 405 (2025-11-25; 2026-07-28 has no GET stream).
 Methods: `ping`, `tools/list`, `tools/call`; others → -32601. The caller authenticates as on
 every agent gateway endpoint (bearer JWT or master key; tenant as `runtime.access` decides
 for tenant-scoped RPCs). A client bound to a Strata session (header `X-Strata-Session-Id`,
-or `?session_id=` on the endpoint URL) sees exactly the tools its session may call, and its
-calls run in that session (allowlist, limits, HITL, budget, counters); without one it sees
-every tool of its tenant. `tools/call` runs the tool-call pipeline (`tool_calls.py`,
-`call_for_mcp`); a refused or failed call is a tool error (`isError: true`) naming why — a
-call held for approval names the approval — and an unknown tool is -32602.
+or `?session_id=` on the endpoint URL; given at `initialize`, the binding holds for the MCP
+session) sees exactly the tools its session may call, and its calls run in that session
+(allowlist, limits, HITL, budget, counters); without one it sees every tool of its tenant.
+`tools/call` runs the tool-call pipeline (`tool_calls.py`, `call_for_mcp`); a refused or
+failed call is a tool error (`isError: true`) naming why — a call held for approval names the
+approval — and an unknown tool is -32602.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ _RULE = RpcRule("mcp", Access.ACCESS_TENANT)
 # (tenant, server id, tool name, arguments, session id) → the spec's `result` (CallToolResult)
 CallFn = Callable[[str, str, str, dict[str, Any], str | None], Awaitable[dict[str, Any]]]
 SESSION_HEADER = "x-strata-session-id"
+MCP_SESSION_HEADER = "mcp-session-id"
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -67,22 +76,38 @@ class RpcFailure(Exception):
         self.message = message
 
 
-class McpEndpoint:
-    """`call` runs a `tools/call` (the tool-call pipeline's `call_for_mcp`)."""
+class SessionGone(Exception):
+    """The request's `Mcp-Session-Id` names no live session of the caller's tenant."""
 
-    def __init__(self, authenticator: Authenticator, store: ServerStore, call: CallFn) -> None:
+
+class McpEndpoint:
+    """`call` runs a `tools/call` (the tool-call pipeline's `call_for_mcp`); `session_ttl_secs`
+    is how long an MCP session lives after its last request."""
+
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        store: ServerStore,
+        call: CallFn,
+        *,
+        session_ttl_secs: int,
+    ) -> None:
         self.authenticator = authenticator
         self.store = store
         self.call = call
+        self.session_ttl_secs = session_ttl_secs
 
     def routes(self) -> list[tuple[str, str, Handler]]:
-        return [("POST", PATH, self.handle), ("GET", PATH, _no_stream), ("DELETE", PATH, _ended)]
+        return [("POST", PATH, self.handle), ("GET", PATH, _no_stream), ("DELETE", PATH, self.end)]
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def _caller(self, request: web.Request) -> tuple[dict[str, str], str]:
         headers = {k.lower(): v for k, v in request.headers.items()}
         principal = await self.authenticator.authenticate(headers)
         caller = authorize(_RULE, principal, headers)
-        tenant = caller.tenant_id or DEFAULT_TENANT
+        return headers, caller.tenant_id or DEFAULT_TENANT
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        headers, tenant = await self._caller(request)
         session_id = headers.get(SESSION_HEADER) or request.query.get("session_id")
         try:
             message = json.loads(await request.read())
@@ -90,6 +115,14 @@ class McpEndpoint:
             return _rpc_error(None, -32700, "parse error", status=400)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _rpc_error(None, -32600, "one JSON-RPC 2.0 message per request", status=400)
+        mcp_session = headers.get(MCP_SESSION_HEADER)
+        initialize = message.get("method") == "initialize"
+        if mcp_session is not None and not initialize:
+            try:
+                bound = await self._mcp_session(mcp_session, tenant)
+            except SessionGone:
+                return _rpc_error(None, -32600, "Session not found", status=404)
+            session_id = session_id or bound or None
         if "id" not in message:  # a notification (initialized, cancelled): nothing to answer
             return web.Response(status=202)
         modern = headers.get("mcp-protocol-version") == MODERN
@@ -100,9 +133,48 @@ class McpEndpoint:
         except RpcFailure as exc:
             return _rpc_error(rpc_id, exc.code, exc.message)
         reply = web.json_response({"jsonrpc": "2.0", "id": rpc_id, "result": result})
-        if message.get("method") == "initialize":
-            reply.headers["Mcp-Session-Id"] = uuid.uuid4().hex
+        if initialize and not modern:
+            reply.headers["Mcp-Session-Id"] = await self._open(tenant, session, result)
         return reply
+
+    async def end(self, request: web.Request) -> web.StreamResponse:
+        """`DELETE /mcp`: the client ends its MCP session (204; 404 when it is not one)."""
+        headers, tenant = await self._caller(request)
+        mcp_session = headers.get(MCP_SESSION_HEADER)
+        if mcp_session is None:
+            return _rpc_error(None, -32600, "Mcp-Session-Id is required", status=400)
+        try:
+            await self._mcp_session(mcp_session, tenant)
+        except SessionGone:
+            return _rpc_error(None, -32600, "Session not found", status=404)
+        with kv_unavailable():
+            await self.store.kv.delete(keys.endpoint_session(mcp_session))
+        return web.Response(status=204)
+
+    async def _open(self, tenant: str, session: SessionRecord | None, result: Any) -> str:
+        """A new MCP session: its id, kept with the tenant and the Strata session binding."""
+        mcp_session = uuid.uuid4().hex
+        record = {"tenant_id": tenant, "session_id": session.id if session else "",
+                  "protocol_version": result["protocolVersion"]}  # fmt: skip
+        with kv_unavailable():
+            await self.store.kv.set(
+                keys.endpoint_session(mcp_session), json.dumps(record), ex=self.session_ttl_secs
+            )
+        return mcp_session
+
+    async def _mcp_session(self, mcp_session: str, tenant: str) -> str:
+        """The Strata session an MCP session is bound to ('' for none), its life extended;
+        SessionGone when the id is not a live session of this tenant."""
+        if not IDENTIFIER.fullmatch(mcp_session):
+            raise SessionGone
+        with kv_unavailable():
+            raw = await self.store.kv.getex(
+                keys.endpoint_session(mcp_session), ex=self.session_ttl_secs
+            )
+        record = json.loads(raw) if raw is not None else None
+        if record is None or record.get("tenant_id") != tenant:
+            raise SessionGone
+        return str(record.get("session_id") or "")
 
     async def _session(self, tenant: str, session_id: str | None) -> SessionRecord | None:
         """The session the client is bound to (of its tenant, active), or None."""
@@ -191,8 +263,3 @@ def _rpc_error(rpc_id: Any, code: int, message: str, *, status: int = 200) -> we
 async def _no_stream(request: web.Request) -> web.StreamResponse:
     """No server-initiated messages: the GET stream is not offered (spec: 405)."""
     return web.Response(status=405, headers={"Allow": "POST, DELETE"})
-
-
-async def _ended(request: web.Request) -> web.StreamResponse:
-    """Session ids are not kept, so ending one has nothing to do."""
-    return web.Response(status=204)

@@ -63,7 +63,11 @@ class RegistryConflict(StrataError):
 
 
 class McpUpstreamError(UpstreamError):
-    """The upstream MCP server failed (transport, timeout, protocol error): 502."""
+    """The upstream MCP server failed (transport, timeout, protocol error): 502. `sent`: the
+    request may have reached the upstream (its tool may have run), as opposed to a connection
+    that never opened or an answer that says the request was not run."""
+
+    sent = False
 
     def __init__(self, message: str, *, error: str = "upstream_error", **extra: object) -> None:
         super().__init__(message, error=error, **extra)

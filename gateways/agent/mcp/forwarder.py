@@ -28,10 +28,17 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from gateways.agent.mcp import tools_call
 from gateways.agent.mcp.errors import McpUpstreamError
 from gateways.agent.mcp.fingerprint import Tool, normalize_tools
 from gateways.agent.mcp.oauth import OAuthTokens
-from gateways.agent.mcp.upstream import CallState, UpstreamPool, bind_call, unbind_call
+from gateways.agent.mcp.upstream import (
+    CallState,
+    Connection,
+    UpstreamPool,
+    bind_call,
+    unbind_call,
+)
 from runtime.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
@@ -58,9 +65,10 @@ def _session_forgotten(exc: MCPError, state: CallState) -> bool:
 
 
 class McpForwarder:
-    def __init__(self, pool: UpstreamPool, tokens: OAuthTokens) -> None:
+    def __init__(self, pool: UpstreamPool, tokens: OAuthTokens, *, max_result_bytes: int) -> None:
         self.pool = pool
         self.tokens = tokens
+        self.max_result_bytes = max_result_bytes  # a larger tool result is a 502
 
     async def call_tool(
         self,
@@ -69,23 +77,53 @@ class McpForwarder:
         arguments: dict[str, Any],
         *,
         headers: dict[str, str] | None = None,
-        timeout: float,  # noqa: ASYNC109  (the SDK's per-request timeout, and its cancellation)
+        timeout: float,  # noqa: ASYNC109  (the whole exchange's)
+        auth: Mapping[str, str] | None = None,
     ) -> ToolResult:
-        async def call(session: ClientSession) -> types.CallToolResult:
-            answer = await session.call_tool(tool_name, arguments, read_timeout_seconds=timeout)
-            if not isinstance(answer, types.CallToolResult):  # an extension's claimed shape
-                raise McpUpstreamError(f"upstream answered tools/call with {type(answer)}")
-            return answer
-
-        started = time.perf_counter()
-        answer = await self._send(server, call, headers or {}, timeout)
-        latency_ms = round((time.perf_counter() - started) * 1000)
-        result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-        shown: dict[str, Any] = {
-            k: result[k] for k in ("content", "structuredContent") if k in result
-        }
-        shown["isError"] = bool(answer.is_error)
-        return ToolResult(result=shown, is_error=bool(answer.is_error), latency_ms=latency_ms)
+        """`auth`: the upstream's auth headers when the caller already has them
+        (`OAuthTokens.headers_from`), else they are looked up here."""
+        server_id = server["id"]
+        if auth is None:
+            auth = await self.tokens.headers_for(server_id)
+        retried = False
+        while True:
+            conn = await self._connection(server, auth)
+            started = time.perf_counter()
+            try:
+                result = await tools_call.call_tool(
+                    conn,
+                    tool_name,
+                    arguments,
+                    {**(headers or {}), **auth},
+                    timeout=timeout,
+                    max_bytes=self.max_result_bytes,
+                    server_id=server_id,
+                )
+            except tools_call.SessionForgotten:
+                if retried:
+                    raise McpUpstreamError(
+                        f"MCP server {server_id!r} forgot its session again"
+                    ) from None
+                log.info("MCP server %s forgot its session: reconnecting", server_id)
+                await self.pool.discard(conn)
+                retried = True
+                continue
+            except tools_call.Unauthorized:
+                if retried or not auth:
+                    raise McpUpstreamError(
+                        f"MCP server {server_id!r} refused the gateway's credentials (401)"
+                    ) from None
+                await self.tokens.forget(server_id)
+                auth = await self.tokens.headers_for(server_id)
+                retried = True
+                continue
+            latency_ms = round((time.perf_counter() - started) * 1000)
+            is_error = result.get("isError") is True
+            shown: dict[str, Any] = {"content": result["content"]}
+            if isinstance(result.get("structuredContent"), dict):
+                shown["structuredContent"] = result["structuredContent"]
+            shown["isError"] = is_error
+            return ToolResult(result=shown, is_error=is_error, latency_ms=latency_ms)
 
     async def list_tools(
         self,
@@ -128,14 +166,7 @@ class McpForwarder:
         retried = False
         while True:
             state = CallState(headers={**headers, **auth})
-            try:
-                conn = await self.pool.get(server, auth)
-            except (TimeoutError, MCPError, httpx2.HTTPError, OSError) as exc:
-                raise self._failure(server_id, "could not open an MCP session", exc) from exc
-            except Exception as exc:  # the SDK's handshake raises several unrelated types
-                if isinstance(exc, InvalidRequest):  # the outbound guard refused the URL
-                    raise
-                raise self._failure(server_id, "could not open an MCP session", exc) from exc
+            conn = await self._connection(server, auth)
             assert conn.client is not None
             token = bind_call(state)
             try:
@@ -171,6 +202,18 @@ class McpForwarder:
                 raise self._failure(server_id, "request failed", exc) from exc
             finally:
                 unbind_call(token)
+
+    async def _connection(self, server: Mapping[str, Any], auth: Mapping[str, str]) -> Connection:
+        """The server's open session (handshake on first use); 502 when it cannot be opened,
+        400 when the outbound guard now refuses its URL."""
+        try:
+            return await self.pool.get(server, auth)
+        except (TimeoutError, MCPError, httpx2.HTTPError, OSError) as exc:
+            raise self._failure(server["id"], "could not open an MCP session", exc) from exc
+        except Exception as exc:  # the SDK's handshake raises several unrelated types
+            if isinstance(exc, InvalidRequest):  # the outbound guard refused the URL
+                raise
+            raise self._failure(server["id"], "could not open an MCP session", exc) from exc
 
     @staticmethod
     def _failure(server_id: str, what: str, exc: BaseException) -> McpUpstreamError:

@@ -10,12 +10,14 @@ had; `permissive` logs the failure and answers `{}` (the call goes without auth)
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
 import aiohttp
 from redis.asyncio import Redis
 
+from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import AuthSettings, settings
 from gateways.agent.mcp.errors import UpstreamAuthFailed
@@ -46,12 +48,22 @@ class OAuthTokens:
             raw_config, cached = await self.kv.mget(
                 keys.auth_config(server_id), keys.oauth_token(server_id)
             )
-        config = settings(raw_config, self.box, server_id)
-        if config is None or config.mode == "optional":
+        return await self.headers_from(server_id, raw_config, cached)
+
+    async def headers_from(
+        self, server_id: str, raw_config: str | bytes | None, cached: str | bytes | None
+    ) -> dict[str, str]:
+        """As `headers_for`, from the server's auth config and cached token as already read
+        (the tool-call pipeline reads them in its admission round trip). The secret is opened
+        only when a token must be fetched."""
+        if raw_config is None or json.loads(raw_config).get("mode") == "optional":
             return {}
         if cached is not None:
             token = cached.decode() if isinstance(cached, bytes) else str(cached)
             return {"Authorization": f"Bearer {token}"}
+        config = settings(raw_config, self.box, server_id)
+        if config is None:
+            return {}
         try:
             token = await self._single_flight(server_id, config)
         except TokenError as exc:
@@ -66,7 +78,11 @@ class OAuthTokens:
     async def forget(self, server_id: str) -> None:
         """Drop the cached token (the upstream refused it, or the auth config changed)."""
         with kv_unavailable():
-            await self.kv.delete(keys.oauth_token(server_id))
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.delete(keys.oauth_token(server_id))
+                announce(pipe, "token")
+                await pipe.execute()
+        changed_here()
 
     async def _single_flight(self, server_id: str, config: AuthSettings) -> str:
         pending = self._fetching.get(server_id)
@@ -128,5 +144,9 @@ class OAuthTokens:
             lifetime = DEFAULT_LIFETIME_SECS
         ttl = max(1, int(lifetime) - EXPIRY_MARGIN_SECS)
         with kv_unavailable():
-            await self.kv.set(keys.oauth_token(server_id), token, ex=ttl)
+            async with self.kv.pipeline(transaction=True) as pipe:
+                pipe.set(keys.oauth_token(server_id), token, ex=ttl)
+                announce(pipe, "token")
+                await pipe.execute()
+        changed_here()
         return token

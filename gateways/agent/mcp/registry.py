@@ -21,6 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import redacted, stored_config
 from gateways.agent.mcp.errors import ServerNotFound
@@ -164,7 +165,9 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.set(keys.auth_config(server_id), json.dumps(stored))
                 pipe.delete(keys.oauth_token(server_id))
+                announce(pipe, "auth")
                 await pipe.execute()
+        changed_here()
         return pb.PutServerAuthResponse(status="ok", server_id=server_id, mode=stored["mode"])
 
     async def ListServerTools(self, request: pb.ListServerToolsRequest, context: Any) -> Any:

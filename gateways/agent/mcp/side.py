@@ -39,7 +39,9 @@ class McpSide:
         self.tokens = OAuthTokens(
             stores.kv, self.box, development=config.development, timeout=config.mcp_timeout_secs
         )
-        self.forwarder = McpForwarder(self.pool, self.tokens)
+        self.forwarder = McpForwarder(
+            self.pool, self.tokens, max_result_bytes=config.mcp_max_result_bytes
+        )
         self.metrics = McpMetrics(metrics)
         self.audit = audit
         self.watch = ToolSetWatch(

@@ -5,24 +5,31 @@ A server record is the spec's server object plus what the gateway needs (`protoc
 tool name → server id) are written by the same script as the record, after checking that no
 other server of the tenant serves one of its tool names: two replicas registering the same
 tool name at once cannot both win. A write may name the record it expects to replace (compare
-and set), so a quarantine, an approval and a registration never overwrite one another.
+and set), so a quarantine, an approval and a registration never overwrite one another. Every
+write also sets `mcp:servers:version` to a new random token, which tells the replicas' record
+caches (`server_cache.py`) that what they hold may be stale, and announces itself on the
+agent gateway's change feed (`changes.py`).
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.changes import COUNTER, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.errors import RegistryConflict, ToolNamingCollision
 from runtime.stores.kv_errors import kv_unavailable
 
 Record = dict[str, Any]
 
-# KEYS: servers, tool owners of the tenant. ARGV: id, record JSON, tenant, the record JSON the
-# write expects to replace ('' = any), then the tool names the server owns after the write.
+# KEYS: servers, tool owners of the tenant, registry version, the change counter (`changes.py`:
+# the write is announced in the same step). ARGV: id, record JSON, tenant,
+# the record JSON the write expects to replace ('' = any), the new version, then the tool names
+# the server owns after the write.
 _PUT = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if current then
@@ -31,7 +38,7 @@ end
 if ARGV[4] ~= '' and current ~= ARGV[4] then return {'moved'} end
 local wanted = {}
 local clashes = {}
-for i = 5, #ARGV do
+for i = 6, #ARGV do
   wanted[ARGV[i]] = true
   local owner = redis.call('HGET', KEYS[2], ARGV[i])
   if owner and owner ~= ARGV[1] then
@@ -46,13 +53,17 @@ for i = 1, #owned, 2 do
     redis.call('HDEL', KEYS[2], owned[i])
   end
 end
-for i = 5, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
+for i = 6, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('SET', KEYS[3], ARGV[5])
+redis.call('INCR', KEYS[4])
+redis.call('PUBLISH', 'agent:changed', 'servers')
 if current then return {'replaced'} end
 return {'created'}
 """
 
-# KEYS: servers, tool owners of the tenant, auth config, cached token. ARGV: id, tenant.
+# KEYS: servers, tool owners of the tenant, auth config, cached token, registry version, the
+# change counter. ARGV: id, tenant, the new version.
 _DELETE = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current then return 0 end
@@ -63,8 +74,15 @@ for i = 1, #owned, 2 do
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('SET', KEYS[5], ARGV[3])
+redis.call('INCR', KEYS[6])
+redis.call('PUBLISH', 'agent:changed', 'servers')
 return 1
 """
+
+
+def new_version() -> str:
+    return secrets.token_hex(8)
 
 
 def dumps(record: Record) -> str:
@@ -105,9 +123,10 @@ class ServerStore:
         tenant = record["tenant_id"]
         with kv_unavailable():
             answer = await self._put(
-                keys=[keys.SERVERS, keys.tool_owners(tenant)],
-                args=[record["id"], dumps(record), tenant, expected or "", *names],
+                keys=[keys.SERVERS, keys.tool_owners(tenant), keys.SERVERS_VERSION, COUNTER],
+                args=[record["id"], dumps(record), tenant, expected or "", new_version(), *names],
             )
+        changed_here()
         outcome, *rest = [a.decode() if isinstance(a, bytes) else a for a in answer]
         if outcome == "collision":
             raise ToolNamingCollision(record["id"], dict(zip(rest[::2], rest[1::2], strict=True)))
@@ -133,7 +152,10 @@ class ServerStore:
                     keys.tool_owners(tenant),
                     keys.auth_config(server_id),
                     keys.oauth_token(server_id),
+                    keys.SERVERS_VERSION,
+                    COUNTER,
                 ],
-                args=[server_id, tenant],
+                args=[server_id, tenant, new_version()],
             )
+        changed_here()
         return int(removed) == 1

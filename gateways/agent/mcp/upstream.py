@@ -16,7 +16,14 @@ adopts the stateless revision without a probe. JSON and SSE answers are both rea
 Per-call HTTP headers (the upstream's bearer token, the caller's extra headers) travel in a
 context variable: the SDK sends each request from a task that runs in the sending task's
 context, so an httpx2 request hook sees the headers of exactly the call it is sending. The
-same hook records the HTTP statuses a call saw (a 401 makes the forwarder renew the token).
+same hook records the HTTP statuses a call saw (a 401 makes the forwarder renew the token)
+and the `Mcp-Session-Id` the handshake gave.
+
+The SDK serves the handshake, discovery and `tools/list`; `tools/call`, the hot path, goes
+through `tools_call.py` on the same negotiated session: `stamp()` is the SDK's own
+per-request stamp, `session_id` the handshake's session, `http` a keep-alive pool of plain
+HTTP/1.1 connections (httptools, the edge's) to the address the outbound guard checked when the
+connection was opened (TLS to the URL's host name for https).
 """
 
 from __future__ import annotations
@@ -24,16 +31,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import CallOptions
 from mcp_types import Implementation
 
 from runtime.config import VERSION
+from runtime.http1.pool import Pool
 from runtime.outbound import check_outbound_url
 
 log = logging.getLogger(__name__)
@@ -42,6 +53,8 @@ LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 PROTOCOLS = ("auto", LEGACY, MODERN)
 MAX_SSE_EVENT_BYTES = 16 * 1024 * 1024  # a larger single answer is refused, not buffered
+KEEPALIVE_CONNECTIONS = 64  # idle tools/call connections kept per server
+KEEPALIVE_IDLE_SECS = 4.0  # under common servers' keep-alive timeouts (uvicorn's 5 s)
 
 
 @dataclass
@@ -75,11 +88,31 @@ def sdk_mode(protocol: str) -> str:
 class Connection:
     """One open MCP client session to one upstream server."""
 
-    def __init__(self, url: str, protocol: str, timeout: float) -> None:
+    def __init__(self, url: str, protocol: str, timeout: float, *, address: str) -> None:
+        """`address`: the IP address the outbound guard allowed for the URL's host."""
         self.url = url
         self.protocol = protocol
         self.timeout = timeout
         self.client: Client | None = None
+        self.session_id: str | None = None  # the handshake's `Mcp-Session-Id` (2025-11-25)
+        parts = urlsplit(url)
+        tls = parts.scheme == "https"
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.host_header = parts.netloc.rsplit("@", 1)[-1]
+
+        # tools/call's HTTP connections (`tools_call.py`), kept alive between calls
+        async def vetted(host: str, port: int) -> str:
+            return address  # connect where the guard looked, TLS checked against the name
+
+        self.http = Pool(
+            parts.hostname or address,
+            parts.port or (443 if tls else 80),
+            KEEPALIVE_CONNECTIONS,
+            KEEPALIVE_IDLE_SECS,
+            1_000_000,
+            tls=ssl.create_default_context() if tls else None,
+            resolve=vetted,
+        )
         self._ready: asyncio.Future[None] | None = None
         self._close = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
@@ -91,6 +124,26 @@ class Connection:
     @property
     def protocol_version(self) -> str | None:
         return self.client.protocol_version if self.client is not None else None
+
+    def stamp(self, message: dict[str, Any]) -> dict[str, str]:
+        """Stamp a JSON-RPC request as the SDK's session stamps its own (the negotiated
+        version; on 2026-07-28 the `_meta` envelope, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`):
+        adds to `message` in place, returns the HTTP headers to send with it."""
+        assert self.client is not None
+        options: CallOptions = {}
+        self.client.session._stamp(message, options)  # the SDK's, so both eras stay its own
+        return dict(options.get("headers") or {})
+
+    def protocol_headers(self) -> dict[str, str]:
+        """The negotiated version header, for a message the session's stamp does not cover
+        (a response to a server request)."""
+        version = self.protocol_version
+        return {"MCP-Protocol-Version": version} if version else {}
+
+    async def _note_session(self, response: httpx2.Response) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self.session_id = session_id
 
     async def open(self, headers: Mapping[str, str]) -> None:
         """Connect and negotiate; raises what the handshake raised. The handshake's requests
@@ -112,7 +165,10 @@ class Connection:
             timeout=httpx2.Timeout(self.timeout),
             follow_redirects=False,
             trust_env=False,
-            event_hooks={"request": [_stamp_request], "response": [_record_response]},
+            event_hooks={
+                "request": [_stamp_request],
+                "response": [_record_response, self._note_session],
+            },
         )
         try:
             async with (
@@ -147,6 +203,8 @@ class Connection:
                     await asyncio.shield(self._owner)
             except (TimeoutError, Exception):
                 self._owner.cancel()
+        for idle in list(self.http.idle):
+            idle.close()
 
 
 def bind_call(state: CallState) -> contextvars.Token[CallState | None]:
@@ -185,8 +243,8 @@ class UpstreamPool:
             if conn is not None:
                 await conn.close()
             # The URL was checked at registration; its name may resolve elsewhere now.
-            await check_outbound_url(key[1], development=self.development, field="url")
-            conn = Connection(key[1], key[2], self.timeout)
+            addresses = await check_outbound_url(key[1], development=self.development, field="url")
+            conn = Connection(key[1], key[2], self.timeout, address=str(addresses[0]))
             await conn.open(headers)
             self.opened += 1
             self._connections[key] = conn
