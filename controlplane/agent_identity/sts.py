@@ -69,6 +69,7 @@ from runtime.hop_tokens import (
     peek_issuer,
     verify_hop_token,
 )
+from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.telemetry import Metrics
 from strata.controlplane.v1 import sts_pb2 as pb
 from strata.controlplane.v1 import sts_pb2_grpc
@@ -87,7 +88,8 @@ MAX_CACHED_TOKENS = 10_000
 # ids or credential refs), most specific first. Returns caller id, its registration, the
 # audience's registration, and whether the audience is in the caller's delegation set.
 # (`svc:deleg:{caller}` is found here, so it is not among KEYS: single-node store only.)
-RESOLVE = """
+# Through the store client's batcher (`kv_pipeline`): concurrent exchanges share one write.
+RESOLVE = PipelinedScript("""
 local caller, record = false, false
 for i = 2, #ARGV do
   record = redis.call('HGET', KEYS[1], ARGV[i])
@@ -102,7 +104,7 @@ local audience = redis.call('HGET', KEYS[1], ARGV[1])
 local allowed = 0
 if caller then allowed = redis.call('SISMEMBER', 'svc:deleg:' .. caller, ARGV[1]) end
 return {caller, record, audience, allowed}
-"""
+""")
 
 
 def denied(cls: type[StrataError], text: str, error: str, detail: str = "") -> StrataError:
@@ -212,7 +214,6 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
         self.issuer = issuer
         self.ttl = ttl_secs
         self.audit = audit
-        self._resolve = kv.register_script(RESOLVE)
         self.exchanges = Counter(
             "sts_token_exchanges",
             "Token exchanges at the STS, by decision (ISSUED, DENIED) and RFC 6749 error",
@@ -312,8 +313,8 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             ]  # fmt: skip
         attempt.subject = candidates[0][:256] if candidates else ""
         with store():
-            caller, caller_text, audience_text, allowed = await self._resolve(
-                keys=[REGISTRY_KEY, CREDENTIALS_KEY], args=[audience, *candidates]
+            caller, caller_text, audience_text, allowed = await RESOLVE(
+                self.kv, [REGISTRY_KEY, CREDENTIALS_KEY], [audience, *candidates]
             )
         caller_record = parse_registration(caller_text)
         if caller is None or caller_record is None:

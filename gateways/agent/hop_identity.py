@@ -45,16 +45,18 @@ from runtime.hop_tokens import (
     verify_hop_token,
 )
 from runtime.stores.kv_errors import kv_unavailable
+from runtime.stores.kv_pipeline import PipelinedScript
 
 TRACER = trace.get_tracer("strata.agent")
 # The replay guard and the acting agent's registration in one command (one round trip).
 # KEYS: sts:jti:{jti}, svc:agent-registry. ARGV: remaining lifetime (s), agent id.
-FIRST_USE = """
+# Through the store client's batcher (`kv_pipeline`): concurrent hops share one write.
+FIRST_USE = PipelinedScript("""
 if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
   return {1, redis.call('HGET', KEYS[2], ARGV[2])}
 end
 return {0, false}
-"""
+""")
 JWKS_MIN_REFRESH_SECS = 1.0
 
 
@@ -92,7 +94,6 @@ class HopVerifier:
         self.issuer = config.sts_issuer
         self.jwks: JwksCache | None = None
         self.secret = config.sts_signing_key
-        self._first_use = kv.register_script(FIRST_USE)
         if config.sts_jwks_url:
             self.algorithm = EDDSA
             self.jwks = JwksCache(
@@ -146,8 +147,8 @@ class HopVerifier:
                 )
         with TRACER.start_as_current_span("agent_gateway.check_replay"), kv_unavailable():  # 5
             remaining = max(1, claims.expires - int(time.time()))
-            first_use, registration = await self._first_use(
-                keys=[jti_key(claims.jti), REGISTRY_KEY], args=[remaining, claims.subject]
+            first_use, registration = await FIRST_USE(
+                self.kv, [jti_key(claims.jti), REGISTRY_KEY], [remaining, claims.subject]
             )
         if not first_use:
             raise Unauthenticated("the hop token was already used", error="token_replayed")
