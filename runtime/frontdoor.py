@@ -109,8 +109,8 @@ class _Binding:
             raise LookupError(f"{where}: response field {rule.response_body!r} unknown")
         if rule.stream != method.server_streaming:
             raise LookupError(f"{where}: stream={rule.stream} but {rule.rpc} disagrees")
-        if rule.json_method is not None and (_path_params(rule.path) or rule.body != "*"):
-            raise LookupError(f"{where}: json_method takes the whole body and no path params")
+        if rule.json_method is not None and rule.body != "*":
+            raise LookupError(f"{where}: json_method takes the whole body")
         servicer = defn.servicer(rule.service)
         call = getattr(servicer, rule.method_name)
         # An unimplemented servicer (the generated base class) has no JSON face: its RPCs
@@ -172,6 +172,10 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
                 if not isinstance(body, dict):
                     raise InvalidRequest("the JSON body must be an object", error="invalid_request")
                 message = chosen.request_class()
+                if request.match_info:  # path parameters: on the message, and in the body
+                    body = {**body, **request.match_info}
+                    for name, text in request.match_info.items():
+                        setattr(message, name, scalar_from_text(chosen.fields[name], text))
                 bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
                 if chosen.rule.stream:
                     return await _stream(request, chosen.rule, chosen.json_call(body, context),

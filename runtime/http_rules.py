@@ -56,9 +56,9 @@ class HttpRule:
             endpoints, RFC 6749 and RFC 8693); its fields bind as JSON strings would.
         json_method: for hot paths (OpenAI's chat), a servicer method the front door calls in
             process with the parsed JSON body instead of building the request message; it
-            returns the JSON value to send (streaming: yields one per event). It must run the
-            same logic as the RPC, which stays the contract over gRPC: it spares the two
-            protobuf translations only.
+            returns the JSON value to send (streaming: yields one per event). Path parameters
+            join the body (the path's value wins). It must run the same logic as the RPC,
+            which stays the contract over gRPC: it spares the two protobuf translations only.
     """
 
     method: str

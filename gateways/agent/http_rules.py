@@ -63,6 +63,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "/v1/sessions/{session_id}/execute",
         f"{_TOOLS}/ExecuteSessionTool",
         render=render_tool_call,
+        json_method="execute_json",
     ),
     # A2A (send: 200 `completed` or 202 `pending`)
     HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),

@@ -380,27 +380,35 @@ class ToolCallPipeline:
 
 class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
     """The RPCs over `ToolCallPipeline`; a held call sets HTTP 202 (`render_tool_call` picks
-    the shape). `call_json` is CallTool's face for the front door (`json_method`): the same
-    checks and pipeline on the JSON body as parsed, sparing the protobuf round trip of the
-    arguments and the result (the hot path)."""
+    the shape). `call_json` and `execute_json` are CallTool's and ExecuteSessionTool's faces
+    for the front door (`json_method`): the same checks and pipeline on the JSON body as
+    parsed, sparing the protobuf round trip of the arguments and the result (the hot path)."""
 
     def __init__(self, pipeline: ToolCallPipeline) -> None:
         self.pipeline = pipeline
-        method = tool_call_pb2.DESCRIPTOR.services_by_name["ToolCallService"]
-        self.call_rule = rule_of(method.methods_by_name["CallTool"])
+        methods = tool_call_pb2.DESCRIPTOR.services_by_name["ToolCallService"].methods_by_name
+        self.call_rule = rule_of(methods["CallTool"])
+        self.execute_rule = rule_of(methods["ExecuteSessionTool"])
 
     async def call_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """POST /v1/mcp/tools/call: the body's fields checked as the RPC's parser checks them
-        (unknown fields, types), its `tenant_id` as the guard checks a request's."""
-        request = tool_call_pb2.CallToolRequest()
-        merge_json(request, {k: v for k, v in body.items() if k != "arguments"})
-        metadata = dict(context.invocation_metadata())
-        bind_caller(authorize(self.call_rule, current_caller().principal, metadata, request))
+        """POST /v1/mcp/tools/call."""
+        request = _parsed(tool_call_pb2.CallToolRequest(), self.call_rule, body, context)
+        session = request.session_id if request.HasField("session_id") else None
+        return await self._call_json(request, body, session, context)
+
+    async def execute_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """POST /v1/sessions/{session_id}/execute (the path's `session_id` is in `body`)."""
+        empty = tool_call_pb2.ExecuteSessionToolRequest()
+        request = _parsed(empty, self.execute_rule, body, context)
+        return await self._call_json(request, body, request.session_id, context)
+
+    async def _call_json(
+        self, request: Any, body: Mapping[str, Any], session_id: str | None, context: Any
+    ) -> dict[str, Any]:
         arguments = body.get("arguments")
         if "arguments" in body and not isinstance(arguments, dict):
             raise InvalidRequest("'arguments' must be an object", field="arguments")
-        session = request.session_id if request.HasField("session_id") else None
-        outcome = await self._call(request, arguments, session, context)
+        outcome = await self._call(request, arguments, session_id, context)
         if isinstance(outcome, PendingApproval):
             return {"status": PENDING, "approval_id": outcome.approval_id,
                     "message": outcome.message}  # fmt: skip
@@ -439,6 +447,15 @@ class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
         if isinstance(outcome, PendingApproval):
             respond(context, status=202)
         return outcome
+
+
+def _parsed(request: Any, rule: Any, body: Mapping[str, Any], context: Any) -> Any:
+    """`request` with the body's fields but `arguments` (checked as the RPC's parser checks
+    them: unknown fields, types), its tenant checked as the guard checks a request's."""
+    merge_json(request, {k: v for k, v in body.items() if k != "arguments"})
+    metadata = dict(context.invocation_metadata())
+    bind_caller(authorize(rule, current_caller().principal, metadata, request))
+    return request
 
 
 def _agent(session: SessionRecord | None, hop: Hop | None) -> str:

@@ -257,3 +257,30 @@ async def test_the_call_body_is_checked_before_anything_runs(
         status, ran = await call(svc, "POST", "/v1/mcp/tools/call", alice, base)
     assert status == 200 and ran["result"]["structuredContent"] == {"result": 5}
     assert up.count("tools/call") == 1
+
+
+async def test_the_execute_body_is_checked_and_the_path_names_the_session(
+    gateway, alice, upstream, policy
+) -> None:
+    """`POST /v1/sessions/{id}/execute` (parsed as JSON, not through protobuf): the same
+    checks as a call; the session is the path's, whatever the body says."""
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, ["add"])
+        path = f"/v1/sessions/{sid}/execute"
+        base = {"server_id": server, "tool_name": "add", "arguments": {"a": 2, "b": 3}}
+        cases = [
+            (path, {**base, "extra": 1}, 400, "extra"),
+            (path, {**base, "arguments": [1, 2]}, 400, "arguments"),
+            (path, {k: v for k, v in base.items() if k != "arguments"}, 400, "arguments"),
+            (path, {**base, "tool_name": 7}, 400, "tool_name"),
+            ("/v1/sessions/nope/execute", base, 404, "Session not found"),
+        ]
+        for where, body, status, named in cases:
+            got, answer = await call(svc, "POST", where, alice, body)
+            assert got == status and named in json.dumps(answer), (body, answer)
+        status, ran = await call(svc, "POST", path, alice, {**base, "session_id": "nope"})
+        _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+    assert status == 200 and ran["result"]["structuredContent"] == {"result": 5}, ran
+    assert got["tool_calls"] == 1
