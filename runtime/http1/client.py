@@ -294,7 +294,7 @@ class HttpClient:
             try:
                 await response._head
             except UpstreamError as exc:
-                if exc.fresh and reused and attempt == 0:
+                if exc.fresh and reused and not exc.timeout and attempt == 0:
                     continue  # a keep-alive connection the server had closed: once more
                 raise _client_error(exc) from None
             except BaseException:

@@ -108,6 +108,32 @@ async def test_a_stale_keep_alive_connection_is_retried_once(client: HttpClient)
         assert connections == 2
 
 
+async def test_silence_on_a_kept_alive_connection_is_not_sent_again(client: HttpClient) -> None:
+    """Only a connection the server closed is retried: a server that keeps it open and says
+    nothing has the request, which must not run twice."""
+    connections, requests = 0, 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections, requests
+        connections += 1
+        while await _read_request(reader):
+            requests += 1
+            if requests == 1:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                await writer.drain()
+        writer.close()
+
+    server, base = await _raw_server(serve)
+    async with server:
+        resp = await client.request("GET", f"{base}/", {}, idle_secs=5)
+        assert await resp.read() == b"ok"
+        resp.close()
+        with pytest.raises(ClientError) as caught:
+            await client.request("GET", f"{base}/", {}, idle_secs=0.3)
+        assert caught.value.timeout
+    assert (connections, requests) == (1, 2)
+
+
 async def test_silence_past_the_idle_limit_is_a_timeout(client: HttpClient) -> None:
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await _read_request(reader)
