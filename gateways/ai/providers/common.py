@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from gateways.ai.providers.base import ChatCall, ProviderError, ProviderTarget
@@ -178,6 +178,32 @@ def stop_list(value: Any) -> list[str] | None:
     return None
 
 
+@asynccontextmanager
+async def _answered(
+    http: HttpClient,
+    target: ProviderTarget,
+    method: str,
+    url: str,
+    payload: bytes,
+    headers: Mapping[str, str],
+    limit_secs: float,
+    total_secs: float | None,
+) -> AsyncIterator[Response]:
+    """A request whose answer has a 2xx status (else its ProviderError), closed on exit."""
+    try:
+        resp = await http.request(
+            method, url, headers, payload, idle_secs=limit_secs, total_secs=total_secs
+        )
+    except ClientError as exc:
+        raise unreachable(target, exc, limit_secs) from None
+    try:
+        if resp.status >= 300:
+            raise await error_from(resp, target)
+        yield resp
+    finally:
+        resp.close()
+
+
 async def post_json(
     http: HttpClient,
     target: ProviderTarget,
@@ -191,49 +217,30 @@ async def post_json(
     """One request answered by one JSON document (`body` is ignored for GET), within
     `limit_secs` in all."""
     payload = json_codec.dumps(body) if method != "GET" else b""
-    try:
-        resp = await http.request(
-            method, url, headers, payload, idle_secs=limit_secs, total_secs=limit_secs
-        )
-    except ClientError as exc:
-        raise unreachable(target, exc, limit_secs) from None
-    try:
-        if resp.status >= 300:
-            raise await error_from(resp, target)
+    async with _answered(
+        http, target, method, url, payload, headers, limit_secs, limit_secs
+    ) as resp:
         try:
             raw = await resp.read()
         except ClientError as exc:
             if exc.timeout:
                 raise unreachable(target, exc, limit_secs) from None
             raise fail(target, "truncated answer") from None
-        return parse_json(raw, target)
-    finally:
-        resp.close()
+    return parse_json(raw, target)
 
 
-@asynccontextmanager
-async def open_stream(
+def open_stream(
     http: HttpClient,
     target: ProviderTarget,
     url: str,
     body: Mapping[str, Any],
     headers: Mapping[str, str],
     limit_secs: float,
-) -> AsyncIterator[Response]:
+) -> AbstractAsyncContextManager[Response]:
     """A streaming POST with a 2xx status. `limit_secs` bounds connecting and every wait for the
     next bytes (not the whole stream, which may rightly last longer)."""
-    try:
-        resp = await http.request(
-            "POST", url, headers, json_codec.dumps(body), idle_secs=limit_secs
-        )
-    except ClientError as exc:
-        raise unreachable(target, exc, limit_secs) from None
-    try:
-        if resp.status >= 300:
-            raise await error_from(resp, target)
-        yield resp
-    finally:
-        resp.close()
+    payload = json_codec.dumps(body)
+    return _answered(http, target, "POST", url, payload, headers, limit_secs, None)
 
 
 @asynccontextmanager
