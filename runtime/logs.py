@@ -47,7 +47,9 @@ class JsonFormatter(logging.Formatter):
     def __init__(self, service: str) -> None:
         super().__init__()
         self.service = service
-        self._second, self._stamp = -1, ""  # the timestamp's seconds, formatted once a second
+        # (second, its text): formatted once a second; one tuple, replaced whole, so that a
+        # thread never pairs one second with another's text
+        self._stamp: tuple[int, str] = (-1, "")
 
     def format(self, record: logging.LogRecord) -> str:
         extras = {k: v for k, v in vars(record).items() if k not in _STANDARD}
@@ -59,11 +61,11 @@ class JsonFormatter(logging.Formatter):
         self, created: float, level: str, logger: str, msg: str, fields: dict[str, Any]
     ) -> str:
         second = int(created)
-        if second != self._second:
-            self._second = second
-            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        stamp = self._stamp
+        if stamp[0] != second:
+            stamp = self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
         entry: dict[str, Any] = {
-            "ts": f"{self._stamp}.{int((created - second) * 1000):03d}Z",
+            "ts": f"{stamp[1]}.{int((created - second) * 1000):03d}Z",
             "level": level.lower(),
             "service": self.service,
             "logger": logger,
