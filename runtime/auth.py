@@ -138,7 +138,7 @@ class Authenticator:
         self._master = master_key.encode()
         self._admin = admin_api_key.encode() if admin_api_key else None
         self._issuer = issuer
-        self._api_keys = api_keys
+        self.api_keys = api_keys
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """Raises Unauthenticated when no accepted credential is present and valid."""
@@ -155,8 +155,8 @@ class Authenticator:
             return Principal(
                 kind="master", subject="master-key", roles=frozenset({"platform-admin"})
             )
-        if self._api_keys is not None and token.startswith(API_KEY_PREFIX):
-            return await self._api_keys.principal(token)
+        if self.api_keys is not None and token.startswith(API_KEY_PREFIX):
+            return await self.api_keys.principal(token)
         return await self.verify_jwt(token)
 
     async def verify_jwt(self, token: str) -> Principal:
