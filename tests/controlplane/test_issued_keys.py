@@ -249,6 +249,11 @@ async def test_the_agent_gateway_lists_the_key_tenants_sessions_and_refuses_othe
         assert (await get(agent, f"/v1/sessions/{mine['id']}", key))[0] == 200
         assert (await get(agent, f"/v1/sessions/{theirs['id']}", key))[0] == 404
 
+        # The gateway's own MCP endpoint takes the key too (its tenant's tools: none here).
+        ask = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        status, answer, _ = await call(agent.http_url, "POST", "/mcp", token=key, body=ask)
+        assert (status, answer["result"]["tools"]) == (200, []), answer
+
         # Another tenant named: 403.
         status, body = await get(agent, "/v1/sessions", key, **{"x-tenant-id": other})
         assert status == 403, body
