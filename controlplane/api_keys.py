@@ -153,7 +153,9 @@ if status ~= 'active' then return status end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[1] then redis.call('HDEL', KEYS[2], ARGV[3]) end
 local key = cjson.decode(ARGV[2])
-redis.call('HSET', KEYS[3], key['key_hash'], cjson.encode(projection(key)))
+if type(key['key_hash']) == 'string' then
+  redis.call('HSET', KEYS[3], key['key_hash'], cjson.encode(projection(key)))
+end
 redis.call('INCR', KEYS[4])
 redis.call('PUBLISH', ARGV[4], ARGV[1])
 return 'ok'
