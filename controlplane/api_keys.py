@@ -13,10 +13,17 @@ Key-value layout (the control plane's store):
                                      and revoke) and among the edge's consumers
     cp:key-decision:{kr-id}  string  held while one approval or denial of that request runs
                                      (SET NX, 30 s TTL so a crashed process frees it)
+    cp:api-key-digests       hash    key_hash → {id, tenant_id, name, status}: the projection
+                                     the AI and agent gateways authenticate `Bearer sk-…` with
+                                     (`runtime/issued_keys.py`), with its change feed
+                                     `cp:api-keys:version` (INCR) and `cp:api-keys:changed`
 
 Every transition is one Lua script that checks the state it starts from (pending → approved
 or denied; active → revoked), so two concurrent decisions give exactly one success; the
-other answers 409.
+other answers 409. Approve and revoke write the key's projection and announce it in the same
+script, so a gateway never sees a key in a state `cp:api-keys` does not hold. Keys issued
+before the projection existed get theirs when a control plane starts (`project_all`: one
+script that makes `cp:api-key-digests` match `cp:api-keys`).
 
 The secret (`sk-` + 43 url-safe characters: 256 random bits) is stored only as its SHA-256.
 A fast hash is enough for a random secret of that entropy (no dictionary to try, 2^256
@@ -43,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import re
@@ -73,6 +79,9 @@ from controlplane.tenancy import (
 from gateways.edge.resources import CONSUMER_GROUPS, CONSUMERS, ROUTES
 from runtime.context import respond
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, StrataError
+from runtime.issued_keys import CHANNEL as KEYS_CHANGED
+from runtime.issued_keys import DIGESTS, digest
+from runtime.issued_keys import VERSION as KEYS_VERSION
 from runtime.stores.analytics import Analytics
 from strata.controlplane.v1 import api_key_pb2, api_key_pb2_grpc
 
@@ -102,9 +111,19 @@ if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 0 then return 'name_taken'
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 return 'ok'
 """
-# KEYS: requests, keys, names. ARGV: request id, decided request JSON, name, key id ('' when
-# denied), key JSON. Returns 'ok', or the status the request already has.
-_DECIDE = """
+# The gateways' view of a key (a stored key JSON): `runtime.issued_keys` reads it.
+_PROJECTION = """
+local function projection(key)
+  return {id = key['id'], tenant_id = key['tenant_id'], name = key['name'],
+          status = key['status']}
+end
+"""
+# KEYS: requests, keys, names, digests, keys version. ARGV: request id, decided request JSON,
+# name, key id ('' when denied), key JSON, keys channel. Returns 'ok', or the status the
+# request already has.
+_DECIDE = (
+    _PROJECTION
+    + """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 'not_found' end
 local status = cjson.decode(raw)['status']
@@ -115,19 +134,67 @@ if ARGV[4] == '' then
 else
   redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
   redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+  local key = cjson.decode(ARGV[5])
+  redis.call('HSET', KEYS[4], key['key_hash'], cjson.encode(projection(key)))
+  redis.call('INCR', KEYS[5])
+  redis.call('PUBLISH', ARGV[6], ARGV[4])
 end
 return 'ok'
 """
-# KEYS: keys, names. ARGV: key id, revoked key JSON, name.
-_REVOKE = """
+)
+# KEYS: keys, names, digests, keys version. ARGV: key id, revoked key JSON, name, keys channel.
+_REVOKE = (
+    _PROJECTION
+    + """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 'not_found' end
 local status = cjson.decode(raw)['status']
 if status ~= 'active' then return status end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[1] then redis.call('HDEL', KEYS[2], ARGV[3]) end
+local key = cjson.decode(ARGV[2])
+if type(key['key_hash']) == 'string' then
+  redis.call('HSET', KEYS[3], key['key_hash'], cjson.encode(projection(key)))
+end
+redis.call('INCR', KEYS[4])
+redis.call('PUBLISH', ARGV[4], ARGV[1])
 return 'ok'
 """
+)
+# KEYS: keys, digests, keys version. ARGV: keys channel. Makes the projection match the keys
+# (the migration of keys issued before it existed); returns the entries it changed.
+_PROJECT_ALL = (
+    _PROJECTION
+    + """
+local wanted, changed = {}, 0
+local keys = redis.call('HGETALL', KEYS[1])
+for i = 2, #keys, 2 do
+  local ok, key = pcall(cjson.decode, keys[i])
+  if ok and type(key) == 'table' and type(key['key_hash']) == 'string' then
+    local want = projection(key)
+    wanted[key['key_hash']] = true
+    local parsed, have = pcall(cjson.decode, redis.call('HGET', KEYS[2], key['key_hash']) or '{}')
+    if not parsed or type(have) ~= 'table' then have = {} end
+    if have['id'] ~= want['id'] or have['tenant_id'] ~= want['tenant_id']
+        or have['name'] ~= want['name'] or have['status'] ~= want['status'] then
+      redis.call('HSET', KEYS[2], key['key_hash'], cjson.encode(want))
+      changed = changed + 1
+    end
+  end
+end
+for _, key_hash in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if not wanted[key_hash] then
+    redis.call('HDEL', KEYS[2], key_hash)
+    changed = changed + 1
+  end
+end
+if changed > 0 then
+  redis.call('INCR', KEYS[3])
+  redis.call('PUBLISH', ARGV[1], '*')
+end
+return changed
+"""
+)
 # KEYS: the decision lock. ARGV: the holder's token.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -151,7 +218,7 @@ def key_not_found() -> NotFound:
 
 
 def key_hash(full_key: str) -> str:
-    return hashlib.sha256(full_key.encode()).hexdigest()
+    return digest(full_key)  # as the gateways look it up
 
 
 def masked(full_key: str) -> str:
@@ -175,6 +242,18 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
         self._decide = kv.register_script(_DECIDE)
         self._revoke = kv.register_script(_REVOKE)
         self._release = kv.register_script(_RELEASE)
+        self._project_all = kv.register_script(_PROJECT_ALL)
+
+    async def project_all(self) -> int:
+        """Make the gateways' projection (`cp:api-key-digests`) match `cp:api-keys`: keys
+        issued before it existed start working as bearer credentials. Returns the entries
+        changed; run when a control plane starts (one atomic script, idempotent)."""
+        changed = int(
+            await self._project_all(keys=[KEYS, DIGESTS, KEYS_VERSION], args=[KEYS_CHANGED])
+        )
+        if changed:
+            log.info("API key projection updated", extra={"entries": changed})
+        return changed
 
     # --- requests ------------------------------------------------------------------------
 
@@ -273,9 +352,12 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
             decided = {**key_request, "status": "approved", "decided_at": now, "key_id": key_id}
             try:
                 outcome = await self._decide(
-                    keys=[REQUESTS, KEYS, NAMES],
-                    args=[request_id, json.dumps(decided), name, key_id, json.dumps(key)],
-                )
+                    keys=[REQUESTS, KEYS, NAMES, DIGESTS, KEYS_VERSION],
+                    args=[
+                        request_id, json.dumps(decided), name, key_id, json.dumps(key),
+                        KEYS_CHANGED,
+                    ],
+                )  # fmt: skip
             except BaseException:
                 with contextlib.suppress(Exception):  # the key was never issued
                     await self._withdraw(name, key_id)
@@ -303,8 +385,8 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
             key_request = await self._pending(request_id)
             decided = {**key_request, "status": "denied", "decided_at": now_iso()}
             outcome = await self._decide(
-                keys=[REQUESTS, KEYS, NAMES],
-                args=[request_id, json.dumps(decided), key_request["name"], "", ""],
+                keys=[REQUESTS, KEYS, NAMES, DIGESTS, KEYS_VERSION],
+                args=[request_id, json.dumps(decided), key_request["name"], "", "", KEYS_CHANGED],
             )
             if outcome != "ok":
                 raise _decided(outcome)
@@ -350,7 +432,8 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
         await self._withdraw(key["name"], key_id)
         revoked = {**key, "status": "revoked", "revoked_at": now_iso()}
         outcome = await self._revoke(
-            keys=[KEYS, NAMES], args=[key_id, json.dumps(revoked), key["name"]]
+            keys=[KEYS, NAMES, DIGESTS, KEYS_VERSION],
+            args=[key_id, json.dumps(revoked), key["name"], KEYS_CHANGED],
         )
         if outcome == "not_found":
             raise key_not_found()

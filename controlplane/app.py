@@ -105,6 +105,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         audit=sts_audit,
         metrics=metrics,
     )
+    api_keys = ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics)
     implemented = {
         b.name: b
         for b in (
@@ -112,10 +113,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(platform_health_pb2_grpc, health_servicer),
             bind(analytics_pb2_grpc, AnalyticsServicer(stores.analytics)),
             bind(audit_pb2_grpc, AuditServicer(stores.analytics)),
-            bind(
-                api_key_pb2_grpc,
-                ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics),
-            ),
+            bind(api_key_pb2_grpc, api_keys),
             bind(rate_limit_pb2_grpc, RateLimitServicer(stores.kv, edge_config.store)),
             bind(tenant_pb2_grpc, tenants),
             bind(notification_pb2_grpc, NotificationServicer(config, stores.kv)),
@@ -182,6 +180,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             except (RedisError, OSError) as exc:
                 log.error("STS key not published at start", extra={"error": repr(exc)})
 
+    async def project_api_keys() -> None:
+        # Keys issued before the gateways' projection existed get their entries (idempotent).
+        try:
+            await api_keys.project_all()
+        except (RedisError, OSError) as exc:
+            log.error("API key projection not checked at start", extra={"error": repr(exc)})
+
     async def start_delivery() -> None:
         if config.notify_delivery:
             await delivery.start()
@@ -217,6 +222,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             start_delivery,
             health_servicer.start,
             publish_sts_key,
+            project_api_keys,
         ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,

@@ -29,6 +29,8 @@ from strata.access.v1.access_pb2 import Access
 IDENTIFIER = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TENANT_HEADER = "x-tenant-id"
 _TENANT_SCOPED = (Access.ACCESS_TENANT, Access.ACCESS_TENANT_HUMAN)
+# Credentials held by software, never a person: refused where a person must act.
+SOFTWARE = frozenset({"service", "api_key"})
 
 
 @dataclass(frozen=True)
@@ -146,10 +148,10 @@ def authorize(
         return Caller(principal, principal.tenant_id)
     if (
         access == Access.ACCESS_TENANT_HUMAN
-        and principal.kind == "service"
+        and principal.kind in SOFTWARE
         and not principal.is_platform_admin
     ):
-        raise _forbidden("a person must do this; agent service tokens are refused")
+        raise _forbidden("a person must do this; agent service tokens and API keys are refused")
     return Caller(principal, _tenant(rule, principal, metadata, request))
 
 

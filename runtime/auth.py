@@ -1,5 +1,6 @@
 """Who is calling: bearer JWTs verified against the identity provider's JWKS, the platform
-master key for service-to-service calls, and the edge admin key.
+master key for service-to-service calls, the edge admin key, and — at the gateways that take
+them — issued API keys (`Bearer sk-…`, resolved by `runtime.issued_keys`).
 
 The same `Authenticator` serves both transports: the guard (`runtime.guard`) calls
 `authenticate(headers)` with lower-cased header names for every RPC that is not public, and
@@ -14,7 +15,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import jwt
@@ -27,12 +28,14 @@ log = logging.getLogger(__name__)
 ALGORITHMS = ("RS256", "ES256")
 INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
 UNAUTHORIZED = "unauthorized"  # the spec's identifier for a caller without valid credentials
+API_KEY_PREFIX = "sk-"  # an issued API key (a JWT starts with `eyJ`)
 
 
 @dataclass(frozen=True)
 class Principal:
     """An authenticated caller. `kind` is `user`, `service` (an IdP service user), `master`
-    (a platform service or operator holding the master key) or `admin` (edge admin key)."""
+    (a platform service or operator holding the master key), `admin` (edge admin key) or
+    `api_key` (an issued API key: `subject` is the key id, `tenant_id` the key's tenant)."""
 
     kind: str
     subject: str
@@ -104,6 +107,12 @@ class JwksCache:
         self._keys = keys
 
 
+class ApiKeyResolver(Protocol):
+    """Who holds an issued API key (`runtime.issued_keys.IssuedKeys`)."""
+
+    async def principal(self, full_key: str) -> Principal: ...
+
+
 class Authenticator:
     """Verifies the credentials one service accepts.
 
@@ -112,6 +121,8 @@ class Authenticator:
         master_key: the platform master key (bearer), accepted by every service.
         admin_api_key: the edge admin key (`x-api-key`), where the service has one.
         issuer: when set, a JWT's `iss` must equal it.
+        api_keys: where the service takes issued API keys (`Bearer sk-…`), their resolver;
+            without one such a bearer is an invalid token.
     """
 
     def __init__(
@@ -121,11 +132,13 @@ class Authenticator:
         *,
         admin_api_key: str | None = None,
         issuer: str | None = None,
+        api_keys: ApiKeyResolver | None = None,
     ) -> None:
         self.jwks = jwks
         self._master = master_key.encode()
         self._admin = admin_api_key.encode() if admin_api_key else None
         self._issuer = issuer
+        self.api_keys = api_keys
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """Raises Unauthenticated when no accepted credential is present and valid."""
@@ -142,6 +155,8 @@ class Authenticator:
             return Principal(
                 kind="master", subject="master-key", roles=frozenset({"platform-admin"})
             )
+        if self.api_keys is not None and token.startswith(API_KEY_PREFIX):
+            return await self.api_keys.principal(token)
         return await self.verify_jwt(token)
 
     async def verify_jwt(self, token: str) -> Principal:
@@ -175,11 +190,18 @@ class Authenticator:
         )
 
 
-def authenticator_for(config: ServiceConfig, *, admin_api_key: str | None = None) -> Authenticator:
-    """The authenticator a service builds from its config (IdP JWKS, issuer, master key)."""
+def authenticator_for(
+    config: ServiceConfig,
+    *,
+    admin_api_key: str | None = None,
+    api_keys: ApiKeyResolver | None = None,
+) -> Authenticator:
+    """The authenticator a service builds from its config (IdP JWKS, issuer, master key), and
+    where it takes issued API keys, their resolver."""
     return Authenticator(
         JwksCache(config.idp_jwks_url),
         config.master_key,
         admin_api_key=admin_api_key,
         issuer=config.idp_issuer,
+        api_keys=api_keys,
     )

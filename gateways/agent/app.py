@@ -33,6 +33,7 @@ from gateways.agent.tool_calls import ToolCallMetrics, ToolCallPipeline, ToolCal
 from runtime.auth import authenticator_for
 from runtime.background import Background
 from runtime.config import VERSION
+from runtime.issued_keys import IssuedKeys
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
@@ -57,7 +58,8 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     kv = stores.kv
     metrics = Metrics(SERVICE)
     state_metrics = StateMetrics(metrics)
-    authenticator = authenticator_for(config)
+    api_keys = IssuedKeys(kv)  # `Bearer sk-…`: keys issued by the control plane
+    authenticator = authenticator_for(config, api_keys=api_keys)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane, AUDIT_TABLE)
     audit = AuditTrail(background)
@@ -88,6 +90,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     )
 
     async def close() -> None:
+        await api_keys.stop()
         await changes.stop()
         await mcp.close()
         await forwarder.close()
@@ -150,7 +153,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         authenticator=authenticator,
         routes=endpoint.routes(),
         metrics=metrics,
-        on_startup=[mcp.start, changes.start],
+        on_startup=[mcp.start, changes.start, api_keys.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -18,6 +18,7 @@ from gateways.ai.metrics import AiMetrics
 from gateways.ai.pipeline import ChatPipeline
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
+from runtime.issued_keys import IssuedKeys
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
@@ -35,12 +36,14 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane)
     pipeline = ChatPipeline(config, stores.kv, AiMetrics(metrics), background)
+    api_keys = IssuedKeys(stores.kv)  # `Bearer sk-…`: keys issued by the control plane
 
     async def open_vector_store() -> None:
         # The semantic cache's store; Milvus Lite starts its server on first open.
         vectors["client"] = await open_vectors(config.milvus_uri)
 
     async def close() -> None:
+        await api_keys.stop()
         await pipeline.close()
         await background.close()
         if "client" in vectors:
@@ -75,10 +78,10 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(config),
+        authenticator=authenticator_for(config, api_keys=api_keys),
         metrics=metrics,
         envelope=openai_error,
-        on_startup=[open_vector_store, pipeline.start],
+        on_startup=[open_vector_store, pipeline.start, api_keys.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

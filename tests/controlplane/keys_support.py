@@ -123,8 +123,11 @@ class Tenants:
             await self.kv.delete(f"cp:notifications:{tenant}")
         for hash_name in ("cp:key-requests", "cp:api-keys"):
             for id_, raw in (await self.kv.hgetall(hash_name)).items():
-                if json.loads(raw)["name"] in names:
+                record = json.loads(raw)
+                if record["name"] in names:
                     await self.kv.hdel(hash_name, id_)
+                    if record.get("key_hash"):  # the gateways' entry of the key
+                        await self.kv.hdel("cp:api-key-digests", record["key_hash"])
         if names:
             await self.kv.hdel("cp:key-names", *names)
         # Their edge consumers and the groups made for the tenants, through the edge

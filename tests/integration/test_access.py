@@ -1,6 +1,7 @@
 """The access matrix: every declared RPC of the four services, called by every kind of caller
 over both transports, is refused (401 / 403) or let through to its servicer exactly as the
-RPC's declared rule says, and tenant-scoped RPCs never act outside the caller's tenant.
+RPC's declared rule says, and tenant-scoped RPCs never act outside the caller's tenant. An
+issued API key (`sk-…`, tenant acme) is a caller at the AI and agent gateways only.
 
 The servicers are the generated base classes, which answer UNIMPLEMENTED (HTTP 501): a call
 that reaches one was admitted by the guard; a 401 or 403 was refused before any servicer ran.
@@ -9,6 +10,7 @@ that reaches one was admitted by the guard; a 401 or 403 was refused before any 
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import re
 from collections.abc import AsyncIterator
@@ -31,7 +33,9 @@ from gateways.edge.admin_http_rules import HTTP_RULES as EDGE_RULES
 from runtime.access import RpcRule, rule_of
 from runtime.auth import Authenticator, JwksCache
 from runtime.http_rules import HttpRule
+from runtime.issued_keys import DIGESTS, IssuedKeys, digest
 from runtime.service import ServiceDefinition, unimplemented
+from runtime.stores.kv import connect_kv
 from runtime.telemetry import Metrics
 from runtime.testing import Serving, serving
 from strata.access.v1 import access_pb2
@@ -51,7 +55,10 @@ CALLERS = (
     "tenant_user",
     "tenantless_user",
     "agent",
+    "api_key",
 )
+KEY_SERVICES = ("ai", "agent")  # where issued API keys are credentials
+API_KEY = "sk-access-matrix-key-of-tenant-acme-0000000000"
 ADMITTED, UNAUTHENTICATED, FORBIDDEN = "admitted", "401", "403"
 GRPC_OUTCOME = {
     grpc.StatusCode.UNIMPLEMENTED: ADMITTED,
@@ -62,11 +69,11 @@ GRPC_OUTCOME = {
 HTTP_OUTCOME = {501: ADMITTED, 401: UNAUTHENTICATED, 403: FORBIDDEN, 400: "400"}
 
 
-def expected(access: int, caller: str) -> str:
+def expected(access: int, caller: str, service: str) -> str:
     """The matrix the platform promises (runtime/README.md, strata/access/v1/access.proto)."""
     if access == Access.ACCESS_PUBLIC:
         return ADMITTED
-    if caller == "anonymous":
+    if caller == "anonymous" or (caller == "api_key" and service not in KEY_SERVICES):
         return UNAUTHENTICATED
     if access == Access.ACCESS_EDGE_ADMIN:
         return ADMITTED if caller == "edge_admin_key" else FORBIDDEN
@@ -76,7 +83,7 @@ def expected(access: int, caller: str) -> str:
         return ADMITTED if caller == "master_key" else FORBIDDEN
     if access == Access.ACCESS_PLATFORM_ADMIN:
         return ADMITTED if caller in ("master_key", "platform_admin") else FORBIDDEN
-    if access == Access.ACCESS_TENANT_HUMAN and caller == "agent":
+    if access == Access.ACCESS_TENANT_HUMAN and caller in ("agent", "api_key"):
         return FORBIDDEN
     return ADMITTED
 
@@ -108,7 +115,10 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-async def stack(idp: str) -> AsyncIterator[Stack]:
+async def stack(idp: str, valkey_url: str) -> AsyncIterator[Stack]:
+    kv = connect_kv(valkey_url)
+    entry = {"id": "k-matrix", "tenant_id": "acme", "name": "matrix", "status": "active"}
+    await kv.hset(DIGESTS, digest(API_KEY), json.dumps(entry))  # as an approval writes it
     headers = {
         "anonymous": {},
         "edge_admin_key": {"x-api-key": ADMIN_API_KEY},
@@ -119,6 +129,7 @@ async def stack(idp: str) -> AsyncIterator[Stack]:
             "authorization": f"Bearer {await user_token(idp, scope='openid')}",
         },
         "agent": {"authorization": f"Bearer {await service_token(idp)}"},
+        "api_key": {"authorization": f"Bearer {API_KEY}"},
     }
     services: dict[str, Serving] = {}
     contexts = []
@@ -135,6 +146,7 @@ async def stack(idp: str) -> AsyncIterator[Stack]:
                 JwksCache(f"{idp}/protocol/openid-connect/certs"),
                 MASTER_KEY,
                 admin_api_key=ADMIN_API_KEY,
+                api_keys=IssuedKeys(kv) if name in KEY_SERVICES else None,
             ),
             metrics=Metrics(f"access-{name}"),
         )
@@ -144,6 +156,8 @@ async def stack(idp: str) -> AsyncIterator[Stack]:
     yield Stack(services, headers)
     for context in reversed(contexts):
         await context.__aexit__(None, None, None)
+    await kv.hdel(DIGESTS, digest(API_KEY))
+    await kv.aclose()
 
 
 async def _healthy() -> dict[str, str]:
@@ -259,7 +273,7 @@ async def test_grpc_access_matrix(stack: Stack, service: str) -> None:
     for rule in rules.values():
         for caller in CALLERS:
             got = await grpc_call(channel, rule, stack.headers[caller])
-            want = expected(rule.access, caller)
+            want = expected(rule.access, caller, service)
             if got != want:
                 wrong.append(f"{rule.rpc} as {caller}: {got}, expected {want}")
     assert wrong == []
@@ -288,7 +302,7 @@ async def test_http_access_matrix(stack: Stack, service: str) -> None:
                         "acme",
                         stream=stream,
                     )
-                    want = expected(access, caller)
+                    want = expected(access, caller, service)
                     if got != want:
                         wrong.append(
                             f"{http_rule.method} {http_rule.path} {caller}: {got} ≠ {want}"
@@ -310,6 +324,8 @@ HEADER_CASES = (
     ("platform_admin", "globex", ADMITTED),  # administrators act across tenants
     ("master_key", "globex", ADMITTED),
     ("tenantless_user", "globex", ADMITTED),  # no tenant in the token: the header serves
+    ("api_key", "globex", FORBIDDEN),  # the key's tenant is acme
+    ("api_key", "acme", ADMITTED),
 )
 
 
@@ -319,7 +335,9 @@ async def test_tenant_header_never_crosses_the_token_tenant(stack: Stack, servic
     wrong = []
     for rule in _tenant_scoped(service):
         for caller, tenant, want in HEADER_CASES:
-            if caller == "agent" and rule.access == Access.ACCESS_TENANT_HUMAN:
+            if caller in ("agent", "api_key") and rule.access == Access.ACCESS_TENANT_HUMAN:
+                continue
+            if caller == "api_key" and service not in KEY_SERVICES:
                 continue
             headers = {**stack.headers[caller], "x-tenant-id": tenant}
             got = await grpc_call(channel, rule, headers)
@@ -336,10 +354,15 @@ async def test_request_naming_another_tenant_is_refused_on_both_transports(
     rules = declared_rules(package)
     scoped = {r.rpc: r for r in _tenant_scoped(service) if r.tenant_path}
     assert scoped, "tenant-scoped RPCs that name their tenant in the request"
+    callers = [("tenant_user", FORBIDDEN), ("platform_admin", ADMITTED)]
+    if service in KEY_SERVICES:
+        callers.append(("api_key", FORBIDDEN))
     wrong = []
     async with aiohttp.ClientSession() as http:
         for rule in scoped.values():
-            for caller, want in (("tenant_user", FORBIDDEN), ("platform_admin", ADMITTED)):
+            for caller, want in callers:
+                if caller == "api_key" and rule.access == Access.ACCESS_TENANT_HUMAN:
+                    continue
                 got = await grpc_call(
                     stack.services[service].channel, rule, stack.headers[caller], "globex"
                 )
@@ -349,7 +372,9 @@ async def test_request_naming_another_tenant_is_refused_on_both_transports(
             rule = rules[http_rule.rpc]
             if rule.rpc not in scoped:
                 continue
-            for caller, want in (("tenant_user", FORBIDDEN), ("platform_admin", ADMITTED)):
+            for caller, want in callers:
+                if caller == "api_key" and rule.access == Access.ACCESS_TENANT_HUMAN:
+                    continue
                 got = await http_call(
                     http,
                     stack.services[service].http_url,

@@ -1,0 +1,128 @@
+"""When a process may use its in-memory copies of shared state: a change feed in the key-value
+store (the agent gateway's admission and registry copies, both gateways' issued API keys).
+
+A feed is a pub/sub channel and a counter. Every write of what the copies hold also increments
+the counter and publishes on the channel (a pipeline or the write's own Lua script).
+`ChangeWatch` follows one feed:
+- `trusted` is true only while its subscription is confirmed: a message published after the
+  confirmation reaches it, so copies taken since the last message are current. A lost
+  subscription makes it untrusted (callers go back to reading the store) until it is back.
+- every message (and every new subscription, which may have missed some) calls the
+  listeners, which drop their copies, and moves `generation` on: a copy read from the store
+  is kept only if no change came while it was being read (`generation` unchanged).
+- a poll of the counter every second is the safety net for a subscription that died
+  silently: a count that moved without a message clears the copies all the same, and a poll
+  that fails makes the watch untrusted until one succeeds (a store this process cannot reach
+  may be taking writes it does not hear of).
+
+A writer also calls `changed_here(channel)` once its write is done, so that its own process
+drops its copies at once rather than when its message comes back. So a change applies to the
+next call of the process that made it, to the next call of every other process once the
+message arrives (the store's delivery time, well under a millisecond on one host), and at the
+latest after one poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+
+POLL_SECS = 1.0
+
+_watches: weakref.WeakSet[ChangeWatch] = weakref.WeakSet()  # this process's
+
+
+def changed_here(channel: str) -> None:
+    """A write of this process is done: its watches of `channel` drop their copies now."""
+    for watch in list(_watches):
+        if watch.channel == channel:
+            watch.changed()
+
+
+class ChangeWatch:
+    def __init__(self, kv: Redis, channel: str, counter: str) -> None:
+        self.kv = kv
+        self.channel = channel
+        self.counter = counter
+        self.generation = 0
+        self._subscribed = False  # the subscription is confirmed
+        self._polled = True  # the last poll of the counter answered
+        self._listeners: list[Callable[[], None]] = []
+        self._count: bytes | str | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        _watches.add(self)
+
+    @property
+    def trusted(self) -> bool:
+        """Whether copies taken since the last change are current."""
+        return self._subscribed and self._polled
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)
+
+    def changed(self) -> None:
+        """Something may have changed: drop every copy."""
+        self.generation += 1
+        for listener in self._listeners:
+            listener()
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._follow(), name=f"{self.channel} feed"),
+            asyncio.create_task(self._poll(), name=f"{self.channel} poll"),
+        ]
+
+    async def stop(self) -> None:
+        self._subscribed = False
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=2)
+        self._tasks = []
+
+    async def _follow(self) -> None:
+        delay = 0.1
+        while True:
+            pubsub = self.kv.pubsub()
+            try:
+                await pubsub.subscribe(self.channel)
+                async for message in pubsub.listen():
+                    kind = message.get("type")
+                    if kind == "subscribe":  # from now on no change goes unheard
+                        self.changed()
+                        self._subscribed = True
+                        delay = 0.1
+                    elif kind == "message":
+                        self.changed()
+            except (RedisError, OSError) as exc:
+                log.info("change feed %s lost: %s", self.channel, exc)
+            finally:
+                self._subscribed = False
+                self.changed()
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    async def _poll(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_SECS)
+            try:
+                count = await self.kv.get(self.counter)
+            except (RedisError, OSError):
+                if self._polled:
+                    self._polled = False
+                    self.changed()
+                continue
+            self._polled = True
+            if count != self._count:
+                self._count = count
+                self.changed()
