@@ -365,7 +365,7 @@ class ChatPipeline:
                 raise self._not_found(snapshot, model, _local_miss(model, first, listing))
         providers = chain(snapshot, first, self.config.fallback_chain)
         if all(self._why_unusable(p, snapshot) for p in providers):
-            why = self._why_unusable(first, snapshot)
+            why = str(self._why_unusable(first, snapshot)).removeprefix(f"provider {first.id!r}: ")
             raise self._not_found(
                 snapshot, model, f"it routes to provider {first.id!r}, which cannot be used: {why}"
             )

@@ -29,6 +29,7 @@ from gateways.ai.provider_table import Provider, Snapshot
 from runtime.errors import InvalidRequest
 
 LOCAL_TYPE = "ollama"
+SUGGESTION_CUTOFF = 0.6  # difflib's default for close matches
 
 
 class NoRoute(Exception):
@@ -49,7 +50,15 @@ def model_not_found(model: str, reason: str, known: Iterable[str] = ()) -> Inval
     """400 in OpenAI's envelope, code `model_not_found`: the model, why, the closest known
     names (a misspelling's likely intent) and where the available models are listed."""
     shown = model[:200]
-    close = difflib.get_close_matches(shown, list(dict.fromkeys(known)), n=3, cutoff=0.6)
+    matcher = difflib.SequenceMatcher(b=shown)
+
+    def likeness(name: str) -> float:
+        matcher.set_seq1(name)
+        return matcher.ratio()
+
+    scored = [(likeness(name), name) for name in dict.fromkeys(known)]
+    # the most alike first; equally alike ones in the order /v1/models lists them
+    close = [n for r, n in sorted(scored, key=lambda s: -s[0]) if r >= SUGGESTION_CUTOFF][:3]
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return InvalidRequest(
         f"The model {shown!r} is not available: {reason}.{hint} "
