@@ -44,6 +44,14 @@ async def test_echo_registered_like_the_launcher_answers_the_sdk(
             stored = {p["id"]: p for p in (await resp.json())["providers"]}
         assert stored["echo"]["enabled"] is True
         assert stored["echo"]["key_source"] == {"type": "env_var", "var_name": "ECHO_LLM_API_KEY"}
+        async with (  # the control plane's provider test reaches it with the same key
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{cp}/api/providers/echo/test", headers={"Authorization": f"Bearer {MASTER_KEY}"}
+            ) as resp,
+        ):
+            tested = await resp.json()
+        assert (tested["status"], tested["models"]) == ("valid", ["echo-1", "echo-2"])
 
         # A built-in lists its models once its key variable is set, not before.
         monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-used")
