@@ -1,8 +1,10 @@
 """A circuit breaker per provider, its state in the key-value store so every replica shares it.
 
 Keys (per provider id):
-- `ai:breaker:{id}:failures`: consecutive failed attempts (retryable failures: connection
-  errors, timeouts, 429, 5xx), counted within AI_BREAKER_WINDOW_SECS; a success deletes it;
+- `ai:breaker:{id}:failures`: consecutive failed attempts that say the provider is unavailable
+  (connection errors, timeouts, 429, 5xx, a broken answer: `pipeline.counts_against_availability`;
+  never a routing miss nor another 4xx, which are the request's or the configuration's),
+  counted within AI_BREAKER_WINDOW_SECS; a success deletes it;
 - `ai:breaker:{id}:open`: present (TTL AI_BREAKER_OPEN_SECS) while the breaker is open;
 - `ai:breaker:{id}:probe`: the single half-open probe's ticket (SET NX, TTL = the attempt
   timeout, so a probe that dies with its replica frees the ticket).

@@ -8,10 +8,11 @@
 - `none`: no key.
 
 Every other type (`vault`, `k8s_secret`, `aws_secrets_manager`, `azure_key_vault`) is not
-supported yet: `KeyUnavailable`, which the pipeline treats as that provider failing (the next
-provider of the chain is tried; the client's error names the provider and the source type,
-never a secret). A key is never logged, rendered or traced: `ProviderTarget.api_key` is
-excluded from its repr, and messages name only the variable or the source type.
+supported yet: `KeyUnavailable`. The pipeline skips such a provider (the next of the chain is
+tried; none left: 400 `model_not_found` naming the provider and the reason, never a secret),
+and `GET /v1/models` does not list its models. A key is never logged, rendered or traced:
+`ProviderTarget.api_key` is excluded from its repr, and messages name only the variable or the
+source type.
 """
 
 from __future__ import annotations
@@ -59,12 +60,3 @@ def resolve_key(
         f"provider {provider.id!r}: key source type {kind!r} is not supported yet "
         "(env_var, manual and none are)"
     )
-
-
-def key_reachable(provider: Provider, snapshot: Snapshot, *, development: bool) -> bool:
-    """Whether the provider's key resolves now (GET /v1/models lists only these)."""
-    try:
-        resolve_key(provider, snapshot, development=development)
-    except KeyUnavailable:
-        return False
-    return True

@@ -10,13 +10,21 @@
    (`pii/`, unless the tenant turned it off; on its own thread), then the system prompt,
    prefix and suffix;
 4. route — the provider table (`provider_table.py`), `routing.route` and the fallback chain;
+   a name the local catch-all would take only if the local provider serves it
+   (`local_models.py`); a model no enabled provider can serve (no route, not served locally,
+   no provider of the chain with a key) → 400 `model_not_found`, before anything is called;
 5. the two-tier response cache (`cache/`), non-stream only, unless the tenant turned it off
    or the request says `Cache-Control: no-cache` / `no-store`: a hit answers at once with
    `x-cache: HIT` or `SEMANTIC_HIT`, reserving no budget;
 6. budget — reserve the estimate (`budget_reservation.py`), 429 `budget_exceeded`;
 7. call — per provider of the chain: key (`keys.py`), breaker (`breaker.py`), the adapter's
    attempt with retries (`retry.py`); open breaker → next provider; all open → 503
-   `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`;
+   `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`. Only
+   availability failures (no answer, timeouts, 429, 5xx, a broken answer) count toward a
+   breaker and are retried: a provider's 400/404/413/422 is the caller's 400 (404:
+   `model_not_found`), and its other 4xx (401, 403: the gateway's key or account is wrong)
+   moves to the next provider without retry, answered, if nothing else works, 502 with
+   `x-should-retry: false` (OpenAI SDKs then do not resend it);
 8. settle the budget against the real usage (80% crossed → `budget_warning`, off the path);
    the fresh answer is stored in both cache tiers, off the request path (not for `no-store`);
 9. answer with `x-cache: MISS` and `x-tenant-id`; one `ai_request_log` row and the metrics,
@@ -50,7 +58,8 @@ from gateways.ai.breaker import PROBE, SKIP, Breakers, BreakerSettings
 from gateways.ai.budget_reservation import Budgets, Reservation, estimate_prompt_tokens
 from gateways.ai.cache import ResponseCache, default_embedder
 from gateways.ai.config import AiGatewayConfig
-from gateways.ai.keys import KeyUnavailable, key_reachable, resolve_key
+from gateways.ai.keys import KeyUnavailable, resolve_key
+from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.pii import Redactor, default_redactor
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
@@ -59,7 +68,7 @@ from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import Adapter, ChatCall, Delta, ProviderError, ProviderTarget
 from gateways.ai.retry import backoff
-from gateways.ai.routing import chain, route
+from gateways.ai.routing import NoRoute, chain, local_provider, model_not_found, route
 from runtime.access import current_caller
 from runtime.config import VERSION
 from runtime.context import respond, time_left
@@ -77,6 +86,16 @@ ROLES = frozenset({"system", "user", "assistant", "tool"})
 # A provider's answer to these says the request itself is wrong: the client hears it as 400
 # (no retry, no fallback: another provider would refuse it too).
 CLIENT_FAULTS = frozenset({400, 404, 413, 422})
+LISTED_LOCAL_MODELS = 20  # named in a model_not_found message at most
+
+
+def counts_against_availability(exc: ProviderError) -> bool:
+    """Whether a failed attempt says the provider is unavailable (no answer, a timeout, 429,
+    5xx, an answer it broke off or garbled). Any other 4xx is about the request or the
+    gateway's own configuration (key, account, model): never a breaker's business."""
+    return exc.retryable or exc.status is None or exc.status >= 500
+
+
 PROPAGATED = ("traceparent", "tracestate", "x-request-id")
 
 
@@ -266,6 +285,7 @@ class ChatPipeline:
         self.http = HttpClient(
             resolve=guarded_resolve(development=True), user_agent=f"strata-ai-gateway/{VERSION}"
         )
+        self.local_models = LocalModels(self.http, adapters, development=config.development)
         self.kv = kv
         self.cache: ResponseCache | None = None  # opened by start()
         self._redactor: Redactor | None = None
@@ -329,6 +349,46 @@ class ChatPipeline:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pii_thread, redactor.redact_messages, messages)
 
+    # --- step 4: routing -------------------------------------------------------------------
+
+    async def _route(self, snapshot: Snapshot, model: str) -> list[Provider]:
+        """The providers to try for `model`, in order, or 400 `model_not_found` (no provider
+        has been called, no breaker touched)."""
+        try:
+            routed = route(snapshot, model)
+        except NoRoute as exc:
+            raise self._not_found(snapshot, model, exc.reason) from None
+        first = routed.provider
+        if routed.catch_all:
+            listing = await self.local_models.listing(first, snapshot, wanted=model)
+            if not listing.serves(model):
+                raise self._not_found(snapshot, model, _local_miss(model, first, listing))
+        providers = chain(snapshot, first, self.config.fallback_chain)
+        if all(self._why_unusable(p, snapshot) for p in providers):
+            why = str(self._why_unusable(first, snapshot)).removeprefix(f"provider {first.id!r}: ")
+            raise self._not_found(
+                snapshot, model, f"it routes to provider {first.id!r}, which cannot be used: {why}"
+            )
+        return providers
+
+    def _why_unusable(self, provider: Provider, snapshot: Snapshot) -> str | None:
+        """Why the gateway cannot call `provider` at all (no adapter, no key), or None."""
+        if provider.type not in self.adapters:
+            return f"its type {provider.type!r} has no adapter"
+        try:
+            resolve_key(provider, snapshot, development=self.config.development)
+        except KeyUnavailable as exc:
+            return str(exc)
+        return None
+
+    def _not_found(self, snapshot: Snapshot, model: str, reason: str) -> InvalidRequest:
+        """`model_not_found`, suggesting the closest of the models `GET /v1/models` lists (as
+        last read: no I/O on this path)."""
+        known = [name for name, _ in self._listed(snapshot, self.local_models.cached)]
+        return model_not_found(model, reason, known)
+
+    # --- step 5: the cache ------------------------------------------------------------------
+
     async def _cache_lookup(self, prepared: Prepared) -> tuple[str, dict[str, Any]] | None:
         if not prepared.cache_lookup or self.cache is None:
             return None
@@ -362,6 +422,7 @@ class ChatPipeline:
         providers: list[Provider],
         prepared: Prepared,
         outcome: Outcome,
+        context: Any,
         op: Callable[[Adapter, HttpClient, ProviderTarget, ChatCall], Awaitable[T]],
     ) -> tuple[Provider, T]:
         config = self.config
@@ -378,6 +439,7 @@ class ChatPipeline:
             timeout=timeout,
         )
         skipped_open, attempted, last_error = 0, False, "no provider could be called"
+        unavailable = False  # some attempt failed for want of availability (not configuration)
         for provider in providers:
             outcome.provider = outcome.provider or provider.id
             adapter = self.adapters.get(provider.type)
@@ -405,13 +467,18 @@ class ChatPipeline:
                     result = await op(adapter, http, target, call)
                 except ProviderError as exc:
                     last_error = exc.message
-                    if exc.status in CLIENT_FAULTS:
+                    if not counts_against_availability(exc):
                         if decision == PROBE:
                             await self.breakers.success(provider.id)  # it answered
-                        raise InvalidRequest(
-                            f"provider {provider.id!r} refused the request: {exc.message}",
-                            error=INVALID,
-                        ) from exc
+                        if exc.status in CLIENT_FAULTS:
+                            raise _refused(provider, prepared.model, exc) from exc
+                        # 401, 403, ...: this provider's key or account; another may serve
+                        last_error = (
+                            f"provider {provider.id!r} refused the gateway's request "
+                            f"(check its key and account): {exc.message}"
+                        )
+                        break
+                    unavailable = True
                     opened = await self.breakers.failure(provider.id)
                     if not exc.retryable or opened or decision == PROBE:
                         break
@@ -426,6 +493,9 @@ class ChatPipeline:
                 "all providers of this model's chain are unavailable (circuit breakers open)",
                 error="all_providers_unavailable",
             )
+        if attempted and not unavailable and not skipped_open:
+            # Only configuration faults: sending it again cannot help (OpenAI SDKs honour this).
+            respond(context, headers={"x-should-retry": "false"})
         raise UpstreamError(last_error, error="provider_error")
 
     # --- non-stream -------------------------------------------------------------------------
@@ -439,7 +509,7 @@ class ChatPipeline:
         try:
             prepared = await self.prepare(body, context, outcome)
             snapshot = await self.table.current()  # 4
-            providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
+            providers = await self._route(snapshot, prepared.model)
             outcome.provider = providers[0].id
             cached = await self._cache_lookup(prepared)  # 5
             if cached is not None:
@@ -465,7 +535,7 @@ class ChatPipeline:
             ) -> Any:
                 return await adapter.complete(http, target, call)
 
-            _, answer = await self._attempts(snapshot, providers, prepared, outcome, one)
+            _, answer = await self._attempts(snapshot, providers, prepared, outcome, context, one)
             usage = answer.usage
             prompt = usage.prompt_tokens or estimate_prompt_tokens(prepared.messages)
             produced = usage.completion_tokens or (len(answer.content) + 3) // 4
@@ -519,7 +589,7 @@ class ChatPipeline:
         try:
             prepared = await self.prepare(body, context, outcome)
             snapshot = await self.table.current()
-            providers = chain(snapshot, route(snapshot, prepared.model), self.config.fallback_chain)
+            providers = await self._route(snapshot, prepared.model)
             outcome.provider = providers[0].id
             # Streaming bypasses the cache (spec): no lookup, no store.
             reservation = await self._reserve(prepared, outcome)
@@ -540,7 +610,7 @@ class ChatPipeline:
                     raise
 
             provider, (upstream, delta) = await self._attempts(
-                snapshot, providers, prepared, outcome, opened
+                snapshot, providers, prepared, outcome, context, opened
             )
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
             chunk_id, created, first = f"chatcmpl-{os.urandom(12).hex()}", int(time.time()), True
@@ -565,7 +635,8 @@ class ChatPipeline:
                 try:
                     delta = await anext(upstream, None)
                 except ProviderError as exc:
-                    await self.breakers.failure(provider.id)
+                    if counts_against_availability(exc):
+                        await self.breakers.failure(provider.id)
                     raise UpstreamError(
                         f"provider {provider.id!r} failed mid-stream: {exc.message}",
                         error="provider_error",
@@ -638,20 +709,69 @@ class ChatPipeline:
 
     # --- GET /v1/models ---------------------------------------------------------------------
 
-    async def models(self) -> chat_pb2.ListModelsResponse:
-        """The models of the enabled providers whose key resolves (what a tenant can reach),
-        each under the provider it routes to (the first that lists it). Providers are
-        platform-wide, so every tenant reaches the same list."""
-        snapshot = await self.table.current()
+    def _listed(
+        self, snapshot: Snapshot, local: Callable[[Provider], Listing | None]
+    ) -> list[tuple[str, Provider]]:
+        """(model, provider) for every model a request can reach: the models of the enabled
+        providers the gateway can call (an adapter, a key that resolves now: a built-in whose
+        key variable is unset lists nothing), each under the provider it routes to (the first
+        that lists it); for the local catch-all, also what `local(provider)` says it serves."""
+        catch_all = local_provider(snapshot)
         seen: set[str] = set()
-        data = []
+        listed = []
         for provider in snapshot.providers:
-            if not provider.enabled or provider.type not in self.adapters:
+            if not provider.enabled or self._why_unusable(provider, snapshot):
                 continue
-            if not key_reachable(provider, snapshot, development=self.config.development):
-                continue
-            for model in provider.models:
-                if model not in seen:
-                    seen.add(model)
-                    data.append(chat_pb2.Model(id=model, object="model", provider=provider.id))
+            names = list(provider.models)
+            if provider is catch_all:
+                listing = local(provider)
+                names += list(listing.models or ()) if listing is not None else []
+            for name in names:
+                if name not in seen:
+                    seen.add(name)
+                    listed.append((name, provider))
+        return listed
+
+    async def models(self) -> chat_pb2.ListModelsResponse:
+        """What a tenant can reach (`_listed`; the local provider's list read when stale, a
+        local provider that cannot be reached lists nothing). Providers are platform-wide, so
+        every tenant reaches the same list."""
+        snapshot = await self.table.current()
+        catch_all = local_provider(snapshot)
+        listing = None
+        if catch_all is not None and self._why_unusable(catch_all, snapshot) is None:
+            listing = await self.local_models.listing(catch_all, snapshot)
+        data = [
+            chat_pb2.Model(id=name, object="model", provider=provider.id)
+            for name, provider in self._listed(snapshot, lambda _: listing)
+        ]
         return chat_pb2.ListModelsResponse(object="list", data=data)
+
+
+def _refused(provider: Provider, model: str, exc: ProviderError) -> InvalidRequest:
+    """A provider's 400/404/413/422: the caller's 400 (a 404 means it does not know the model:
+    `model_not_found`)."""
+    if exc.status == 404:
+        return model_not_found(
+            model, f"provider {provider.id!r} answered that it does not know it ({exc.message})"
+        )
+    return InvalidRequest(
+        f"provider {provider.id!r} refused the request: {exc.message}", error=INVALID
+    )
+
+
+def _local_miss(model: str, provider: Provider, listing: Listing) -> str:
+    """Why the local catch-all does not take `model` (a clause for model_not_found)."""
+    if ":" in model and not model.startswith("ft:"):
+        why = "its name:tag form names a local model"
+    else:
+        why = "no enabled provider lists it or has a model pattern matching it"
+    if listing.models is None:
+        return (
+            f"{why}, and the local provider {provider.id!r} could not be reached to ask whether "
+            f"it serves it ({listing.error})"
+        )
+    served = listing.models[:LISTED_LOCAL_MODELS]
+    more = len(listing.models) - len(served)
+    shown = ", ".join(served) + (f" and {more} more" if more else "") if served else "none"
+    return f"{why}, and the local provider {provider.id!r} does not serve it (it serves: {shown})"

@@ -17,12 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
 from support import MASTER_KEY, free_port, service_process
 
+from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+
 PROVIDERS = "platform:providers"
+ECHO_KEY = "sk-echo-dev-0123456789abcdef"  # ECHO_LLM_API_KEY in the tests
+# The key variables of the built-in providers (unset: they list no model).
+KEY_VARS = [
+    p["key_source"]["var_name"] for p in BUILTIN_PROVIDERS if p["key_source"]["type"] == "env_var"
+]
 
 
 def provider(
@@ -52,6 +60,36 @@ def provider(
     }
 
 
+def echo_provider(base_url: str) -> dict[str, Any]:
+    """The echo LLM as the launcher registers it in development (the contract of
+    `sidecars/echo_llm/provider.py`): its key from ECHO_LLM_API_KEY, its URL ending in /v1."""
+    return {
+        "id": "echo",
+        "display_name": "Echo LLM (local, development)",
+        "type": "openai_compatible",
+        "base_url": f"{base_url}/v1",
+        "auth_type": "bearer",
+        "key_source": {"type": "env_var", "var_name": "ECHO_LLM_API_KEY"},
+        "model_patterns": ["echo-*"],
+        "default_models": ["echo-1", "echo-2"],
+        "enabled": True,
+    }
+
+
+async def save_provider(control_plane_url: str, body: dict[str, Any]) -> None:
+    """`POST /api/providers` with the master key, as an operator or the launcher does."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{control_plane_url}/api/providers",
+            json=body,
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        ) as resp,
+    ):
+        answer = await resp.json()
+        assert (resp.status, answer) == (200, {"status": "saved", "provider": body["id"]})
+
+
 async def set_providers(kv: Redis, *providers: dict[str, Any]) -> None:
     """Replace `platform:providers` as the control plane does: write, INCR the version,
     publish the change."""
@@ -63,6 +101,20 @@ async def set_providers(kv: Redis, *providers: dict[str, Any]) -> None:
         await pipe.execute()
     for p in providers or ({"id": ""},):
         await kv.publish("platform:providers:changed", p["id"])
+
+
+async def listed(ai_url: str, until: set[str] | None = None) -> list[tuple[str, str]]:
+    """`GET /v1/models` through the SDK as (id, provider); with `until`, polled until exactly
+    those ids are listed (a provider change reaches the gateway within a second), or 5 s."""
+    pairs: list[tuple[str, str]] = []
+    for _ in range(100):
+        async with client(ai_url) as sdk:
+            page = await sdk.models.list()
+        pairs = [(m.id, m.provider) for m in page.data]  # type: ignore[attr-defined]
+        if until is None or {m for m, _ in pairs} == until:
+            break
+        await asyncio.sleep(0.05)
+    return pairs
 
 
 async def log_rows(analytics: Any, t: str, count: int, columns: str = "*") -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """Fixtures of the AI gateway tests: the gateway served in-process as `__main__` builds it
 (`gateway(**env)`, any number of instances against the session's Valkey), the echo LLM sidecar
-in-process, and a clean provider table."""
+in-process, a clean provider table, and the control plane (`control_plane`), which stores
+providers as an operator (or the launcher) does, through `POST /api/providers`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from ai_kit import PROVIDERS, Scripted, provider, set_providers
 from redis.asyncio import Redis
 from support import running
 
+from controlplane.app import build as build_controlplane
+from controlplane.config import ControlPlaneConfig
 from gateways.ai.app import build
 from gateways.ai.config import AiGatewayConfig
 from runtime.config import ServiceConfig
@@ -46,6 +49,20 @@ def gateway(
             yield svc
 
     return start
+
+
+@pytest.fixture
+async def control_plane(
+    kv: Redis,
+    config_for: Callable[..., ServiceConfig],
+    stores_for: Callable[[ServiceConfig], Stores],
+) -> AsyncIterator[Serving]:
+    """A control plane on the session's stores, with no provider stored yet (the built-ins
+    apply until the first write copies them in)."""
+    await kv.delete(PROVIDERS, "platform:provider-secrets")
+    config = config_for(ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off")
+    async with serving(build_controlplane(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+        yield svc
 
 
 @pytest.fixture

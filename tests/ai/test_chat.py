@@ -198,7 +198,9 @@ async def test_unknown_model_with_the_sdk(ai) -> None:
             await sdk.chat.completions.create(
                 model="gpt-4o", messages=[{"role": "user", "content": "x"}]
             )
-    assert "model not found" in info.value.message
+    assert info.value.code == "model_not_found" and info.value.param == "model"
+    assert info.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+    assert "'gpt-4o'" in info.value.message and "GET /v1/models" in info.value.message
 
 
 async def test_prompt_config_is_applied(ai, kv) -> None:
