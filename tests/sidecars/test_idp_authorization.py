@@ -3,6 +3,7 @@ client registration (RFC 7591), and the refresh grant; tokens verified with jose
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from sidecar_testkit import (
     register_client,
     verify,
 )
+
+from sidecars.jsonlog import JsonFormatter
 
 
 def code_form(client_id: str, code: str, verifier: str, **extra: str) -> dict[str, str]:
@@ -286,3 +289,16 @@ async def test_admin_clients_may_carry_redirect_uris(http, idp):
     code, verifier = await a_code(http, idp, "portal-x")
     status, body, _ = await get_token(http, idp, code_form("portal-x", code, verifier))
     assert status == 200, body
+
+
+async def test_the_code_flow_logs_no_secret(http, idp, caplog):
+    caplog.set_level(logging.DEBUG)
+    client_id = await register_client(http, idp)
+    _, challenge = pkce_pair()
+    await log_in(http, idp, authorization_query(client_id, challenge), password="pw-WRONG-1234")
+    code, verifier = await a_code(http, idp, client_id)
+    _, body, _ = await get_token(http, idp, code_form(client_id, code, verifier))
+    text = "\n".join(JsonFormatter().format(record) for record in caplog.records)
+    assert '"msg": "login"' in text
+    for secret in ("pw-WRONG-1234", code, verifier, body["refresh_token"], body["access_token"]):
+        assert secret not in text
