@@ -151,6 +151,13 @@ class ServiceConfig:
         return self.http_port
 
     @property
+    def idp_issuer_url(self) -> str:
+        """The IdP's issuer: IDP_ISSUER, else the realm of IDP_JWKS_URL (Keycloak's layout:
+        `<issuer>/protocol/openid-connect/certs`)."""
+        issuer = self.idp_issuer or self.idp_jwks_url.split("/protocol/openid-connect")[0]
+        return issuer.rstrip("/")
+
+    @property
     def owns_analytics(self) -> bool:
         """chDB lets one process own its data directory: the control plane. A remote
         ClickHouse serves many writers, so then every service writes directly."""

@@ -217,6 +217,38 @@ async def service_process(
 
 
 @asynccontextmanager
+async def idp_process(data: Path) -> AsyncIterator[str]:
+    """The dev identity provider as the launcher runs it (`python -m sidecars.idp`, its own OS
+    process) on a free loopback port, its state in `data`; yields its issuer URL once its
+    discovery document answers, and stops it (SIGTERM) after."""
+    port = free_port()
+    issuer = f"http://127.0.0.1:{port}/realms/strata"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sidecars.idp", "--port", str(port), "--issuer", issuer,
+        "--data-dir", str(data), stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(300):
+                try:
+                    async with http.get(f"{issuer}/.well-known/openid-configuration") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                if proc.returncode is not None:
+                    raise RuntimeError("sidecars.idp exited")
+                await asyncio.sleep(0.1)
+            else:
+                raise RuntimeError("sidecars.idp did not answer in 30 s")
+        yield issuer
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+
+
+@asynccontextmanager
 async def running(app: web.Application) -> AsyncIterator[str]:
     """An aiohttp application served on a loopback port; yields its base URL."""
     server = TestServer(app, host="127.0.0.1")

@@ -32,9 +32,8 @@ def _node(url: str) -> dict[str, int]:
 
 
 def _discovery(config: ControlPlaneConfig) -> str:
-    """The IdP's discovery document: from IDP_ISSUER, else from the realm of IDP_JWKS_URL."""
-    issuer = config.idp_issuer or config.idp_jwks_url.split("/protocol/openid-connect")[0]
-    return f"{issuer.rstrip('/')}/.well-known/openid-configuration"
+    """The IdP's discovery document."""
+    return f"{config.idp_issuer_url}/.well-known/openid-configuration"
 
 
 def reference_resources(config: ControlPlaneConfig) -> list[tuple[str, str, dict[str, Any]]]:

@@ -87,6 +87,8 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         mcp.store,
         tool_calls.call_for_mcp,
         session_ttl_secs=config.mcp_session_ttl_secs,
+        authorization_server=config.idp_issuer_url,
+        public_url=config.public_url,
     )
 
     async def close() -> None:
@@ -145,6 +147,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
                 "/v1/hitl/pending": "human approvals",
                 "/v1/elicit": "elicitation",
                 "/mcp": "MCP endpoint (streamable HTTP): the tenant's registered tools",
+                "/.well-known/oauth-protected-resource/mcp": "how MCP clients log in (RFC 9728)",
                 "/health": "service health",
                 "/metrics": "Prometheus metrics",
             },

@@ -5,8 +5,18 @@ forwards may take."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from runtime.config import AgentIdentityConfig, EnvironmentConfig, grpc_port, http_port, var
+
+
+def public_origin(value: str) -> None:
+    """The check of AGENT_PUBLIC_URL: `http(s)://host[:port]`, nothing after it."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError("must be an origin (scheme://host[:port]) without a path")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +74,14 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "seconds between re-listings of every MCP server's tools (rug-pull detection; one "
         "replica per round); 0 turns the schedule off (on-demand `?refresh=true` remains)",
         bounds=(0, 86400),
+    )
+    public_url: str | None = var(
+        "AGENT_PUBLIC_URL",
+        None,
+        "the gateway's origin as MCP clients reach it (`https://agents.example.com`): `/mcp`'s "
+        "OAuth protected resource metadata names `<it>/mcp` as the resource; set it behind a "
+        "proxy, an ingress or TLS termination; unset: the scheme and host each request came to",
+        check=public_origin,
     )
     mcp_session_ttl_secs: int = var(
         "AGENT_MCP_SESSION_TTL_SECS",

@@ -22,6 +22,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data-dir", type=Path, default=Path(env.get("IDP_DATA_DIR", "data/idp")))
     parser.add_argument("--users-file", type=Path, default=DEFAULT_USERS_FILE)
     parser.add_argument("--token-ttl", type=int, default=300, help="token lifetime, seconds")
+    parser.add_argument(
+        "--code-ttl", type=int, default=60, help="authorization code lifetime, seconds"
+    )
+    parser.add_argument(
+        "--refresh-ttl", type=int, default=1800, help="refresh token lifetime, seconds"
+    )
     # The default token is for the local dev stack only; set IDP_ADMIN_TOKEN anywhere else.
     parser.add_argument("--admin-token", default=env.get("IDP_ADMIN_TOKEN", "dev-idp-admin"))
     parser.add_argument("--log-level", default=env.get("LOG_LEVEL", "INFO"))
@@ -37,6 +43,8 @@ def main() -> None:
         users_file=args.users_file,
         admin_token=args.admin_token,
         token_ttl=args.token_ttl,
+        code_ttl=args.code_ttl,
+        refresh_ttl=args.refresh_ttl,
     )
     asyncio.run(serve(build_app(config), args.host, args.port))
 

@@ -7,10 +7,12 @@ from aiohttp import web
 from sidecars.httpkit import error_middleware
 from sidecars.idp import oidc
 from sidecars.idp.admin import admin_app
+from sidecars.idp.authorize import AUTH_PATH, LOGIN_PATH, authenticate, authorize
 from sidecars.idp.config import ADMIN_PREFIX, REALM_PREFIX, IdpConfig
 from sidecars.idp.context import CONFIG, DIRECTORY, KEYS, MINTER, error_response
 from sidecars.idp.directory import Directory
 from sidecars.idp.keys import SigningKeys
+from sidecars.idp.registration import REGISTRATION_PATH, register
 from sidecars.idp.token_endpoint import token
 from sidecars.idp.tokens import TokenMinter
 
@@ -32,8 +34,12 @@ def build_app(config: IdpConfig) -> web.Application:
     app[KEYS] = keys
     app[DIRECTORY] = directory
     app[MINTER] = TokenMinter(config, keys)
-    app.router.add_get(f"{REALM_PREFIX}/.well-known/openid-configuration", oidc.discovery)
+    app.router.add_get(oidc.OIDC_DISCOVERY, oidc.discovery)
+    app.router.add_get(oidc.OAUTH_METADATA, oidc.discovery)
     app.router.add_get(f"{REALM_PREFIX}/{oidc.CERTS_PATH}", oidc.certs)
+    app.router.add_get(f"{REALM_PREFIX}/{AUTH_PATH}", authorize)
+    app.router.add_post(f"{REALM_PREFIX}/{LOGIN_PATH}", authenticate)
     app.router.add_post(f"{REALM_PREFIX}/{oidc.TOKEN_PATH}", token)
+    app.router.add_post(f"{REALM_PREFIX}/{REGISTRATION_PATH}", register)
     app.add_subapp(ADMIN_PREFIX, admin_app())
     return app

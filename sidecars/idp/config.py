@@ -26,6 +26,10 @@ class IdpConfig:
         admin_token: bearer token guarding the admin API.
         token_ttl: access and ID token lifetime in seconds.
         audience: the `aud` of access tokens (the platform, not the client).
+        code_ttl: how long an authorization code may be exchanged, seconds (Keycloak's
+            default login timeout, one minute).
+        refresh_ttl: how long a refresh token of the authorization-code flow may be used,
+            seconds (each use hands out a new one: Keycloak's 30-minute idle session).
     """
 
     issuer: str = DEFAULT_ISSUER
@@ -34,6 +38,8 @@ class IdpConfig:
     admin_token: str = "dev-idp-admin"
     token_ttl: int = 300
     audience: str = "strata"
+    code_ttl: int = 60
+    refresh_ttl: int = 1800
 
     @property
     def state_file(self) -> Path:

@@ -1,9 +1,11 @@
 """The IdP's in-memory directory of users, clients and organizations, and its persistence.
 
-The users file is the baseline; run-time changes made through the admin API are kept apart and
-written to the state file, so the file stays the readable source of the dev accounts while
-additions and deletions survive restarts. On load, state is merged over the file: added records
-win over file records with the same key, and deleted file records stay deleted.
+The users file is the baseline; run-time changes made through the admin API (and clients that
+registered themselves, RFC 7591) are kept apart and written to the state file, so the file
+stays the readable source of the dev accounts while additions and deletions survive restarts.
+On load, state is merged over the file: added records win over file records with the same key,
+and deleted file records stay deleted. The outstanding authorization codes and refresh tokens
+(`grants.py`) are written to the same file.
 
 Thread-safety: mutations run on the event loop only; `authenticate_*` only reads and may run in a
 worker thread (hashing is slow).
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from runtime.hashing import hash_secret, verify_secret
+from sidecars.idp.grants import Grants
 from sidecars.idp.records import (
     Client,
     Organization,
@@ -105,6 +108,7 @@ class Directory:
         self.users: Collection[User] = Collection()
         self.clients: Collection[Client] = Collection()
         self.organizations: Collection[Organization] = Collection()
+        self.grants = Grants()
         self._state_file = state_file
         # Compared against when the username or client is unknown, so a miss costs as much
         # time as a wrong password and does not reveal which accounts exist.
@@ -150,6 +154,10 @@ class Directory:
                 raise ValueError(f"{state_file}: {kind}: {exc}") from exc
             collection: Collection[Any] = getattr(self, kind)
             collection.restore({getattr(r, key): r for r in records}, deleted.get(kind, []))
+        try:
+            self.grants.restore(_entries(doc, "grants", state_file))
+        except TypeError as exc:
+            raise ValueError(f"{state_file}: grants: {exc}") from exc
 
     def save(self) -> None:
         """Write run-time changes to the state file atomically (temp file, fsync, rename)."""
@@ -160,6 +168,7 @@ class Directory:
             added, deleted = getattr(self, kind).state()
             doc[kind] = added
             doc["deleted"][kind] = deleted
+        doc["grants"] = self.grants.state()
         self._state_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._state_file.with_suffix(".tmp")
         # The file holds hashes, not secrets, but there is no reason for others to read it.

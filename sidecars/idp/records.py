@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from runtime.hashing import hash_secret, is_hash
 from sidecars.idp.keys import SUPPORTED_ALGS
@@ -103,6 +104,8 @@ class Client:
     agent_id: str | None
     roles: tuple[str, ...] = ()
     alg: str | None = None
+    redirect_uris: tuple[str, ...] = ()
+    name: str | None = None
 
     @property
     def confidential(self) -> bool:
@@ -125,7 +128,71 @@ class Client:
             "agent_id": self.agent_id,
             "roles": list(self.roles),
             "alg": self.alg,
+            "redirect_uris": list(self.redirect_uris),
+            "redirectUris": list(self.redirect_uris),
+            "name": self.name,
         }
+
+    def accepts_redirect(self, uri: str) -> bool:
+        """Whether `uri` is one of this client's redirect URIs: the same string (OAuth 2.1),
+        except that a loopback `http` URI may name any port, since a native app listens on
+        whichever port is free (RFC 8252 §7.3)."""
+        if uri in self.redirect_uris:
+            return True
+        given = _loopback_form(uri)
+        return given is not None and any(_loopback_form(r) == given for r in self.redirect_uris)
+
+
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def _loopback_form(uri: str) -> tuple[str, str, str, str] | None:
+    """A loopback `http` URI without its port, or None for any other URI."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return None
+    if parts.scheme != "http" or parts.hostname not in _LOOPBACK_HOSTS:
+        return None
+    return parts.scheme, parts.hostname or "", parts.path, parts.query
+
+
+# Schemes a browser would run or read locally instead of handing the code to a client.
+_UNSAFE_SCHEMES = frozenset({"javascript", "data", "vbscript", "file", "blob"})
+
+
+def parse_redirect_uris(value: Any) -> tuple[str, ...]:
+    """Validate a list of redirect URIs: absolute, no fragment (RFC 6749 §3.1.2), http(s)
+    with a host or a native app's own scheme."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > 20:
+        raise ValueError("'redirect_uris' must be a list of at most 20 URIs")
+    for uri in value:
+        if not isinstance(uri, str) or not uri or len(uri) > 2000:
+            raise ValueError("'redirect_uris' must hold URIs of 1-2000 characters")
+        try:
+            parts = urlsplit(uri)
+        except ValueError:
+            raise ValueError(f"'redirect_uris': {uri[:200]!r} is not a URI") from None
+        scheme = parts.scheme.lower()
+        if (
+            not scheme
+            or "#" in uri
+            or scheme in _UNSAFE_SCHEMES
+            or (scheme in ("http", "https") and not parts.hostname)
+        ):
+            raise ValueError(
+                f"'redirect_uris': {uri[:200]!r} must be an absolute URI without a fragment"
+            )
+    return tuple(value)
+
+
+def _name(data: Mapping[str, Any]) -> str | None:
+    name = _optional(data, "name")
+    if name is not None and (not isinstance(name, str) or len(name) > 200):
+        raise ValueError("'name' must be a string of at most 200 characters")
+    return name
 
 
 @dataclass(frozen=True)
@@ -183,6 +250,7 @@ def parse_client(data: Mapping[str, Any]) -> Client:
         tenant = _ident(data, "tenant_id")
     if agent is not None and secret is None:
         raise ValueError("'agent_id' needs a confidential client: give 'client_secret' too")
+    redirect_uris = data.get("redirect_uris", data.get("redirectUris"))
     return Client(
         client_id=client_id,
         secret_hash=hash_secret(secret) if secret is not None else None,
@@ -190,15 +258,15 @@ def parse_client(data: Mapping[str, Any]) -> Client:
         agent_id=_ident(data, "agent_id") if agent is not None else None,
         roles=_roles(data.get("roles"), "roles"),
         alg=_alg(data),
+        redirect_uris=parse_redirect_uris(redirect_uris),
+        name=_name(data),
     )
 
 
 def parse_organization(data: Mapping[str, Any]) -> Organization:
     """Validate organization input; name and tenant_id default to the id."""
     org_id = _ident(data, "id")
-    name = _optional(data, "name") or org_id
-    if not isinstance(name, str) or len(name) > 200:
-        raise ValueError("'name' must be a string of at most 200 characters")
+    name = _name(data) or org_id
     tenant = _ident(data, "tenant_id") if _optional(data, "tenant_id") else org_id
     return Organization(id=org_id, name=name, tenant_id=tenant)
 
@@ -220,7 +288,13 @@ def client_from_state(data: Mapping[str, Any]) -> Client:
     secret = data.get("secret_hash")
     if secret is not None and not is_hash(secret):
         raise ValueError(f"client {data.get('client_id')!r}: bad secret_hash")
-    return Client(**{**data, "roles": tuple(data.get("roles", ()))})
+    return Client(
+        **{
+            **data,
+            "roles": tuple(data.get("roles", ())),
+            "redirect_uris": tuple(data.get("redirect_uris", ())),
+        }
+    )
 
 
 def organization_from_state(data: Mapping[str, Any]) -> Organization:

@@ -79,8 +79,12 @@ class TokenMinter:
             "scope": " ".join(scopes),
         }
 
-    def for_user(self, user: User, client: Client, scopes: tuple[str, ...]) -> dict[str, Any]:
-        """Token response for the password grant; adds an `id_token` when `openid` is granted.
+    def for_user(
+        self, user: User, client: Client, scopes: tuple[str, ...], nonce: str | None = None
+    ) -> dict[str, Any]:
+        """Token response for a person (the password and authorization-code grants, and their
+        refreshes); adds an `id_token` when `openid` is granted, carrying the `nonce` of the
+        authorization request when there was one (OIDC Core §3.1.3.6).
 
         The signing algorithm is the user's `alg`, else the client's, else RS256.
         """
@@ -106,6 +110,8 @@ class TokenMinter:
                 at_hash=_at_hash(access_token),
                 jti=str(uuid.uuid4()),
             )
+            if nonce is not None:
+                id_claims["nonce"] = nonce
             response["id_token"] = self._keys.sign(id_claims, alg)
         return response
 

@@ -6,6 +6,10 @@ suite's conftest on sys.path.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import secrets
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from yarl import URL
 
 from sidecars.idp.app import build_app
 from sidecars.idp.config import IdpConfig
@@ -26,9 +31,11 @@ CERTS_PATH = "/realms/strata/protocol/openid-connect/certs"
 ADMIN = "/admin/realms/strata"
 
 
-def idp_app(data_dir: Path) -> web.Application:
+def idp_app(data_dir: Path, **settings: Any) -> web.Application:
     """An IdP over the dev users file with the test issuer and admin token."""
-    return build_app(IdpConfig(issuer=IDP_ISSUER, data_dir=data_dir, admin_token=IDP_ADMIN_TOKEN))
+    return build_app(
+        IdpConfig(issuer=IDP_ISSUER, data_dir=data_dir, admin_token=IDP_ADMIN_TOKEN, **settings)
+    )
 
 
 def password_form(username: str, password: str, scope: str = "openid tenant") -> dict[str, str]:
@@ -71,3 +78,84 @@ def verify(token: str, keys: KeySet, alg: str, aud: str = "strata") -> jwt.Token
     )
     registry.validate(decoded.claims)
     return decoded
+
+
+AUTH_PATH = "/realms/strata/protocol/openid-connect/auth"
+REGISTRATION_PATH = "/realms/strata/clients-registrations/openid-connect"
+REDIRECT_URI = "http://127.0.0.1:33418/callback"
+
+
+def pkce_pair() -> tuple[str, str]:
+    """A PKCE (code_verifier, S256 code_challenge), computed here as RFC 7636 §4.2 says."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+class LoginForm(HTMLParser):
+    """The first form of a page as a browser sees it: its action and input names."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.inputs: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "form" and self.action is None:
+            self.action = values.get("action")
+        elif tag == "input" and values.get("name"):
+            self.inputs.append(str(values["name"]))
+
+
+async def register_client(
+    http: aiohttp.ClientSession, idp: TestServer, redirect_uris: list[str] | None = None
+) -> str:
+    """A public client registered through RFC 7591; returns its client_id."""
+    body = {"redirect_uris": redirect_uris or [REDIRECT_URI], "client_name": "Test MCP client"}
+    async with http.post(idp.make_url(REGISTRATION_PATH), json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        return str((await resp.json())["client_id"])
+
+
+def authorization_query(client_id: str, challenge: str, **extra: str) -> dict[str, str]:
+    """The query of an authorization-code request with PKCE S256."""
+    return {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT_URI,
+        "state": "st-123",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "scope": "openid tenant",
+        **extra,
+    }
+
+
+async def log_in(
+    http: aiohttp.ClientSession,
+    idp: TestServer,
+    query: dict[str, str],
+    username: str = "alice",
+    password: str = "alice",
+) -> aiohttp.ClientResponse:
+    """What a browser does: open the authorization URL, fill in the login form, submit it.
+    Returns the form's answer (not followed: a redirect to the client, or the page again)."""
+    async with http.get(idp.make_url(AUTH_PATH), params=query) as page:
+        assert page.status == 200, await page.text()
+        form = LoginForm(await page.text())
+    assert form.action is not None and form.inputs == ["username", "password"]
+    credentials = {"username": username, "password": password}
+    async with http.post(
+        idp.make_url("/").join(URL(form.action)), data=credentials, allow_redirects=False
+    ) as answer:
+        await answer.read()
+        return answer
+
+
+def redirect_params(answer: aiohttp.ClientResponse) -> dict[str, str]:
+    """The query the IdP sent the browser back to the client with."""
+    location = URL(answer.headers["Location"])
+    assert str(location.with_query(None)) == REDIRECT_URI
+    return dict(location.query)

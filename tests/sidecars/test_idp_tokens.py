@@ -27,7 +27,12 @@ async def test_discovery_names_the_issuer_endpoints_and_algs(http, idp):
     assert doc["issuer"] == IDP_ISSUER
     assert doc["jwks_uri"] == f"{IDP_ISSUER}/protocol/openid-connect/certs"
     assert doc["token_endpoint"] == f"{IDP_ISSUER}/protocol/openid-connect/token"
-    assert doc["grant_types_supported"] == ["password", "client_credentials"]
+    assert doc["grant_types_supported"] == [
+        "password",
+        "client_credentials",
+        "authorization_code",
+        "refresh_token",
+    ]
     assert doc["id_token_signing_alg_values_supported"] == ["RS256", "ES256"]
 
 
@@ -194,11 +199,13 @@ async def test_client_authentication_failures_are_401_invalid_client(http, idp):
 async def test_request_errors(http, idp):
     cases = [
         ({"client_id": "strata-portal"}, 400, "invalid_request"),
+        ({"grant_type": "implicit", "client_id": "strata-portal"}, 400, "unsupported_grant_type"),
         (
             {"grant_type": "authorization_code", "client_id": "strata-portal"},
             400,
-            "unsupported_grant_type",
+            "invalid_request",
         ),
+        ({"grant_type": "refresh_token", "client_id": "strata-portal"}, 400, "invalid_request"),
         (
             {"grant_type": "client_credentials", "client_id": "strata-portal"},
             400,

@@ -20,10 +20,12 @@ any request:
   server that offers no SSE stream answer 405 (2025-11-25; 2026-07-28 has no GET stream).
 Methods: `ping`, `tools/list`, `tools/call`; others → -32601. The caller authenticates as on
 every agent gateway endpoint (bearer JWT or master key; tenant as `runtime.access` decides
-for tenant-scoped RPCs). A client bound to a Strata session (header `X-Strata-Session-Id`,
-or `?session_id=` on the endpoint URL; given at `initialize`, the binding holds for the MCP
-session) sees exactly the tools its session may call, and its calls run in that session
-(allowlist, limits, HITL, budget, counters); without one it sees every tool of its tenant.
+for tenant-scoped RPCs); a 401 names the OAuth protected resource metadata, so an MCP client
+can log its user in (`protected_resource.py`). A client bound to a Strata session (header
+`X-Strata-Session-Id`, or `?session_id=` on the endpoint URL; given at `initialize`, the binding
+holds for the MCP session) sees exactly the tools its session may call, and its calls run in
+that session (allowlist, limits, HITL, budget, counters); without one it sees every tool of its
+tenant.
 `tools/call` runs the tool-call pipeline (`tool_calls.py`, `call_for_mcp`); a refused or
 failed call is a tool error (`isError: true`) naming why — a call held for approval names the
 approval — and an unknown tool is -32602.
@@ -41,13 +43,14 @@ from aiohttp import web
 
 from gateways.agent.admission import admit_session
 from gateways.agent.mcp import keys
+from gateways.agent.mcp.protected_resource import ProtectedResource
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import DEFAULT_TENANT
 from runtime.access import IDENTIFIER, RpcRule, authorize
 from runtime.auth import Authenticator
 from runtime.config import VERSION
-from runtime.errors import StrataError
+from runtime.errors import StrataError, Unauthenticated
 from runtime.stores.kv_errors import kv_unavailable
 from strata.access.v1.access_pb2 import Access
 
@@ -82,7 +85,9 @@ class SessionGone(Exception):
 
 class McpEndpoint:
     """`call` runs a `tools/call` (the tool-call pipeline's `call_for_mcp`); `session_ttl_secs`
-    is how long an MCP session lives after its last request."""
+    is how long an MCP session lives after its last request; `authorization_server` (the
+    IdP's issuer) and `public_url` (None: each request's own origin) go into the OAuth
+    protected resource metadata."""
 
     def __init__(
         self,
@@ -91,14 +96,22 @@ class McpEndpoint:
         call: CallFn,
         *,
         session_ttl_secs: int,
+        authorization_server: str,
+        public_url: str | None,
     ) -> None:
         self.authenticator = authenticator
         self.store = store
         self.call = call
         self.session_ttl_secs = session_ttl_secs
+        self.resource = ProtectedResource(PATH, authorization_server, public_url)
 
     def routes(self) -> list[tuple[str, str, Handler]]:
-        return [("POST", PATH, self.handle), ("GET", PATH, _no_stream), ("DELETE", PATH, self.end)]
+        return [
+            ("POST", PATH, self.handle),
+            ("GET", PATH, _no_stream),
+            ("DELETE", PATH, self.end),
+            *self.resource.routes(),
+        ]
 
     async def _caller(self, request: web.Request) -> tuple[dict[str, str], str]:
         headers = {k.lower(): v for k, v in request.headers.items()}
@@ -107,7 +120,10 @@ class McpEndpoint:
         return headers, caller.tenant_id or DEFAULT_TENANT
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        headers, tenant = await self._caller(request)
+        try:
+            headers, tenant = await self._caller(request)
+        except Unauthenticated as exc:
+            return self.resource.challenge(request, exc)
         session_id = headers.get(SESSION_HEADER) or request.query.get("session_id")
         try:
             message = json.loads(await request.read())
@@ -139,7 +155,10 @@ class McpEndpoint:
 
     async def end(self, request: web.Request) -> web.StreamResponse:
         """`DELETE /mcp`: the client ends its MCP session (204; 404 when it is not one)."""
-        headers, tenant = await self._caller(request)
+        try:
+            headers, tenant = await self._caller(request)
+        except Unauthenticated as exc:
+            return self.resource.challenge(request, exc)
         mcp_session = headers.get(MCP_SESSION_HEADER)
         if mcp_session is None:
             return _rpc_error(None, -32600, "Mcp-Session-Id is required", status=400)
