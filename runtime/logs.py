@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 import time
 from typing import Any
 
@@ -142,3 +143,29 @@ def setup_logging(service: str, level: str = "info") -> None:
     root.setLevel(level.upper())
     # aiohttp's access log would repeat what the request middleware logs, with headers.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    route_python_stderr()
+
+
+def route_python_stderr() -> None:
+    """What Python itself would print on stderr, as JSON lines of this process's log:
+    warnings (logger `py.warnings`) and uncaught exceptions, in the main thread or another
+    (logger `uncaught`, level error, with the traceback). Only C libraries writing to the
+    file descriptor itself (gRPC's core above GRPC_VERBOSITY, a crash) stay raw."""
+    logging.captureWarnings(True)
+    uncaught = logging.getLogger("uncaught")
+
+    def main_thread(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+        uncaught.error("uncaught exception", exc_info=(kind, exc, tb))
+        logging.getLogger().handlers[0].flush()
+
+    def other_thread(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None:
+            return
+        thread = args.thread.name if args.thread else "?"
+        uncaught.error(
+            f"uncaught exception in thread {thread}",
+            exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+        )
+
+    sys.excepthook = main_thread
+    threading.excepthook = other_thread

@@ -15,7 +15,24 @@ async def open_vectors(uri: str, token: str | None = None) -> Any:
     os.environ.pop("MILVUS_URI", None)
     from pymilvus import MilvusClient  # heavy import, paid only by the service that needs it
 
-    return await asyncio.to_thread(MilvusClient, uri, token=token or "")
+    options = LITE_CHANNEL_OPTIONS if is_milvus_lite(uri) else {}
+    return await asyncio.to_thread(MilvusClient, uri, token=token or "", grpc_options=options)
+
+
+# pymilvus pings its server every 10 s, even with no call in flight: Milvus servers allow
+# that, but Milvus Lite's gRPC server (in this process) keeps gRPC's default policy (no ping
+# without data more often than every 5 min), so after an idle minute it answers GOAWAY
+# `too_many_pings`, which gRPC's C core writes raw to stderr. Over loopback to a server in
+# the same process, a keepalive has nothing to detect: none.
+LITE_CHANNEL_OPTIONS = {
+    "grpc.keepalive_time_ms": 2**31 - 1,  # gRPC's "never"
+    "grpc.keepalive_permit_without_calls": 0,
+}
+
+
+def is_milvus_lite(uri: str) -> bool:
+    """A file path (pymilvus opens Milvus Lite for a `.db` file), not a server's URL."""
+    return "://" not in uri
 
 
 async def vectors_status(client: Any) -> str:

@@ -305,3 +305,18 @@ def test_keys_cover_what_changes_the_answer() -> None:
     assert keys.prompt_hash("t", "m", named, {"temperature": 0.2}) != base
     # A `:` in a tenant id or model name cannot make two different requests share a key.
     assert keys.exact_key("a:b", "c", user("hi"), {}) != keys.exact_key("a", "b:c", user("hi"), {})
+
+
+async def test_creating_the_collection_logs_no_error(
+    vectors: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Milvus Lite serves in this process: pymilvus's wait for an index build asks it for
+    AllocTimestamp, which it does not implement, and its gRPC server logs a traceback at level
+    error into the service's log. Creating the collection must not ask."""
+    tier = SemanticTier(vectors, ttl_secs=60, collection=f"c_{uuid.uuid4().hex[:8]}")
+    with caplog.at_level(logging.WARNING):
+        await tier.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h")
+        found = await tier.nearest("acme", "m", "scope", [1.0] * 384)
+    assert found is not None and found[0] == "acme:m:h"
+    tier.close()
+    assert [(r.name, r.getMessage()) for r in caplog.records] == []

@@ -86,16 +86,23 @@ class SemanticTier:
 
     def _create_sync(self) -> None:
         if not self.client.has_collection(self.collection):
-            index = self.client.prepare_index_params()
-            index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
             try:
-                self.client.create_collection(
-                    self.collection, schema=_schema(self.client), index_params=index
-                )
+                self.client.create_collection(self.collection, schema=_schema(self.client))
             except Exception:
                 # Another replica may have created it between the check and the create.
                 if not self.client.has_collection(self.collection):
                     raise
+        if not self.client.list_indexes(self.collection, field_name="vector"):
+            index = self.client.prepare_index_params()
+            index.add_index("vector", index_type="AUTOINDEX", metric_type="COSINE")
+            try:
+                # sync=False: waiting for the build asks for AllocTimestamp, which Milvus Lite
+                # does not serve (its in-process gRPC server logs that as an error with a
+                # traceback); the load below waits until the collection is searchable.
+                self.client.create_index(self.collection, index, sync=False)
+            except Exception:
+                if not self.client.list_indexes(self.collection, field_name="vector"):
+                    raise  # not another replica's index: a real failure
         self.client.load_collection(self.collection)
 
     def _filter(self, tenant: str, model: str, scope: str, now: int) -> str:
