@@ -3,12 +3,14 @@ offset rule, the port check naming a holder, secrets.json, the echo provider's J
 file, what the banner and `strata env` print, the log picker, and the Makefile's pass-through.
 `strata up` refusing a busy port runs for real: it starts nothing, so it needs no stack."""
 
+import argparse
 import json
 import os
 import socket
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -16,13 +18,14 @@ from pathlib import Path
 import pytest
 from support import STRATA
 
-from runtime.launcher import SERVICES, layout, plan
+from runtime.launcher import SERVICES, Child, layout, plan
 from runtime.launcher.banner import session_help
 from runtime.launcher.commands import env_lines, log_files
 from runtime.launcher.ports import COLLIDING, busy, offset_problem
 from runtime.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from runtime.launcher.state import Process, Stack, alive, read_state, start_time, write_state
 from runtime.launcher.supervise import describe_model
+from runtime.launcher.up import start_all
 from sidecars.echo_llm.provider import echo_provider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,3 +273,24 @@ def test_make_run_passes_options_and_make_install_says_each_step() -> None:
     assert pip_steps
     for i in pip_steps:  # each pip command is announced just before it runs
         assert steps[i - 1].startswith('echo "install: '), steps[i - 1]
+
+
+async def test_a_process_that_fails_while_starting_is_shown_with_its_last_log_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "broken.log").write_text("a line of an earlier run\n")
+    script = "import sys\nfor n in range(1, 31): print(f'line {n}')\nsys.exit(3)"
+    broken = Child(
+        "broken",
+        [sys.executable, "-c", script],
+        dict(os.environ),
+        health_url="http://127.0.0.1:1/health",  # nothing answers: healthy never
+    )
+    args = argparse.Namespace(timeout=60.0)
+    assert await start_all(args, tmp_path, [broken], time.monotonic()) is False
+    err = capsys.readouterr().err.splitlines()
+    at = err.index(
+        f"startup failed: broken exited with 3. Last lines of {tmp_path / 'logs' / 'broken.log'}:"
+    )
+    assert err[at + 1 : at + 21] == [f"  line {n}" for n in range(11, 31)]
