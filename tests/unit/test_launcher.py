@@ -4,6 +4,7 @@ file, what the banner and `strata env` print, the log picker, and the Makefile's
 `strata up` refusing a busy port runs for real: it starts nothing, so it needs no stack."""
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -294,3 +295,22 @@ async def test_a_process_that_fails_while_starting_is_shown_with_its_last_log_li
         f"startup failed: broken exited with 3. Last lines of {tmp_path / 'logs' / 'broken.log'}:"
     )
     assert err[at + 1 : at + 21] == [f"  line {n}" for n in range(11, 31)]
+
+
+async def test_strata_logs_follows_new_lines(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "controlplane.log"
+    log.write_text("before\n")
+    proc = await asyncio.create_subprocess_exec(
+        STRATA, "logs", "--data-dir", str(tmp_path), "controlplane", "-f",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    try:
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"before\n"
+        with log.open("a") as out:
+            out.write("after\n")
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"after\n"
+    finally:
+        proc.terminate()
+        await proc.wait()
