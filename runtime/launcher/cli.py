@@ -49,7 +49,10 @@ def parser() -> argparse.ArgumentParser:
     verbs = main.add_subparsers(dest="command", required=True)
     add_up_options(verbs.add_parser("up", help="run the whole platform locally", description=UP))
     add_stack_options(
-        verbs.add_parser("status", help="each process of the running stack: pid, health, memory")
+        verbs.add_parser(
+            "status",
+            help="pid, health, memory and URL of each process (exit 1: not all healthy)",
+        )
     )
     add_stack_options(
         verbs.add_parser(

@@ -68,7 +68,11 @@ async def health(http: aiohttp.ClientSession, process: Process) -> str:
     return state
 
 
-async def status_lines(stack: Stack) -> list[str]:
+GOOD = ("healthy", "ok")
+
+
+async def status_table(stack: Stack) -> tuple[list[str], bool]:
+    """One line per process, and whether every one is healthy."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
         states = await asyncio.gather(*(health(http, p) for p in stack.processes))
     lines = [f"{'process':<15}{'pid':>8}  {'health':<12}{'rss MB':>7}  url"]
@@ -77,7 +81,7 @@ async def status_lines(stack: Stack) -> list[str]:
             f"{process.name:<15}{process.pid:>8}  {state:<12}{rss_mb(process.pid):>7.0f}  "
             f"{process.url}"
         )
-    return lines
+    return lines, all(state in GOOD for state in states)
 
 
 def status(data_dir: Path, offset: int | None) -> int:
@@ -88,10 +92,9 @@ def status(data_dir: Path, offset: int | None) -> int:
         f"Strata from {data_dir}, port offset {stack.port_offset}: launcher pid "
         f"{stack.launcher_pid}, up since {stack.started_at}\n"
     )
-    lines = asyncio.run(status_lines(stack))
+    lines, healthy = asyncio.run(status_table(stack))
     print("\n".join(lines))
     print(session_help(stack, read_secrets(data_dir)))
-    healthy = all(" exited" not in line and "no answer" not in line for line in lines)
     return 0 if healthy else 1
 
 
