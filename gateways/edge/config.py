@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime.config import (
-    PORT_RANGE,
     PRIVATE_CIDRS,
     REQUIRED,
     ServiceConfig,
     cidr,
     grpc_port,
     http_port,
+    listen_port,
     var,
 )
 
@@ -30,8 +30,8 @@ class EdgeConfig(ServiceConfig):
     http_port: int = http_port(9080)
     grpc_port: int = grpc_port(19080)
 
-    admin_port: int = var("ADMIN_PORT", 9180, "edge admin API port", bounds=PORT_RANGE)
-    metrics_port: int = var("METRICS_PORT", 9091, "edge Prometheus metrics port", bounds=PORT_RANGE)
+    admin_port: int = listen_port("ADMIN_PORT", 9180, "edge admin API port")
+    metrics_port: int = listen_port("METRICS_PORT", 9091, "edge Prometheus metrics port")
     admin_api_key: str = var("ADMIN_API_KEY", REQUIRED, "edge admin API key (`X-API-KEY`)")
     admin_allow_cidrs: tuple[str, ...] = var(
         "ADMIN_ALLOW_CIDRS",

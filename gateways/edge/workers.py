@@ -1,9 +1,11 @@
 """Edge data-plane workers: more processes serving the data-plane port beside the primary.
 
-SO_REUSEPORT (the data plane and every aiohttp site bind with it) lets the kernel spread
-connections across them. A worker is a smaller edge: the same config and the same serve loop
-(`runtime.main`), built by `build_worker` into an apps-only definition: the data plane, no
-gRPC, no admin API.
+SO_REUSEPORT (the data plane binds with it when there are several) lets the kernel spread
+connections across them. The kernel would let any other process of the same user join too, so
+the primary first checks that nobody else holds the port, before its workers start; every
+other port of the edge is bound by the primary alone, unshared. A worker is a smaller edge:
+the same config and the same serve loop (`runtime.main`), built by `build_worker` into an
+apps-only definition: the data plane, no gRPC, no admin API.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gateways.edge.dataplane.process import data_plane
 from gateways.edge.metrics import worker_exited
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
+from runtime.ports import check_free
 from runtime.service import ServiceDefinition
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
@@ -91,6 +94,10 @@ def with_workers(build: Build) -> Build:
                 with contextlib.suppress(ProcessLookupError):
                     worker.send_signal(signal.SIGHUP)
 
+        async def data_plane_port_free() -> None:
+            check_free(config.host, config.http_port, "edge-proxy's data-plane port (HTTP_PORT)")
+
+        definition.on_startup.insert(0, data_plane_port_free)
         definition.on_startup.append(start)
         definition.on_reload.append(relay)
         definition.on_cleanup.insert(0, stop)  # cleanups run in reverse: the workers last

@@ -1,13 +1,35 @@
-"""The launcher takes the services' ports from their config classes, and runs as `strata up`
-or `python -m runtime.launcher`."""
+"""The launcher's pure parts: its plan (ports from the config classes), the port layout and the
+offset rule, the port check naming a holder, secrets.json, the echo provider's JSON, the state
+file, what the banner and `strata env` print, the log picker, and the Makefile's pass-through.
+`strata up` refusing a busy port runs for real: it starts nothing, so it needs no stack."""
 
+import argparse
+import asyncio
+import json
+import os
+import socket
+import stat
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+import pytest
 from support import STRATA
 
-from runtime.launcher import SERVICES, plan
+from runtime.launcher import SERVICES, Child, layout, plan
+from runtime.launcher.banner import session_help
+from runtime.launcher.commands import env_lines, log_files
+from runtime.launcher.ports import COLLIDING, busy, offset_problem
+from runtime.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
+from runtime.launcher.state import Process, Stack, alive, read_state, start_time, write_state
+from runtime.launcher.supervise import describe_model
+from runtime.launcher.up import start_all
+from sidecars.echo_llm.provider import echo_provider
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
@@ -22,9 +44,273 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
     assert edge.env["EDGE_WORKERS"] == "3"
     assert children["controlplane"].env["EDGE_GRPC"] == "127.0.0.1:19180"
     assert children["idp"].argv[children["idp"].argv.index("--port") + 1] == "8180"
+    assert "SMTP_PORT" not in children["controlplane"].env  # a peer's port, not shifted
 
 
 def test_both_commands_take_the_same_options() -> None:
     for argv in ([STRATA, "up", "--help"], [sys.executable, "-m", "runtime.launcher", "--help"]):
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
         assert "--edge-workers" in result.stdout and "--port-offset" in result.stdout
+
+
+def test_the_layout_lists_every_listening_port_of_the_stack() -> None:
+    assert layout(0) == {
+        4000: "ai-gateway HTTP_PORT", 4001: "controlplane HTTP_PORT",
+        5001: "agent-gateway HTTP_PORT", 6379: "valkey", 8080: "idp", 8081: "mock-backend",
+        8082: "echo-llm", 9080: "edge-proxy HTTP_PORT", 9091: "edge-proxy METRICS_PORT",
+        9180: "edge-proxy ADMIN_PORT", 14000: "ai-gateway GRPC_PORT",
+        14001: "controlplane GRPC_PORT", 15001: "agent-gateway GRPC_PORT",
+        19080: "edge-proxy GRPC_PORT",
+    }  # fmt: skip
+    assert set(layout(300)) == {port + 300 for port in layout(0)}
+
+
+def test_an_offset_is_refused_exactly_when_its_stack_shares_a_port_with_the_default_one() -> None:
+    default = set(layout(0))
+    for offset in range(1, 3000):
+        shares = bool(default & set(layout(offset)))
+        assert (offset_problem(offset) is not None) == shares, offset
+    problem = offset_problem(100)
+    assert problem is not None
+    assert "edge-proxy HTTP_PORT (9080) on 9180, which is edge-proxy ADMIN_PORT" in problem
+    assert "Try 200" in problem
+    assert offset_problem(200) is None and offset_problem(300) is None
+    assert 100 in COLLIDING and 1000 in COLLIDING  # 4001 + 1000 is the agent gateway's 5001
+
+
+def test_offsets_out_of_range_are_refused() -> None:
+    assert "0 or more" in (offset_problem(-100) or "")
+    assert "above 65535" in (offset_problem(50_000) or "")
+
+
+@contextmanager
+def held(port: int = 0) -> Iterator[int]:
+    """A listening loopback socket of this process (with SO_REUSEPORT, which does not let a
+    second socket share it unless that one sets it too)."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_busy_port_is_reported_with_the_pid_holding_it() -> None:
+    with held() as port:
+        (line,) = busy({port: "controlplane HTTP_PORT"})
+    assert line.startswith(
+        f"port {port} (controlplane HTTP_PORT) is in use by pid {os.getpid()} ("
+    ), line
+    assert busy({port: "controlplane HTTP_PORT"}) == []
+
+
+def test_strata_up_refuses_a_busy_port_and_starts_nothing(tmp_path: Path) -> None:
+    offset = 700
+    assert offset_problem(offset) is None
+    with ExitStack() as holding:
+        for port in layout(offset):  # the first port of the layout free now
+            try:
+                holding.enter_context(held(port))
+            except OSError:
+                continue
+            break
+        result = subprocess.run(
+            [STRATA, "up", "--data-dir", str(tmp_path / "data"), "--port-offset", str(offset)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    name = layout(offset)[port]
+    assert f"port {port} ({name}) is in use by pid {os.getpid()} (" in result.stderr
+    assert "nothing was started" in result.stderr
+    assert not (tmp_path / "data" / "logs").exists()
+    assert not (tmp_path / "data" / "secrets.json").exists()
+
+
+def test_strata_up_refuses_an_offset_that_collides() -> None:
+    result = subprocess.run(
+        [STRATA, "up", "--port-offset", "100"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "--port-offset 100 puts edge-proxy HTTP_PORT (9080) on 9180" in result.stderr
+
+
+def test_secrets_are_generated_once_kept_private_and_only_platform_ones_reach_processes(
+    tmp_path: Path,
+) -> None:
+    first = local_secrets(tmp_path)
+    assert set(first) == set(PLATFORM) and "ECHO_LLM_API_KEY" in first
+    assert stat.S_IMODE((tmp_path / "secrets.json").stat().st_mode) == 0o600
+    update_secrets(tmp_path, DEV_API_KEY="sk-dev", DEV_API_KEY_ID="k-1")
+    assert local_secrets(tmp_path) == {**first, "DEV_API_KEY": "sk-dev", "DEV_API_KEY_ID": "k-1"}
+    assert stat.S_IMODE((tmp_path / "secrets.json").stat().st_mode) == 0o600
+    env = plan(tmp_path, 0, 1, {})[0].env
+    assert env["ECHO_LLM_API_KEY"] == first["ECHO_LLM_API_KEY"]  # every process has it
+    assert "DEV_API_KEY" not in env  # the user's key, not a process's
+
+
+def test_echo_provider_is_the_contract_json() -> None:
+    expected = {
+        "id": "echo",
+        "display_name": "Echo LLM (local, development)",
+        "type": "openai_compatible",
+        "base_url": "http://127.0.0.1:8082/v1",
+        "auth_type": "bearer",
+        "key_source": {"type": "env_var", "var_name": "ECHO_LLM_API_KEY"},
+        "model_patterns": ["echo-*"],
+        "default_models": ["echo-1", "echo-2"],
+        "enabled": True,
+    }
+    assert echo_provider("http://127.0.0.1:8082/v1") == expected
+    assert echo_provider("http://127.0.0.1:8082") == expected
+
+
+def _stack(data_dir: Path) -> Stack:
+    return Stack(
+        launcher_pid=os.getpid(),
+        launcher_start=start_time(os.getpid()) or 0,
+        data_dir=str(data_dir),
+        port_offset=300,
+        started_at="2026-01-01T00:00:00+00:00",
+        urls={
+            "CP_URL": "http://127.0.0.1:4301", "AI_URL": "http://127.0.0.1:4300",
+            "AGENT_URL": "http://127.0.0.1:5301", "PROXY_URL": "http://127.0.0.1:9380",
+            "ADMIN_URL": "http://127.0.0.1:9480", "CP_GRPC": "127.0.0.1:14301",
+            "METRICS_URL": "http://127.0.0.1:9391/apisix/prometheus/metrics",
+            "IDP_ISSUER": "http://127.0.0.1:8380/realms/strata",
+            "IDP_TOKEN_URL": "http://127.0.0.1:8380/realms/strata/protocol/openid-connect/token",
+        },
+        processes=[Process("valkey", os.getpid(), "redis://127.0.0.1:6679", None, None)],
+    )  # fmt: skip
+
+
+def test_the_state_file_names_a_running_launcher_only(tmp_path: Path) -> None:
+    stack = write_state(tmp_path, 300, plan(tmp_path, 300, 1, {}))  # no process started yet
+    assert stack.running and read_state(tmp_path) == stack
+    assert stack.urls["AI_URL"] == "http://127.0.0.1:4300"
+    assert stack.urls["ADMIN_URL"] == "http://127.0.0.1:9480"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert not alive(int(dead.stdout))
+    stale = Stack(**{**vars(stack), "launcher_start": stack.launcher_start + 1})
+    assert not stale.running  # the pid now belongs to another process
+
+
+def test_strata_env_prints_the_contract_exports_and_the_banner_the_session_credentials(
+    tmp_path: Path,
+) -> None:
+    stack = _stack(tmp_path)
+    secrets = {"MASTER_KEY": "sk-master-x", "ADMIN_API_KEY": "edge-admin-y", "DEV_API_KEY": "sk-d"}
+    lines = env_lines(stack, secrets, "tok en", "admin-tok")
+    assert lines == [
+        "export MASTER_KEY=sk-master-x",
+        "export ADMIN_API_KEY=edge-admin-y",
+        "export STRATA_API_KEY=sk-d",
+        "export OPENAI_API_KEY=sk-d",
+        "export OPENAI_BASE_URL=http://127.0.0.1:4300/v1",
+        "export TOKEN='tok en'",
+        "export ADMIN_TOKEN=admin-tok",
+        "export CP_URL=http://127.0.0.1:4301",
+        "export AI_URL=http://127.0.0.1:4300",
+        "export AGENT_URL=http://127.0.0.1:5301",
+        "export PROXY_URL=http://127.0.0.1:9380",
+        "export ADMIN_URL=http://127.0.0.1:9480",
+    ]
+    text = session_help(stack, secrets)
+    assert f"all secrets: {tmp_path / 'secrets.json'}" in text
+    assert 'client = OpenAI(base_url="http://127.0.0.1:4300/v1", api_key="sk-d")' in text
+    assert "-H 'Authorization: Bearer sk-master-x'" in text
+    assert "-H 'X-API-KEY: edge-admin-y'" in text
+    assert f'env --data-dir {tmp_path} --port-offset 300)"' in text
+
+
+def test_strata_logs_picks_a_service_by_name_or_part_of_it(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    for name in ("ai-gateway", "agent-gateway", "controlplane"):
+        (tmp_path / "logs" / f"{name}.log").write_text(f"{name} 1\n{name} 2\n{name} 3\n")
+    assert log_files(tmp_path, "ai") == [tmp_path / "logs" / "ai-gateway.log"]
+    assert log_files(tmp_path, "controlplane") == [tmp_path / "logs" / "controlplane.log"]
+    assert "names several logs: agent-gateway, ai-gateway" in str(log_files(tmp_path, "gateway"))
+    assert "there are: agent-gateway, ai-gateway, controlplane" in str(log_files(tmp_path, "x"))
+    shown = subprocess.run(
+        [STRATA, "logs", "--data-dir", str(tmp_path), "-n", "2"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert "ai-gateway    | ai-gateway 3" in shown and "controlplane  | controlplane 2" in shown
+    assert "controlplane  | controlplane 1" not in shown
+
+
+@pytest.mark.parametrize("verb", ["status", "env"])
+def test_status_and_env_say_when_no_stack_runs(tmp_path: Path, verb: str) -> None:
+    result = subprocess.run(
+        [STRATA, verb, "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 1
+    assert f"no stack is running from {tmp_path}" in result.stderr
+
+
+def test_stop_without_a_stack_has_nothing_to_do_and_version_prints_it(tmp_path: Path) -> None:
+    stop = subprocess.run([STRATA, "stop", "--data-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=30, check=True)  # fmt: skip
+    assert "nothing to stop" in stop.stdout
+    version = subprocess.run([STRATA, "version"], capture_output=True, text=True, timeout=30)
+    assert version.stdout.strip() == "strata 0.1.0"
+
+
+def test_a_model_load_is_one_line_with_its_size_and_time() -> None:
+    fields = {"model": "all-MiniLM-L6-v2", "purpose": "semantic cache", "size_mb": 91.6}
+    line = json.dumps({"msg": "model loaded", **fields, "load_secs": 1.83})
+    assert describe_model("ai-gateway", line) == (
+        "ai-gateway     model all-MiniLM-L6-v2 (semantic cache, 91.6 MB) loaded in 1.8s"
+    )
+
+
+def test_make_run_passes_options_and_make_install_says_each_step() -> None:
+    run = subprocess.run(["make", "-n", "run", "ARGS=--port-offset 300"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=30, check=True)  # fmt: skip
+    assert run.stdout.splitlines()[-1].endswith("strata up --port-offset 300")
+    steps = run.stdout.splitlines()
+    pip_steps = [i for i, line in enumerate(steps) if " -m pip install" in line]
+    assert pip_steps
+    for i in pip_steps:  # each pip command is announced just before it runs
+        assert steps[i - 1].startswith('echo "install: '), steps[i - 1]
+
+
+async def test_a_process_that_fails_while_starting_is_shown_with_its_last_log_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "broken.log").write_text("a line of an earlier run\n")
+    script = "import sys\nfor n in range(1, 31): print(f'line {n}')\nsys.exit(3)"
+    broken = Child(
+        "broken",
+        [sys.executable, "-c", script],
+        dict(os.environ),
+        health_url="http://127.0.0.1:1/health",  # nothing answers: healthy never
+    )
+    args = argparse.Namespace(timeout=60.0)
+    assert await start_all(args, tmp_path, [broken], time.monotonic()) is False
+    err = capsys.readouterr().err.splitlines()
+    at = err.index(
+        f"startup failed: broken exited with 3. Last lines of {tmp_path / 'logs' / 'broken.log'}:"
+    )
+    assert err[at + 1 : at + 21] == [f"  line {n}" for n in range(11, 31)]
+
+
+async def test_strata_logs_follows_new_lines(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    log = tmp_path / "logs" / "controlplane.log"
+    log.write_text("before\n")
+    proc = await asyncio.create_subprocess_exec(
+        STRATA, "logs", "--data-dir", str(tmp_path), "controlplane", "-f",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    try:
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"before\n"
+        with log.open("a") as out:
+            out.write("after\n")
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"after\n"
+    finally:
+        proc.terminate()
+        await proc.wait()

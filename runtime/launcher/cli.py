@@ -1,0 +1,96 @@
+"""The `strata` command: up, status, env, logs, stop, version."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from runtime.launcher import commands
+from runtime.launcher.ports import COLLIDING
+from runtime.launcher.up import up
+
+UP = """Run the whole platform locally: the embedded key-value store (Valkey), the dev identity
+provider, the mock backend, the echo LLM and the four services. Checks every port first,
+reports each step, and in development (ENVIRONMENT=development, the default) creates the
+identity provider's tenants, registers the echo LLM as a provider and issues a dev API key.
+State (the stores, the IdP, secrets.json, logs/) lives in the data directory across restarts.
+Ctrl-C (or `strata stop`) stops it all."""
+
+OFFSET_HELP = (
+    "added to every port, to run a second stack beside the first; refused when two of the "
+    "stack's ports are that far apart (e.g. "
+    + ", ".join(map(str, [d for d in COLLIDING if d < 1200]))
+    + "), since it would then share ports with the default stack"
+)
+
+
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default="data", help="the stack's data directory")
+
+
+def add_up_options(parser: argparse.ArgumentParser) -> None:
+    add_data_dir(parser)
+    parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
+    parser.add_argument("--port-offset", type=int, default=0, help=OFFSET_HELP)
+    parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
+
+
+def add_stack_options(parser: argparse.ArgumentParser) -> None:
+    """Which running stack: its data directory (and, as a check, its port offset)."""
+    add_data_dir(parser)
+    parser.add_argument(
+        "--port-offset", type=int, default=None, help="the offset the stack was started with"
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="strata", description="Strata, the gateway platform")
+    verbs = main.add_subparsers(dest="command", required=True)
+    add_up_options(verbs.add_parser("up", help="run the whole platform locally", description=UP))
+    add_stack_options(
+        verbs.add_parser(
+            "status",
+            help="pid, health, memory and URL of each process (exit 1: not all healthy)",
+        )
+    )
+    add_stack_options(
+        verbs.add_parser(
+            "env",
+            help='shell exports for the running stack: eval "$(strata env)"',
+            description="Prints export lines: MASTER_KEY, ADMIN_API_KEY, STRATA_API_KEY, "
+            "OPENAI_API_KEY, OPENAI_BASE_URL, TOKEN (alice, tenant acme), ADMIN_TOKEN "
+            "(platform admin), CP_URL, AI_URL, AGENT_URL, PROXY_URL, ADMIN_URL.",
+        )
+    )
+    logs = verbs.add_parser("logs", help="show (and follow) the stack's log files")
+    add_stack_options(logs)  # the offset is not needed (logs are per data dir), but accepted
+    logs.add_argument("service", nargs="?", help="one process's log (e.g. ai-gateway, or ai)")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=20, help="lines of each log shown first")
+    stop = verbs.add_parser("stop", help="stop the running stack")
+    add_stack_options(stop)
+    stop.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it")
+    verbs.add_parser("version", help="the version of Strata")
+    return main
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """The `strata` command; returns its exit code."""
+    args = parser().parse_args(argv)
+    if args.command == "up":
+        return up(args)
+    if args.command == "version":
+        return commands.version()
+    data = Path(args.data_dir).resolve()
+    if args.command == "status":
+        return commands.status(data, args.port_offset)
+    if args.command == "env":
+        return commands.env(data, args.port_offset)
+    if args.command == "stop":
+        return commands.stop(data, args.port_offset, args.timeout)
+    return commands.logs(data, args.service, args.follow, args.lines)
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

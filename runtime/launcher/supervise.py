@@ -1,0 +1,181 @@
+"""The launcher's children: start each with its own log file, wait until it is healthy, read
+what it logged while starting (models loaded; the last lines of one that failed), measure its
+memory, stop them all."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import aiohttp
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from runtime.launcher.plan import Child
+
+TAIL_LINES = 20
+
+
+class StartFailed(Exception):
+    """A child exited or did not become healthy in time."""
+
+    def __init__(self, child: Child, message: str) -> None:
+        super().__init__(message)
+        self.child = child
+
+
+async def spawn(child: Child, log_dir: Path) -> None:
+    """Start `child`, its stdout and stderr appended to `<log_dir>/<name>.log`."""
+    child.log_path = log_dir / f"{child.name}.log"
+    # The child inherits the log file; the launcher's own handle closes right after the fork.
+    with open(child.log_path, "ab") as log:  # noqa: ASYNC230 - once per child
+        child.log_offset = log.tell()
+        child.process = await asyncio.create_subprocess_exec(
+            *child.argv,
+            env=child.env,
+            stdout=log,
+            stderr=log,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )  # Ctrl-C reaches the launcher only; it stops children
+
+
+async def wait_healthy(child: Child, deadline: float) -> None:
+    """HTTP health 200 and, for Strata services, gRPC health SERVING."""
+    assert child.process is not None
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+        while True:
+            if child.process.returncode is not None:
+                raise StartFailed(child, f"{child.name} exited with {child.process.returncode}")
+            if time.monotonic() > deadline:
+                raise StartFailed(child, f"{child.name} not healthy in time")
+            if await http_ok(http, child.health_url, child.argv) and await grpc_serving(
+                child.grpc_target
+            ):
+                return
+            await asyncio.sleep(0.2)
+
+
+async def http_ok(http: aiohttp.ClientSession, health_url: str | None, argv: list[str]) -> bool:
+    if health_url is None:
+        return await port_open(int(argv[argv.index("--port") + 1]))
+    try:
+        async with http.get(health_url) as resp:
+            return resp.status == 200
+    except (aiohttp.ClientError, TimeoutError):
+        return False
+
+
+async def port_open(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    return True
+
+
+async def grpc_serving(target: str | None) -> bool:
+    if target is None:
+        return True
+    async with grpc.aio.insecure_channel(target) as channel:
+        try:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=1
+            )
+        except grpc.aio.AioRpcError:
+            return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants (Milvus Lite runs as a child)."""
+    total = 0
+    for p in [pid, *_descendants(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    found = [int(c) for c in children]
+    for c in list(found):
+        found.extend(_descendants(c))
+    return found
+
+
+async def stop_all(children: list[Child], grace_secs: float = 10.0) -> None:
+    """SIGTERM to each child's process group, the last started first; SIGKILL after `grace`."""
+    for child in reversed(children):
+        proc = child.process
+        if proc is None or proc.returncode is not None:
+            continue
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), grace_secs)
+        except TimeoutError:
+            os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+
+def this_run(child: Child) -> list[str]:
+    """The lines `child` wrote since it was started (its log file is appended across runs)."""
+    if child.log_path is None:
+        return []
+    try:
+        with open(child.log_path, "rb") as log:
+            log.seek(child.log_offset)
+            return log.read().decode(errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def tail(child: Child, lines: int = TAIL_LINES) -> list[str]:
+    return this_run(child)[-lines:]
+
+
+class ModelLines:
+    """The "model loaded" lines services log while starting, each reported once."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, int]] = set()
+
+    def new(self, children: list[Child]) -> list[str]:
+        found = []
+        for child in children:
+            for number, line in enumerate(this_run(child)):
+                if '"model loaded"' not in line or (child.name, number) in self.seen:
+                    continue
+                self.seen.add((child.name, number))
+                found.append(describe_model(child.name, line))
+        return found
+
+
+def describe_model(service: str, line: str) -> str:
+    """ "ai-gateway   model en_core_web_sm (PII names, 15.4 MB) loaded in 1.9s"."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return f"{service:<14} {line}"
+    size = entry.get("size_mb")
+    details = ", ".join(
+        part for part in (entry.get("purpose"), f"{size} MB" if size is not None else "") if part
+    )
+    took = entry.get("load_secs")
+    return (
+        f"{service:<14} model {entry.get('model', '?')}"
+        + (f" ({details})" if details else "")
+        + (f" loaded in {took:.1f}s" if isinstance(took, int | float) else " loaded")
+    )

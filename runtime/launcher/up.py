@@ -1,0 +1,189 @@
+"""`strata up`: check the ports, start every process, say each step as it happens, bootstrap
+development, print the banner, and stop everything cleanly on Ctrl-C or SIGTERM (`strata
+stop`). A process that fails while starting is named with its last log lines."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from runtime.config import ConfigError
+from runtime.launcher import ports
+from runtime.launcher.banner import session_help
+from runtime.launcher.bootstrap import bootstrap
+from runtime.launcher.plan import Child, layout, plan
+from runtime.launcher.secrets_file import read_secrets
+from runtime.launcher.state import Stack, clear_state, read_state, write_state
+from runtime.launcher.supervise import (
+    ModelLines,
+    StartFailed,
+    rss_mb,
+    spawn,
+    stop_all,
+    tail,
+    wait_healthy,
+)
+from runtime.logs import FLUSH_SECS
+
+FIRST = ("valkey", "idp")  # the services need these from their first call
+LOG_FLUSH_SECS = FLUSH_SECS + 0.1  # services write their buffered log lines this often
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def up(args: argparse.Namespace) -> int:
+    """Run the whole platform until Ctrl-C; the exit code says whether it stopped cleanly."""
+    data = Path(args.data_dir).resolve()
+    say(f"strata up: data dir {data}, port offset {args.port_offset}")
+    running = read_state(data)
+    if running is not None and running.running:
+        print(
+            f"a stack from {data} is already running (launcher pid {running.launcher_pid}); "
+            "stop it first with `strata stop`",
+            file=sys.stderr,
+        )
+        return 1
+    problem = ports.offset_problem(args.port_offset)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    needed = layout(args.port_offset)
+    taken = ports.busy(needed)
+    if taken:
+        for line in taken:
+            print(line, file=sys.stderr)
+        print(
+            f"nothing was started: {len(taken)} of the {len(needed)} ports this stack needs "
+            "are in use (stop what holds them, or choose another --port-offset)",
+            file=sys.stderr,
+        )
+        return 1
+    say(f"{'ports':<14} all {len(needed)} free: {', '.join(map(str, needed))}")
+    warning = ports.ephemeral_warning(needed)
+    if warning:
+        say(warning)
+    (data / "logs").mkdir(parents=True, exist_ok=True)
+    try:
+        children = plan(data, args.port_offset, args.edge_workers, os.environ)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return asyncio.run(supervise(args, data, children))
+
+
+async def supervise(args: argparse.Namespace, data: Path, children: list[Child]) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    started = time.monotonic()
+    startup = asyncio.create_task(start_all(args, data, children, started))
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait([startup, stopper], return_when=asyncio.FIRST_COMPLETED)
+    if not startup.done():  # Ctrl-C while starting
+        startup.cancel()
+        say("stopping…")
+        await stop_all(children)
+        return 130
+    stopper.cancel()
+    failed = startup.exception()
+    if failed is not None:
+        await stop_all(children)
+        raise failed
+    if not startup.result():
+        await stop_all(children)
+        return 1
+    stack = write_state(data, args.port_offset, children)
+    print_banner(stack, children, time.monotonic() - started, read_secrets(data))
+    code = await until_stopped(children, stop)
+    say("stopping…")
+    await stop_all(children)
+    clear_state(data)
+    return code
+
+
+async def start_all(
+    args: argparse.Namespace, data: Path, children: list[Child], started: float
+) -> bool:
+    """Start the children, one line as each is ready; then the development bootstrap.
+    False (after saying why) when one of them fails to start."""
+    log_dir = data / "logs"
+    models = ModelLines()
+
+    async def until_healthy(child: Child, deadline: float) -> None:
+        await wait_healthy(child, deadline)
+        took = time.monotonic() - started
+        await asyncio.sleep(LOG_FLUSH_SECS)  # what it logged while starting reaches its file
+        for line in models.new(children):
+            say(line)
+        assert child.process is not None
+        say(f"{child.name:<14} ready in {took:4.1f}s  pid {child.process.pid}  {child.url}")
+
+    try:
+        for child in children:
+            await spawn(child, log_dir)
+            if child.name in FIRST:
+                await until_healthy(child, time.monotonic() + args.timeout)
+        deadline = time.monotonic() + args.timeout
+        rest = [c for c in children if c.name not in FIRST]
+        waits = [asyncio.create_task(until_healthy(c, deadline)) for c in rest]
+        while not all(w.done() for w in waits):
+            done, _ = await asyncio.wait(waits, timeout=0.3)
+            for line in models.new(children):
+                say(line)
+            for task in done:
+                error = task.exception()
+                if error is not None:
+                    for other in waits:
+                        other.cancel()
+                    raise error
+    except StartFailed as exc:
+        print(f"startup failed: {exc}. Last lines of {exc.child.log_path}:", file=sys.stderr)
+        for line in tail(exc.child):
+            print(f"  {line}", file=sys.stderr)
+        print(f"all logs: {log_dir}", file=sys.stderr, flush=True)
+        return False
+    cp = next(c for c in children if c.name == "controlplane")
+    await bootstrap(data, f"http://127.0.0.1:{cp.env['HTTP_PORT']}", cp.env, say)
+    return True
+
+
+def print_banner(stack: Stack, children: list[Child], took: float, secrets: dict[str, str]) -> None:
+    logs = Path(stack.data_dir) / "logs"
+    say(f"\nStrata is up in {took:.1f}s. Logs: one JSON file per process under {logs}/.\n")
+    say(f"{'process':<15}{'pid':>8}{'rss MB':>9}  {'url':<40}grpc")
+    for c in children:
+        assert c.process is not None
+        say(
+            f"{c.name:<15}{c.process.pid:>8}{rss_mb(c.process.pid):>9.0f}  {c.url:<40}"
+            f"{c.grpc_target or ''}"
+        )
+    say(session_help(stack, secrets))
+    say("Press Ctrl-C to stop.")
+
+
+async def until_stopped(children: list[Child], stop: asyncio.Event) -> int:
+    """0 when asked to stop; 1 when a process died on its own (named, with its last lines)."""
+    waiters = [asyncio.create_task(c.process.wait()) for c in children if c.process]
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
+    if stopper in done:
+        return 0
+    for child in children:
+        if child.process and child.process.returncode is not None:
+            print(
+                f"{child.name} exited with {child.process.returncode}; stopping everything. "
+                f"Last lines of {child.log_path}:",
+                file=sys.stderr,
+            )
+            for line in tail(child):
+                print(f"  {line}", file=sys.stderr)
+    sys.stderr.flush()
+    return 1
