@@ -60,22 +60,6 @@ def provider(
     }
 
 
-def echo_provider(base_url: str) -> dict[str, Any]:
-    """The echo LLM as the launcher registers it in development (the contract of
-    `sidecars/echo_llm/provider.py`): its key from ECHO_LLM_API_KEY, its URL ending in /v1."""
-    return {
-        "id": "echo",
-        "display_name": "Echo LLM (local, development)",
-        "type": "openai_compatible",
-        "base_url": f"{base_url}/v1",
-        "auth_type": "bearer",
-        "key_source": {"type": "env_var", "var_name": "ECHO_LLM_API_KEY"},
-        "model_patterns": ["echo-*"],
-        "default_models": ["echo-1", "echo-2"],
-        "enabled": True,
-    }
-
-
 async def save_provider(control_plane_url: str, body: dict[str, Any]) -> None:
     """`POST /api/providers` with the master key, as an operator or the launcher does."""
     async with (

@@ -9,8 +9,10 @@ from __future__ import annotations
 import aiohttp
 import openai
 import pytest
-from ai_kit import ECHO_KEY, KEY_VARS, client, echo_provider, listed, save_provider, tenant
+from ai_kit import ECHO_KEY, KEY_VARS, client, listed, save_provider, tenant
 from support import MASTER_KEY, free_port
+
+from sidecars.echo_llm.provider import echo_provider
 
 HELLO = [{"role": "user", "content": "hello there"}]
 

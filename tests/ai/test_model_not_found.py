@@ -14,7 +14,6 @@ from ai_kit import (
     ECHO_KEY,
     KEY_VARS,
     client,
-    echo_provider,
     listed,
     provider,
     save_provider,
@@ -28,6 +27,7 @@ from support import MASTER_KEY, free_port
 
 from gateways.ai import local_models
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from sidecars.echo_llm.provider import echo_provider
 
 HI = [{"role": "user", "content": "hi"}]
 

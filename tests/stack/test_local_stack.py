@@ -233,9 +233,10 @@ async def test_strata_env_feeds_the_openai_sdk(stack: Path) -> None:
     assert exported["OPENAI_API_KEY"] == exported["STRATA_API_KEY"] == secrets["DEV_API_KEY"]
     assert exported["OPENAI_BASE_URL"] == f"http://127.0.0.1:{4000 + OFFSET}/v1"
     assert exported["ADMIN_URL"] == f"http://127.0.0.1:{9180 + OFFSET}"
-    # TODO(lead): once the issued-keys branch is merged, use exported["OPENAI_API_KEY"] here
-    # (the dev API key as the SDK's api_key); until then the AI gateway takes only JWTs.
-    client = openai.AsyncOpenAI(base_url=exported["OPENAI_BASE_URL"], api_key=exported["TOKEN"])
+    # The dev API key, issued by the key-request workflow, is the SDK's api_key (no JWT needed).
+    client = openai.AsyncOpenAI(
+        base_url=exported["OPENAI_BASE_URL"], api_key=exported["OPENAI_API_KEY"]
+    )
     models = [m.id async for m in client.models.list()]
     assert {"echo-1", "echo-2"} <= set(models)
     messages = [{"role": "user", "content": "hello from the first hour"}]
