@@ -231,7 +231,7 @@ async def test_an_error_status_is_retried() -> None:
 async def test_a_configuration_push_still_sends_the_old_instances_entries() -> None:
     receiver = Receiver()
     async with upstream() as up, upstream(receiver.handle) as rp, serve_edge() as edge:
-        plugins = logger(rp, batch_max_size=100, inactive_timeout=1)
+        plugins = logger(rp, batch_max_size=100, inactive_timeout=3)  # outlasts a slow push
         edge.apply(routes=[route("r1", "/api/*", up, plugins=plugins)])
         assert (await edge.call("/api/old"))[0] == 200
         (old,) = batch._PENDING
