@@ -138,6 +138,8 @@ def env_lines(stack: Stack, secrets: dict[str, str], token: str, admin_token: st
         "TOKEN": token,
         "ADMIN_TOKEN": admin_token,
         **{name: u[name] for name in ("CP_URL", "AI_URL", "AGENT_URL", "PROXY_URL", "ADMIN_URL")},
+        "CP_GRPC": u["CP_GRPC"],  # the control plane's internal API, for grpcurl
+        "IDP_URL": u["IDP_ISSUER"],  # the identity provider's realm (its token endpoint below)
     }
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 

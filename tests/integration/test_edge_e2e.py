@@ -125,8 +125,7 @@ async def test_a_change_reaches_every_worker_and_survives_the_control_plane(
     cp = await control_plane(cp_port)
     async with edge(cp_port, valkey_url, idp) as proc:
         await proc.put_route("a", route("/a/*", upstream))
-        took = await proc.served_by_every_worker("/a/x", within=5)
-        assert took < 1.0, f"a change took {took:.2f}s to reach both workers"
+        await proc.served_by_every_worker("/a/x", within=5)  # a deadline, not a speed figure
 
         await cp.stop(grace=0.1)  # the control plane goes away
         await asyncio.sleep(0.5)
@@ -149,8 +148,7 @@ async def test_a_change_through_one_replica_reaches_an_edge_of_another(
     try:
         async with edge(one, valkey_url, idp) as writer, edge(two, valkey_url, idp) as reader:
             await writer.put_route("r", route("/r/*", upstream))
-            took = await reader.served_by_every_worker("/r/x", within=5)
-            assert took < 1.0, f"the other replica's edge took {took:.2f}s"
+            await reader.served_by_every_worker("/r/x", within=5)  # a deadline, not a speed
     finally:
         await first.stop(grace=0.1)
         await second.stop(grace=0.1)

@@ -215,6 +215,8 @@ def test_strata_env_prints_the_contract_exports_and_the_banner_the_session_crede
         "export AGENT_URL=http://127.0.0.1:5301",
         "export PROXY_URL=http://127.0.0.1:9380",
         "export ADMIN_URL=http://127.0.0.1:9480",
+        "export CP_GRPC=127.0.0.1:14301",
+        "export IDP_URL=http://127.0.0.1:8380/realms/strata",
     ]
     text = session_help(stack, secrets)
     assert f"all secrets: {tmp_path / 'secrets.json'}" in text
