@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
             help='shell exports for the running stack: eval "$(strata env)"',
             description="Prints export lines: MASTER_KEY, ADMIN_API_KEY, STRATA_API_KEY, "
             "OPENAI_API_KEY, OPENAI_BASE_URL, TOKEN (alice, tenant acme), ADMIN_TOKEN "
-            "(platform admin), CP_URL, AI_URL, AGENT_URL, PROXY_URL, ADMIN_URL.",
+            "(platform admin), CP_URL, AI_URL, AGENT_URL, PROXY_URL, ADMIN_URL, CP_GRPC, IDP_URL.",
         )
     )
     logs = verbs.add_parser("logs", help="show (and follow) the stack's log files")
@@ -80,6 +81,9 @@ def cli(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "up":
         return up(args)
+    # The reporting verbs are pipe-friendly (`strata status | head`): a closed pipe ends them
+    # quietly, as it ends cat. (`up` keeps Python's handling: it supervises children.)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.command == "version":
         return commands.version()
     data = Path(args.data_dir).resolve()
