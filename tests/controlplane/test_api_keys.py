@@ -30,7 +30,6 @@ from keys_support import (
 from support import free_port, user_token
 
 from runtime.stores.analytics import Analytics
-from runtime.stores.kv import connect_kv
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -46,19 +45,6 @@ KEY_FIELDS = {
     "expires_at",
     "request_count",
 }
-
-
-@pytest.fixture
-async def kv(valkey_url: str) -> AsyncIterator[Any]:
-    client = connect_kv(valkey_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-async def names() -> set[str]:
-    """The key names a test uses (removed from the store afterwards)."""
-    return set()
 
 
 @pytest.fixture

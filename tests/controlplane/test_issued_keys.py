@@ -39,19 +39,6 @@ Service = Callable[..., AbstractAsyncContextManager[Serving]]
 
 
 @pytest.fixture
-async def kv(valkey_url: str) -> AsyncIterator[Any]:
-    client = connect_kv(valkey_url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-async def names() -> set[str]:
-    """The key names a test uses (removed from the store afterwards)."""
-    return set()
-
-
-@pytest.fixture
 async def tenants(kv: Any, names: set[str]) -> AsyncIterator[Tenants]:
     made = Tenants(kv)
     yield made

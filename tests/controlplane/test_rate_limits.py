@@ -22,19 +22,10 @@ from keys_support import (
 )
 from support import free_port, user_token
 
-from runtime.stores.kv import connect_kv
-
 pytestmark = pytest.mark.timeout(90)
 
 SETTINGS = "cp:settings"
 ROUTES = ("limited-a", "limited-b")
-
-
-@pytest.fixture
-async def kv(valkey_url: str) -> AsyncIterator[Any]:
-    client = connect_kv(valkey_url)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture

@@ -32,7 +32,6 @@ from gateways.edge.plugin import PluginEnv
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.analytics import Analytics
-from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 from strata.edge.v1 import admin_pb2, admin_pb2_grpc
 
@@ -59,13 +58,6 @@ TENANT_FIELDS = {
 
 def idp_admin_url(issuer: str) -> str:
     return issuer.replace("/realms/", "/admin/realms/")
-
-
-@pytest.fixture
-async def kv(valkey_url: str) -> AsyncIterator[Any]:
-    client = connect_kv(valkey_url)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
