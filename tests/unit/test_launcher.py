@@ -268,8 +268,11 @@ def test_a_model_load_is_one_line_with_its_size_and_time() -> None:
 
 
 def test_make_run_passes_options_and_make_install_says_each_step() -> None:
-    run = subprocess.run(["make", "-n", "run", "ARGS=--port-offset 300"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=30, check=True)  # fmt: skip
+    # Not a sub-make of the caller's (CI runs the tests from `make test`): no directory lines.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    run = subprocess.run(["make", "--no-print-directory", "-n", "run", "ARGS=--port-offset 300"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=30,
+                         check=True)  # fmt: skip
     assert run.stdout.splitlines()[-1].endswith("strata up --port-offset 300")
     steps = run.stdout.splitlines()
     pip_steps = [i for i, line in enumerate(steps) if " -m pip install" in line]
