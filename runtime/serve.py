@@ -30,6 +30,7 @@ from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
 from runtime.frontdoor import build_app
 from runtime.guard import Guard, GuardInterceptor
+from runtime.http_parse_errors import FrontDoorRunner
 from runtime.logs import flush_periodically
 from runtime.ports import PortInUse, check_free
 from runtime.service import ServiceDefinition
@@ -86,9 +87,11 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
         apps.insert(0, (http_port, build_app(defn, guard)))
     servers = [await listen(host) for listen in defn.listeners]
     listener_ports = [s.sockets[0].getsockname()[1] for s in servers]
-    runners, ports = [], []
+    runners: list[web.AppRunner] = []
+    ports: list[int] = []
     for port, application in apps:
-        runner = web.AppRunner(application, access_log=None, handle_signals=False)
+        # a request aiohttp cannot parse is answered in the service's envelope, never echoed
+        runner = FrontDoorRunner(application, defn.envelope, access_log=None, handle_signals=False)
         await runner.setup()
         try:
             await web.TCPSite(runner, host, port).start()  # no SO_REUSEPORT: never shared

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from runtime.http_parse_errors import FrontDoorRunner
 from sidecars.jsonlog import JsonAccessLogger, configure_logging
 
 # Renders (status, machine-readable code, human message) into the sidecar's error body.
@@ -58,7 +59,8 @@ def error_middleware(render: ErrorRenderer) -> Middleware:
 
 async def serve(app: web.Application, host: str, port: int) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, then shut down cleanly."""
-    runner = web.AppRunner(
+    # FrontDoorRunner: a request aiohttp cannot parse is answered as JSON, never echoed
+    runner = FrontDoorRunner(
         app, access_log_class=JsonAccessLogger, access_log=logging.getLogger("sidecars.access")
     )
     await runner.setup()

@@ -293,8 +293,9 @@ async def admit_hitl(
 ) -> PendingApproval | Released | None:
     """The HITL step. None: the tool needs no approval. Released: a granted approval of
     exactly this call (same tool, same argument hash, same session or tenant scope) was
-    consumed, once, and the call may go on. PendingApproval: a new approval was created
-    (and announced: `hitl_pending` notification, audit row, metric); answer 202. A call with
+    consumed, once, and the call may go on. PendingApproval: the call waits for an approval,
+    answer 202 — the one already pending for exactly this call, or a new one (announced:
+    `hitl_pending` notification, audit row, metric). A call with
     a session must have passed `admit` for `call.tenant_id` first: grants of a session are
     keyed by its id alone (the shared key layout)."""
     if call.tool_name not in policy.hitl_required_tools:
@@ -305,13 +306,14 @@ async def admit_hitl(
         )
         if granted is not None:
             return Released(granted)
-        approval = await queue.create(
+        approval_id, created = await queue.open(
             call.tenant_id, call.session_id, call.tool_name, call.arguments, now_iso()
         )
-    events.pending(approval)
+    if created is not None:
+        events.pending(created)
     return PendingApproval(
-        approval.id,
-        f"Tool {call.tool_name!r} requires human approval: approval {approval.id} is pending; "
+        approval_id,
+        f"Tool {call.tool_name!r} requires human approval: approval {approval_id} is pending; "
         "call again with the same arguments once it is approved.",
     )
 

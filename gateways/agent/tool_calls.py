@@ -11,7 +11,8 @@
    replicas (429 `tool_call_limit_exceeded`); `max_concurrent_sessions` is at session create;
 5. HITL — a tool of the tenant's `hitl_required_tools` creates a pending approval (202
    `pending_approval`, `hitl_pending` notification) unless an approval of exactly this call
-   (same tool, same argument hash) was granted: it releases the call, once;
+   (same tool, same argument hash, same session or tenant) was granted: it releases the call,
+   once; while one is pending, the same call is held on it (202, the same `approval_id`);
 6. session token budget (429 `budget_exceeded`);
 7. `arguments` against the tool's `inputSchema` (400 `validation_failed` with the failing
    `path`);

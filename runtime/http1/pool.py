@@ -191,10 +191,12 @@ class Pool:
         self.idle: list[UpstreamConnection] = []
         self.opened = 0  # connections made, for tests and metrics
 
-    async def acquire(self, connect_timeout: float) -> tuple[UpstreamConnection, bool]:
-        """A connection: an idle one if any (reused=True), else a new one."""
+    async def acquire(
+        self, connect_timeout: float, *, reuse: bool = True
+    ) -> tuple[UpstreamConnection, bool]:
+        """A connection: an idle one if any and `reuse` (reused=True), else a new one."""
         now = time.monotonic()
-        while self.idle:
+        while reuse and self.idle:
             conn = self.idle.pop()
             if not conn.closed and now - conn.idle_since < self.idle_timeout:
                 return conn, True

@@ -236,3 +236,63 @@ async def test_store_down_is_503(gateway) -> None:
         assert (status, error["error"]) == (503, "store_unavailable")
         assert (await client.post("/v1/hitl/hitl-x/approve"))[0] == 503
         assert (await client.post("/v1/hitl/hitl-x/deny"))[0] == 503
+
+
+async def test_an_identical_call_while_pending_is_held_on_the_same_approval(
+    kv, events, analytics
+) -> None:
+    """Same tenant, session, tool and arguments: one approval however often the call comes;
+    other arguments or another session: another approval; once it is decided (or expired),
+    the next identical call opens a new one."""
+    t = tenant()
+    queue = ApprovalQueue(kv, 3600)
+    first = await hold(kv, events, t, tool="deploy", env="prod", n=1)
+    assert await hold(kv, events, t, tool="deploy", n=1.0, env="prod") == first  # same hash
+    assert await hold(kv, events, t, tool="deploy", env="staging", n=1) != first
+    policy = Policy(t, hitl_required_tools=["deploy"])
+    other_session = ToolCall(t, "deploy", {"env": "prod", "n": 1}, f"{t}-s2")
+    no_session = ToolCall(t, "deploy", {"env": "prod", "n": 1})
+    held = [await admit_hitl(queue, events, policy, c) for c in (other_session, no_session)]
+    ids = {h.approval_id for h in held if isinstance(h, PendingApproval)}
+    assert len(ids) == 2 and first not in ids
+    assert len(await queue.pending(t)) == 4
+    rows = await audit_rows(analytics, "tenant_id = {t:String}", t=t)
+    assert [r["action"] for r in rows] == ["hitl_request"] * 4  # one per approval
+
+    approval = await queue.get(first)
+    assert approval is not None
+    await queue.decide(approval, "denied", "2026-01-01T00:00:00Z")
+    after_denial = await hold(kv, events, t, tool="deploy", env="prod", n=1)
+    assert after_denial != first
+    # An approval past its expiry is not reused either (its open entry expires with it).
+    brief = ApprovalQueue(kv, 1)
+    call = ToolCall(t, "deploy", {"env": "dev"}, f"{t}-s1")
+    expiring = await admit_hitl(brief, events, policy, call)
+    assert isinstance(expiring, PendingApproval)
+    assert await admit_hitl(brief, events, policy, call) == expiring
+    await asyncio.sleep(1.1)
+    renewed = await admit_hitl(brief, events, policy, call)
+    assert isinstance(renewed, PendingApproval) and renewed != expiring
+
+
+async def test_identical_calls_racing_on_two_replicas_make_one_approval(events, valkey_url) -> None:
+    from runtime.stores.kv import connect_kv
+
+    t = tenant()
+    policy = Policy(t, hitl_required_tools=["wire_money"])
+    call = ToolCall(t, "wire_money", {"amount": 10, "to": "x"}, f"{t}-s1")
+    replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                admit_hitl(ApprovalQueue(replicas[i % 2], 3600), events, policy, call)
+                for i in range(20)
+            )
+        )
+        pending = await ApprovalQueue(replicas[0], 3600).pending(t)
+    finally:
+        for replica in replicas:
+            await replica.aclose()
+    assert all(isinstance(o, PendingApproval) for o in outcomes)
+    assert len({o.approval_id for o in outcomes if isinstance(o, PendingApproval)}) == 1
+    assert [a.id for a in pending] == [outcomes[0].approval_id]  # type: ignore[union-attr]

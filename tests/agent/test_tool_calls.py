@@ -284,3 +284,33 @@ async def test_the_execute_body_is_checked_and_the_path_names_the_session(
         _, got = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
     assert status == 200 and ran["result"]["structuredContent"] == {"result": 5}, ran
     assert got["tool_calls"] == 1
+
+
+async def test_an_identical_call_while_pending_gets_the_same_approval(
+    gateway, alice, upstream, policy
+) -> None:
+    """Repeated (and concurrent, on two gateways) identical calls to a HITL tool: one pending
+    approval, 202 with its id each time; other arguments get their own; once it is decided,
+    the same call opens a new one."""
+    await policy(hitl_required_tools=["add"])
+    up = upstream()
+    async with gateway() as one, gateway() as two:
+        server = await registered(one, alice, up)
+        sid = await session(one, alice, ["add"])
+        answers = await asyncio.gather(
+            *(execute(svc, alice, sid, server, "add", {"a": 1, "b": 2})
+              for svc in (one, two) for _ in range(5))
+        )  # fmt: skip
+        assert {status for status, _ in answers} == {202}
+        ids = {held["approval_id"] for _, held in answers}
+        assert len(ids) == 1
+        approval_id = ids.pop()
+        status, other = await execute(two, alice, sid, server, "add", {"a": 2, "b": 2})
+        assert status == 202 and other["approval_id"] != approval_id
+        _, listed = await call(one, "GET", "/v1/hitl/pending", alice)
+        mine = sorted(a["id"] for a in listed["pending"] if a["session_id"] == sid)
+        assert mine == sorted([approval_id, other["approval_id"]])
+        assert (await call(one, "POST", f"/v1/hitl/{approval_id}/deny", alice))[0] == 200
+        status, again = await execute(one, alice, sid, server, "add", {"a": 1, "b": 2})
+        assert status == 202 and again["approval_id"] not in (approval_id, other["approval_id"])
+    assert up.count("tools/call") == 0

@@ -5,7 +5,10 @@ endpoints take forms; bad bodies are named in the public API's snake_case."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,8 +23,8 @@ from gateways.ai.http_rules import HTTP_RULES as AI_RULES
 from runtime.access import current_caller
 from runtime.auth import Authenticator, JwksCache
 from runtime.context import respond
-from runtime.errors import InvalidRequest, ResourceExhausted, UpstreamError
-from runtime.service import ServiceDefinition, bind
+from runtime.errors import InvalidRequest, ResourceExhausted, StrataError, UpstreamError
+from runtime.service import ServiceDefinition, bind, spec_error
 from runtime.telemetry import Metrics
 from runtime.testing import Serving, serving
 from strata.ai.v1 import chat_pb2, chat_pb2_grpc
@@ -239,3 +242,40 @@ async def test_meta_endpoints_carry_the_version(cp: Serving) -> None:
         for path in ("/", "/health"):
             async with http.get(path) as r:
                 assert (await r.json())["version"] == "0.1.0"
+
+
+def _raw_exchange(port: int, head: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(head)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+async def test_an_unparseable_request_is_answered_in_json_without_echoing_it(
+    ai: Serving, cp: Serving, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A header field over 8190 bytes (a 9 KB bearer token) is 431 and a malformed header
+    line 400, in the service's envelope: aiohttp's own answer quotes the line (the token's
+    start) in the body and in an error log line."""
+    caplog.set_level(logging.DEBUG)
+    canary = "canary-51d0e2"
+    token = "Bearer " + (canary * 700)[:9000]
+    too_long = f"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: {token}\r\n\r\n".encode()
+    bad_line = f"GET /health HTTP/1.1\r\nHost: x\r\nBearer {canary}\r\n\r\n".encode()
+    for svc, envelope in ((ai, openai_error), (cp, spec_error)):
+        port = svc.running.http_port
+        assert port is not None
+        for head, status, error, message in (
+            (too_long, 431, "request_header_fields_too_large",
+             "the request line or a header field is longer than 8190 bytes"),
+            (bad_line, 400, "bad_request", "malformed HTTP request"),
+        ):  # fmt: skip
+            reply = await asyncio.to_thread(_raw_exchange, port, head)
+            assert int(reply.split()[1]) == status
+            assert canary.encode() not in reply
+            body = json.loads(reply.partition(b"\r\n\r\n")[2])
+            assert body == envelope(StrataError(message, error=error))
+    assert canary not in caplog.text
+    assert all(canary not in repr(record.__dict__) for record in caplog.records)

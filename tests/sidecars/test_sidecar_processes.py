@@ -64,6 +64,30 @@ async def test_process_serves_health_and_logs_json(http, module, service):
     assert [(e["method"], e["path"], e["status"]) for e in access] == [("GET", "/health", 200)]
 
 
+async def test_a_header_field_too_long_is_431_without_an_echo():
+    """aiohttp's own answer would quote the start of the header (a bearer token) in its body
+    and its error log; a sidecar answers 431 in JSON and logs neither."""
+    canary = "canary-0c44b1"
+    head = (
+        "GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + (canary * 700)[:9000]
+        + "\r\n\r\n"
+    ).encode()
+    proc, port, lines = await _start("sidecars.mock_backend")
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head)
+        reply = await reader.read()
+        writer.close()
+    finally:
+        entries = await _stop(proc, lines)
+    assert int(reply.split()[1]) == 431
+    body = json.loads(reply.partition(b"\r\n\r\n")[2])
+    assert body["error"] == "request_header_fields_too_large"
+    assert canary.encode() not in reply
+    assert canary not in json.dumps(entries)
+
+
 async def test_idp_process_reads_env_and_args(http, tmp_path):
     proc, port, lines = await _start(
         "sidecars.idp",

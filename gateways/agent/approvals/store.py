@@ -6,6 +6,11 @@
   expiry, so that a late decision finds it (409) rather than nothing (404).
 - `agent:hitl-pending:{t}`: zset of the tenant's pending approval ids, scored by expiry (ms);
   expired entries are dropped when the list is read.
+- `agent:hitl-open:{scope}:{tool}:{arguments_sha256}`: the id of the pending approval of
+  exactly that call (scope as below), expiring with it (`PXAT` its expiry) and deleted by its
+  decision: an identical call while it is pending is held on the same approval instead of
+  creating another (the check and the creation are one script, so two identical calls racing
+  on two replicas make one approval).
 - `agent:hitl-grant:{scope}:{tool}:{arguments_sha256}`: list of approval ids, one per granted
   approval of exactly that call (same tool, same canonical arguments), in the scope of the
   session (its id) or, for calls without a session, of the tenant (`tenant={t}`: `=` is in
@@ -48,6 +53,10 @@ def grant_scope(tenant_id: str, session_id: str | None) -> str:
 
 def grant_key(scope: str, tool_name: str, arguments_sha256: str) -> str:
     return f"agent:hitl-grant:{scope}:{tool_name}:{arguments_sha256}"
+
+
+def open_key(scope: str, tool_name: str, arguments_sha256: str) -> str:
+    return f"agent:hitl-open:{scope}:{tool_name}:{arguments_sha256}"
 
 
 def _canonical(value: Any) -> Any:
@@ -105,13 +114,26 @@ class AlreadyDecided(Exception):
         self.status = status
 
 
-# KEYS: record, pending zset, grant list. ARGV: expected record, decided record, id, ttl,
-# grant (1: push the id on the grant list). 1 when this call decided, 0 when the record
+# KEYS: open key, new record, pending zset. ARGV: new id, its record, expiry (ms), record
+# ttl (s). The id of the approval now pending for this call: the open one if any, else the
+# new one, created.
+OPEN = """
+local open = redis.call('GET', KEYS[1])
+if open then return open end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
+return ARGV[1]
+"""
+
+# KEYS: record, pending zset, grant list, open key. ARGV: expected record, decided record, id,
+# ttl, grant (1: push the id on the grant list). 1 when this call decided, 0 when the record
 # changed since it was read.
 DECIDE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
 redis.call('ZREM', KEYS[2], ARGV[3])
+if redis.call('GET', KEYS[4]) == ARGV[3] then redis.call('DEL', KEYS[4]) end
 if ARGV[5] == '1' then
   redis.call('RPUSH', KEYS[3], ARGV[3])
   redis.call('EXPIRE', KEYS[3], ARGV[4])
@@ -129,15 +151,19 @@ class ApprovalQueue:
         self.kv = kv
         self.ttl_secs = ttl_secs
         self._decide = kv.register_script(DECIDE)
+        self._open = kv.register_script(OPEN)
 
-    async def create(
+    async def open(
         self,
         tenant_id: str,
         session_id: str | None,
         tool_name: str,
         arguments: Mapping[str, Any],
         created_at: str,
-    ) -> Approval:
+    ) -> tuple[str, Approval | None]:
+        """The pending approval of exactly this call (same tenant or session, tool and
+        argument hash): `(its id, None)` when one was pending already, else `(id, the new
+        approval)`, created."""
         expires = int(time.time() * 1000) + self.ttl_secs * 1000
         approval = Approval(
             id=f"hitl-{uuid.uuid4()}",
@@ -152,11 +178,14 @@ class ApprovalQueue:
             arguments_sha256=arguments_sha256(arguments),
             grant_scope=grant_scope(tenant_id, session_id),
         )
-        async with self.kv.pipeline(transaction=True) as pipe:
-            pipe.set(approval_key(approval.id), approval.to_json(), ex=2 * self.ttl_secs)
-            pipe.zadd(pending_key(tenant_id), {approval.id: expires})
-            await pipe.execute()
-        return approval
+        keys = [
+            open_key(approval.grant_scope, tool_name, approval.arguments_sha256),
+            approval_key(approval.id),
+            pending_key(tenant_id),
+        ]
+        args: list[str | int] = [approval.id, approval.to_json(), expires, 2 * self.ttl_secs]
+        pending_id = str(await self._open(keys=keys, args=args))
+        return (pending_id, approval) if pending_id == approval.id else (pending_id, None)
 
     async def get(self, approval_id: str) -> Approval | None:
         raw = await self.kv.get(approval_key(approval_id))
@@ -185,10 +214,12 @@ class ApprovalQueue:
             if approval.expired:
                 raise AlreadyDecided("expired")
             decided = Approval(**{**asdict(approval), "status": status, "resolved_at": resolved_at})
+            call = (approval.grant_scope, approval.tool_name, approval.arguments_sha256)
             keys = [
                 approval_key(approval.id),
                 pending_key(approval.tenant_id),
-                grant_key(approval.grant_scope, approval.tool_name, approval.arguments_sha256),
+                grant_key(*call),
+                open_key(*call),
             ]
             args: list[str | int] = [approval.to_json(), decided.to_json(), approval.id]
             args.append(self.ttl_secs)

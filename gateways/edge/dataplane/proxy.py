@@ -4,9 +4,11 @@ Forwarding picks a node, takes a keep-alive connection from its pool and writes 
 head; the request body (if any) is pumped chunk by chunk as it arrives, beside the wait for
 the response. The response is never buffered: the upstream connection hands its head and body
 chunks to `Forward`, which runs `header_filter`/`body_filter` and writes them to the client,
-pausing the upstream socket while the client's socket is full. A connection failure before
-any response byte goes to another node (`retries`, default nodes - 1; a request whose body has
-begun streaming is not replayed); then 502, or 504 for a timeout.
+pausing the upstream socket while the client's socket is full. A failure before any response
+byte goes to another node as APISIX does (`retries`, default nodes - 1, within `retry_timeout`;
+a sent request only if its method is idempotent; a body that began streaming never), then 502,
+or 504 for a timeout. A kept-alive connection the upstream had closed is replaced once, on the
+same node; a timeout is never a reason to send a request again on the same node.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ NO_UPSTREAM = b'{"error_msg":"missing upstream configuration in Route or Service
 GRPC_UPSTREAM = b'{"error_msg":"a grpc upstream is reached through grpc-transcode or grpc-web"}'
 PLUGIN_FAILED = b'{"error_msg":"500 Internal Server Error"}'
 JSON = {"content-type": "application/json"}
+# RFC 9110 9.2.2: sending one of these twice has the effect of sending it once.
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 
 async def handle(dp: DataPlane, ex: Exchange) -> None:
@@ -446,16 +450,25 @@ async def forward(
     has_body = bool(buffered) if buffered is not None else not ex.body.done or ex.body.received > 0
     chunked = buffered is None and "transfer-encoding" in ex.headers
     tried: list[Node] = []
+    # APISIX's retry rules (nginx's proxy_next_upstream "error timeout"): another node is
+    # tried after a connect failure, a reset or a timeout before any response byte, at most
+    # `retries` times and, with `retry_timeout`, only within that many seconds of the first
+    # try; a request that was sent goes to another node only when its method is idempotent
+    # (nginx's default, without `non_idempotent`), and a body that began streaming never does.
+    deadline = time.monotonic() + up.retry_timeout if up.retry_timeout > 0 else None
+    may_resend = ctx.method in IDEMPOTENT
+    stale: Node | None = None  # a node whose kept-alive connection was found closed
     while True:
-        node = up.pick(ctx, tried)
+        node = stale or up.pick(ctx, tried)
+        reuse, stale = stale is None, None
         ctx.vars["upstream_addr"] = node.address  # the node the log phase reports
         try:
-            conn, reused = await node.pool.acquire(timeouts.connect)
+            conn, reused = await node.pool.acquire(timeouts.connect, reuse=reuse)
         except UpstreamError as exc:
             _report(up, node, exc)
             tried.append(node)
-            if len(tried) <= up.retries and not ex.body.started:
-                continue
+            if len(tried) <= up.retries and not ex.body.started and _in_time(deadline):
+                continue  # nothing was sent: any method may go to another node
             return _fail(ex, ctx, chain, exc)
         receiver = Forward(ex, ctx, chain, conn, timeouts, websocket)
         conn.begin(receiver, ctx.method == "HEAD")  # the method sent (proxy-rewrite)
@@ -477,11 +490,18 @@ async def forward(
             if receiver.head_sent:
                 _report(up, node, exc)
                 return
-            if exc.fresh and reused and not ex.body.started:
-                continue  # a stale keep-alive connection: try again, not counted as a retry
+            if _closed_before_reading(exc, reused) and not ex.body.started and _in_time(deadline):
+                stale = node  # once more on a new connection to it, not counted as a retry
+                continue
             _report(up, node, exc)
             tried.append(node)
-            if exc.fresh and len(tried) <= up.retries and not ex.body.started:
+            if (
+                exc.fresh
+                and may_resend
+                and len(tried) <= up.retries
+                and not ex.body.started
+                and _in_time(deadline)
+            ):
                 continue
             return _fail(ex, ctx, chain, exc)
         finally:
@@ -494,6 +514,17 @@ async def forward(
             return  # the tunnel lives on; both sockets close together
         node.pool.release(conn)
         return
+
+
+def _closed_before_reading(exc: UpstreamError, reused: bool) -> bool:
+    """A kept-alive connection the upstream closed without a byte of answer: it had closed it
+    while idle, and the request never reached it (the rule of runtime/http1/client.py). A
+    timeout is never that: the upstream has the request and may be running it."""
+    return reused and exc.fresh and not exc.timeout
+
+
+def _in_time(deadline: float | None) -> bool:
+    return deadline is None or time.monotonic() < deadline
 
 
 def _report(up: Upstream, node: Node, exc: UpstreamError) -> None:

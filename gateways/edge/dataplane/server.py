@@ -5,8 +5,10 @@ handler as a task, one at a time in arrival order (pipelined requests wait their
 `Exchange` is the request as parsed (method, target, lower-case headers, a streamed `Body`) plus
 the primitives to answer it (`start`, `write`, `end`). Malformed input is answered here, before
 any routing: 400 (bad syntax; both Content-Length and Transfer-Encoding; conflicting
-Content-Lengths — llhttp refuses those, and we check again), 431 (request line and headers over
-`MAX_HEADER_BYTES`), 413 (a body over the configured limit).
+Content-Lengths — llhttp refuses those, and we check again), 414 (a request target over
+`MAX_TARGET_BYTES`), 431 (a header field over `MAX_FIELD_BYTES`, or request line and headers
+over `MAX_HEADER_BYTES`), 413 (a body over the configured limit). These answers are JSON that
+quote nothing of the request, and nothing of it is logged.
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from typing import Any
 
 import httptools
 
+from runtime.http_parse_errors import MAX_FIELD_BYTES as HTTP_MAX_FIELD_BYTES
+
 log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = (
     32 * 1024
 )  # request line + headers; nginx's large_client_header_buffers is 4 x 8k
+# One header field (name + value) and the request target: what every aiohttp front door behind
+# the edge accepts, so that the edge never forwards a request they would refuse.
+MAX_FIELD_BYTES = MAX_TARGET_BYTES = HTTP_MAX_FIELD_BYTES
 BODY_HIGH_WATER = 256 * 1024  # pause reading the client when this much body waits unforwarded
 
 STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
@@ -235,6 +242,10 @@ class Connection(asyncio.Protocol):
         self.write_paused = False
         self.on_drain: Callable[[], None] | None = None  # called when the client drains
         self._drain: asyncio.Future[None] | None = None
+        # httptools hands a header over once it is complete: an unterminated one is bounded by
+        # counting what arrives while a request's head is incomplete.
+        self._in_head = False
+        self._head_seen = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -256,8 +267,12 @@ class Connection(asyncio.Protocol):
         if self.tunnel is not None:
             self.tunnel.write(data)
             return
+        if self._in_head:
+            self._head_seen += len(data)
         try:
             self.parser.feed_data(data)
+            if self._in_head and self._head_seen > MAX_HEADER_BYTES:
+                self._bad_request(431)
         except httptools.HttpParserUpgrade as upgrade:
             # The request asked to switch protocols: what follows its headers is not HTTP.
             # The handler decides (WebSocket tunnel, or an answer and a close).
@@ -291,11 +306,21 @@ class Connection(asyncio.Protocol):
             self.on_drain()
 
     # httptools callbacks
+    def on_message_begin(self) -> None:
+        self._in_head = True
+        self._head_seen = 0
+
     def on_url(self, url: bytes) -> None:
         self._url += url
+        if len(self._url) > MAX_TARGET_BYTES:
+            self._error = 414
+            raise BadRequest(414)
         self._count(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) + len(value) > MAX_FIELD_BYTES:
+            self._error = 431  # answered without a byte of the header, which may be a token
+            raise BadRequest(431)
         self._count(len(name) + len(value) + 4)
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
@@ -314,6 +339,7 @@ class Connection(asyncio.Protocol):
             raise BadRequest(431)
 
     def on_headers_complete(self) -> None:
+        self._in_head = False
         headers = self._headers
         parser = self.parser
         if "content-length" in headers and "transfer-encoding" in headers:

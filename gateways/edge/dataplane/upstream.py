@@ -131,6 +131,7 @@ class Upstream:
         self.total_weight = sum(n.weight for n in self.nodes)
         self.timeouts = Timeouts.of(conf.get("timeout"))
         self.retries = int(conf.get("retries", len(self.nodes) - 1))
+        self.retry_timeout = float(conf.get("retry_timeout") or 0)  # 0: no time limit
         self.pass_host = conf.get("pass_host", "pass")
         self.upstream_host = conf.get("upstream_host", "")
         if self.pass_host == "rewrite" and not self.upstream_host:
