@@ -96,7 +96,7 @@ async def reseal_auth_configs(kv: Redis, box: SecretBox) -> int:
                         box.open(sealed, bound_to=server_id), bound_to=server_id
                     )
                 except (SealError, ValueError):
-                    log.error("MCP server %s: its client secret does not open; left as is", server_id)
+                    log.error("MCP server %s: client secret does not open; kept as is", server_id)
                     continue
                 pipe.multi()
                 pipe.set(key, json.dumps(stored))
