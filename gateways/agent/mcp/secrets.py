@@ -88,7 +88,9 @@ async def reseal_auth_configs(kv: Redis, box: SecretBox) -> int:
                 await pipe.watch(key)
                 raw = await pipe.get(key)
                 stored = json.loads(raw) if raw is not None else None
-                sealed = stored.get("client_secret_sealed") if isinstance(stored, dict) else None
+                if not isinstance(stored, dict):
+                    continue
+                sealed = stored.get("client_secret_sealed")
                 if not isinstance(sealed, str) or not box.stale(sealed):
                     continue
                 try:
