@@ -287,3 +287,10 @@ def self_signed(directory: Path, host: str) -> tuple[Path, Path]:
         )
     )
     return cert_file, key_file
+
+
+def keyring_for_tests() -> Any:
+    """The keyring of a test service (MASTER_KEY, no STRATA_DATA_KEYS)."""
+    from runtime.keyring import Keyring
+
+    return Keyring([], MASTER_KEY)
