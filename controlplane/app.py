@@ -31,6 +31,7 @@ from controlplane.platform_health import PlatformHealthServicer, Probe, health_d
 from controlplane.platform_settings import SettingsServicer
 from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
+from controlplane.secrets_at_rest import protect_secrets_at_rest
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.background import RowWriter
@@ -191,6 +192,10 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         except (RedisError, OSError) as exc:
             log.error("API key projection not checked at start", extra={"error": repr(exc)})
 
+    async def protect_secrets() -> None:
+        # Secrets stored in clear before, or under an older data key (idempotent).
+        await protect_secrets_at_rest(stores.kv, edge_config.servicer, providers, settings_servicer)
+
     async def start_delivery() -> None:
         if config.notify_delivery:
             await delivery.start()
@@ -227,6 +232,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             health_servicer.start,
             publish_sts_key,
             project_api_keys,
+            protect_secrets,
         ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
