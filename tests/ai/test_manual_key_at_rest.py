@@ -11,7 +11,6 @@ from support import MASTER_KEY, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
-from gateways.ai.provider_table import secret_context
 from runtime.keyring import Keyring, kid_of, new_key, parse_keys
 from runtime.testing import serving
 
@@ -46,9 +45,9 @@ async def test_a_sealed_manual_key_reaches_the_provider_across_a_rotation(
             await save_manual_provider(cp.http_url, f"{url}/v1")
         stored = await kv.hget("platform:provider-secrets", "manual-llm")
         assert MANUAL not in stored and kid_of(stored) == "k1"
-        assert Keyring(parse_keys(K1), MASTER_KEY).open(stored, secret_context("manual-llm")) == (
-            MANUAL
-        )
+        assert Keyring(parse_keys(K1), MASTER_KEY).open(
+            stored, "platform:provider-secrets:manual-llm"
+        ) == (MANUAL)
 
         # The AI gateway runs with the rotated keyring: k2 seals, k1 still opens.
         async with gateway(STRATA_DATA_KEYS=f"{K2},{K1}") as ai:
