@@ -1,7 +1,7 @@
 """Micro-benchmark: the CPU key-auth spends per request finding a consumer by its key, now that
 consumers hold keyed digests (HMAC-SHA256 under the platform keyring) instead of the keys.
 
-    .venv/bin/python tests/bench/key_auth_digest.py [--consumers 10000] [--lookups 200000] [--runs 5]
+    .venv/bin/python tests/bench/key_auth_digest.py [--consumers N] [--lookups N] [--runs N]
 
 Measured in one process, no I/O: `KeyAuth.rewrite` on a request carrying an issued key
 (`sk-` + 43 characters) against

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from support import STRATA
 
+from runtime.keyring import parse_keys
 from runtime.launcher import SERVICES, Child, layout, plan
 from runtime.launcher.banner import session_help
 from runtime.launcher.commands import env_lines, log_files
 from runtime.launcher.ports import COLLIDING, busy, offset_problem
-from runtime.keyring import parse_keys
 from runtime.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from runtime.launcher.state import Process, Stack, alive, read_state, start_time, write_state
 from runtime.launcher.supervise import describe_model
