@@ -25,7 +25,15 @@ from typing import Any
 
 from gateways.edge.plugins import REGISTRY
 from runtime.hashing import hash_secret, is_hash
-from runtime.keyring import MASKED, Keyring, SealError, is_digest, is_sealed, kid_of
+from runtime.keyring import (
+    MASKED,
+    Keyring,
+    SealError,
+    digest_parts,
+    is_digest,
+    is_sealed,
+    kid_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +178,22 @@ def digests_by_key(plugins: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 class DigestIndex(dict[str, str]):
     """A `digest` credential's index for one configuration version: stored digest → consumer
-    username. `find(secret)` digests what a request presents under each key id in use (newest
-    first: one HMAC until a rotation) and looks it up; no store round trip."""
+    username. `find(secret)` computes the MAC of what a request presents under each key id in
+    use (newest first: one HMAC until a rotation) and looks it up by its raw bytes; no store
+    round trip."""
 
     def __init__(self, keyring: Keyring) -> None:
         super().__init__()
         self.keyring = keyring
-        self.kids: list[str] = []
+        self._by_kid: dict[str, dict[bytes, str]] = {}  # key id → raw MAC → username
+
+    @property
+    def kids(self) -> list[str]:
+        return list(self._by_kid)
 
     def digest_of(self, value: str, username: str) -> str:
         """The digest `username`'s stored `value` is indexed by (a clear secret of a standalone
-        file is digested here); its key id joins those `find` tries."""
+        file is digested here)."""
         digest = value if is_digest(value) else self.keyring.digest(value)
         kid = kid_of(digest)
         if kid not in self.keyring.kids:
@@ -190,14 +203,23 @@ class DigestIndex(dict[str, str]):
                 username,
                 kid,
             )
-        elif kid not in self.kids:
-            self.kids.append(kid)
-            self.kids.sort(key=self.keyring.kids.index)
         return digest
 
+    def __setitem__(self, digest: str, username: str) -> None:
+        super().__setitem__(digest, username)
+        kid, raw = digest_parts(digest)
+        if kid not in self.keyring.kids:
+            return  # logged by digest_of: nothing can find it
+        if kid not in self._by_kid:  # a key id joins: newest first
+            self._by_kid[kid] = {}
+            order = self.keyring.kids.index
+            self._by_kid = dict(sorted(self._by_kid.items(), key=lambda item: order(item[0])))
+        self._by_kid[kid][raw] = username
+
     def find(self, secret: str) -> str | None:
-        for kid in self.kids:
-            username = self.get(self.keyring.digest(secret, kid))
+        raw = secret.encode()
+        for kid, table in self._by_kid.items():
+            username = table.get(self.keyring.mac(raw, kid))
             if username is not None:
                 return username
         return None

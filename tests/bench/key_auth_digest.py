@@ -83,6 +83,7 @@ def main() -> None:
         made = two.digest(k, "k1" if i % 2 == 0 or k == presented else "k2")
         digest_two[digest_two.digest_of(made, f"u{i}")] = f"u{i}"
     assert digest_two.kids == ["k2", "k1"]
+    assert digest_one.find(presented) == digest_two.find(presented) == clear.find(presented)
 
     loop = asyncio.new_event_loop()
     rows: dict[str, list[float]] = {}
