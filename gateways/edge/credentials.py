@@ -90,7 +90,14 @@ def stored_plugins(
 
 def _stored_value(how: str, value: str, keyring: Keyring, where: str) -> str:
     if how == DIGEST:
-        return value if is_digest(value) else keyring.digest(value)
+        if not is_digest(value):
+            return keyring.digest(value)
+        if kid_of(value) not in keyring.kids:
+            raise Refused(
+                f"{where.rsplit(':', 1)[1]} is a digest made with key `{kid_of(value)}`, which "
+                "STRATA_DATA_KEYS does not list"
+            )
+        return value
     if how == HASHED:
         return value if is_hash(value) else hash_secret(value)
     try:

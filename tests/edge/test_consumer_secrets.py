@@ -160,6 +160,10 @@ async def test_secrets_stored_protected_answered_masked_and_the_originals_authen
     duplicate = {"username": "rose", "plugins": {"key-auth": {"key": API_KEY}}}
     status, body, _ = await platform.admin("PUT", "/consumers", duplicate)
     assert status == 400 and "jack" in body["error_msg"]
+    foreign = Keyring(parse_keys(K1), "another-master-key").digest("rose-key")
+    unknown = {"username": "rose", "plugins": {"key-auth": {"key": foreign}}}
+    status, body, _ = await platform.admin("PUT", "/consumers", unknown)
+    assert status == 400 and "does not list" in body["error_msg"]
 
 
 @asynccontextmanager
