@@ -31,11 +31,13 @@ from controlplane.platform_health import PlatformHealthServicer, Probe, health_d
 from controlplane.platform_settings import SettingsServicer
 from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
+from controlplane.secrets_at_rest import protect_secrets_at_rest
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.background import RowWriter
 from runtime.config import VERSION
 from runtime.errors import Unavailable
+from runtime.keyring import keyring_of
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
@@ -85,7 +87,9 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     )
     tenants = TenantServicer(config, stores, edge_config.servicer)
     delivery = DeliveryWorker(config, stores.kv, metrics)
-    settings_servicer = SettingsServicer(stores.kv, stores.analytics, config.development)
+    settings_servicer = SettingsServicer(
+        stores.kv, stores.analytics, config.development, keyring_of(config)
+    )
     # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
     authenticator = authenticator_for(config, admin_api_key=config.admin_api_key)
     sts_audit = RowWriter(stores.sink, STS_TABLE)
@@ -106,6 +110,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         metrics=metrics,
     )
     api_keys = ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics)
+    providers = ProviderServicer(stores.kv, config.development, keyring_of(config))
     implemented = {
         b.name: b
         for b in (
@@ -122,7 +127,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             bind(settings_pb2_grpc, settings_servicer),
             bind(license_pb2_grpc, LicenseServicer(config.license_key, config.license_public_key)),
             bind(route_pb2_grpc, RouteServicer(edge_config.servicer, stores.sink)),
-            bind(provider_pb2_grpc, ProviderServicer(stores.kv, config.development)),
+            bind(provider_pb2_grpc, providers),
             bind(agent_registry_pb2_grpc, AgentRegistryServicer(stores.kv)),
             bind(sts_pb2_grpc, sts),
         )
@@ -187,6 +192,10 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         except (RedisError, OSError) as exc:
             log.error("API key projection not checked at start", extra={"error": repr(exc)})
 
+    async def protect_secrets() -> None:
+        # Secrets stored in clear before, or under an older data key (idempotent).
+        await protect_secrets_at_rest(stores.kv, edge_config.servicer, providers, settings_servicer)
+
     async def start_delivery() -> None:
         if config.notify_delivery:
             await delivery.start()
@@ -223,6 +232,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             health_servicer.start,
             publish_sts_key,
             project_api_keys,
+            protect_secrets,
         ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,

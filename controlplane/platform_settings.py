@@ -1,7 +1,11 @@
 """SettingsService: the platform-wide settings, one JSON object in the key `cp:settings`.
 
-A PUT replaces the whole object: a field left out takes its default. Secrets are stored in
-clear and answered masked; a masked value sent back unchanged keeps the stored secret. The
+A PUT replaces the whole object: a field left out takes its default. The secrets (the
+`notification_config` fields: Slack webhook URL, SMTP URL with its password, PagerDuty key)
+are stored sealed with the platform keyring, each bound to its field (`runtime/keyring.py`),
+and answered masked; a masked value sent back unchanged keeps the stored secret. Settings
+stored before secrets were sealed (or under an older key) are sealed when a control plane
+starts (`reseal_secrets`). The
 retention periods are the TTLs of the analytics tables: a PUT applies them (only the ones
 that differ from the tables' current TTL) before it stores the settings, and the control
 plane re-applies the stored ones at start (a fresh ClickHouse gets the migrations' defaults).
@@ -24,10 +28,11 @@ from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from controlplane.kv_errors import kv_unavailable
 from runtime.errors import InvalidRequest, StrataError, Unavailable
+from runtime.keyring import Keyring, SealError
 from runtime.outbound import check_outbound_url
 from runtime.protojson import to_json
 from runtime.stores.analytics import Analytics
@@ -316,14 +321,48 @@ async def apply_retention(analytics: Analytics, wanted: Mapping[str, int | None]
         log.info("analytics retention changed", extra={"table": table, "days": days})
 
 
+def secret_context(field: str) -> str:
+    """What a sealed settings secret is bound to."""
+    return f"{KEY}:notification_config.{field}"
+
+
+def sealed(settings: Mapping[str, Any], keyring: Keyring) -> dict[str, Any]:
+    """The settings (secrets in clear) as stored: each secret sealed."""
+    stored = copy.deepcopy(dict(settings))
+    channels = stored["notification_config"]
+    for field in CHECKS:
+        if isinstance(channels.get(field), str):
+            channels[field] = keyring.seal(channels[field], secret_context(field))
+    return stored
+
+
+def opened(settings: dict[str, Any], keyring: Keyring) -> dict[str, Any]:
+    """Stored settings with their secrets in clear; one that does not open (its data key is no
+    longer listed) is logged and read as unset."""
+    channels = settings["notification_config"]
+    for field in CHECKS:
+        value = channels.get(field)
+        if not isinstance(value, str):
+            continue
+        try:
+            channels[field] = keyring.reveal(value, secret_context(field))
+        except SealError as exc:
+            log.error("settings secret %s %s; read as unset", field, exc)
+            channels[field] = None
+    return settings
+
+
 class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
-    def __init__(self, kv: Redis, analytics: Analytics | None, development: bool) -> None:
+    def __init__(
+        self, kv: Redis, analytics: Analytics | None, development: bool, keyring: Keyring
+    ) -> None:
         self.kv = kv
         self.analytics = analytics
         self.development = development  # ENVIRONMENT=development: private addresses allowed
+        self.keyring = keyring
 
     async def load(self) -> tuple[dict[str, Any], bool]:
-        """The settings (defaults filled in) and whether any were stored."""
+        """The settings (defaults filled in, secrets opened) and whether any were stored."""
         with kv_unavailable():
             raw = await self.kv.get(KEY)
         if raw is None:
@@ -333,7 +372,38 @@ class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
         except ValueError:
             log.error("cp:settings is not JSON; answering the defaults")
             return defaults(), False
-        return with_defaults(stored if isinstance(stored, dict) else {}), True
+        return opened(with_defaults(stored if isinstance(stored, dict) else {}), self.keyring), True
+
+    async def reseal_secrets(self) -> int:
+        """Seal, under the keyring's newest key, the stored secrets kept in clear (before they
+        were sealed) or under an older key; returns how many. WATCHed: a concurrent PUT wins.
+        Idempotent; run when a control plane starts."""
+        with kv_unavailable():
+            async with self.kv.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(KEY)
+                    raw = await pipe.get(KEY)
+                    stored = json.loads(raw) if raw is not None else None
+                    channels = (
+                        stored.get("notification_config") if isinstance(stored, dict) else None
+                    )
+                    if not isinstance(channels, dict):
+                        return 0
+                    stale = [f for f in CHECKS if self.keyring.stale(channels.get(f))]
+                    for field in stale:
+                        channels[field] = self.keyring.protect(
+                            channels[field], secret_context(field)
+                        )
+                    if not stale:
+                        return 0
+                    pipe.multi()
+                    pipe.set(KEY, json.dumps(stored, separators=(",", ":")))
+                    await pipe.execute()
+                except (WatchError, SealError, ValueError) as exc:
+                    log.warning("settings secrets not re-sealed", extra={"error": str(exc)})
+                    return 0
+        log.info("settings secrets sealed", extra={"count": len(stale)})
+        return len(stale)
 
     async def apply_stored_retention(self) -> None:
         """At start: the stored retention onto the analytics tables (best effort)."""
@@ -370,7 +440,8 @@ class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
         if self.analytics is not None and wanted != table_ttls(before):
             await apply_retention(self.analytics, wanted)  # Unavailable: nothing changed
         try:
-            await self.kv.set(KEY, json.dumps(new, separators=(",", ":")))
+            stored = sealed(new, self.keyring)
+            await self.kv.set(KEY, json.dumps(stored, separators=(",", ":")))
         except (RedisError, OSError) as exc:
             if self.analytics is not None:  # put the tables back as the stored settings say
                 try:

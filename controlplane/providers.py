@@ -3,8 +3,10 @@
 Store (the layout the AI gateway reads):
 - `platform:providers`, a hash: field = provider id, value = the provider JSON of the spec
   (metadata and key references; a `manual` key source holds only `masked_value`).
-- `platform:provider-secrets`, a hash: provider id → the raw key of a `manual` key source
-  (development only; never answered, never logged).
+- `platform:provider-secrets`, a hash: provider id → the key of a `manual` key source, sealed
+  with the platform keyring and bound to the provider (`runtime/keyring.py`; development
+  only; never answered, never logged). Keys stored in clear before they were sealed are
+  sealed when a control plane starts (`reseal_secrets`), as are those under an older key.
 - every write INCRs `platform:providers:version` and publishes the provider id on
   `platform:providers:changed`, in the same transaction as the write.
 
@@ -49,6 +51,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from controlplane.kv_errors import kv_unavailable
+from gateways.ai.provider_table import secret_context
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ProviderError, ProviderTarget
 from gateways.ai.providers.builtin import (
@@ -59,6 +62,7 @@ from gateways.ai.providers.builtin import (
 )
 from runtime.errors import InvalidRequest, NotFound, Unavailable
 from runtime.http1.client import HttpClient
+from runtime.keyring import Keyring, SealError
 from runtime.outbound import (
     OutboundRefused,
     check_outbound_url,
@@ -355,10 +359,12 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
         self,
         kv: Redis,
         development: bool,
+        keyring: Keyring,
         environ: Mapping[str, str] | None = None,
         timeout_secs: float = TEST_TIMEOUT_SECS,
     ) -> None:
         self.kv = kv
+        self.keyring = keyring
         self.development = development  # ENVIRONMENT=development: manual keys, private URLs
         self.environ = os.environ if environ is None else environ
         self.timeout_secs = timeout_secs
@@ -416,6 +422,39 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
             error="store_unavailable",
         )
 
+    async def reseal_secrets(self) -> int:
+        """Seal, under the keyring's newest key, every manual key stored in clear (before keys
+        were sealed) or under an older key; returns how many. One WATCHed transaction: a
+        concurrent write makes it read again. Idempotent; run when a control plane starts."""
+        with kv_unavailable():
+            async with self.kv.pipeline(transaction=True) as pipe:
+                for _ in range(TRANSACTION_ATTEMPTS):
+                    try:
+                        await pipe.watch(SECRETS_KEY)
+                        stored = await pipe.hgetall(SECRETS_KEY)
+                        resealed = {}
+                        for raw_id, value in stored.items():
+                            provider_id, text = _text(raw_id), _text(value)
+                            if not self.keyring.stale(text):
+                                continue
+                            try:
+                                resealed[provider_id] = self.keyring.protect(
+                                    text, secret_context(provider_id)
+                                )
+                            except SealError as exc:
+                                log.error("provider %r: manual key %s", provider_id, exc)
+                        if not resealed:
+                            await pipe.unwatch()
+                            return 0
+                        pipe.multi()
+                        pipe.hset(SECRETS_KEY, mapping=resealed)  # type: ignore[arg-type]
+                        await pipe.execute()
+                        log.info("manual provider keys sealed", extra={"count": len(resealed)})
+                        return len(resealed)
+                    except WatchError:
+                        continue
+        return 0
+
     # --- RPCs ---
 
     async def ListProviders(
@@ -448,7 +487,8 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
             write = Write(notify=provider_id)
             if manual:
                 if secret is not None:
-                    write.put_secrets[provider_id] = secret
+                    sealed = self.keyring.seal(secret, secret_context(provider_id))
+                    write.put_secrets[provider_id] = sealed
                     provider["key_source"]["masked_value"] = mask(secret)
                 else:
                     kept = await pipe.hget(SECRETS_KEY, provider_id)
@@ -456,7 +496,15 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                         raise invalid(
                             "key_source.value", "is required: no key is stored for this provider"
                         )
-                    provider["key_source"]["masked_value"] = mask(str(kept))
+                    try:
+                        clear = self.keyring.reveal(str(kept), secret_context(provider_id))
+                    except SealError:
+                        raise invalid(
+                            "key_source.value",
+                            "is required: the stored key no longer opens (its data key is "
+                            "no longer listed in STRATA_DATA_KEYS)",
+                        ) from None
+                    provider["key_source"]["masked_value"] = mask(clear)
             else:
                 write.delete_secrets.append(provider_id)
             if (
@@ -545,7 +593,10 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                 stored = await self.kv.hget(SECRETS_KEY, str(provider["id"]))
             if stored is None:
                 return None, "no key is stored for this provider"
-            return str(stored), None
+            try:
+                return self.keyring.reveal(str(stored), secret_context(str(provider["id"]))), None
+            except SealError as exc:
+                return None, f"the stored key does not open: {exc}"
         return None, None
 
     async def probe(self, provider: Mapping[str, Any]) -> Outcome:
@@ -575,3 +626,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                 return Outcome("invalid", message, http_status=exc.status)
             return Outcome("error", message)
         return Outcome("valid", models=models)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

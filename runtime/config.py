@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any, ClassVar, Self
 
+from runtime.keyring import check_keys
+
 VERSION = "0.1.0"
 
 REQUIRED: Any = MISSING  # the default of a variable that must be set
@@ -55,6 +57,7 @@ class Var:
     check: Callable[[str], object] | None = None  # raises ValueError (each item of a list)
     shown_default: str | None = None  # the README's default, when the value says too little
     listens: bool = False  # a port the service listens on (what the launcher shifts and checks)
+    secret: bool = False  # its value is never repeated in an error message
 
 
 def var(
@@ -67,9 +70,10 @@ def var(
     check: Callable[[str], object] | None = None,
     shown_default: str | None = None,
     listens: bool = False,
+    secret: bool = False,
 ) -> Any:
     """A dataclass field read from the environment variable `name` (`REQUIRED`: no default)."""
-    spec = Var(name, doc, choices, bounds, check, shown_default, listens)
+    spec = Var(name, doc, choices, bounds, check, shown_default, listens, secret)
     return dataclasses.field(default=default, metadata={"var": spec})
 
 
@@ -106,6 +110,16 @@ class ServiceConfig:
         REQUIRED,
         "platform master key: operators and service-to-service calls",
         shown_default="required; the launcher generates one",
+    )
+    data_keys: str | None = var(
+        "STRATA_DATA_KEYS",
+        None,
+        "the keyring secrets are kept under at rest (`runtime/keyring.py`): comma-separated "
+        "`kid:key` (32 bytes, base64), newest first; the newest encrypts, all decrypt; "
+        "unset: one key derived from MASTER_KEY",
+        check=check_keys,
+        shown_default="unset; the launcher generates one",
+        secret=True,
     )
     host: str = var("BIND_HOST", "127.0.0.1", "address every port listens on")
     # Stores
@@ -333,6 +347,8 @@ def _check(spec: Var, value: str) -> None:
     try:
         spec.check(value)
     except ValueError as exc:
+        if spec.secret:
+            raise ValueError(f"is invalid: {exc}") from None
         raise ValueError(f"has an invalid value {value!r}: {exc}") from None
 
 

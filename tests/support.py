@@ -287,3 +287,36 @@ def self_signed(directory: Path, host: str) -> tuple[Path, Path]:
         )
     )
     return cert_file, key_file
+
+
+def keyring_for_tests() -> Any:
+    """The keyring of a test service (MASTER_KEY, no STRATA_DATA_KEYS)."""
+    from runtime.keyring import Keyring
+
+    return Keyring([], MASTER_KEY)
+
+
+async def store_text(kv: Any) -> str:
+    """Every key of the key-value store and every value it holds, read by type (SCAN, then
+    GET / HGETALL / LRANGE / SMEMBERS / ZRANGE / XRANGE), as one text to search for secrets."""
+    parts: list[str] = []
+    async for raw_key in kv.scan_iter(count=1000):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+        kind = await kv.type(key)
+        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind == "string":
+            value: Any = await kv.get(key)
+        elif kind == "hash":
+            value = await kv.hgetall(key)
+        elif kind == "list":
+            value = await kv.lrange(key, 0, -1)
+        elif kind == "set":
+            value = await kv.smembers(key)
+        elif kind == "zset":
+            value = await kv.zrange(key, 0, -1, withscores=True)
+        elif kind == "stream":
+            value = await kv.xrange(key)
+        else:
+            value = kind
+        parts.append(f"{key}\t{value!r}")
+    return "\n".join(parts)

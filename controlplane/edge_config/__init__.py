@@ -17,6 +17,7 @@ from controlplane.edge_config.seed import seed
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.edge_config.xds import AggregatedDiscovery, ConfigWatch
+from runtime.keyring import keyring_of
 from runtime.service import Binding, bind
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
@@ -46,7 +47,7 @@ class EdgeConfiguration:
     ) -> EdgeConfiguration:
         store = EdgeConfigStore(stores.kv)
         watch = ConfigWatch(store, poll_secs=config.edge_config_poll_secs)
-        servicer = EdgeConfigServicer(store)
+        servicer = EdgeConfigServicer(store, keyring_of(config))
         bindings = [
             bind(admin_pb2_grpc, servicer),
             # Envoy's protos declare no Strata rule: edge workers call with the master key.

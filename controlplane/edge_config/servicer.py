@@ -16,6 +16,8 @@ from google.protobuf import struct_pb2
 
 from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
+from gateways.edge.credentials import Refused, duplicate_holder, stored_plugins
+from gateways.edge.credentials import shown as shown_credentials
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.plugins._grpc import ProtoError, load_proto
 from gateways.edge.plugins.grpc_transcode import bind
@@ -32,6 +34,7 @@ from gateways.edge.resources import (
 )
 from runtime.context import respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
+from runtime.keyring import Keyring
 from runtime.protojson import plain_json
 from strata.edge.v1 import admin_pb2, admin_pb2_grpc
 
@@ -97,8 +100,9 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
-    def __init__(self, store: EdgeConfigStore) -> None:
+    def __init__(self, store: EdgeConfigStore, keyring: Keyring) -> None:
         self.store = store
+        self.keyring = keyring  # consumers' secrets at rest (gateways/edge/credentials.py)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -149,7 +153,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         id_ = _put_id(kind, request.id, body)
         value, created = await self._save(kind, id_, lambda _: body)
         respond(context, status=201 if created else 200, headers=V3)
-        return admin_pb2.PutResourceResponse(key=_key(kind, id_), value=struct(value))
+        return admin_pb2.PutResourceResponse(key=_key(kind, id_), value=struct(shown(kind, value)))
 
     async def CreateResource(
         self, request: admin_pb2.CreateResourceRequest, context: Any
@@ -164,7 +168,9 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         id_ = await self.store.next_id()
         value, _ = await self._save(kind, id_, lambda _: {**body, "id": id_})
         respond(context, status=201, headers=V3)
-        return admin_pb2.CreateResourceResponse(key=_key(kind, id_), value=struct(value))
+        return admin_pb2.CreateResourceResponse(
+            key=_key(kind, id_), value=struct(shown(kind, value))
+        )
 
     async def PatchResource(
         self, request: admin_pb2.PatchResourceRequest, context: Any
@@ -188,7 +194,9 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
 
         value, _ = await self._save(kind, request.id, patched, must_exist=True)
         respond(context, status=200, headers=V3)
-        return admin_pb2.PatchResourceResponse(key=_key(kind, request.id), value=struct(value))
+        return admin_pb2.PatchResourceResponse(
+            key=_key(kind, request.id), value=struct(shown(kind, value))
+        )
 
     async def DeleteResource(
         self, request: admin_pb2.DeleteResourceRequest, context: Any
@@ -297,7 +305,9 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
                 else:
                     value = {**wanted, ("username" if kind == CONSUMERS else "id"): id_}
                     if kind == CONSUMERS and isinstance(value.get("plugins"), dict):
-                        value["plugins"] = _stored_credentials(value["plugins"])
+                        value["plugins"] = self._stored_credentials(
+                            working, id_, value["plugins"], existing
+                        )
                     created = existing.value.get("create_time", now) if existing else now
                     value.update(create_time=created, update_time=now)
                     check(working, kind, id_, value)
@@ -328,7 +338,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
                 raise key_not_found()
             value = dict(build(existing))
             if kind == CONSUMERS and isinstance(value.get("plugins"), dict):
-                value["plugins"] = _stored_credentials(value["plugins"])
+                value["plugins"] = self._stored_credentials(state, id_, value["plugins"], existing)
             now = int(time.time())
             value["create_time"] = existing.value.get("create_time", now) if existing else now
             value["update_time"] = now
@@ -338,6 +348,34 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
             return [(kind, id_, entry)], (value, existing is None)
 
         return await self._commit(change)
+
+    def _stored_credentials(
+        self, state: State, username: str, plugins: dict[str, Any], existing: Entry | None
+    ) -> dict[str, Any]:
+        """A consumer's plugins as stored: its secrets digested, hashed or sealed (a masked
+        one keeps the stored value). A clear key-auth key is also checked against the keys
+        other consumers hold as digests made by older keys (the digests' own comparison in
+        `check` covers those made by the same key)."""
+        previous = existing.value.get("plugins") if existing is not None else None
+        try:
+            stored = stored_plugins(
+                username, plugins, previous if isinstance(previous, dict) else None, self.keyring
+            )
+        except Refused as exc:
+            raise bad(f"invalid plugins configuration: {exc}") from None
+        others = [
+            (other, entry.value.get("plugins") or {})
+            for other, entry in state.of(CONSUMERS).items()
+            if other != username
+        ]
+        for name, conf in plugins.items():
+            field = REGISTRY[name].credential_field if name in REGISTRY else None
+            if field is None or not isinstance(conf, dict):
+                continue
+            holder = duplicate_holder(name, field, conf.get(field), others, self.keyring)
+            if holder is not None:
+                raise bad(f"duplicate {name} {field} found with consumer: {holder}")
+        return stored
 
     async def commit(self, change: Callable[[State], tuple[list[Op], T]]) -> T:
         """Apply the changes `change` decides from the current configuration as one atomic
@@ -411,15 +449,11 @@ def _check_proto_reference(state: State, plugins: dict[str, Any]) -> None:
         raise bad(message) from None
 
 
-def _stored_credentials(plugins: dict[str, Any]) -> dict[str, Any]:
-    """A consumer's auth plugin confs as stored (basic-auth keeps a password hash)."""
-    stored = {}
-    for name, conf in plugins.items():
-        plugin = REGISTRY.get(name)
-        if plugin is not None and plugin.consumer_schema is not None and isinstance(conf, dict):
-            conf = plugin.stored_consumer_conf(dict(conf))
-        stored[name] = conf
-    return stored
+def shown(kind: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A resource as the Admin API answers it: a consumer's secrets masked."""
+    if kind == CONSUMERS and isinstance(value.get("plugins"), dict):
+        return {**value, "plugins": shown_credentials(value["plugins"])}
+    return value
 
 
 def _check_unique_credentials(state: State, username: str, plugins: dict[str, Any]) -> None:
@@ -475,7 +509,7 @@ def _key(kind: str, id_: str) -> str:
 def _item(kind: str, id_: str, entry: Entry) -> admin_pb2.ResourceItem:
     return admin_pb2.ResourceItem(
         key=_key(kind, id_),
-        value=struct(entry.value),
+        value=struct(shown(kind, entry.value)),
         createdIndex=entry.created_index,
         modifiedIndex=entry.modified_index,
     )

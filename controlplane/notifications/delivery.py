@@ -77,6 +77,7 @@ from redis.exceptions import RedisError, ResponseError
 from controlplane.config import ControlPlaneConfig
 from controlplane.notifications import store
 from runtime.config import VERSION
+from runtime.keyring import keyring_of
 from runtime.outbound import OutboundRefused, check_outbound_url, outbound_session
 from runtime.telemetry import Metrics
 
@@ -133,6 +134,7 @@ class DeliveryWorker:
     def __init__(self, config: ControlPlaneConfig, kv: redis.Redis, metrics: Metrics) -> None:
         self.config = config
         self.kv = kv
+        self.keyring = keyring_of(config)
         self.consumer = f"cp-{uuid.uuid4().hex[:12]}"
         self.timeout = config.notify_timeout_secs
         self.deliveries = Counter(
@@ -331,7 +333,7 @@ class DeliveryWorker:
 
     async def _fan_out(self, entry_id: str, notification: dict[str, Any]) -> None:
         tenant, kind = notification["tenant_id"], notification["notification_type"]
-        prefs = await store.get_preferences(self.kv, tenant)
+        prefs = await store.get_preferences(self.kv, tenant, self.keyring)
         targets: list[dict[str, Any]] = []
         if kind in prefs.get("enabled_types", []):
             if prefs.get("webhook_url"):
@@ -346,7 +348,7 @@ class DeliveryWorker:
                         "notification e-mail not sent: SMTP_HOST is not set",
                         extra={"tenant_id": tenant},
                     )
-        for hook in await store.list_webhooks(self.kv):
+        for hook in await store.list_webhooks(self.kv, self.keyring):
             if hook.get("tenant_id") in (tenant, None) and kind in hook["event_types"]:
                 targets.append({"channel": "webhook", "webhook_id": hook["id"]})
         jobs = [
@@ -428,12 +430,12 @@ class DeliveryWorker:
         tenant = notification["tenant_id"]
         channel = job["channel"]
         if channel == "webhook" and job.get("webhook_id"):
-            hook = await store.get_webhook(self.kv, job["webhook_id"])
+            hook = await store.get_webhook(self.kv, job["webhook_id"], self.keyring)
             if hook is None:
                 return False
             await self._post_signed(hook["url"], hook["secret"], job)
             return True
-        prefs = await store.get_preferences(self.kv, tenant)
+        prefs = await store.get_preferences(self.kv, tenant, self.keyring)
         if channel == "webhook":
             url, secret = prefs.get("webhook_url"), prefs.get("signing_secret")
             if not url or not secret:

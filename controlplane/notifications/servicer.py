@@ -19,6 +19,7 @@ from controlplane.tenancy import visible_tenant
 from runtime.access import IDENTIFIER
 from runtime.context import respond
 from runtime.errors import InvalidRequest, NotFound
+from runtime.keyring import keyring_of
 from runtime.outbound import check_outbound_url
 from strata.controlplane.v1 import (
     notification_pb2,
@@ -65,6 +66,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
     def __init__(self, config: ControlPlaneConfig, kv: Any) -> None:
         self.config = config
         self.kv = kv
+        self.keyring = keyring_of(config)
 
     async def ListNotifications(
         self, request: notification_pb2.ListNotificationsRequest, context: Any
@@ -107,7 +109,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
     ) -> notification_pb2.GetNotificationPreferencesResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named) or DEFAULT_TENANT
-        prefs = await store.get_preferences(self.kv, tenant)
+        prefs = await store.get_preferences(self.kv, tenant, self.keyring)
         message = notification_pb2.NotificationPreferences(tenant_id=tenant)
         for key in ("webhook_url", "slack_url", "email", "signing_secret"):
             if prefs.get(key) is not None:
@@ -145,7 +147,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
             if given.HasField("signing_secret")
             else None
         )
-        current = await store.get_preferences(self.kv, tenant)
+        current = await store.get_preferences(self.kv, tenant, self.keyring)
         preferences = {
             "tenant_id": tenant,
             **urls,
@@ -154,7 +156,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
             "signing_secret": secret or current.get("signing_secret") or store.new_secret("whsec_"),
             "updated_at": store.now_iso(),
         }
-        await store.put_preferences(self.kv, preferences)
+        await store.put_preferences(self.kv, preferences, self.keyring)
         return notification_pb2.PutNotificationPreferencesResponse(
             status="updated", tenant_id=tenant
         )
@@ -188,13 +190,14 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
     def __init__(self, config: ControlPlaneConfig, kv: Any) -> None:
         self.config = config
         self.kv = kv
+        self.keyring = keyring_of(config)
 
     async def ListWebhooks(
         self, request: webhook_pb2.ListWebhooksRequest, context: Any
     ) -> webhook_pb2.ListWebhooksResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named)
-        hooks = await store.list_webhooks(self.kv)
+        hooks = await store.list_webhooks(self.kv, self.keyring)
         if tenant is not None:
             hooks = [h for h in hooks if h.get("tenant_id") == tenant]
         return webhook_pb2.ListWebhooksResponse(webhooks=[_webhook(h) for h in hooks])
@@ -217,7 +220,11 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
             if request.HasField("secret")
             else store.new_secret("whsec_")
         )
-        owned = [h for h in await store.list_webhooks(self.kv) if h.get("tenant_id") == tenant]
+        owned = [
+            h
+            for h in await store.list_webhooks(self.kv, self.keyring)
+            if h.get("tenant_id") == tenant
+        ]
         if len(owned) >= store.MAX_WEBHOOKS:
             raise invalid(
                 "url",
@@ -231,7 +238,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
             "secret": secret,
             "created_at": store.now_iso(),
         }
-        await store.save_webhook(self.kv, hook)
+        await store.save_webhook(self.kv, hook, self.keyring)
         respond(context, status=201)
         return webhook_pb2.CreateWebhookResponse(webhook=_webhook(hook, with_secret=True))
 
@@ -240,7 +247,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
     ) -> webhook_pb2.DeleteWebhookResponse:
         _check_id(request.id, "webhook")
         tenant = visible_tenant(None)
-        hook = await store.get_webhook(self.kv, request.id)
+        hook = await store.get_webhook(self.kv, request.id, self.keyring)
         if hook is None or (tenant is not None and hook.get("tenant_id") != tenant):
             raise NotFound("Webhook not found")
         await store.delete_webhook(self.kv, request.id)

@@ -13,6 +13,12 @@ each per-tenant key has a fixed segment before the tenant so no two tenants' key
   email, enabled_types, signing_secret, updated_at}`.
 - `cp:webhooks` (hash): webhook id (`wh-...`) → `{id, tenant_id, url, event_types, secret,
   created_at}` (`tenant_id` null: platform-wide).
+
+Secrets at rest: the signing secrets and the target URLs (a chat webhook URL is its own
+credential; any webhook URL may carry a token) are stored sealed with the platform keyring,
+each bound to its record and field (`runtime/keyring.py`); they are opened on read, so what the
+API answers does not change. Values stored in clear before (or under an older key) are sealed
+when a control plane starts (`reseal_secrets`).
 - `cp:deliveries` (stream, consumer group `delivery`): delivery jobs, field `job` (JSON); see
   `delivery.py`.
 - `cp:deliveries:retry` (sorted set): jobs waiting for their next attempt, by due time (ms).
@@ -33,11 +39,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from controlplane.kv_errors import kv_unavailable
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
+from runtime.keyring import Keyring, SealError
 
 log = logging.getLogger(__name__)
 
@@ -253,16 +260,51 @@ def default_preferences(tenant_id: str) -> dict[str, Any]:
     }
 
 
-async def get_preferences(kv: redis.Redis, tenant_id: str) -> dict[str, Any]:
-    """The tenant's preferences, or the defaults when it saved none."""
+PREFS_SECRETS = ("webhook_url", "slack_url", "signing_secret")
+WEBHOOK_SECRETS = ("url", "secret")
+
+
+def _sealed(
+    record: dict[str, Any], fields: tuple[str, ...], keyring: Keyring, where: str
+) -> dict[str, Any]:
+    """`record` as stored: each of `fields` set sealed, bound to `where` and the field."""
+    stored = dict(record)
+    for field in fields:
+        if isinstance(stored.get(field), str):
+            stored[field] = keyring.seal(stored[field], f"{where}:{field}")
+    return stored
+
+
+def _opened(
+    record: dict[str, Any], fields: tuple[str, ...], keyring: Keyring, where: str
+) -> dict[str, Any]:
+    """A stored record with its secrets in clear; one that does not open (its data key is no
+    longer listed) reads as unset, logged."""
+    for field in fields:
+        value = record.get(field)
+        if not isinstance(value, str):
+            continue
+        try:
+            record[field] = keyring.reveal(value, f"{where}:{field}")
+        except SealError as exc:
+            log.error("%s: %s %s; read as unset", where, field, exc)
+            record[field] = None
+    return record
+
+
+async def get_preferences(kv: redis.Redis, tenant_id: str, keyring: Keyring) -> dict[str, Any]:
+    """The tenant's preferences (secrets opened), or the defaults when it saved none."""
     with kv_unavailable():
         raw = await kv.get(PREFS + tenant_id)
-    return default_preferences(tenant_id) if raw is None else dict(json.loads(raw))
+    if raw is None:
+        return default_preferences(tenant_id)
+    return _opened(dict(json.loads(raw)), PREFS_SECRETS, keyring, PREFS + tenant_id)
 
 
-async def put_preferences(kv: redis.Redis, preferences: dict[str, Any]) -> None:
+async def put_preferences(kv: redis.Redis, preferences: dict[str, Any], keyring: Keyring) -> None:
+    key = PREFS + preferences["tenant_id"]
     with kv_unavailable():
-        await kv.set(PREFS + preferences["tenant_id"], json.dumps(preferences))
+        await kv.set(key, json.dumps(_sealed(preferences, PREFS_SECRETS, keyring, key)))
 
 
 def new_secret(prefix: str) -> str:
@@ -272,24 +314,94 @@ def new_secret(prefix: str) -> str:
 # Webhooks --------------------------------------------------------------------------------
 
 
-async def list_webhooks(kv: redis.Redis) -> list[dict[str, Any]]:
-    """Every webhook, oldest first."""
+async def list_webhooks(kv: redis.Redis, keyring: Keyring) -> list[dict[str, Any]]:
+    """Every webhook (secrets opened), oldest first."""
     with kv_unavailable():
         raw = await kv.hgetall(WEBHOOKS)
-    hooks = [dict(json.loads(v)) for v in raw.values()]
+    hooks = [_opened_hook(v, keyring) for v in raw.values()]
     hooks.sort(key=lambda h: (h["created_at"], h["id"]))
     return hooks
 
 
-async def get_webhook(kv: redis.Redis, webhook_id: str) -> dict[str, Any] | None:
+async def get_webhook(kv: redis.Redis, webhook_id: str, keyring: Keyring) -> dict[str, Any] | None:
     with kv_unavailable():
         raw = await kv.hget(WEBHOOKS, webhook_id)
-    return None if raw is None else dict(json.loads(raw))
+    return None if raw is None else _opened_hook(raw, keyring)
 
 
-async def save_webhook(kv: redis.Redis, hook: dict[str, Any]) -> None:
+async def save_webhook(kv: redis.Redis, hook: dict[str, Any], keyring: Keyring) -> None:
+    stored = _sealed(hook, WEBHOOK_SECRETS, keyring, f"{WEBHOOKS}:{hook['id']}")
     with kv_unavailable():
-        await kv.hset(WEBHOOKS, hook["id"], json.dumps(hook))
+        await kv.hset(WEBHOOKS, hook["id"], json.dumps(stored))
+
+
+def _opened_hook(raw: str | bytes, keyring: Keyring) -> dict[str, Any]:
+    hook = dict(json.loads(raw))
+    return _opened(hook, WEBHOOK_SECRETS, keyring, f"{WEBHOOKS}:{hook['id']}")
+
+
+async def reseal_secrets(kv: redis.Redis, keyring: Keyring) -> int:
+    """Seal, under the keyring's newest key, the preferences' and webhooks' secrets stored in
+    clear (before they were sealed) or under an older key; returns how many records changed.
+    Each write is WATCHed (a concurrent change wins). Idempotent; run when a control plane
+    starts."""
+    changed = 0
+    async for name in kv.scan_iter(match=PREFS + "*", count=500):
+        key = name.decode() if isinstance(name, bytes) else str(name)
+        changed += await _reseal_string(kv, key, keyring)
+    changed += await _reseal_webhooks(kv, keyring)
+    if changed:
+        log.info("notification secrets sealed", extra={"records": changed})
+    return changed
+
+
+def _resealed(
+    record: dict[str, Any], fields: tuple[str, ...], keyring: Keyring, where: str
+) -> bool:
+    """Re-seal `record`'s stale secrets in place; True when any changed."""
+    stale = [f for f in fields if keyring.stale(record.get(f))]
+    for field in stale:
+        try:
+            record[field] = keyring.protect(record[field], f"{where}:{field}")
+        except SealError as exc:
+            log.error("%s: %s %s; kept as is", where, field, exc)
+    return bool(stale)
+
+
+async def _reseal_string(kv: redis.Redis, key: str, keyring: Keyring) -> int:
+    async with kv.pipeline(transaction=True) as pipe:
+        try:
+            await pipe.watch(key)
+            raw = await pipe.get(key)
+            record = json.loads(raw) if raw is not None else None
+            if not isinstance(record, dict) or not _resealed(record, PREFS_SECRETS, keyring, key):
+                return 0
+            pipe.multi()
+            pipe.set(key, json.dumps(record))
+            await pipe.execute()
+            return 1
+        except (WatchError, ValueError):
+            return 0
+
+
+async def _reseal_webhooks(kv: redis.Redis, keyring: Keyring) -> int:
+    async with kv.pipeline(transaction=True) as pipe:
+        try:
+            await pipe.watch(WEBHOOKS)
+            changes = {}
+            for hook_id, raw in (await pipe.hgetall(WEBHOOKS)).items():
+                hook = json.loads(raw)
+                where = f"{WEBHOOKS}:{hook.get('id')}"
+                if isinstance(hook, dict) and _resealed(hook, WEBHOOK_SECRETS, keyring, where):
+                    changes[hook_id] = json.dumps(hook)
+            if not changes:
+                return 0
+            pipe.multi()
+            pipe.hset(WEBHOOKS, mapping=changes)  # type: ignore[arg-type]
+            await pipe.execute()
+            return len(changes)
+        except (WatchError, ValueError):
+            return 0
 
 
 async def delete_webhook(kv: redis.Redis, webhook_id: str) -> None:

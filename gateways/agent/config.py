@@ -93,8 +93,8 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
     secrets_key: str | None = var(
         "AGENT_SECRETS_KEY",
         None,
-        "key the MCP servers' OAuth client secrets are encrypted under at rest (AES-GCM, "
-        "HKDF-derived); unset: derived from MASTER_KEY",
+        "legacy: the key MCP client secrets were sealed under before STRATA_DATA_KEYS (`v1:` "
+        "values, re-sealed under the keyring at start); unset: MASTER_KEY",
     )
 
     def problems(self) -> list[str]:

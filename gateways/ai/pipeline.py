@@ -76,6 +76,7 @@ from runtime.config import VERSION
 from runtime.context import respond, time_left
 from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, UpstreamError
 from runtime.http1.client import HttpClient
+from runtime.keyring import keyring_of
 from runtime.outbound import guarded_resolve
 from strata.ai.v1 import chat_pb2
 
@@ -268,7 +269,7 @@ class ChatPipeline:
         self.metrics = metrics
         self.background = background
         self.adapters = adapters
-        self.table = ProviderTable(kv, development=config.development)
+        self.table = ProviderTable(kv, development=config.development, keyring=keyring_of(config))
         self.budgets = Budgets(kv)
         self.prompts = PromptConfigs(kv)
         self.breakers = Breakers(

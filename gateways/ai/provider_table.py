@@ -6,7 +6,8 @@ Two signals trigger a reload: a message on `platform:providers:changed` (publish
 control plane after every write; the fast path, a few ms), and the counter
 `platform:providers:version` (INCR on every write), polled every second as the safety net for a
 missed message (a reconnect, a replica that started mid-write). `manual` keys live apart in
-`platform:provider-secrets` (id → secret) and are loaded with the table, only when
+`platform:provider-secrets` (id → the key sealed with the platform keyring, bound to the
+provider: `runtime/keyring.py`) and are loaded and opened with the table, only when
 ENVIRONMENT=development; they never leave this process.
 
 A failed reload keeps the table in use (the store being briefly unreachable must not turn
@@ -28,6 +29,7 @@ from redis.exceptions import RedisError
 
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from runtime.errors import Unavailable
+from runtime.keyring import Keyring, SealError
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +100,30 @@ def parse(rows: Mapping[str, str]) -> tuple[Provider, ...]:
 BUILTIN = tuple(Provider.of(p) for p in BUILTIN_PROVIDERS)
 
 
+def secret_context(provider_id: str) -> str:
+    """What a provider's sealed manual key is bound to."""
+    return f"{SECRETS_KEY}:{provider_id}"
+
+
+def open_secrets(rows: Mapping[Any, Any], keyring: Keyring) -> dict[str, str]:
+    """The manual keys in clear (one stored before keys were sealed is used as it is); a key
+    that does not open (sealed under a key STRATA_DATA_KEYS no longer lists) is left out."""
+    opened = {}
+    for raw_id, value in rows.items():
+        provider_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
+        text = value.decode() if isinstance(value, bytes) else str(value)
+        try:
+            opened[provider_id] = keyring.reveal(text, secret_context(provider_id))
+        except SealError as exc:
+            log.error("provider %r: its manual key %s", provider_id, exc)
+    return opened
+
+
 class ProviderTable:
-    def __init__(self, kv: Redis, *, development: bool) -> None:
+    def __init__(self, kv: Redis, *, development: bool, keyring: Keyring) -> None:
         self.kv = kv
         self.development = development
+        self.keyring = keyring
         self._snapshot: Snapshot | None = None
         self._version: str | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -130,7 +152,7 @@ class ProviderTable:
             log.warning("provider table reload failed, keeping the current one: %s", exc)
             return
         version, rows = results[0], results[1]
-        secrets = results[2] if self.development else {}
+        secrets = open_secrets(results[2] or {}, self.keyring) if self.development else {}
         providers = parse(rows)
         self._snapshot = Snapshot(
             providers or BUILTIN, secrets=dict(secrets or {}), builtin=not providers

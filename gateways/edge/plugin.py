@@ -173,6 +173,8 @@ class PluginEnv:
     # (e.g. "key-auth": {key: username}), rebuilt by the data plane on every version.
     consumers: Mapping[str, Mapping[str, Any]] = {}
     credentials: Mapping[str, Mapping[str, str]] = {}
+    # The platform keyring (runtime/keyring.py): key-auth digests presented keys with it.
+    keyring: Any = None  # runtime.keyring.Keyring, set by the DataPlane
     # While a configuration version compiles (plugin constructors only): the snapshot, and
     # `upstream(id_or_conf, owner)` → a compiled Upstream shared with the routes of that
     # version (so passive health and keep-alive pools are shared).
@@ -200,6 +202,10 @@ class Plugin:
     schema: ClassVar[dict[str, Any]]
     consumer_schema: ClassVar[dict[str, Any] | None] = None
     credential_field: ClassVar[str | None] = None
+    # An auth plugin's consumer secrets and how they are kept at rest (gateways/edge/
+    # credentials.py): "digest" (looked up by keyed digest), "hashed" (scrypt), "sealed"
+    # (encrypted with the platform keyring). The Admin API never shows them.
+    secret_fields: ClassVar[Mapping[str, str]] = {}
     # For the README's plugin table when the phases are chosen by configuration.
     phases_doc: ClassVar[str | None] = None
 
@@ -234,12 +240,6 @@ class Plugin:
         defaults; the Admin API refuses the configuration with this message (400) and the data
         plane rejects it, as for a schema error."""
         return None
-
-    @classmethod
-    def stored_consumer_conf(cls, conf: dict[str, Any]) -> dict[str, Any]:
-        """A consumer's configuration of this (auth) plugin as the Admin API stores it; e.g.
-        basic-auth stores a password hash, never the password."""
-        return conf
 
     @classmethod
     def phases(cls) -> frozenset[str]:

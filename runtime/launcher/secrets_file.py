@@ -18,6 +18,8 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
+from runtime.keyring import new_key
+
 FILE = "secrets.json"
 
 
@@ -38,6 +40,9 @@ PLATFORM: dict[str, Callable[[], str]] = {
     # The echo LLM provider's key (key_source env_var): the control plane tests the provider
     # with it and the AI gateway sends it; the echo LLM accepts any non-empty key.
     "ECHO_LLM_API_KEY": lambda: "echo-" + secrets.token_urlsafe(16),
+    # The keyring every secret at rest is sealed or digested with (runtime/keyring.py). To
+    # rotate: put `python -m runtime.keyring new-key k2` first (`k2:…,k1:…`) and restart.
+    "STRATA_DATA_KEYS": lambda: new_key("k1"),
 }
 
 

@@ -163,3 +163,61 @@ async def test_permissive_calls_without_auth_and_optional_sends_none(
             last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
             assert "authorization" not in last.headers
             assert len(token_endpoint.requests) == asked + (1 if mode == "permissive" else 0)
+
+
+def legacy_sealed(secret: str, server_id: str, key_material: str) -> str:
+    """A client secret as the gateway sealed it before the platform keyring (`v1:`)."""
+    import os
+
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    key = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=b"strata-agent-gateway",
+        info=b"mcp client_secret v1",
+    ).derive(key_material.encode())  # fmt: skip
+    nonce = os.urandom(12)
+    sealed = AESGCM(key).encrypt(nonce, secret.encode(), server_id.encode())
+    return "v1:" + base64.urlsafe_b64encode(nonce + sealed).decode()
+
+
+async def test_legacy_and_rotated_secrets_are_resealed_at_start_and_tokens_sealed(
+    gateway, alice, upstream, token_endpoint, kv
+):
+    """A client secret sealed before the keyring (`v1:`, under MASTER_KEY) still works and is
+    re-sealed under the newest data key at start; after a rotation (a new key first) the next
+    start re-seals again, the old key still opening it meanwhile; the cached access token is
+    sealed too."""
+    import json
+
+    from support import MASTER_KEY
+
+    from runtime.keyring import kid_of, new_key
+
+    up = upstream()
+    k1, k2 = new_key("k1"), new_key("k2")
+    async with gateway(STRATA_DATA_KEYS=k1) as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="legacy"))
+    stored = {
+        "mode": "strict", "oauth_url": None, "client_id": "mcp-client",
+        "client_secret_sealed": legacy_sealed(SECRET, "legacy", MASTER_KEY),
+        "required_scopes": [], "token_endpoint": token_endpoint.url,
+    }  # fmt: skip
+    await kv.set(keys.auth_config("legacy"), json.dumps(stored))
+
+    async with gateway(STRATA_DATA_KEYS=k1) as svc:
+        sealed = json.loads(await kv.get(keys.auth_config("legacy")))["client_secret_sealed"]
+        assert kid_of(sealed) == "k1" and SECRET not in sealed
+        server = await registry_of(svc).store.get("legacy")
+        await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+        assert token_endpoint.issued == 1 and token_endpoint.requests[-1]["client"].endswith(SECRET)
+        cached = await kv.get(keys.oauth_token("legacy"))
+        assert "tok-1" not in cached and kid_of(cached) == "k1"
+
+    async with gateway(STRATA_DATA_KEYS=f"{k2},{k1}") as svc:
+        sealed = json.loads(await kv.get(keys.auth_config("legacy")))["client_secret_sealed"]
+        assert kid_of(sealed) == "k2"
+        server = await registry_of(svc).store.get("legacy")
+        await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "y"}, timeout=10)
+        assert token_endpoint.issued == 1  # the token cached under k1 still opens

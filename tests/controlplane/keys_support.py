@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY
+from support import ADMIN_API_KEY, MASTER_KEY, keyring_for_tests
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -98,7 +98,7 @@ class Tenants:
         write path (as the Admin API does)."""
         self.routes.update(route_ids)
         upstream = {"nodes": {"127.0.0.1:9": 1}}
-        await EdgeConfigServicer(EdgeConfigStore(self.kv)).write(
+        await EdgeConfigServicer(EdgeConfigStore(self.kv), keyring_for_tests()).write(
             lambda state: (
                 [("routes", r, {"uri": f"/{r}/*", "upstream": upstream}) for r in route_ids],
                 None,
@@ -149,7 +149,7 @@ class Tenants:
             routes = [("routes", r, None) for r in self.routes]
             return [*consumers, *groups, *routes], None
 
-        await EdgeConfigServicer(EdgeConfigStore(self.kv)).write(plan)
+        await EdgeConfigServicer(EdgeConfigStore(self.kv), keyring_for_tests()).write(plan)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from keys_support import (
     unique,
     with_edge,
 )
-from support import free_port, user_token
+from support import free_port, keyring_for_tests, user_token
 
 from runtime.stores.analytics import Analytics
 
@@ -148,9 +148,11 @@ async def test_request_approve_list_revoke_in_the_spec_shapes(
     for hash_name in ("cp:api-keys", "cp:key-requests", "cp:key-names"):
         assert full_key not in json.dumps(await kv.hgetall(hash_name))
     # The edge consumer: the request's name, in the tenant's group, key-auth, its routes only.
+    # It holds the key's keyed digest, never the key (issue 19, defect 2).
     consumer = await stored_consumer(kv, name)
     assert consumer is not None and consumer["group_id"] == tenant
-    assert consumer["plugins"]["key-auth"] == {"key": full_key}
+    assert consumer["plugins"]["key-auth"] == {"key": keyring_for_tests().digest(full_key)}
+    assert full_key not in json.dumps(consumer) and full_key[3:] not in json.dumps(consumer)
     restriction = consumer["plugins"]["serverless-pre-function"]
     assert restriction["functions"] == ["strata.allow_routes"]
     assert restriction["routes"] == [route] and restriction["tenant_id"] == tenant
@@ -279,7 +281,7 @@ async def test_names_are_unique_among_keys_requests_and_consumers(
     from controlplane.edge_config.store import EdgeConfigStore
 
     consumer = unique("consumer")
-    await EdgeConfigServicer(EdgeConfigStore(kv)).write(
+    await EdgeConfigServicer(EdgeConfigStore(kv), keyring_for_tests()).write(
         lambda state: ([("consumers", consumer, {"plugins": {}})], None)
     )
     names.add(consumer)  # removed afterwards
@@ -296,7 +298,7 @@ async def test_approve_never_replaces_a_foreign_consumer_but_retries_its_own(
     from controlplane.edge_config.servicer import EdgeConfigServicer
     from controlplane.edge_config.store import EdgeConfigStore
 
-    edge = EdgeConfigServicer(EdgeConfigStore(kv))
+    edge = EdgeConfigServicer(EdgeConfigStore(kv), keyring_for_tests())
     tenant, route, name = await tenants.add(), unique("r"), unique("key")
     names.add(name)
     await tenants.put_routes(route)
@@ -313,7 +315,9 @@ async def test_approve_never_replaces_a_foreign_consumer_but_retries_its_own(
     status, body = await cp.api("POST", f"/api/keys/requests/{created['id']}/approve")
     assert status == 200
     consumer = await stored_consumer(kv, name)
-    assert consumer is not None and consumer["plugins"]["key-auth"] == {"key": body["full_key"]}
+    assert consumer is not None and consumer["plugins"]["key-auth"] == {
+        "key": keyring_for_tests().digest(body["full_key"])
+    }
 
 
 # --- concurrency -------------------------------------------------------------------------------
@@ -346,7 +350,9 @@ async def test_concurrent_decisions_give_exactly_one_success(
             assert stored["status"] == "approved"
             consumer = await stored_consumer(kv, name)
             assert consumer is not None
-            assert consumer["plugins"]["key-auth"]["key"] == winner["full_key"]
+            assert consumer["plugins"]["key-auth"]["key"] == keyring_for_tests().digest(
+                winner["full_key"]
+            )
         else:
             assert issued == [] and stored["status"] == "denied"
             assert await stored_consumer(kv, name) is None

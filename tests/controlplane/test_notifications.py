@@ -32,7 +32,7 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     verify_signature,
 )
 from redis.exceptions import ResponseError
-from support import MASTER_KEY, free_port
+from support import MASTER_KEY, free_port, keyring_for_tests
 
 from controlplane.notifications import raise_notification, store
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
@@ -193,8 +193,14 @@ async def test_preferences_defaults_put_and_get(cp, kv) -> None:
     assert body["enabled_types"] == ["key_approved", "health_degraded"]
     secret = body["signing_secret"]
     assert secret.startswith("whsec_") and len(secret) > 30
-    stored = json.loads(await kv.get(f"cp:notify-prefs:{acme}"))
-    assert stored["signing_secret"] == secret
+    # Sealed at rest with the platform keyring, each bound to its tenant (issue 19 defect 5).
+    raw = await kv.get(f"cp:notify-prefs:{acme}")
+    assert secret not in raw and "127.0.0.1:9/hook" not in raw
+    stored = json.loads(raw)
+    keyring = keyring_for_tests()
+    where = f"cp:notify-prefs:{acme}"
+    assert keyring.open(stored["signing_secret"], f"{where}:signing_secret") == secret
+    assert keyring.open(stored["webhook_url"], f"{where}:webhook_url") == "http://127.0.0.1:9/hook"
 
     # PUT replaces: omitted fields take their defaults; the secret is kept; [] is "none".
     status, _ = await call(

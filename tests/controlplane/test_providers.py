@@ -17,9 +17,11 @@ import pytest
 from aiohttp import web
 from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import free_port
+from support import free_port, keyring_for_tests
 
+from gateways.ai.provider_table import open_secrets
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from runtime.keyring import is_sealed
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
@@ -65,11 +67,15 @@ async def stored(valkey_url: str) -> dict[str, Any]:
 
 
 async def secrets(valkey_url: str) -> dict[str, str]:
+    """The stored manual keys, opened with the keyring: each is sealed in the store, bound to
+    its provider (issue 19 defect 5)."""
     kv = connect_kv(valkey_url)
     try:
-        return dict(await kv.hgetall("platform:provider-secrets"))
+        raw = dict(await kv.hgetall("platform:provider-secrets"))
     finally:
         await kv.aclose()
+    assert all(is_sealed(value) for value in raw.values()), "a manual key stored in clear"
+    return open_secrets(raw, keyring_for_tests())
 
 
 async def version(valkey_url: str) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
+from support import ADMIN_API_KEY, MASTER_KEY, free_port, keyring_for_tests, service_process
 
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import EdgeConfigStore
@@ -81,7 +81,7 @@ async def test_two_processes_share_tenants_keys_and_notifications(
     a, b = replicas
     tenant = f"rep-{uuid.uuid4().hex[:8]}"
     kv = connect_kv(valkey_url)
-    edge = EdgeConfigServicer(EdgeConfigStore(kv))
+    edge = EdgeConfigServicer(EdgeConfigStore(kv), keyring_for_tests())
     route = {"uri": f"/{tenant}/*", "upstream": {"nodes": {"127.0.0.1:9": 1}}}
     await edge.write(lambda state: ([("routes", tenant, route)], None))
     # a tenant made by one process is the other's; a second create on either is 409

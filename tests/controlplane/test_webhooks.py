@@ -23,6 +23,7 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     tokens_fixture,
     verify_signature,
 )
+from support import keyring_for_tests
 
 from controlplane.notifications import store
 
@@ -43,8 +44,12 @@ async def test_create_list_delete(cp, kv, clean) -> None:
     assert hook["event_types"] == ["key_approved", "key_denied"]
     assert hook["created_at"].endswith("Z")
     assert hook["secret"].startswith("whsec_")  # shown this once
-    stored = json.loads(await kv.hget(store.WEBHOOKS, hook["id"]))
-    assert stored["secret"] == hook["secret"]
+    # The signing secret and the URL are sealed at rest (issue 19 defect 5).
+    raw = await kv.hget(store.WEBHOOKS, hook["id"])
+    assert hook["secret"] not in raw and body["url"] not in raw
+    stored = json.loads(raw)
+    where = f"{store.WEBHOOKS}:{hook['id']}"
+    assert keyring_for_tests().open(stored["secret"], f"{where}:secret") == hook["secret"]
 
     status, platform = await call(cp, "POST", "/api/webhooks", body=body)  # platform-wide
     assert status == 201 and platform["tenant_id"] is None

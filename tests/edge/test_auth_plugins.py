@@ -12,18 +12,23 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from helpers import make_plugin, request
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import ECKey, OctKey
+from support import edge_snapshot, keyring_for_tests
 
+from gateways.edge.dataplane.compile import _consumers
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.schema import check
 
 
 def env_with(plugin: str, consumers: dict[str, dict]) -> PluginEnv:
+    """The plugin's environment as the data plane builds it from these consumers (key-auth's
+    keys indexed by their digests)."""
     env = PluginEnv()
-    env.consumers = {
-        name: {"username": name, "plugins": {plugin: conf}} for name, conf in consumers.items()
-    }
-    env.credentials = {plugin: {conf["key"]: name for name, conf in consumers.items()}}
+    env.keyring = keyring_for_tests()
+    snapshot = edge_snapshot(
+        consumers=[{"username": n, "plugins": {plugin: c}} for n, c in consumers.items()]
+    )
+    env.consumers, env.credentials = _consumers(snapshot, env.keyring)
     return env
 
 

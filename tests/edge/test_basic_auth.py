@@ -5,6 +5,7 @@ twice) and checked against the hash by the data plane, end to end."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -12,11 +13,16 @@ import aiohttp
 import pytest
 from helpers import route, serve_edge, upstream
 from integration.test_edge_config import Platform, makers, platform  # noqa: F401
+from support import keyring_for_tests
 
+from controlplane.edge_config.store import PREFIX
+from gateways.edge.credentials import stored_plugins
 from gateways.edge.plugins import REGISTRY, basic_auth
 from gateways.edge.plugins.basic_auth import credentials
 from gateways.edge.schema import check, with_defaults
 from runtime.hashing import is_hash, verify_secret
+from runtime.keyring import MASKED
+from runtime.stores.kv import connect_kv
 
 PLUGIN = REGISTRY["basic-auth"]
 CHALLENGE = 'Basic realm="basic"'
@@ -30,10 +36,15 @@ def consumer(name: str, username: str, password: str, **extra: Any) -> dict[str,
     }
 
 
+def stored_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """A basic-auth consumer conf as the Admin API stores it."""
+    plugins = stored_plugins("c", {"basic-auth": conf}, None, keyring_for_tests())
+    return dict(plugins["basic-auth"])
+
+
 def stored(conf: dict[str, Any]) -> dict[str, Any]:
     """The consumer as the Admin API stores it."""
-    return {**conf, "plugins": {"basic-auth": PLUGIN.stored_consumer_conf(
-        conf["plugins"]["basic-auth"])}}  # fmt: skip
+    return {**conf, "plugins": {"basic-auth": stored_conf(conf["plugins"]["basic-auth"])}}
 
 
 async def test_credentials_and_apisix_failures() -> None:
@@ -123,15 +134,15 @@ async def test_stored_hash_checked_once_and_a_new_password(
 
 
 def test_stored_consumer_conf() -> None:
-    hashed = PLUGIN.stored_consumer_conf({"username": "u", "password": "secret"})
+    hashed = stored_conf({"username": "u", "password": "secret"})
     assert hashed["username"] == "u" and is_hash(hashed["password"])
     assert "secret" not in hashed["password"] and verify_secret("secret", hashed["password"])
-    assert PLUGIN.stored_consumer_conf(dict(hashed)) == hashed  # an existing hash is kept
-    again = PLUGIN.stored_consumer_conf({"username": "u", "password": "secret"})
+    assert stored_conf(dict(hashed)) == hashed  # an existing hash is kept
+    again = stored_conf({"username": "u", "password": "secret"})
     assert again["password"] != hashed["password"]  # salted
     # a conf the schema refuses is left for the Admin API to refuse
-    for invalid in ({"username": "u"}, {"password": "p"}, {"username": "u", "password": 1}):
-        assert PLUGIN.stored_consumer_conf(dict(invalid)) == invalid
+    for invalid in ({"username": "u"}, {"username": "u", "password": 1}):
+        assert stored_conf(dict(invalid)) == invalid
 
 
 def test_parsing_and_schemas() -> None:
@@ -150,25 +161,38 @@ def test_parsing_and_schemas() -> None:
     assert PLUGIN.credential_field == "username"
 
 
+async def stored_password(valkey_url: str, username: str) -> str:
+    """A consumer's basic-auth password as the store holds it."""
+    kv = connect_kv(valkey_url)
+    try:
+        raw = await kv.hget(f"{PREFIX}:consumers", username)
+    finally:
+        await kv.aclose()
+    return str(json.loads(raw)["value"]["plugins"]["basic-auth"]["password"])
+
+
 async def test_admin_api_stores_a_hash_and_the_data_plane_checks_it(
     platform: Platform,  # noqa: F811
+    valkey_url: str,
 ) -> None:
     # APISIX's documented consumer, through the Admin API
     status, body, _ = await platform.admin(
         "PUT", "/consumers", consumer("johndoe", "johndoe", "john-key")
     )
     assert status == 201
-    password = body["value"]["plugins"]["basic-auth"]["password"]
+    assert body["value"]["plugins"]["basic-auth"]["password"] == MASKED
+    password = await stored_password(valkey_url, "johndoe")
     assert is_hash(password) and "john-key" not in password
     status, body, _ = await platform.admin("GET", "/consumers/johndoe")
     assert status == 200
     value = body["value"]
-    assert value["plugins"]["basic-auth"] == {"username": "johndoe", "password": password}
+    assert value["plugins"]["basic-auth"] == {"username": "johndoe", "password": MASKED}
     # GET then PUT (APISIX has no PATCH for consumers): the hash is kept as it is
     value = {k: v for k, v in value.items() if k not in ("create_time", "update_time")}
     value["desc"] = "edited"
     status, body, _ = await platform.admin("PUT", "/consumers/johndoe", value)
-    assert status == 200 and body["value"]["plugins"]["basic-auth"]["password"] == password
+    assert status == 200 and body["value"]["plugins"]["basic-auth"]["password"] == MASKED
+    assert await stored_password(valkey_url, "johndoe") == password
     # refused as APISIX refuses: no password; a username another consumer holds
     status, body, _ = await platform.admin(
         "PUT", "/consumers", {"username": "jane", "plugins": {"basic-auth": {"username": "j"}}}

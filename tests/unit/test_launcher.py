@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support import STRATA
 
+from runtime.keyring import parse_keys
 from runtime.launcher import SERVICES, Child, layout, plan
 from runtime.launcher.banner import session_help
 from runtime.launcher.commands import env_lines, log_files
@@ -146,6 +147,8 @@ def test_secrets_are_generated_once_kept_private_and_only_platform_ones_reach_pr
     assert stat.S_IMODE((tmp_path / "secrets.json").stat().st_mode) == 0o600
     env = plan(tmp_path, 0, 1, {})[0].env
     assert env["ECHO_LLM_API_KEY"] == first["ECHO_LLM_API_KEY"]  # every process has it
+    assert env["STRATA_DATA_KEYS"] == first["STRATA_DATA_KEYS"]  # one keyring for them all
+    assert [kid for kid, _ in parse_keys(first["STRATA_DATA_KEYS"])] == ["k1"]
     assert "DEV_API_KEY" not in env  # the user's key, not a process's
 
 

@@ -1,6 +1,7 @@
 """OAuth2 client credentials for upstream MCP servers (RFC 6749 §4.4): a token per server,
 obtained from its token endpoint and cached in the key-value store (`mcp:oauth-token:{id}`,
-expiring 30 s before the token does) so every replica reuses it.
+sealed with the platform keyring, expiring 30 s before the token does) so every replica
+reuses it.
 
 `headers_for(server_id)` is what a forward asks for: `{Authorization: Bearer …}`, `{}` when
 the server needs none, and in `strict` mode an UpstreamAuthFailed (502) when no token can be
@@ -59,8 +60,12 @@ class OAuthTokens:
         if raw_config is None or json.loads(raw_config).get("mode") == "optional":
             return {}
         if cached is not None:
-            token = cached.decode() if isinstance(cached, bytes) else str(cached)
-            return {"Authorization": f"Bearer {token}"}
+            sealed = cached.decode() if isinstance(cached, bytes) else str(cached)
+            try:
+                token = self.box.open(sealed, bound_to=_token_record(server_id))
+                return {"Authorization": f"Bearer {token}"}
+            except ValueError:
+                pass  # sealed under a key no longer listed (or in clear, before): fetch again
         config = settings(raw_config, self.box, server_id)
         if config is None:
             return {}
@@ -145,8 +150,14 @@ class OAuthTokens:
         ttl = max(1, int(lifetime) - EXPIRY_MARGIN_SECS)
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.set(keys.oauth_token(server_id), token, ex=ttl)
+                sealed = self.box.seal(token, bound_to=_token_record(server_id))
+                pipe.set(keys.oauth_token(server_id), sealed, ex=ttl)
                 announce(pipe, "token")
                 await pipe.execute()
         changed_here()
         return token
+
+
+def _token_record(server_id: str) -> str:
+    """What a cached access token is bound to (not the server's client secret)."""
+    return f"{server_id}/access_token"

@@ -3,7 +3,10 @@ the tool-call pipeline uses (`forwarder`, `is_callable`, `store`)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
+
+from redis.exceptions import RedisError
 
 from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
@@ -11,12 +14,15 @@ from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
 from gateways.agent.mcp.oauth import OAuthTokens
 from gateways.agent.mcp.registry import McpRegistryServicer
-from gateways.agent.mcp.secrets import SecretBox
+from gateways.agent.mcp.secrets import SecretBox, reseal_auth_configs
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.mcp.tool_sets import ToolSetWatch
 from gateways.agent.mcp.upstream import UpstreamPool
+from runtime.keyring import keyring_of
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
+
+log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
@@ -33,7 +39,7 @@ class McpSide:
         audit: AuditTrail,
     ) -> None:
         self.kv = stores.kv
-        self.box = SecretBox(config.secrets_key or config.master_key)
+        self.box = SecretBox(keyring_of(config), config.secrets_key or config.master_key)
         self.store = ServerStore(stores.kv)
         self.pool = UpstreamPool(config.mcp_timeout_secs, development=config.development)
         self.tokens = OAuthTokens(
@@ -64,6 +70,10 @@ class McpSide:
 
     async def start(self) -> None:
         self.watch.start(self.kv)
+        try:  # secrets sealed before the keyring, or under an older key (idempotent)
+            await reseal_auth_configs(self.kv, self.box)
+        except (RedisError, OSError) as exc:
+            log.error("MCP client secrets not re-sealed at start", extra={"error": repr(exc)})
 
     async def close(self) -> None:
         await self.watch.close()

@@ -23,6 +23,7 @@ from gateways.edge.dataplane.server import serve
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.resources import ConfigRejected, Snapshot
 from runtime.http1.pool import Pools
+from runtime.keyring import keyring_of
 
 __all__ = ["ConfigRejected", "DataPlane"]
 
@@ -35,6 +36,8 @@ class DataPlane:
         self.config = config
         self.env = env
         env.config = config
+        if env.keyring is None:
+            env.keyring = keyring_of(config)
         self.pools = Pools()
         self.compiled: Compiled | None = None
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateways.edge.credentials import DIGEST, DigestIndex, opened_consumer
 from gateways.edge.dataplane.chain import (
     Chain,
     ChainBuilder,
@@ -33,6 +34,7 @@ from gateways.edge.resources import (
     Snapshot,
 )
 from runtime.http1.pool import Pools
+from runtime.keyring import Keyring
 
 
 @dataclass(eq=False)
@@ -76,7 +78,7 @@ def _lookup(snapshot: Snapshot, kind: str, ident: Any, owner: str) -> Mapping[st
 
 
 def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compiled:
-    consumers, credentials = _consumers(snapshot)
+    consumers, credentials = _consumers(snapshot, env.keyring)
     upstreams: dict[str, Upstream] = {}
 
     def upstream(ident: Any, owner: str) -> Upstream:
@@ -150,15 +152,15 @@ def compile_snapshot(snapshot: Snapshot, env: PluginEnv, pools: Pools) -> Compil
 
 
 def _consumers(
-    snapshot: Snapshot,
+    snapshot: Snapshot, keyring: Keyring
 ) -> tuple[dict[str, Mapping[str, Any]], dict[str, dict[str, str]]]:
-    """Consumers by username, and for each auth plugin with a `credential_field`, that field's
-    value → username (a value held by two consumers is refused, as APISIX 3.18 does)."""
+    """Consumers by username (their sealed secrets opened, in memory), and for each auth
+    plugin with a `credential_field`, that field's value → username (a `DigestIndex` for a
+    field stored as a digest; a value held by two consumers is refused, as APISIX 3.18 does)."""
     consumers: dict[str, Mapping[str, Any]] = {}
     credentials: dict[str, dict[str, str]] = {}
     for key, consumer in snapshot.of(CONSUMERS).items():
         username = str(consumer.get("username", key))
-        consumers[username] = consumer
         for name, conf in (consumer.get("plugins") or {}).items():
             cls = REGISTRY.get(name)
             if cls is None:
@@ -170,12 +172,18 @@ def _consumers(
                 raise ConfigRejected(f"consumer {username}: {exc}") from None
             field_name = cls.credential_field
             if field_name and isinstance(conf, dict) and field_name in conf:
-                index = credentials.setdefault(name, {})
                 value = str(conf[field_name])
+                if cls.secret_fields.get(field_name) == DIGEST:
+                    index: dict[str, str] = credentials.setdefault(name, DigestIndex(keyring))
+                    assert isinstance(index, DigestIndex)
+                    value = index.digest_of(value, username)
+                else:
+                    index = credentials.setdefault(name, {})
                 if index.get(value, username) != username:
                     raise ConfigRejected(
                         f"consumer {username}: duplicate {name} {field_name} "
                         f"(also held by {index[value]})"
                     )
                 index[value] = username
+        consumers[username] = opened_consumer(username, consumer, keyring)
     return consumers, credentials

@@ -7,12 +7,13 @@ in request`; unknown user or wrong password → `Invalid user authorization`. Wi
 `anonymous_consumer`, a request that fails proceeds as that consumer (401 `Invalid user
 authorization` when it does not exist). `hide_credentials` keeps the header from the upstream.
 
-Passwords are stored hashed: the Admin API stores what `stored_consumer_conf` returns, a
-salted scrypt hash (runtime/hashing.py) in place of the password; GET-then-PUT keeps it (an
-existing hash is not hashed again). A plaintext password (a standalone configuration file)
-still works, compared in constant time. Checking a hash costs tens of milliseconds, so it runs
-in a worker thread and a success is remembered (a bounded cache keyed by the SHA-256 of
-username, password and the stored hash: a new password, or a new hash of it, is checked anew).
+Passwords are stored hashed: the Admin API stores a salted scrypt hash (runtime/hashing.py)
+in place of the password (`secret_fields`, gateways/edge/credentials.py) and answers it as
+`***REDACTED***`; GET-then-PUT keeps it (an existing hash is not hashed again). A plaintext
+password (a standalone configuration file) still works, compared in constant time. Checking
+a hash costs tens of milliseconds, so it runs in a worker thread and a success is remembered
+(a bounded cache keyed by the SHA-256 of username, password and the stored hash: a new
+password, or a new hash of it, is checked anew).
 
 Differences from APISIX: the decoded credentials are split at the first ":" (RFC 7617: a
 password may contain ":"; APISIX keeps what is between the first and second one) and kept
@@ -31,8 +32,7 @@ from typing import Any, ClassVar
 
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins._auth import attach_consumer
-from gateways.edge.schema import check
-from runtime.hashing import hash_secret, is_hash, verify_secret
+from runtime.hashing import is_hash, verify_secret
 
 MISSING = "Missing authorization in request"
 INVALID = "Invalid authorization in request"
@@ -91,20 +91,13 @@ class BasicAuth(Plugin):
         "required": ["username", "password"],
     }
     credential_field = "username"
+    secret_fields: ClassVar[dict[str, str]] = {"password": "hashed"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
         self.hide = conf.get("hide_credentials", False)
         self.anonymous = conf.get("anonymous_consumer")
         self.challenge = {"WWW-Authenticate": f'Basic realm="{conf.get("realm", "basic")}"'}
-
-    @classmethod
-    def stored_consumer_conf(cls, conf: dict[str, Any]) -> dict[str, Any]:
-        """The password replaced by its salted hash (kept when it already is one); a conf the
-        schema refuses is returned unchanged, for the Admin API to refuse."""
-        if check(cls.consumer_schema or {}, conf) is not None or is_hash(conf["password"]):
-            return conf
-        return {**conf, "password": hash_secret(conf["password"])}
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         header = ctx.headers.get("authorization")

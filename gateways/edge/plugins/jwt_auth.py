@@ -3,6 +3,10 @@ key pair. The token's `key_claim_name` claim (default `key`) names the consumer'
 `jwt-auth.key`; the data plane indexes them as `env.credentials["jwt-auth"]` (key → consumer
 username) and the plugin verifies with that consumer's `jwt-auth` configuration.
 
+An HS `secret` (and a `private_key`, should a consumer carry one) is stored sealed with the
+platform keyring and answered `***REDACTED***` (gateways/edge/credentials.py); each worker
+opens it once per configuration version, in memory.
+
 Token from the header (a leading `Bearer ` stripped), then the query, then the cookie, as
 APISIX. `exp` and `nbf` are checked when present (`claims_to_verify`), with
 `lifetime_grace_period` seconds of leeway. Identity-provider tokens use `openid-connect`.
@@ -73,6 +77,7 @@ class JwtAuth(Plugin):
         "else": {"required": ["public_key"]},
     }
     credential_field = "key"
+    secret_fields: ClassVar[dict[str, str]] = {"secret": "sealed", "private_key": "sealed"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
@@ -179,7 +184,9 @@ class JwtAuth(Plugin):
         algorithm = auth.get("algorithm", "HS256")
         key: Any
         if algorithm.startswith("HS"):
-            secret = auth["secret"]
+            secret = auth.get("secret")
+            if not isinstance(secret, str):
+                raise ValueError("no usable secret (it did not open)")
             key = base64.b64decode(secret) if auth.get("base64_secret") else secret.encode()
         else:
             key = _IMPLS[algorithm].prepare_key(auth["public_key"])

@@ -1,8 +1,11 @@
 """`key-auth` (APISIX priority 2500, rewrite): an API key from a header or the query string,
 matched against the consumers' `key-auth.key`.
 
-The data plane indexes the current configuration's keys as `env.credentials["key-auth"]`
-(key → consumer username), so a lookup is one dict access. The header beats the query.
+Keys are stored as keyed digests (HMAC-SHA256 under the platform keyring, never the key:
+gateways/edge/credentials.py). The data plane indexes the current configuration's digests as
+`env.credentials["key-auth"]` (a `DigestIndex`: digest → consumer username), so a lookup is
+one HMAC of the presented key per key id in use (one, until a rotation) and one dict access;
+no store round trip. The header beats the query.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class KeyAuth(Plugin):
         "required": ["key"],
     }
     credential_field = "key"
+    secret_fields: ClassVar[dict[str, str]] = {"key": "digest"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
@@ -54,7 +58,8 @@ class KeyAuth(Plugin):
             from_query = key is not None
         if key is None:
             return self._reject(ctx, MISSING)
-        username = self.env.credentials.get("key-auth", {}).get(key)
+        index: Any = self.env.credentials.get("key-auth")  # a DigestIndex
+        username = index.find(key) if index is not None else None
         if username is None:
             return self._reject(ctx, INVALID)
         attach_consumer(ctx, username, self.env.consumers.get(username, {}))
