@@ -253,8 +253,11 @@ async def test_deeply_nested_json_is_a_400_naming_the_nesting(
 ) -> None:
     async with (
         aiohttp.ClientSession(cp.http_url) as http,
-        http.post(path, data=b'{"a":' + DEEP + b"}",
-                  headers={**headers, "Content-Type": "application/json"}) as r,  # fmt: skip
+        http.post(
+            path,
+            data=b'{"a":' + DEEP + b"}",
+            headers={**headers, "Content-Type": "application/json"},
+        ) as r,  # fmt: skip
     ):
         assert r.status == 400
         body = await r.json()
@@ -266,8 +269,9 @@ async def test_a_deeply_nested_chat_body_is_a_400_in_openais_envelope(ai: Servin
     raw = json.dumps(chat_body("m"))[:-1].encode() + b', "metadata": ' + DEEP + b"}"
     async with (
         aiohttp.ClientSession(ai.http_url) as http,
-        http.post("/v1/chat/completions", data=raw,
-                  headers={**MASTER, "Content-Type": "application/json"}) as r,  # fmt: skip
+        http.post(
+            "/v1/chat/completions", data=raw, headers={**MASTER, "Content-Type": "application/json"}
+        ) as r,  # fmt: skip
     ):
         assert r.status == 400
         error = (await r.json())["error"]
@@ -282,8 +286,9 @@ async def test_a_deeply_nested_chat_body_is_a_400_in_openais_envelope(ai: Servin
 async def test_a_form_that_is_not_utf8_is_a_400(cp: Serving, raw) -> None:
     async with (
         aiohttp.ClientSession(cp.http_url) as http,
-        http.post("/sts/token", data=raw,
-                  headers={"Content-Type": "application/x-www-form-urlencoded"}) as r,  # fmt: skip
+        http.post(
+            "/sts/token", data=raw, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        ) as r,  # fmt: skip
     ):
         assert r.status == 400
         body = await r.json()
@@ -293,8 +298,11 @@ async def test_a_form_that_is_not_utf8_is_a_400(cp: Serving, raw) -> None:
 async def test_a_lone_surrogate_escape_is_a_400(cp: Serving) -> None:
     async with (
         aiohttp.ClientSession(cp.http_url) as http,
-        http.post("/api/tenants", data=b'{"name": "x\\ud800"}',
-                  headers={**MASTER, "Content-Type": "application/json"}) as r,  # fmt: skip
+        http.post(
+            "/api/tenants",
+            data=b'{"name": "x\\ud800"}',
+            headers={**MASTER, "Content-Type": "application/json"},
+        ) as r,  # fmt: skip
     ):
         assert r.status == 400
         assert "lone surrogate" in (await r.json())["message"]
