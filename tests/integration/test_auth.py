@@ -56,6 +56,7 @@ def sign(key: Any, alg: str, **claims: Any) -> str:
     now = int(time.time())
     payload = {
         "iss": ISSUER,
+        "aud": "strata",
         "sub": "user-1",
         "tenant_id": "acme",
         "iat": now,
