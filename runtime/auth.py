@@ -27,6 +27,10 @@ from runtime.idp_tokens import ALGORITHMS, DEFAULT_AUDIENCES, InvalidToken, Toke
 
 log = logging.getLogger(__name__)
 
+# An unknown `kid` refetches the key set at most this long (then 401), at most once per
+# JWKS_MIN_REFRESH_SECS: a hung identity provider costs one short wait, not one per request.
+JWKS_FETCH_TIMEOUT_SECS = 1.0
+JWKS_MIN_REFRESH_SECS = 10.0
 INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
 UNAUTHORIZED = "unauthorized"  # the spec's identifier for a caller without valid credentials
 API_KEY_PREFIX = "sk-"  # an issued API key (a JWT starts with `eyJ`)
@@ -65,12 +69,13 @@ class JwksCache:
         self,
         url: str,
         *,
-        min_refresh_secs: float = 10.0,
-        timeout: float = 1.0,
+        min_refresh_secs: float = JWKS_MIN_REFRESH_SECS,
+        timeout: float = JWKS_FETCH_TIMEOUT_SECS,
         algorithms: tuple[str, ...] = ALGORITHMS,
     ) -> None:
         self.url = url
         self.algorithms = algorithms
+        self.fetch_timeout = timeout
         self._keys: dict[str | None, jwt.PyJWK] = {}
         self._fetched_at = -math.inf
         self._min_refresh = min_refresh_secs

@@ -7,6 +7,7 @@ real HTTP server on loopback, so only the verifier under test is ours.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -15,14 +16,20 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import jwt as pyjwt
 import pytest
 from aiohttp import web
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import ECKey, KeySet, OctKey, RSAKey
 from support import MASTER_KEY, free_port, service_token, user_token
 
-from runtime.auth import Authenticator, JwksCache
+from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.hop_identity import HopVerifier
+from gateways.edge.config import EdgeConfig
+from gateways.edge.dataplane.process import plugin_env
+from runtime.auth import JWKS_FETCH_TIMEOUT_SECS, Authenticator, JwksCache, authenticator_for
 from runtime.errors import Unauthenticated
+from runtime.stores import Stores
 
 ISSUER = "http://idp.test/realms/strata"
 
@@ -351,21 +358,28 @@ async def test_only_the_canonical_encoding_verifies(idp_keys, mangle) -> None:
         await refused(url, mangled)
 
 
+def signed_as_is(header: dict[str, Any], payload: dict[str, Any], key: Any) -> str:
+    """RS256 over exactly this header (a JOSE library would refuse to write some of them)."""
+    signing_input = f"{segment(header)}.{segment(payload)}"
+    rs256 = pyjwt.get_algorithm_by_name("RS256")
+    return f"{signing_input}.{b64(rs256.sign(signing_input.encode(), key.get_op_key('sign')))}"
+
+
 @pytest.mark.parametrize(
     "header",
     [
-        {"alg": "RS256", "kid": "rsa-key", "crit": ["exp"]},
-        {"alg": "RS256", "kid": "rsa-key", "b64": False, "crit": ["b64"]},
+        {"alg": "RS256", "kid": "rsa-key", "crit": ["exp"], "exp": 1},
+        {"alg": "RS256", "kid": "rsa-key", "b64": True},
         {"alg": "RS256", "kid": ["rsa-key"]},
-        {"alg": ["RS256"], "kid": "rsa-key"},
+        {"alg": "RS256", "kid": {"id": "rsa-key"}},
         {"alg": "RS256", "kid": "rsa-key", "typ": 1},
-        {"alg": "RS256", "kid": "rsa-key", "x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+        {"alg": "RS256", "kid": "rsa-key", "typ": "JWS"},
     ],
-)  # fmt: skip
+)
 async def test_headers_out_of_bounds_are_refused(idp_keys, header) -> None:
     url, rsa, _ = idp_keys
-    signing_input = f"{segment(header)}.{segment(claims())}"
-    await refused(url, f"{signing_input}.{b64(os.urandom(256))}")
+    assert await accepted(url, signed_as_is({"alg": "RS256", "kid": "rsa-key"}, claims(), rsa))
+    await refused(url, signed_as_is(header, claims(), rsa))
 
 
 async def test_deep_or_huge_tokens_are_a_401(idp_keys) -> None:
@@ -383,3 +397,75 @@ async def test_a_signed_token_with_odd_role_claims_has_no_roles(idp_keys) -> Non
     for odd in ("platform-admin", {"roles": "platform-admin"}, {"roles": [["platform-admin"]]}):
         principal = await accepted(url, sign(rsa, "RS256", realm_access=odd))
         assert principal.roles == frozenset() and not principal.is_platform_admin
+
+
+# --- issue 19, defect 8: the key set's server hung ------------------------------------------
+
+
+class HungServer:
+    """A TCP server that accepts every connection and never answers: an identity provider
+    that hangs. Records each connection and whether the client gave up on it (closed it)."""
+
+    def __init__(self) -> None:
+        self.accepted = 0
+        self.abandoned = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        while await reader.read(4096):  # the request arrives; no answer is ever sent
+            pass
+        self.abandoned += 1  # EOF: the client closed the connection
+        writer.close()
+
+
+@pytest.fixture
+async def hung() -> AsyncIterator[tuple[HungServer, str]]:
+    server = HungServer()
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    yield server, f"http://127.0.0.1:{port}/certs"
+    listener.close()
+
+
+async def test_with_the_idp_hung_an_unknown_kid_waits_for_one_bounded_fetch(hung) -> None:
+    server, url = hung
+    auth = Authenticator(JwksCache(url), MASTER_KEY, issuer=ISSUER)
+    stranger = RSAKey.generate_key(2048, parameters={"kid": "rotated-1"})
+    bearer = {"authorization": f"Bearer {sign(stranger, 'RS256')}"}
+    # Concurrent callers share the one fetch, which the cache gives up on: every one is a 401.
+    outcomes = await asyncio.gather(*(auth.authenticate(bearer) for _ in range(5)),
+                                    return_exceptions=True)  # fmt: skip
+    assert all(isinstance(o, Unauthenticated) for o in outcomes), outcomes
+    assert (server.accepted, server.abandoned) == (1, 1)
+    # Another unknown kid, within the refresh interval, does not wait on the hung server again.
+    other = RSAKey.generate_key(2048, parameters={"kid": "rotated-2"})
+    with pytest.raises(Unauthenticated):
+        await auth.authenticate({"authorization": f"Bearer {sign(other, 'RS256')}"})
+    assert server.accepted == 1
+
+
+def test_every_service_bounds_its_key_set_fetch_to_a_second(config_for) -> None:
+    config = config_for(EdgeConfig)
+    caches = [authenticator_for(config).jwks, plugin_env(config, Stores(kv=None, sink=None)).jwks]
+    agent = config_for(AgentGatewayConfig, SVC_AGENT_IDENTITY="on",
+                       STS_JWKS_URL="http://127.0.0.1:9/sts/jwks")  # fmt: skip
+    caches.append(HopVerifier(agent, None).jwks)
+    assert [cache.fetch_timeout for cache in caches] == [JWKS_FETCH_TIMEOUT_SECS] * 3
+    assert JWKS_FETCH_TIMEOUT_SECS <= 1.0
+
+
+@pytest.mark.parametrize(
+    "document", [[], {"keys": "x"}, {"keys": [1, "a", None]}, {"keys": [{"kty": "RSA"}]}, "x"]
+)
+async def test_a_key_set_of_the_wrong_shape_is_no_key_and_a_401(document) -> None:
+    app = web.Application()
+    app.router.add_get("/certs", lambda _: web.json_response(document))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        key = RSAKey.generate_key(2048, parameters={"kid": "k1"})
+        await refused(f"http://127.0.0.1:{port}/certs", sign(key, "RS256"))
+    finally:
+        await runner.cleanup()
