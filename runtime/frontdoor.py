@@ -44,7 +44,7 @@ from runtime.errors import (
     error_for_status,
 )
 from runtime.guard import Guard
-from runtime.http_rules import Envelope, HttpRule
+from runtime.http_rules import NO_STORE, Envelope, HttpRule
 from runtime.logs import access_line
 from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
@@ -193,7 +193,15 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
         except Exception as exc:  # every failure leaves in this endpoint's envelope
             return error_response(envelope, as_error(exc, request), context)
 
-    return handle
+    if not rule.credential:
+        return handle
+
+    async def handle_credential(request: web.Request) -> web.StreamResponse:
+        response = await handle(request)
+        response.headers.update(NO_STORE)
+        return response
+
+    return handle_credential
 
 
 def _path_params(path: str) -> list[str]:
