@@ -103,7 +103,7 @@ class JwksCache:
         except Unauthenticated:
             raise InvalidToken("unknown signing key") from None
         if found.algorithm_name != alg:
-            raise InvalidToken(f"the key {str(kid)[:64]} does not sign {alg}")
+            raise InvalidToken("the key of that kid does not sign that alg")
         return found.key
 
     async def _refresh(self) -> None:
