@@ -12,6 +12,7 @@ tests/reliability/'s; these are the regression tests of the two defects.)
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -179,3 +180,34 @@ async def test_id_tokens_and_foreign_audiences_are_refused_access_tokens_accepte
         _,
     ):
         assert (await send(f"{cp.http_url}/api/notifications", "GET", access))[0] == 200
+
+
+async def test_with_the_idp_hung_a_service_answers_401s_after_one_abandoned_fetch(start) -> None:
+    """Issue 19, defect 8, at a service's door: the key set's server accepts and never
+    answers. The first unknown `kid` waits for one fetch, which the service gives up on; the
+    next ones do not reach the hung server at all."""
+    connections: list[asyncio.StreamWriter] = []
+    abandoned = asyncio.Event()
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(writer)
+        while await reader.read(4096):
+            pass
+        abandoned.set()
+
+    server = await asyncio.start_server(hang, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    jwks = f"http://127.0.0.1:{port}/realms/strata/protocol/openid-connect/certs"
+    try:
+        async with start(AgentGatewayConfig, build_agent, IDP_JWKS_URL=jwks) as agent:
+            for kid in ("rotated-1", "rotated-2", "rotated-3"):
+                now = int(time.time())
+                claims = {"sub": "u", "aud": "strata", "iat": now, "exp": now + 60}
+                header = segment({"alg": "RS256", "kid": kid})
+                token = f"{header}.{segment(claims)}.{b64(b'x' * 256)}"
+                assert await send(f"{agent.http_url}/v1/mcp/servers", "GET", token) == (
+                    401, {"error": "unauthorized", "message": INVALID})  # fmt: skip
+            await asyncio.wait_for(abandoned.wait(), 30)  # the service closed the connection
+            assert len(connections) == 1
+    finally:
+        server.close()
