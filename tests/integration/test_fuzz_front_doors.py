@@ -335,6 +335,8 @@ AUTH = f"Authorization: Bearer {MASTER_KEY}\r\n".encode()
 RAW = (  # request heads an HTTP library would not write
     b"GET /api/tenants HTTP/1.1\r\nAuthorization: Bearer \xff\xfe\r\n",
     b"GET /v1/models HTTP/1.1\r\nX-API-KEY: \xff\xfe\r\n",
+    b"GET /v1/models HTTP/1.1\r\nAuthorization: Bearer sk-\xff\xfe\r\n",
+    b"GET /v1/sessions HTTP/1.1\r\nAuthorization: Bearer sk-\xed\xa0\x80\r\n",
     b"GET /api/keys HTTP/1.1\r\n" + AUTH + b"X-Tenant-ID: \xff\xfe\r\n",
     b"GET /v1/sessions HTTP/1.1\r\n" + AUTH + b"X-Tenant-ID: \xed\xa0\x80\r\n",
     b"GET /api/tenants/%FF%FE HTTP/1.1\r\n" + AUTH,
