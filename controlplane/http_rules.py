@@ -127,7 +127,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("GET", "/api/keys/requests", f"{PKG}.ApiKeyService/ListKeyRequests",
           body=None, response_body="key_requests"),
     HttpRule("POST", "/api/keys/requests/{id}/approve", f"{PKG}.ApiKeyService/ApproveKeyRequest",
-          body=None),
+          body=None, credential=True),  # full_key
     HttpRule("POST", "/api/keys/requests/{id}/deny", f"{PKG}.ApiKeyService/DenyKeyRequest",
           body=None),
     HttpRule("DELETE", "/api/keys/{id}", f"{PKG}.ApiKeyService/RevokeApiKey", body=None),
@@ -160,7 +160,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
           f"{PKG}.NotificationService/MarkNotificationRead", body=None),
     HttpRule("GET", "/api/notifications/preferences",
           f"{PKG}.NotificationService/GetNotificationPreferences",
-          body=None, response_body="preferences"),
+          body=None, response_body="preferences", credential=True),  # signing_secret
     HttpRule("PUT", "/api/notifications/preferences",
           f"{PKG}.NotificationService/PutNotificationPreferences", body="preferences"),
     # Tenant branding.
@@ -187,7 +187,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     # Webhooks.
     HttpRule("GET", "/api/webhooks", f"{PKG}.WebhookService/ListWebhooks", body=None),
     HttpRule("POST", "/api/webhooks", f"{PKG}.WebhookService/CreateWebhook",
-          status=201, response_body="webhook"),
+          status=201, response_body="webhook", credential=True),  # its secret
     HttpRule("DELETE", "/api/webhooks/{id}", f"{PKG}.WebhookService/DeleteWebhook", body=None),
     # Agent registry (feature-flagged, platform admins only).
     HttpRule("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent"),
@@ -198,7 +198,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
           body=None),
     # Token exchange service (feature-flagged; no bearer header).
     HttpRule("POST", "/sts/token", f"{PKG}.TokenExchangeService/ExchangeToken",
-             envelope=oauth_error, form=True, json_method="exchange_json"),
+             envelope=oauth_error, form=True, json_method="exchange_json", credential=True),
     HttpRule("GET", "/sts/jwks", f"{PKG}.TokenExchangeService/GetJwks", body=None,
              envelope=oauth_error),
 )

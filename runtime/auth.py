@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,10 +23,14 @@ import jwt
 
 from runtime.config import ServiceConfig
 from runtime.errors import Unauthenticated
+from runtime.idp_tokens import ALGORITHMS, DEFAULT_AUDIENCES, InvalidToken, TokenRules, verify
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = ("RS256", "ES256")
+# An unknown `kid` refetches the key set at most this long (then 401), at most once per
+# JWKS_MIN_REFRESH_SECS: a hung identity provider costs one short wait, not one per request.
+JWKS_FETCH_TIMEOUT_SECS = 1.0
+JWKS_MIN_REFRESH_SECS = 10.0
 INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
 UNAUTHORIZED = "unauthorized"  # the spec's identifier for a caller without valid credentials
 API_KEY_PREFIX = "sk-"  # an issued API key (a JWT starts with `eyJ`)
@@ -52,29 +57,36 @@ class Principal:
 
 class JwksCache:
     """A key set's signing keys (the identity provider's; the STS's at the agent gateway),
-    fetched lazily and refreshed when a token names a `kid` we have not seen (key rotation),
-    at most once per `min_refresh_secs`. Only keys of `algorithms` are kept."""
+    fetched lazily and refreshed when a token names a `kid` we have not seen (key rotation).
+
+    A refresh is bounded and rare, so that an unknown `kid` — a rotation, or anyone's forgery —
+    costs the caller at most one short wait even when the key set's server hangs: one fetch at
+    a time (concurrent callers share it), at most `timeout` seconds, at most once per
+    `min_refresh_secs` whatever its outcome (a failed fetch keeps the keys we had). Only keys
+    of `algorithms` are kept, each with the one algorithm it verifies."""
 
     def __init__(
         self,
         url: str,
         *,
-        min_refresh_secs: float = 10.0,
-        timeout: float = 5.0,
+        min_refresh_secs: float = JWKS_MIN_REFRESH_SECS,
+        timeout: float = JWKS_FETCH_TIMEOUT_SECS,
         algorithms: tuple[str, ...] = ALGORITHMS,
     ) -> None:
         self.url = url
         self.algorithms = algorithms
-        self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at = 0.0
+        self.fetch_timeout = timeout
+        self._keys: dict[str | None, jwt.PyJWK] = {}
+        self._fetched_at = -math.inf
         self._min_refresh = min_refresh_secs
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._lock = asyncio.Lock()
 
     async def key(self, kid: str | None) -> jwt.PyJWK:
+        """The key of `kid`; raises Unauthenticated when the key set has none."""
         if kid in self._keys:
             return self._keys[kid]
-        async with self._lock:
+        async with self._lock:  # callers of a fetch in flight wait for it, not for another
             if kid not in self._keys and time.monotonic() - self._fetched_at >= self._min_refresh:
                 await self._refresh()
         if kid in self._keys:
@@ -82,6 +94,17 @@ class JwksCache:
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED)
+
+    async def signing_key(self, alg: str, kid: str | None) -> Any:
+        """The verification key of `kid` for exactly `alg` (runtime.idp_tokens.KeyFor): a
+        token naming one key with another key type's algorithm is refused here."""
+        try:
+            found = await self.key(kid)
+        except Unauthenticated:
+            raise InvalidToken("unknown signing key") from None
+        if found.algorithm_name != alg:
+            raise InvalidToken("the key of that kid does not sign that alg")
+        return found.key
 
     async def _refresh(self) -> None:
         self._fetched_at = time.monotonic()
@@ -92,18 +115,22 @@ class JwksCache:
             ):
                 resp.raise_for_status()
                 document = await resp.json()
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            entries = document["keys"]
+            if not isinstance(entries, list):
+                raise ValueError("keys is not a list")
+        except (aiohttp.ClientError, TimeoutError, ValueError, TypeError, KeyError) as exc:
             log.warning("jwks fetch failed", extra={"url": self.url, "error": repr(exc)})
             return
-        keys = {}
-        for jwk in document.get("keys", []):
-            alg = jwk.get("alg", self.algorithms[0])
-            if jwk.get("use", "sig") != "sig" or alg not in self.algorithms:
+        keys: dict[str | None, jwt.PyJWK] = {}
+        for jwk in entries:
+            if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
                 continue
             try:
-                keys[jwk.get("kid")] = jwt.PyJWK(jwk)
-            except jwt.PyJWTError:
+                key = jwt.PyJWK(jwk)
+            except (jwt.PyJWTError, TypeError, ValueError, KeyError):
                 continue
+            if key.algorithm_name in self.algorithms:
+                keys[jwk.get("kid")] = key
         self._keys = keys
 
 
@@ -121,6 +148,7 @@ class Authenticator:
         master_key: the platform master key (bearer), accepted by every service.
         admin_api_key: the edge admin key (`x-api-key`), where the service has one.
         issuer: when set, a JWT's `iss` must equal it.
+        audiences: a JWT's `aud` must hold one of them (IDP_AUDIENCES).
         api_keys: where the service takes issued API keys (`Bearer sk-…`), their resolver;
             without one such a bearer is an invalid token.
     """
@@ -132,26 +160,29 @@ class Authenticator:
         *,
         admin_api_key: str | None = None,
         issuer: str | None = None,
+        audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
         api_keys: ApiKeyResolver | None = None,
     ) -> None:
         self.jwks = jwks
         self._master = master_key.encode()
         self._admin = admin_api_key.encode() if admin_api_key else None
-        self._issuer = issuer
+        self.rules = TokenRules(
+            audiences=audiences, issuers=(issuer,) if issuer is not None else None
+        )
         self.api_keys = api_keys
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         """Raises Unauthenticated when no accepted credential is present and valid."""
         api_key = headers.get("x-api-key")
         if api_key is not None and self._admin is not None:
-            if hmac.compare_digest(api_key.encode(), self._admin):
+            if hmac.compare_digest(_raw(api_key), self._admin):
                 return Principal(kind="admin", subject="edge-admin")
             raise Unauthenticated("Invalid admin API key", error=UNAUTHORIZED)
         scheme, _, token = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("Missing bearer token", error=UNAUTHORIZED)
         token = token.strip()
-        if hmac.compare_digest(token.encode(), self._master):
+        if hmac.compare_digest(_raw(token), self._master):
             return Principal(
                 kind="master", subject="master-key", roles=frozenset({"platform-admin"})
             )
@@ -160,34 +191,40 @@ class Authenticator:
         return await self.verify_jwt(token)
 
     async def verify_jwt(self, token: str) -> Principal:
+        """An identity-provider access token's caller (runtime.idp_tokens); Unauthenticated
+        with the spec's body for any token that does not verify."""
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from exc
-        if header.get("alg") not in ALGORITHMS:
+            claims = await verify(token, self.rules, self.jwks.signing_key)
+        except InvalidToken as exc:
+            log.debug("token refused", extra={"reason": exc.reason})
+            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from None
+        tenant = claims.get("tenant_id")
+        if tenant is not None and not isinstance(tenant, str):
             raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED)
-        key = await self.jwks.key(header.get("kid"))
-        try:
-            claims = jwt.decode(
-                token,
-                key.key,
-                algorithms=[header["alg"]],
-                issuer=self._issuer,
-                options={"verify_aud": False, "require": ["exp", "sub"]},
-            )
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from exc
-        roles = frozenset(claims.get("realm_access", {}).get("roles", []))
         is_service = "agent_id" in claims or str(claims.get("preferred_username", "")).startswith(
             "service-account-"
         )
         return Principal(
             kind="service" if is_service else "user",
-            subject=str(claims["sub"]),
-            tenant_id=claims.get("tenant_id"),
-            roles=roles,
+            subject=claims["sub"],
+            tenant_id=tenant,
+            roles=_realm_roles(claims),
             claims=claims,
         )
+
+
+def _raw(header_value: str) -> bytes:
+    """A header value's bytes (a value that was not UTF-8 arrives with surrogate escapes)."""
+    return header_value.encode("utf-8", "surrogateescape")
+
+
+def _realm_roles(claims: Mapping[str, Any]) -> frozenset[str]:
+    """Keycloak's `realm_access.roles`; none when the claim is not of that shape."""
+    access = claims.get("realm_access")
+    roles = access.get("roles") if isinstance(access, dict) else None
+    if not isinstance(roles, list):
+        return frozenset()
+    return frozenset(role for role in roles if isinstance(role, str))
 
 
 def authenticator_for(
@@ -196,12 +233,13 @@ def authenticator_for(
     admin_api_key: str | None = None,
     api_keys: ApiKeyResolver | None = None,
 ) -> Authenticator:
-    """The authenticator a service builds from its config (IdP JWKS, issuer, master key), and
-    where it takes issued API keys, their resolver."""
+    """The authenticator a service builds from its config (IdP JWKS, issuer, audiences, master
+    key), and where it takes issued API keys, their resolver."""
     return Authenticator(
         JwksCache(config.idp_jwks_url),
         config.master_key,
         admin_api_key=admin_api_key,
         issuer=config.idp_issuer,
+        audiences=config.idp_audiences,
         api_keys=api_keys,
     )

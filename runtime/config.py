@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any, ClassVar, Self
 
+from runtime.idp_tokens import DEFAULT_AUDIENCES
 from runtime.keyring import check_keys
 
 VERSION = "0.1.0"
@@ -138,6 +139,12 @@ class ServiceConfig:
     )
     idp_issuer: str | None = var(
         "IDP_ISSUER", None, "expected `iss` of IdP tokens (unchecked when unset)"
+    )
+    idp_audiences: tuple[str, ...] = var(
+        "IDP_AUDIENCES",
+        DEFAULT_AUDIENCES,
+        "comma-separated audiences this service accepts: an IdP token's `aud` must hold one "
+        "(the dev IdP's access tokens and the Kubernetes realm's audience mapper say `strata`)",
     )
     # Peers: every service ships analytics rows to the control plane when it owns chDB.
     controlplane_grpc: str = var(

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from google.protobuf import descriptor_pool, json_format, message_factory
@@ -43,7 +44,7 @@ from runtime.errors import (
     error_for_status,
 )
 from runtime.guard import Guard
-from runtime.http_rules import Envelope, HttpRule
+from runtime.http_rules import NO_STORE, Envelope, HttpRule
 from runtime.logs import access_line
 from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
@@ -192,7 +193,15 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
         except Exception as exc:  # every failure leaves in this endpoint's envelope
             return error_response(envelope, as_error(exc, request), context)
 
-    return handle
+    if not rule.credential:
+        return handle
+
+    async def handle_credential(request: web.Request) -> web.StreamResponse:
+        response = await handle(request)
+        response.headers.update(NO_STORE)
+        return response
+
+    return handle_credential
 
 
 def _path_params(path: str) -> list[str]:
@@ -201,15 +210,28 @@ def _path_params(path: str) -> list[str]:
 
 async def _body(request: web.Request, rule: HttpRule) -> Any:
     """The JSON body (an empty body is `{}`), or a form where the rule accepts one."""
-    if rule.form and request.content_type == "application/x-www-form-urlencoded":
-        return dict(await request.post())
     raw = await request.read()
+    if rule.form and request.content_type == "application/x-www-form-urlencoded":
+        return _form(raw)
     if not raw.strip():
         return {}
     try:
         return json_codec.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"malformed JSON body: {exc}", error="invalid_request") from exc
+
+
+def _form(raw: bytes) -> dict[str, str]:
+    """A form body, UTF-8 throughout, percent-escapes included (RFC 6749 appendix B); the
+    first of repeated fields."""
+    try:
+        pairs = parse_qsl(raw.decode(), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidRequest("the form body is not UTF-8", error="invalid_request") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        form.setdefault(name, value)
+    return form
 
 
 def _bind_query(message: Message, fields: Any, request: web.Request, skip: set[str]) -> None:

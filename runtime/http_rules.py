@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 Render = Callable[[Message], Any]
 # Renders an error into the JSON body of this endpoint's error envelope.
 Envelope = Callable[["StrataError"], Any]
+# The headers of every answer that carries a credential (RFC 6749 §5.1, RFC 7234 §5.4).
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class HttpRule:
             returns the JSON value to send (streaming: yields one per event). Path parameters
             join the body (the path's value wins). It must run the same logic as the RPC,
             which stays the contract over gRPC: it spares the two protobuf translations only.
+        credential: the answer carries a credential (a token, an API key, a signing secret):
+            every answer of the endpoint, errors included, says `Cache-Control: no-store` and
+            `Pragma: no-cache` (RFC 6749 §5.1), so no browser or proxy keeps it.
     """
 
     method: str
@@ -75,6 +80,7 @@ class HttpRule:
     envelope: Envelope | None = None
     form: bool = False
     json_method: str | None = None
+    credential: bool = False
 
     @property
     def service(self) -> str:

@@ -1,4 +1,4 @@
-"""The serve loop and the JSON error middleware the three sidecars share.
+"""The serve loop, the JSON error middleware and the strict body readers the sidecars share.
 
 `serve` runs an app until SIGINT/SIGTERM and logs the bound port, so a sidecar started with
 `--port 0` still tells its parent where it listens. `error_middleware` turns aiohttp's own
@@ -13,10 +13,14 @@ import logging
 import os
 import signal
 from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from multidict import MultiDict, MultiDictProxy
 
+from runtime import json_codec
 from runtime.http_parse_errors import FrontDoorRunner
 from sidecars.jsonlog import JsonAccessLogger, configure_logging
 
@@ -55,6 +59,22 @@ def error_middleware(render: ErrorRenderer) -> Middleware:
             return render(500, "server_error", "internal server error")
 
     return middleware
+
+
+async def read_form(request: web.Request) -> MultiDictProxy[str]:
+    """An `application/x-www-form-urlencoded` body, UTF-8 throughout, percent-escapes included
+    (whatever charset the request claims); ValueError naming the problem otherwise."""
+    try:
+        pairs = parse_qsl((await request.read()).decode(), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError("the form body is not UTF-8") from None
+    return MultiDictProxy(MultiDict(pairs))
+
+
+async def read_json(request: web.Request) -> Any:
+    """A JSON body within the platform's JSON codec's limits (nesting, lone surrogates);
+    ValueError naming the problem otherwise."""
+    return json_codec.loads(await request.read())
 
 
 async def serve(app: web.Application, host: str, port: int) -> None:

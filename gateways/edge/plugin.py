@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from runtime.idp_tokens import DEFAULT_AUDIENCES
+
 
 class BodyTooLarge(ValueError):
     """The request body exceeds what a plugin may buffer (the client gets 413)."""
@@ -168,6 +170,7 @@ class PluginEnv:
     sink: Any = None  # runtime.stores.analytics.AnalyticsSink
     metrics: Any = None  # the worker's metrics (gateways/edge/metrics.py)
     jwks: Any = None  # runtime.auth.JwksCache of the identity provider
+    audiences: tuple[str, ...] = DEFAULT_AUDIENCES  # IDP_AUDIENCES: the `aud` IdP tokens carry
     worker_id: int = 0
     # The current configuration's consumers by username, and the auth plugins' indexes
     # (e.g. "key-auth": {key: username}), rebuilt by the data plane on every version.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from sidecars.httpkit import read_json
 from sidecars.idp.context import CONFIG, DIRECTORY, error_response
 from sidecars.idp.directory import Collection, Conflict, Directory
 from sidecars.idp.records import parse_client, parse_organization, parse_user
@@ -68,9 +68,9 @@ def _create(kind: str) -> Handler:
 
     async def handler(request: web.Request) -> web.StreamResponse:
         try:
-            data = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return error_response(400, "invalid_request", "body must be JSON")
+            data = await read_json(request)
+        except ValueError as exc:
+            return error_response(400, "invalid_request", f"body must be JSON ({exc})")
         if not isinstance(data, dict):
             return error_response(400, "invalid_request", "body must be a JSON object")
         try:

@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from aiohttp import web
 from multidict import MultiMapping
 
+from sidecars.httpkit import read_form
 from sidecars.idp.config import REALM_PREFIX
 from sidecars.idp.context import CONFIG, DIRECTORY, NO_STORE
 from sidecars.idp.directory import Directory
@@ -195,7 +196,10 @@ async def authenticate(request: web.Request) -> web.Response:
         return _refusal(request, exc)
     if request.content_type != _FORM:
         return error_page(f"The login form must be sent as {_FORM}")
-    form = await request.post()
+    try:
+        form = await read_form(request)
+    except ValueError as exc:
+        return error_page(str(exc))
     username, password = form.get("username"), form.get("password")
     user = None
     if isinstance(username, str) and isinstance(password, str) and username and password:

@@ -16,7 +16,6 @@ does not offer, a bad client name).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -24,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sidecars.httpkit import read_json
 from sidecars.idp.context import DIRECTORY, NO_STORE, error_response
 from sidecars.idp.records import Client, parse_redirect_uris
 
@@ -80,8 +80,8 @@ def _client(metadata: dict[str, Any]) -> tuple[Client, list[str]]:
 async def register(request: web.Request) -> web.Response:
     """The registration endpoint handler."""
     try:
-        metadata = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        metadata = await read_json(request)
+    except ValueError:
         metadata = None
     try:
         if not isinstance(metadata, dict):

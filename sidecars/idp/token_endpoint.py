@@ -32,6 +32,7 @@ from urllib.parse import unquote_plus
 from aiohttp import web
 from multidict import MultiDictProxy
 
+from sidecars.httpkit import read_form
 from sidecars.idp.context import CONFIG, DIRECTORY, MINTER, NO_STORE, error_response
 from sidecars.idp.grants import CODE, REFRESH, Grant
 from sidecars.idp.records import Client
@@ -212,7 +213,10 @@ async def token(request: web.Request) -> web.Response:
     """The token endpoint handler."""
     if request.content_type != _FORM:
         return _OAuthError(400, "invalid_request", f"Content-Type must be {_FORM}").response()
-    form = await request.post()
+    try:
+        form = await read_form(request)
+    except ValueError as exc:
+        return _OAuthError(400, "invalid_request", str(exc)).response()
     try:
         body, client_id = await _issue(request, form)
     except _OAuthError as exc:

@@ -20,6 +20,7 @@ from keys_support import (
     MASTER,
     Platform,
     Tenants,
+    call,
     control_plane,
     echo_upstream,
     edge_route,
@@ -556,3 +557,23 @@ async def test_issued_key_works_at_the_edge_on_its_routes_until_revoked(
             return (await platform.proxy("/keyed-a/hello", key))[0] == 401
 
         await eventually(refused)
+
+
+async def test_the_approval_that_shows_the_key_is_never_cached(
+    cp: Platform, tenants: Tenants, names: set[str]
+) -> None:
+    """Issue 19, defect 7: the one answer carrying `full_key` (RFC 6749 §5.1's rule for
+    credentials): `Cache-Control: no-store`, `Pragma: no-cache`."""
+    tenant, name = await tenants.add(), unique("key")
+    names.add(name)
+    route = unique("r")
+    await tenants.put_routes(route)
+    status, created = await file(cp, key_request(name, tenant, [route]))
+    assert status == 201, created
+    status, approved, headers = await call(
+        cp.cp.http_url, "POST", f"/api/keys/requests/{created['id']}/approve"
+    )
+    assert status == 200 and approved["full_key"].startswith("sk-")
+    assert (headers["Cache-Control"], headers["Pragma"]) == ("no-store", "no-cache")
+    status, _, headers = await call(cp.cp.http_url, "GET", "/api/keys/requests")
+    assert status == 200 and "Pragma" not in headers  # answers without a secret are as before

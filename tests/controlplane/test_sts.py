@@ -12,10 +12,12 @@ import json
 import time
 import uuid
 
+import aiohttp
 import jwt
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from identity_kit import (
+    GRANT,
     ISSUER,
     MASTER,
     Sts,
@@ -437,3 +439,19 @@ async def test_rfc_hints_are_accepted_and_bad_bodies_refused(controlplane, idp, 
                                    b=b.agent_id)  # fmt: skip
         assert rows[0]["deny_reason"] == "unsupported actor_token_type"
         assert "unknown field 'client_secret'" in rows[1]["deny_reason"]
+
+
+async def test_token_answers_are_never_cached(controlplane, idp) -> None:
+    """Issue 19, defect 7 (RFC 6749 §5.1): the issued token, and the refusals too, carry
+    `Cache-Control: no-store` and `Pragma: no-cache`."""
+    human = await user_token(idp, "alice", "alice")
+    async with controlplane() as cp:
+        sts = Sts(cp)
+        a, b = await registered_agents(idp, sts, ("a", "b"))
+        fields = {"grant_type": GRANT, "subject_token": human, "actor_token": a.token}
+        async with aiohttp.ClientSession(cp.http_url) as http:
+            for audience, status in ((b.agent_id, 200), ("agent:nobody", 400)):
+                async with http.post("/sts/token", data={**fields, "audience": audience}) as r:
+                    assert r.status == status, await r.text()
+                    assert (r.headers["Cache-Control"], r.headers["Pragma"]) == (
+                        "no-store", "no-cache")  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import aiohttp
 import pytest
 from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     ADMIN,
@@ -231,3 +232,25 @@ async def test_a_deleted_webhook_receives_nothing_more(start, kv, receiver, clea
         later = await notify(svc, acme, "key_denied")
         await settled(kv, later)
     assert receiver.requests.empty()
+
+
+async def test_answers_showing_a_signing_secret_are_never_cached(cp) -> None:
+    """Issue 19, defect 7: a webhook's secret (shown once, on creation) and the tenant's
+    signing secret (its preferences): `Cache-Control: no-store`, `Pragma: no-cache`."""
+    body = {"url": "http://127.0.0.1:9/hooks", "event_types": ["key_approved"],
+            "tenant_id": tenant()}  # fmt: skip
+    async with aiohttp.ClientSession(cp.http_url) as http:
+        async with http.post("/api/webhooks", json=body, headers=ADMIN) as resp:
+            assert resp.status == 201 and (await resp.json())["secret"].startswith("whsec_")
+            assert (resp.headers["Cache-Control"], resp.headers["Pragma"]) == (
+                "no-store", "no-cache")  # fmt: skip
+        path = f"/api/notifications/preferences?tenant_id={body['tenant_id']}"
+        prefs = {"tenant_id": body["tenant_id"], "email": "ops@example.com"}
+        async with http.put("/api/notifications/preferences", json=prefs, headers=ADMIN) as resp:
+            assert resp.status == 200, await resp.text()
+        async with http.get(path, headers=ADMIN) as resp:
+            assert resp.status == 200 and (await resp.json())["signing_secret"]
+            assert (resp.headers["Cache-Control"], resp.headers["Pragma"]) == (
+                "no-store", "no-cache")  # fmt: skip
+        async with http.get("/api/webhooks", headers=ADMIN) as resp:  # no secret listed
+            assert resp.status == 200 and "Pragma" not in resp.headers

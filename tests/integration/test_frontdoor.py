@@ -279,3 +279,70 @@ async def test_an_unparseable_request_is_answered_in_json_without_echoing_it(
             assert body == envelope(StrataError(message, error=error))
     assert canary not in caplog.text
     assert all(canary not in repr(record.__dict__) for record in caplog.records)
+
+
+DEEP = b"[" * 1_000 + b"]" * 1_000
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "field"),
+    [("/sts/token", {}, "error_description"), ("/api/tenants", MASTER, "message")],
+)
+async def test_deeply_nested_json_is_a_400_naming_the_nesting(
+    cp: Serving, path, headers, field
+) -> None:
+    async with (
+        aiohttp.ClientSession(cp.http_url) as http,
+        http.post(
+            path,
+            data=b'{"a":' + DEEP + b"}",
+            headers={**headers, "Content-Type": "application/json"},
+        ) as r,  # fmt: skip
+    ):
+        assert r.status == 400
+        body = await r.json()
+    assert body["error"] == "invalid_request"
+    assert "nested deeper than 100 levels" in body[field]
+
+
+async def test_a_deeply_nested_chat_body_is_a_400_in_openais_envelope(ai: Serving) -> None:
+    raw = json.dumps(chat_body("m"))[:-1].encode() + b', "metadata": ' + DEEP + b"}"
+    async with (
+        aiohttp.ClientSession(ai.http_url) as http,
+        http.post(
+            "/v1/chat/completions", data=raw, headers={**MASTER, "Content-Type": "application/json"}
+        ) as r,  # fmt: skip
+    ):
+        assert r.status == 400
+        error = (await r.json())["error"]
+    assert "nested deeper than 100 levels" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"grant_type=x&subject_token=\xff\xfe\x80&audience=agent%3Ab",  # raw bytes
+     b"grant_type=x&subject_token=%FF%FE%80&audience=agent%3Ab"],  # percent-encoded
+)  # fmt: skip
+async def test_a_form_that_is_not_utf8_is_a_400(cp: Serving, raw) -> None:
+    async with (
+        aiohttp.ClientSession(cp.http_url) as http,
+        http.post(
+            "/sts/token", data=raw, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        ) as r,  # fmt: skip
+    ):
+        assert r.status == 400
+        body = await r.json()
+    assert body["error"] == "invalid_request" and "UTF-8" in body["error_description"]
+
+
+async def test_a_lone_surrogate_escape_is_a_400(cp: Serving) -> None:
+    async with (
+        aiohttp.ClientSession(cp.http_url) as http,
+        http.post(
+            "/api/tenants",
+            data=b'{"name": "x\\ud800"}',
+            headers={**MASTER, "Content-Type": "application/json"},
+        ) as r,  # fmt: skip
+    ):
+        assert r.status == 400
+        assert "lone surrogate" in (await r.json())["message"]

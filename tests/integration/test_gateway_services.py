@@ -203,3 +203,19 @@ async def test_edge_admin_is_refused_outside_its_networks(start) -> None:
             edge.http_url, "/apisix/admin/routes", headers={"X-API-KEY": ADMIN_API_KEY}
         )
     assert status == 403 and "private networks" in body["error_msg"]
+
+
+async def test_edge_admin_refuses_a_lone_surrogate_and_deep_json_with_a_400(start) -> None:
+    """Issue 19, defect 3 (b, d): answered at the edge's door, before any forward."""
+    async with start(EdgeConfig, build_edge, CONTROLPLANE_GRPC=f"127.0.0.1:{free_port()}") as edge:
+        headers = {"X-API-KEY": ADMIN_API_KEY, "Content-Type": "application/json"}
+        bodies = {
+            b'{"uri": "/x\\ud800", "upstream": {"nodes": {"127.0.0.1:9": 1}}}': "lone surrogate",
+            b'{"uri": "/x", "plugins": ' + b"[" * 1_000 + b"]" * 1_000 + b"}": "nested deeper",
+        }
+        async with aiohttp.ClientSession() as http:
+            for raw, problem in bodies.items():
+                async with http.put(f"{edge.http_url}/apisix/admin/routes/r1", data=raw,
+                                    headers=headers) as resp:  # fmt: skip
+                    assert resp.status == 400, await resp.text()
+                    assert problem in (await resp.json())["error_msg"]

@@ -389,6 +389,15 @@ def realm_problems(realm: Doc) -> list[str]:
         ]
         if not tenant:
             problems.append(f"client {cid}: tenant_id is not mapped into the access token")
+        audience = [
+            m
+            for m in mappers(client)
+            if m["protocolMapper"] == "oidc-audience-mapper"
+            and m["config"].get("included.custom.audience") == "strata"
+            and m["config"].get("access.token.claim") == "true"
+        ]
+        if not audience:  # the services accept only tokens for their IDP_AUDIENCES
+            problems.append(f"client {cid}: access tokens do not carry aud strata")
     portal = clients.get("strata-portal", {})
     if not (portal.get("publicClient") and portal.get("directAccessGrantsEnabled")):
         problems.append("strata-portal must be public with direct access grants")
@@ -665,3 +674,13 @@ def test_rules_catch_a_realm_without_tenant_mapping() -> None:
     problems = realm_problems(realm)
     assert "client strata-portal: tenant_id is not mapped into the access token" in problems
     assert "user admin lacks role platform-admin" in problems
+
+
+def test_rules_catch_a_realm_whose_tokens_lack_the_strata_audience() -> None:
+    realm = json.loads((BASE / "keycloak" / "strata-realm.json").read_text(encoding="utf-8"))
+    for s in realm["clientScopes"]:
+        s["protocolMappers"] = [
+            m for m in s["protocolMappers"] if m["protocolMapper"] != "oidc-audience-mapper"
+        ]
+    problems = realm_problems(realm)
+    assert "client agent-planner: access tokens do not carry aud strata" in problems

@@ -52,7 +52,7 @@ async def test_jwks_serves_one_rsa_and_one_ec_signing_key(http, idp):
 async def test_password_grant_rs256_access_and_id_token(http, idp):
     status, body, resp = await get_token(http, idp, password_form("alice", "alice"))
     assert status == 200
-    assert resp.headers["Cache-Control"] == "no-store"
+    assert (resp.headers["Cache-Control"], resp.headers["Pragma"]) == ("no-store", "no-cache")
     assert body["token_type"] == "Bearer"
     assert body["expires_in"] == 300
     assert body["scope"] == "openid profile email tenant"

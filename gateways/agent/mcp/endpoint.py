@@ -47,6 +47,7 @@ from gateways.agent.mcp.protected_resource import ProtectedResource
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import DEFAULT_TENANT
+from runtime import json_codec
 from runtime.access import IDENTIFIER, RpcRule, authorize
 from runtime.auth import Authenticator
 from runtime.config import VERSION
@@ -125,10 +126,10 @@ class McpEndpoint:
         except Unauthenticated as exc:
             return self.resource.challenge(request, exc)
         session_id = headers.get(SESSION_HEADER) or request.query.get("session_id")
-        try:
-            message = json.loads(await request.read())
-        except ValueError:
-            return _rpc_error(None, -32700, "parse error", status=400)
+        try:  # the codec's limits: no deep nesting, no lone surrogates
+            message = json_codec.loads(await request.read())
+        except ValueError as exc:
+            return _rpc_error(None, -32700, f"parse error: {exc}", status=400)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _rpc_error(None, -32600, "one JSON-RPC 2.0 message per request", status=400)
         mcp_session = headers.get(MCP_SESSION_HEADER)

@@ -32,6 +32,7 @@ from typing import Any
 
 from gateways.agent.mcp.errors import McpUpstreamError
 from gateways.agent.mcp.upstream import Connection
+from runtime import json_codec
 from runtime.http1.pool import UpstreamConnection, UpstreamError
 
 ACCEPT = "application/json, text/event-stream"
@@ -253,7 +254,7 @@ class _Answer:
 
     def _decode(self, raw: bytes) -> Any:
         try:
-            return json.loads(raw)
+            return json_codec.loads(raw)  # within the codec's limits (depth)
         except ValueError:
             self._stop(failure(f"{self.where} answered tools/call with something that is not "
                                "JSON", sent=True))  # fmt: skip

@@ -29,6 +29,7 @@ def plugin_env(config: EdgeConfig, stores: Stores) -> PluginEnv:
     env.kv = stores.kv
     env.sink = stores.sink
     env.jwks = JwksCache(config.idp_jwks_url)
+    env.audiences = config.idp_audiences
     env.metrics = process_metrics()
     return env
 

@@ -65,6 +65,7 @@ from gateways.edge.plugins._grpc import (
     start_call,
 )
 from gateways.edge.resources import PROTOS, ConfigRejected
+from runtime import json_codec
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +205,7 @@ class GrpcTranscode(Plugin):
             body = await ctx.read_body()
             if body:
                 try:
-                    return json.loads(body)
+                    return json_codec.loads(body)  # within the codec's limits (depth)
                 except ValueError:
                     pass  # as APISIX: an unparsable body falls back to the arguments
         if ctx.method == "POST":

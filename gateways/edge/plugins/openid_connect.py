@@ -3,10 +3,12 @@ provider's JWT in `Authorization: Bearer`, verified against its key set. This is
 reference deployment's `/api/*` and `/v1/*` routes authenticate.
 
 The schema accepts APISIX's fields; what runs is bearer-only JWKS (or `public_key`)
-verification. The key set is the worker's `env.jwks` (runtime.auth.JwksCache of
-IDP_JWKS_URL, refreshed on an unknown `kid`); the issuer must be one of
-`claim_validator.issuer.valid_issuers`, or else the issuer `discovery` names (the OIDC
-discovery URL is `<issuer>/.well-known/openid-configuration`).
+verification, the platform's one verification of access tokens (runtime.idp_tokens: strict
+form, the key bound to its algorithm, `aud`, token type, `sub`/`exp`/`iat` required). The key
+set is the worker's `env.jwks` (runtime.auth.JwksCache of IDP_JWKS_URL, refreshed on an
+unknown `kid`); the issuer must be one of `claim_validator.issuer.valid_issuers`, or else the
+issuer `discovery` names (the OIDC discovery URL is `<issuer>/.well-known/openid-configuration`);
+the audience one of the edge's IDP_AUDIENCES (`env.audiences`).
 
 Verified tokens are cached (bounded LRU, until `exp`) keyed by the whole token, so a repeated
 token costs a dict lookup instead of a signature check. The whole token, not its signature
@@ -26,6 +28,7 @@ import jwt
 from jwt.algorithms import get_default_algorithms
 
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from runtime.idp_tokens import ALGORITHMS, InvalidToken, TokenRules, verify
 
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 CACHE_SIZE = 10_000
@@ -113,22 +116,37 @@ class OpenidConnect(Plugin):
         discovery = conf.get("discovery", "")
         if not issuers and discovery.endswith(DISCOVERY_SUFFIX):
             issuers = [discovery.removesuffix(DISCOVERY_SUFFIX)]
-        self.issuers = list(issuers) if issuers else None
         expected = conf.get("token_signing_alg_values_expected")
-        self.algorithms = frozenset([expected] if expected else ("RS256", "ES256"))
-        self.static_key = self._static_key(conf.get("public_key"))
+        self.rules = TokenRules(
+            audiences=tuple(env.audiences),
+            issuers=tuple(issuers) if issuers else None,
+            algorithms=frozenset([expected] if expected else ALGORITHMS),
+        )
+        self.static_keys = self._static_keys(conf.get("public_key"))
         # token → (exp, claims, X-Userinfo value)
         self._cache: OrderedDict[str, tuple[float, Mapping[str, Any], str]] = OrderedDict()
 
-    def _static_key(self, pem: str | None) -> Any:
+    def _static_keys(self, pem: str | None) -> dict[str, Any] | None:
+        """`public_key` prepared for each algorithm it can verify (an RSA key: RS256, an EC
+        P-256 key: ES256); None without one."""
         if not pem:
             return None
-        for alg in ("RS256", "ES256"):
+        keys = {}
+        for alg in ALGORITHMS:
             try:
-                return _IMPLS[alg].prepare_key(pem)
+                keys[alg] = _IMPLS[alg].prepare_key(pem)
             except (ValueError, TypeError, jwt.PyJWTError):
                 continue
-        return None
+        return keys
+
+    async def _key_for(self, alg: str, kid: str | None) -> Any:
+        if self.static_keys is not None:
+            if alg not in self.static_keys:
+                raise InvalidToken(f"public_key does not sign {alg}")
+            return self.static_keys[alg]
+        if self.env.jwks is None:
+            raise InvalidToken("no key set")
+        return await self.env.jwks.signing_key(alg, kid)
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         scheme, _, token = ctx.headers.get("authorization", "").partition(" ")
@@ -164,32 +182,9 @@ class OpenidConnect(Plugin):
 
     async def _verify(self, token: str) -> tuple[float, Mapping[str, Any], str]:
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
-            raise _Invalid("invalid jwt") from exc
-        alg = header.get("alg")
-        if alg not in self.algorithms:
-            raise _Invalid(f"unsupported alg {alg}")
-        key = self.static_key
-        if key is None:
-            if self.env.jwks is None:
-                raise _Invalid("no key set")
-            try:
-                key = (await self.env.jwks.key(header.get("kid"))).key
-            except Exception as exc:  # Unauthenticated: no key with that kid
-                raise _Invalid("unknown signing key") from exc
-        try:
-            claims = jwt.decode(
-                token,
-                key,
-                algorithms=[str(alg)],
-                issuer=self.issuers,
-                options={"verify_aud": False, "require": ["exp"]},
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise _Invalid("token expired") from exc
-        except jwt.PyJWTError as exc:
-            raise _Invalid(str(exc)) from exc
+            claims = await verify(token, self.rules, self._key_for)
+        except InvalidToken as exc:
+            raise _Invalid(exc.reason) from None
         userinfo = base64.b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode()
         entry = (float(claims["exp"]), claims, userinfo)
         self._cache[token] = entry
