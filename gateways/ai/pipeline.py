@@ -77,6 +77,7 @@ from runtime.context import respond, time_left
 from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, UpstreamError
 from runtime.http1.client import HttpClient
 from runtime.outbound import guarded_resolve
+from runtime.stores.kv_reachability import reachability
 from strata.ai.v1 import chat_pb2
 
 log = logging.getLogger(__name__)
@@ -289,6 +290,7 @@ class ChatPipeline:
         )
         self.local_models = LocalModels(self.http, adapters, development=config.development)
         self.kv = kv
+        self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()
         self._redactor: Redactor | None = None
         self._pii_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pii")
@@ -297,6 +299,7 @@ class ChatPipeline:
 
     async def start(self) -> None:
         await self.table.start()
+        await self.budgets.start()
         # The models load off the loop, before the first request needs them.
         self._redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
         embedder = await load_logged(
@@ -314,6 +317,7 @@ class ChatPipeline:
 
     async def close(self) -> None:
         await self.table.stop()
+        await self.budgets.stop()
         if self.cache is not None:
             await self.cache.close()
         self._pii_thread.shutdown(wait=False, cancel_futures=True)
@@ -394,8 +398,8 @@ class ChatPipeline:
     # --- step 5: the cache ------------------------------------------------------------------
 
     async def _cache_lookup(self, prepared: Prepared) -> tuple[str, dict[str, Any]] | None:
-        if not prepared.cache_lookup or self.cache is None:
-            return None
+        if not prepared.cache_lookup or self.cache is None or self.reachability.down:
+            return None  # the store out: the cache is off (a miss, nothing stored)
         return await self.cache.lookup(
             prepared.tenant, prepared.model, prepared.messages, prepared.params
         )
@@ -564,7 +568,7 @@ class ChatPipeline:
                     "total_tokens": prompt + produced,
                 },
             }
-            if prepared.cache_store and self.cache is not None:
+            if prepared.cache_store and self.cache is not None and not self.reachability.down:
                 self.background.spawn(self._cache_store(prepared, completion), "cache-store")
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
             outcome.result = "ok"

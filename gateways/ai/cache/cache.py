@@ -19,6 +19,7 @@ from gateways.ai.cache import keys
 from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.semantic import SemanticTier
+from runtime.stores.kv_reachability import reachability
 from runtime.stores.vectors import open_vectors
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class ResponseCache:
         self, kv: Redis, vectors: Any, embedder: Embedder, ttl_secs: int, threshold: float
     ) -> None:
         self.exact = ExactTier(kv, ttl_secs)
+        self.reachability = reachability(kv)
         self.embedder = embedder
         self.threshold = threshold
         self.ttl_secs = ttl_secs
@@ -108,6 +110,8 @@ class ResponseCache:
             answer = await self.exact.get(nearest[0])
             return (SEMANTIC_HIT, answer) if answer is not None else None
         except self._store_errors as error:
+            if isinstance(error, RedisError):  # every part of the process stops trying it
+                self.reachability.failed(error)
             log.warning("response cache lookup failed, served as a miss: %r", error)
             return None
 
@@ -133,6 +137,8 @@ class ResponseCache:
             scope = keys.scope(tenant, model, messages, params)
             await semantic.add(tenant, model, scope, prompt_hash, vector, key)
         except self._store_errors as error:
+            if isinstance(error, RedisError):
+                self.reachability.failed(error)
             log.warning("response cache store failed, answer not cached: %r", error)
 
     async def close(self) -> None:
