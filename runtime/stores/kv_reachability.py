@@ -38,7 +38,9 @@ class Reachability:
     def __init__(self, kv: Any) -> None:
         self._kv = weakref.ref(kv)  # the client owns this, not the other way round
         self.down_since: float | None = None  # monotonic
-        self.outages = 0  # how many times it went down (tests and metrics read it)
+        self.outages = 0  # how many times it went down
+        self.failures = 0  # availability failures reported: store calls that were tried
+        self.last_failure: BaseException | None = None
         self._probe: asyncio.Task[None] | None = None
 
     @property
@@ -47,7 +49,11 @@ class Reachability:
 
     def failed(self, exc: BaseException) -> None:
         """A store call failed with `exc`; an availability failure marks the store down."""
-        if not is_unavailability(exc) or self.down_since is not None:
+        if not is_unavailability(exc):
+            return
+        self.failures += 1
+        self.last_failure = exc
+        if self.down_since is not None:
             return
         self.down_since = time.monotonic()
         self.outages += 1
