@@ -275,7 +275,9 @@ async def test_key_value_store_unreachable(start: Start, layer: Layer) -> None:
         status, services = await call(cp, "GET", "/api/health/services", MASTER)
         assert status == 200
         assert [(s["layer"], s["status"]) for s in services] == [
-            ("L1", "degraded"), ("L2", "degraded"), ("L3", "degraded")
+            ("L1", "degraded"),
+            ("L2", "degraded"),
+            ("L3", "degraded"),
         ]
         assert all(set(s) == {"layer", "service", "status", "latency_ms", "url"} for s in services)
 
