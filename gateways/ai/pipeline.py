@@ -30,6 +30,13 @@
 9. answer with `x-cache: MISS` and `x-tenant-id`; one `ai_request_log` row and the metrics,
    written without delaying the answer.
 
+While the key-value store is out (`runtime/stores/kv_reachability.py`: marked down by the first
+store call that fails, back when a ping answers), no step tries it: 3 uses the configuration
+last read, 4 the table in memory, 5 is skipped (nor is the answer stored), 6 serves a tenant
+known to have no budget (`no_budget.py`) and refuses any other at once (503), 7's breakers
+live in this replica's memory. So a request waits for at most one store timeout, the one
+that finds the outage.
+
 Streams fail over only before the first byte: the first delta is awaited inside the retry
 loop; once it is sent, a provider failure ends the stream with one error event in the OpenAI
 envelope, `data: {"error": {"message", "type": "provider_error", "param", "code"}}`, followed
