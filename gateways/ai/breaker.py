@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from runtime.stores.kv import on_hot_path
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,9 @@ class Breakers:
             return GO
         _, _, probe = _keys(provider_id)
         try:
-            won = await self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
+            won = await on_hot_path(
+                self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
+            )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, calling anyway: %s", provider_id, exc)
@@ -119,7 +122,7 @@ class Breakers:
             self._views[provider_id] = _View(CLOSED, 0, view.read_at if view else float("-inf"))
             return
         try:
-            await self.kv.delete(*_keys(provider_id))
+            await on_hot_path(self.kv.delete(*_keys(provider_id)))
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: could not record a success: %s", provider_id, exc)
@@ -132,9 +135,11 @@ class Breakers:
         if self.reachability.down:
             return self._local_failure(provider_id)
         try:
-            count, opened = await self._fail(
-                keys=list(_keys(provider_id)),
-                args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+            count, opened = await on_hot_path(
+                self._fail(
+                    keys=list(_keys(provider_id)),
+                    args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+                )
             )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
@@ -187,7 +192,7 @@ class Breakers:
             async with self.kv.pipeline(transaction=False) as pipe:
                 pipe.get(failures_key)
                 pipe.exists(open_key)
-                failures, is_open = await pipe.execute()
+                failures, is_open = await on_hot_path(pipe.execute())
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, using the last state: %s", provider_id, exc)

@@ -6,9 +6,9 @@ A hot path that gets an availability failure from the store (no connection, no a
 time, the store still loading its data) calls `failed(exc)`: from then on `down` is true, and
 hot paths skip the store — caches are misses, state is read from memory where that is allowed,
 and what must fail closed does at once. While down, one background task pings the store every
-PROBE_SECS (each ping bounded by the client's own timeout); the first answer makes `down`
-false again, so everything recovers without a restart. A command error (a script's, a wrong
-type) is the caller's or the configuration's and never trips it.
+PROBE_SECS (each ping bounded as a request's calls are, `kv.on_hot_path`); the first answer
+makes `down` false again, so everything recovers without a restart. A command error (a
+script's, a wrong type) is the caller's or the configuration's and never trips it.
 
 One per store client (`reachability(kv)`), shared by every part of the process that uses it.
 """
@@ -22,6 +22,8 @@ import weakref
 from typing import Any
 
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
+
+from runtime.stores.kv import on_hot_path
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ class Reachability:
             if kv is None:
                 return
             try:
-                await kv.ping()
+                await on_hot_path(kv.ping())
             except (RedisError, OSError):
                 continue
             break
