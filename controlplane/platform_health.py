@@ -1,5 +1,7 @@
 """PlatformHealthService: the health of each layer, probed over gRPC health checking, and the
-active alerts (layers degraded or down, stores unreachable).
+active alerts (layers degraded or down, stores unreachable). While the key-value store is
+unreachable, `ListServiceHealth` (`/api/health/services`) reports every layer that answers as
+`degraded`: each keeps its state there.
 
 Each condition's state lives in the key-value store hash `cp:health:status` (field = alert
 id, value = `status|since`), written by one script that also says whether the state changed:
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 
 STATUS_KEY = "cp:health:status"
 HEALTHY = "healthy"
+DEGRADED = "degraded"
 UNREACHABLE = "unreachable"
 STORE_NAMES = {"kv": "key-value store", "analytics": "analytics store"}
 
@@ -162,7 +165,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         try:
             reply = await peer.call(stub.Check, health_pb2.HealthCheckRequest())
             serving = reply.status == health_pb2.HealthCheckResponse.SERVING
-            status = HEALTHY if serving else "degraded"
+            status = HEALTHY if serving else DEGRADED
         except StrataError:
             status = "down"
         latency = int((time.perf_counter() - started) * 1000)
@@ -264,11 +267,23 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
     async def ListServiceHealth(
         self, request: pb.ListServiceHealthRequest, context: object
     ) -> pb.ListServiceHealthResponse:
-        layers = await self._layers()
-        # Recorded (and notified) without holding up the answer.
+        layers, kv = await asyncio.gather(self._layers(), self._kv_status())
+        # Recorded (and notified) as probed, without holding up the answer.
         statuses = {layer_id(s.layer): s.status for s in layers}
         self._spawn(lambda: self._record_and_notify(layers, statuses))
-        return pb.ListServiceHealthResponse(services=layers)
+        if kv == HEALTHY:
+            return pb.ListServiceHealthResponse(services=layers)
+        # Every layer keeps its state in the key-value store (budgets, rate limits, keys,
+        # sessions, approvals): while it is unreachable a layer that answers is degraded, not
+        # healthy (`/api/health/alerts` names the store itself, `/health` has `checks.redis`).
+        shown = []
+        for layer in layers:
+            copy = pb.ServiceHealth()
+            copy.CopyFrom(layer)
+            if copy.status == HEALTHY:
+                copy.status = DEGRADED
+            shown.append(copy)
+        return pb.ListServiceHealthResponse(services=shown)
 
     async def ListHealthAlerts(
         self, request: pb.ListHealthAlertsRequest, context: object

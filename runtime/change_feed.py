@@ -14,6 +14,11 @@ the counter and publishes on the channel (a pipeline or the write's own Lua scri
   silently: a count that moved without a message clears the copies all the same, and a poll
   that fails makes the watch untrusted until one succeeds (a store this process cannot reach
   may be taking writes it does not hear of).
+- losing contact (the subscription lost, a poll failed) calls the listeners too, except
+  those registered with `on_loss=False`: copies a process may go on using through an outage
+  of the store (`lost_since` says for how long; such a listener's owner bounds it). Once
+  contact is back, they are dropped if a change may have been missed meanwhile (a new
+  subscription, a counter that moved), so what changed during the outage applies on its end.
 
 A writer also calls `changed_here(channel)` once its write is done, so that its own process
 drops its copies at once rather than when its message comes back. So a change applies to the
@@ -27,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from collections.abc import Callable
 
@@ -55,7 +61,8 @@ class ChangeWatch:
         self.generation = 0
         self._subscribed = False  # the subscription is confirmed
         self._polled = True  # the last poll of the counter answered
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners: list[tuple[Callable[[], None], bool]] = []  # (listener, on_loss)
+        self._lost_at: float | None = None  # monotonic, when contact was lost
         self._count: bytes | str | None = None
         self._tasks: list[asyncio.Task[None]] = []
         _watches.add(self)
@@ -65,14 +72,37 @@ class ChangeWatch:
         """Whether copies taken since the last change are current."""
         return self._subscribed and self._polled
 
-    def on_change(self, listener: Callable[[], None]) -> None:
-        self._listeners.append(listener)
+    @property
+    def lost_since(self) -> float | None:
+        """Since when (monotonic) the watch has been out of contact; None while trusted (and
+        before its first start). Copies exist only if taken while it was trusted."""
+        return None if self.trusted else self._lost_at
+
+    def on_change(self, listener: Callable[[], None], *, on_loss: bool = True) -> None:
+        """Call `listener` on every change; with `on_loss=False`, not when contact is merely
+        lost (its copies outlive an outage; see the module's docstring)."""
+        self._listeners.append((listener, on_loss))
 
     def changed(self) -> None:
         """Something may have changed: drop every copy."""
+        self._notify(loss=False)
+
+    def _lost(self) -> None:
+        """Contact lost (the subscription, or a poll): changes may go unheard from now on."""
+        if self._lost_at is None:
+            self._lost_at = time.monotonic()
+        self._notify(loss=True)
+
+    def _notify(self, *, loss: bool) -> None:
         self.generation += 1
-        for listener in self._listeners:
-            listener()
+        for listener, on_loss in self._listeners:
+            if on_loss or not loss:
+                listener()
+
+    def _contact(self) -> None:
+        """Maybe back in contact (a subscription confirmed, a poll answered)."""
+        if self.trusted:
+            self._lost_at = None
 
     async def start(self) -> None:
         self._tasks = [
@@ -99,6 +129,7 @@ class ChangeWatch:
                     if kind == "subscribe":  # from now on no change goes unheard
                         self.changed()
                         self._subscribed = True
+                        self._contact()
                         delay = 0.1
                     elif kind == "message":
                         self.changed()
@@ -106,7 +137,7 @@ class ChangeWatch:
                 log.info("change feed %s lost: %s", self.channel, exc)
             finally:
                 self._subscribed = False
-                self.changed()
+                self._lost()
                 with contextlib.suppress(RedisError, OSError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(delay)
@@ -120,9 +151,10 @@ class ChangeWatch:
             except (RedisError, OSError):
                 if self._polled:
                     self._polled = False
-                    self.changed()
+                    self._lost()
                 continue
             self._polled = True
-            if count != self._count:
+            if count != self._count:  # every write moves it: a change missed while out too
                 self._count = count
                 self.changed()
+            self._contact()

@@ -17,6 +17,15 @@ revoked keys are remembered too, in a bounded table (a flood of made-up keys can
 memory nor push a known key out). A key that is unknown or revoked is 401 with the message of
 any invalid token; a store that cannot answer for a key held nowhere in memory is 503: the
 lookup fails closed.
+
+When the store is out (the feed loses contact: its subscription, or its poll, fails), what
+was looked up before stays usable for at most OUTAGE_GRACE_SECS — a key that was active when
+contact was lost keeps working through a restart or a short outage of the store, as a JWT
+keeps working until it expires. A revocation cannot be written while the store is down; one
+written by a replica that can still reach it (a partition) applies here when contact is back
+(the new subscription, or the moved counter, drops every copy), and at the latest when the
+grace ends. A key not held in memory gets 503 at once while the store is known to be out
+(`runtime/stores/kv_reachability.py`).
 """
 
 from __future__ import annotations
@@ -25,13 +34,16 @@ import hashlib
 import json
 import logging
 import re
+import time
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from runtime.auth import INVALID_TOKEN, UNAUTHORIZED, Principal
 from runtime.change_feed import ChangeWatch
-from runtime.errors import Unauthenticated
-from runtime.stores.kv_errors import kv_unavailable
+from runtime.errors import Unauthenticated, Unavailable
+from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +56,8 @@ FORMAT = re.compile(r"sk-[A-Za-z0-9_-]{20,200}")
 KIND = "api_key"  # the Principal kind of a caller holding an issued key
 MAX_KNOWN = 100_000  # valid keys held in memory (only issued keys can get in)
 MAX_UNKNOWN = 10_000  # unknown or revoked digests held in memory (the oldest leaves first)
+# How long copies outlive lost contact with the store: the lifetime of a usual access token.
+OUTAGE_GRACE_SECS = 300.0
 
 
 def digest(full_key: str) -> str:
@@ -84,7 +98,8 @@ class IssuedKeys:
         self.watch = ChangeWatch(kv, CHANNEL, VERSION)
         self._known: dict[str, Principal] = {}
         self._unknown: dict[str, None] = {}  # insertion-ordered: the oldest leaves first
-        self.watch.on_change(self._forget)
+        self.watch.on_change(self._forget, on_loss=False)  # kept through an outage, bounded
+        self.reachability = reachability(kv)
 
     async def start(self) -> None:
         await self.watch.start()
@@ -98,21 +113,33 @@ class IssuedKeys:
         if not FORMAT.fullmatch(full_key):
             raise invalid()
         key_digest = digest(full_key)
-        if self.watch.trusted:
+        if self._copies_usable():
             known = self._known.get(key_digest)
             if known is not None:
                 return known
             if key_digest in self._unknown:
                 raise invalid()
+        if self.reachability.down:
+            raise _store_unavailable()
         generation = self.watch.generation
-        with kv_unavailable():
-            entry = await self.kv.hget(DIGESTS, key_digest)
+        try:
+            entry = await on_hot_path(self.kv.hget(DIGESTS, key_digest))
+        except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
+            raise _store_unavailable(exc) from exc
         found = principal_of(entry)
         if generation == self.watch.generation and self.watch.trusted:
             self._keep(key_digest, found)  # no change came while it was read
         if found is None:
             raise invalid()
         return found
+
+    def _copies_usable(self) -> bool:
+        """While the feed is trusted; after it lost contact, for OUTAGE_GRACE_SECS."""
+        if self.watch.trusted:
+            return True
+        lost = self.watch.lost_since
+        return lost is not None and time.monotonic() - lost < OUTAGE_GRACE_SECS
 
     def _keep(self, key_digest: str, found: Principal | None) -> None:
         if found is not None:
@@ -127,3 +154,8 @@ class IssuedKeys:
     def _forget(self) -> None:
         self._known.clear()
         self._unknown.clear()
+
+
+def _store_unavailable(exc: BaseException | None = None) -> Unavailable:
+    why = f": {type(exc).__name__}" if exc is not None else " (known to be out)"
+    return Unavailable(f"the key-value store is unreachable{why}", error="store_unavailable")

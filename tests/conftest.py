@@ -18,6 +18,8 @@ from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv
+from runtime.stores.kv_pipeline import close_pipelined
+from runtime.stores.kv_reachability import close_reachability
 from sidecars.idp.app import build_app as build_idp_app
 from sidecars.idp.config import IdpConfig
 
@@ -90,6 +92,8 @@ class BorrowedStores(Stores):
     session, not the service, closes: one process may own one chDB directory)."""
 
     async def close(self) -> None:
+        close_pipelined(self.kv)
+        close_reachability(self.kv)
         await self.kv.aclose()
 
 

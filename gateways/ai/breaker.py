@@ -20,7 +20,11 @@ when older than AI_BREAKER_REFRESH_MS (250 ms). Staleness bound: a replica may k
 requests to a provider up to that long after another replica opened its breaker (and notices a
 close as late); its own failures and successes update its copy at once. A closed breaker with
 no failures costs no store call per request. The store unreachable: the breaker stays as last
-read (closed if never read) — breakers protect providers, budgets are what fail closed.
+read (closed if never read) — breakers protect providers, budgets are what fail closed — and
+while the store is known to be out (`runtime/stores/kv_reachability.py`), each replica keeps
+its breakers in memory alone, with no store call: its failures count and open the breaker
+locally (for AI_BREAKER_OPEN_SECS, then requests go through again), its successes close it.
+Once the store answers again, the shared state is read as usual.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+
+from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,7 @@ class _View:
     state: str = CLOSED
     failures: int = 0
     read_at: float = float("-inf")
+    open_until: float = float("-inf")  # a breaker opened locally, while the store was out
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class Breakers:
         self._views: dict[str, _View] = {}
         self._reading: dict[str, asyncio.Future[_View]] = {}
         self._fail = kv.register_script(_FAIL)
+        self.reachability = reachability(kv)
 
     async def state(self, provider_id: str) -> str:
         view = await self._view(provider_id)
@@ -92,10 +101,15 @@ class Breakers:
             return GO
         if view.state == OPEN:
             return SKIP
+        if self.reachability.down:
+            return GO
         _, _, probe = _keys(provider_id)
         try:
-            won = await self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
+            won = await on_hot_path(
+                self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
+            )
         except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, calling anyway: %s", provider_id, exc)
             return GO
         return PROBE if won else SKIP
@@ -104,9 +118,13 @@ class Breakers:
         view = self._views.get(provider_id)
         if view is not None and view.state == CLOSED and view.failures == 0:
             return  # nothing to reset: no store call on the hot path
+        if self.reachability.down:
+            self._views[provider_id] = _View(CLOSED, 0, view.read_at if view else float("-inf"))
+            return
         try:
-            await self.kv.delete(*_keys(provider_id))
+            await on_hot_path(self.kv.delete(*_keys(provider_id)))
         except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
             log.warning("breaker %s: could not record a success: %s", provider_id, exc)
             return
         self._views[provider_id] = _View(CLOSED, 0, time.monotonic())
@@ -114,22 +132,49 @@ class Breakers:
     async def failure(self, provider_id: str) -> bool:
         """Count one failed attempt; True when the breaker is open now."""
         s = self.settings
+        if self.reachability.down:
+            return self._local_failure(provider_id)
         try:
-            count, opened = await self._fail(
-                keys=list(_keys(provider_id)),
-                args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+            count, opened = await on_hot_path(
+                self._fail(
+                    keys=list(_keys(provider_id)),
+                    args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+                )
             )
         except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
             log.warning("breaker %s: could not record a failure: %s", provider_id, exc)
-            return False
+            return self._local_failure(provider_id)
         state = OPEN if opened else CLOSED
         self._views[provider_id] = _View(state, int(count), time.monotonic())
         if opened:
             log.warning("circuit breaker of provider %s is open", provider_id)
         return bool(opened)
 
+    def _local_failure(self, provider_id: str) -> bool:
+        """Count a failure in this replica's copy alone (the store is out); True when that
+        opens the breaker (locally, for AI_BREAKER_OPEN_SECS)."""
+        view = self._views.get(provider_id) or _View()
+        failures = view.failures + 1
+        now = time.monotonic()
+        if failures >= self.settings.failures:
+            self._views[provider_id] = _View(OPEN, 0, view.read_at, now + self.settings.open_secs)
+            log.warning("circuit breaker of provider %s is open (locally)", provider_id)
+            return True
+        self._views[provider_id] = _View(view.state, failures, view.read_at, view.open_until)
+        return False
+
     async def _view(self, provider_id: str) -> _View:
         view = self._views.get(provider_id)
+        if self.reachability.down:  # this replica's copy alone, with no store call
+            view = view or _View()
+            if view.state == OPEN:
+                until = view.open_until
+                if until == float("-inf"):  # open as last read: at most open_secs more
+                    until = view.read_at + self.settings.open_secs
+                if until <= time.monotonic():  # no probe ticket without the store: try again
+                    view = self._views[provider_id] = _View(CLOSED, 0, view.read_at)
+            return view
         if view is not None and time.monotonic() - view.read_at < self.settings.refresh_secs:
             return view
         # One read per provider at a time: the requests that find the view stale together
@@ -147,8 +192,9 @@ class Breakers:
             async with self.kv.pipeline(transaction=False) as pipe:
                 pipe.get(failures_key)
                 pipe.exists(open_key)
-                failures, is_open = await pipe.execute()
+                failures, is_open = await on_hot_path(pipe.execute())
         except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, using the last state: %s", provider_id, exc)
             return view or _View()
         count = int(failures or 0)

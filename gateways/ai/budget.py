@@ -14,8 +14,11 @@ Chat completions reserve from the counter and settle it against their real usage
 (`budget_reservation.py`); the key-value store is the one source, so every AI gateway replica
 sees the same budget. POST also records the budget set (`{tenant_id}:budget:limit`, the
 reference of the 80% `budget_warning`) and clears the warning marker
-(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. An
-unreachable store is 503 (a budget is a security control: it fails closed).
+(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. Both
+also announce the change (`ai:budgets:version` incremented, `ai:budgets:changed` published,
+in the same transaction): every AI gateway process then forgets which tenants it knew to
+have no budget (`no_budget.py`). An unreachable store is 503 (a budget is a security
+control: it fails closed).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateways.ai import no_budget
 from runtime.access import IDENTIFIER
+from runtime.change_feed import changed_here
 from runtime.errors import InvalidRequest, Unavailable
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
@@ -77,9 +82,12 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
                 pipe.set(budget_key(tenant), request.tokens)
                 pipe.set(f"{tenant}:budget:limit", request.tokens)
                 pipe.delete(f"{tenant}:budget:warned")
+                _announce(pipe, tenant)
                 await pipe.execute()
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
+        finally:
+            changed_here(no_budget.CHANNEL)  # even a failed write may have landed
         return budget_pb2.SetBudgetResponse(tenant_id=tenant, tokens_set=request.tokens)
 
     async def DeleteBudget(
@@ -90,10 +98,19 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.delete(budget_key(tenant))
                 pipe.delete(f"{tenant}:budget:limit", f"{tenant}:budget:warned")
-                removed, _ = await pipe.execute()
+                _announce(pipe, tenant)
+                removed, *_ = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
+        finally:
+            changed_here(no_budget.CHANNEL)
         return budget_pb2.DeleteBudgetResponse(tenant_id=tenant, deleted=bool(removed))
+
+
+def _announce(pipe: Any, tenant: str) -> None:
+    """Queue the change's announcement beside the write (`no_budget.py` follows it)."""
+    pipe.incr(no_budget.VERSION)
+    pipe.publish(no_budget.CHANNEL, tenant)
 
 
 def _unavailable(exc: BaseException) -> Unavailable:

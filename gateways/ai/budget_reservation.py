@@ -16,7 +16,10 @@ error of the prompt estimate), never because of a race: N concurrent requests ca
 most what is left. A budget POSTed while a request is in flight is settled against the new
 value (the give-back lands on it), and a budget deleted meanwhile stays deleted.
 
-The store unreachable → 503 (a budget fails closed).
+The store unreachable → 503 (a budget fails closed), within one short timeout (`on_hot_path`):
+the first failure marks the store down for the whole process (`kv_reachability.py`), and
+later requests are refused without trying it until a probe finds it back. Except for a tenant
+this process knows to have no budget (`no_budget.py`): it is served, with nothing reserved.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateways.ai.budget import budget_key
+from gateways.ai.no_budget import NoBudgetTenants
 from runtime.errors import ResourceExhausted, Unavailable
+from runtime.stores.kv import on_hot_path
 from runtime.stores.kv_pipeline import PipelinedScript
+from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +96,28 @@ class Settled:
 class Budgets:
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
+        self.no_budget = NoBudgetTenants(kv)
+        self.reachability = reachability(kv)
+
+    async def start(self) -> None:
+        await self.no_budget.start()
+
+    async def stop(self) -> None:
+        await self.no_budget.stop()
 
     async def reserve(self, tenant_id: str, amount: int) -> Reservation:
+        if self.reachability.down:
+            return self._without_store(tenant_id, None)
+        generation = self.no_budget.generation
         try:
-            status, left = await _RESERVE(self.kv, [budget_key(tenant_id)], [amount])
+            status, left = await on_hot_path(_RESERVE(self.kv, [budget_key(tenant_id)], [amount]))
         except (RedisError, OSError) as exc:
-            raise Unavailable(
-                f"the key-value store holding budgets is unreachable: {exc}",
-                error="service_unavailable",
-            ) from exc
+            self.reachability.failed(exc)
+            return self._without_store(tenant_id, exc)
         if status == 0:
+            self.no_budget.found_none(tenant_id, generation)
             return Reservation(tenant_id, 0, limited=False)
+        self.no_budget.found_budget(tenant_id)
         if status == 2:
             raise ResourceExhausted(
                 f"token budget exceeded: {max(int(left), 0)} tokens left, this request may use "
@@ -109,14 +126,33 @@ class Budgets:
             )
         return Reservation(tenant_id, amount, limited=True)
 
+    def _without_store(self, tenant_id: str, exc: BaseException | None) -> Reservation:
+        """The store cannot answer: a tenant known to have no budget goes on unlimited;
+        any other is refused (503)."""
+        if self.no_budget.known(tenant_id):
+            return Reservation(tenant_id, 0, limited=False)
+        why = f": {exc}" if exc is not None else " (known to be out)"
+        raise Unavailable(
+            f"the key-value store holding budgets is unreachable{why}",
+            error="service_unavailable",
+        ) from exc
+
     async def settle(self, reservation: Reservation, used: int) -> Settled:
         """Give back what was reserved and not used (or take the excess)."""
         if not reservation.limited:
             return Settled(None, False)
         tenant = reservation.tenant_id
-        left, warn = await _SETTLE(
-            self.kv,
-            [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
-            [reservation.amount - used, WARN_USED],
-        )
+        if self.reachability.down:
+            raise Unavailable("the key-value store holding budgets is known to be out")
+        try:
+            left, warn = await on_hot_path(
+                _SETTLE(
+                    self.kv,
+                    [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
+                    [reservation.amount - used, WARN_USED],
+                )
+            )
+        except (RedisError, OSError) as exc:
+            self.reachability.failed(exc)
+            raise
         return Settled(int(left), bool(warn))

@@ -30,6 +30,13 @@
 9. answer with `x-cache: MISS` and `x-tenant-id`; one `ai_request_log` row and the metrics,
    written without delaying the answer.
 
+While the key-value store is out (`runtime/stores/kv_reachability.py`: marked down by the first
+store call that fails, back when a ping answers), no step tries it: 3 uses the configuration
+last read, 4 the table in memory, 5 is skipped (nor is the answer stored), 6 serves a tenant
+known to have no budget (`no_budget.py`) and refuses any other at once (503), 7's breakers
+live in this replica's memory. So a request waits for at most one store timeout, the one
+that finds the outage.
+
 Streams fail over only before the first byte: the first delta is awaited inside the retry
 loop; once it is sent, a provider failure ends the stream with one error event in the OpenAI
 envelope, `data: {"error": {"message", "type": "provider_error", "param", "code"}}`, followed
@@ -78,6 +85,7 @@ from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, Upstr
 from runtime.http1.client import HttpClient
 from runtime.keyring import keyring_of
 from runtime.outbound import guarded_resolve
+from runtime.stores.kv_reachability import reachability
 from strata.ai.v1 import chat_pb2
 
 log = logging.getLogger(__name__)
@@ -290,6 +298,7 @@ class ChatPipeline:
         )
         self.local_models = LocalModels(self.http, adapters, development=config.development)
         self.kv = kv
+        self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()
         self._redactor: Redactor | None = None
         self._pii_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pii")
@@ -298,6 +307,7 @@ class ChatPipeline:
 
     async def start(self) -> None:
         await self.table.start()
+        await self.budgets.start()
         # The models load off the loop, before the first request needs them.
         self._redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
         embedder = await load_logged(
@@ -315,6 +325,7 @@ class ChatPipeline:
 
     async def close(self) -> None:
         await self.table.stop()
+        await self.budgets.stop()
         if self.cache is not None:
             await self.cache.close()
         self._pii_thread.shutdown(wait=False, cancel_futures=True)
@@ -395,8 +406,8 @@ class ChatPipeline:
     # --- step 5: the cache ------------------------------------------------------------------
 
     async def _cache_lookup(self, prepared: Prepared) -> tuple[str, dict[str, Any]] | None:
-        if not prepared.cache_lookup or self.cache is None:
-            return None
+        if not prepared.cache_lookup or self.cache is None or self.reachability.down:
+            return None  # the store out: the cache is off (a miss, nothing stored)
         return await self.cache.lookup(
             prepared.tenant, prepared.model, prepared.messages, prepared.params
         )
@@ -565,7 +576,7 @@ class ChatPipeline:
                     "total_tokens": prompt + produced,
                 },
             }
-            if prepared.cache_store and self.cache is not None:
+            if prepared.cache_store and self.cache is not None and not self.reachability.down:
                 self.background.spawn(self._cache_store(prepared, completion), "cache-store")
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
             outcome.result = "ok"

@@ -1,6 +1,6 @@
 """The launcher's children: start each with its own log file, wait until it is healthy, read
 what it logged while starting (models loaded; the last lines of one that failed), measure its
-memory, stop them all."""
+memory, restart the key-value store when it exits, stop them all."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+from collections import deque
 from pathlib import Path
 
 import aiohttp
@@ -18,6 +19,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from runtime.launcher.plan import Child
 
 TAIL_LINES = 20
+
+# Children started again when they exit on their own. Only the key-value store: the services
+# reconnect to it by themselves (each command opens a connection as needed; the change feeds
+# and the provider table's subscription follow again), and its data is in its append-only
+# file. A service or sidecar that exits still stops the stack: a crash to look at, not to hide.
+RESTARTED = frozenset({"valkey"})
+RESTARTS_PER_MINUTE = 5
+FIRST_DELAY_SECS = 0.5  # then doubled per restart within the minute
 
 
 class StartFailed(Exception):
@@ -90,6 +99,35 @@ async def grpc_serving(target: str | None) -> bool:
         except grpc.aio.AioRpcError:
             return False
     return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+class Restarts:
+    """When a child that exited may start again: at most RESTARTS_PER_MINUTE times in any
+    60 seconds, each after a delay doubling from FIRST_DELAY_SECS (back to it once a minute
+    has passed without a restart)."""
+
+    def __init__(self, per_minute: int = RESTARTS_PER_MINUTE) -> None:
+        self.per_minute = per_minute
+        self.times: deque[float] = deque()
+
+    def delay(self, now: float) -> float | None:
+        """Seconds to wait before the next start, or None: too many in the last minute."""
+        while self.times and now - self.times[0] >= 60:
+            self.times.popleft()
+        if len(self.times) >= self.per_minute:
+            return None
+        return FIRST_DELAY_SECS * (1 << len(self.times))
+
+    def started(self, now: float) -> int:
+        """Record a restart; how many there were in the last minute."""
+        self.times.append(now)
+        return len(self.times)
+
+
+def kill_group(child: Child) -> None:
+    """SIGKILL to a child's process group (it was started in a session of its own)."""
+    if child.process is not None and child.process.returncode is None:
+        os.killpg(child.process.pid, signal.SIGKILL)
 
 
 def rss_mb(pid: int) -> float:

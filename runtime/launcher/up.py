@@ -1,6 +1,9 @@
 """`strata up`: check the ports, start every process, say each step as it happens, bootstrap
 development, print the banner, and stop everything cleanly on Ctrl-C or SIGTERM (`strata
-stop`). A process that fails while starting is named with its last log lines."""
+stop`). A process that fails while starting is named with its last log lines. Once up, the
+key-value store is started again when it exits (a line each time, with backoff, at most
+RESTARTS_PER_MINUTE a minute); any other process exiting stops the stack, named with its last
+log lines."""
 
 from __future__ import annotations
 
@@ -20,8 +23,12 @@ from runtime.launcher.plan import Child, layout, plan
 from runtime.launcher.secrets_file import read_secrets
 from runtime.launcher.state import Stack, clear_state, read_state, write_state
 from runtime.launcher.supervise import (
+    RESTARTED,
+    RESTARTS_PER_MINUTE,
     ModelLines,
+    Restarts,
     StartFailed,
+    kill_group,
     rss_mb,
     spawn,
     stop_all,
@@ -102,7 +109,7 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
         return 1
     stack = write_state(data, args.port_offset, children)
     print_banner(stack, children, time.monotonic() - started, read_secrets(data))
-    code = await until_stopped(children, stop)
+    code = await until_stopped(args, data, children, stop)
     say("stopping…")
     await stop_all(children)
     clear_state(data)
@@ -169,21 +176,78 @@ def print_banner(stack: Stack, children: list[Child], took: float, secrets: dict
     say("Press Ctrl-C to stop.")
 
 
-async def until_stopped(children: list[Child], stop: asyncio.Event) -> int:
-    """0 when asked to stop; 1 when a process died on its own (named, with its last lines)."""
-    waiters = [asyncio.create_task(c.process.wait()) for c in children if c.process]
-    stopper = asyncio.create_task(stop.wait())
-    done, _ = await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
-    if stopper in done:
-        return 0
-    for child in children:
-        if child.process and child.process.returncode is not None:
-            print(
-                f"{child.name} exited with {child.process.returncode}; stopping everything. "
-                f"Last lines of {child.log_path}:",
-                file=sys.stderr,
-            )
-            for line in tail(child):
-                print(f"  {line}", file=sys.stderr)
+async def until_stopped(
+    args: argparse.Namespace, data: Path, children: list[Child], stop: asyncio.Event
+) -> int:
+    """0 when asked to stop; 1 when a process died on its own (named, with its last lines) and
+    is not one the launcher restarts, or was restarted too often."""
+    restarts = {c.name: Restarts() for c in children if c.name in RESTARTED}
+    while True:
+        waiters = {asyncio.create_task(c.process.wait()): c for c in children if c.process}
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        for task in (stopper, *waiters):
+            task.cancel()
+        if stop.is_set():
+            return 0
+        exited = [child for task, child in waiters.items() if task in done]
+        if any(child.name not in restarts for child in exited):
+            return died([c for c in children if c.process and c.process.returncode is not None])
+        for child in exited:
+            if not await restart(args, data, children, child, restarts[child.name], stop):
+                return 0 if stop.is_set() else 1
+
+
+def died(exited: list[Child], why: str = "") -> int:
+    for child in exited:
+        assert child.process is not None
+        print(
+            f"{child.name} exited with {child.process.returncode}{why}; stopping everything. "
+            f"Last lines of {child.log_path}:",
+            file=sys.stderr,
+        )
+        for line in tail(child):
+            print(f"  {line}", file=sys.stderr)
     sys.stderr.flush()
     return 1
+
+
+async def restart(
+    args: argparse.Namespace,
+    data: Path,
+    children: list[Child],
+    child: Child,
+    restarts: Restarts,
+    stop: asyncio.Event,
+) -> bool:
+    """Start `child` again after its delay; False when it may not (too many restarts in the
+    last minute) or when asked to stop meanwhile. Once it is healthy, the state file names
+    its new pid. One that does not become healthy is killed: its exit is the next restart."""
+    assert child.process is not None
+    code = child.process.returncode
+    delay = restarts.delay(time.monotonic())
+    if delay is None:
+        died([child], f" ({RESTARTS_PER_MINUTE} restarts in the last minute)")
+        return False
+    say(f"{child.name:<14} exited with {code}; starting it again in {delay:.1f}s")
+    try:
+        await asyncio.wait_for(stop.wait(), delay)
+        return False
+    except TimeoutError:
+        pass
+    started = time.monotonic()
+    count = restarts.started(started)
+    await spawn(child, data / "logs")
+    try:
+        await wait_healthy(child, started + args.timeout)
+    except StartFailed as exc:
+        say(f"{child.name:<14} {exc}")
+        kill_group(child)
+        return True
+    assert child.process is not None
+    write_state(data, args.port_offset, children)  # before saying so: `strata status` agrees
+    say(
+        f"{child.name:<14} ready again in {time.monotonic() - started:4.1f}s  pid "
+        f"{child.process.pid}  (restart {count} of at most {RESTARTS_PER_MINUTE} a minute)"
+    )
+    return True

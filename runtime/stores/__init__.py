@@ -14,6 +14,7 @@ from runtime.config import ServiceConfig
 from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
 from runtime.stores.kv import connect_kv
 from runtime.stores.kv_pipeline import close_pipelined
+from runtime.stores.kv_reachability import close_reachability
 from runtime.stores.shipping import ShippingSink
 
 
@@ -25,6 +26,7 @@ class Stores:
 
     async def close(self) -> None:
         close_pipelined(self.kv)
+        close_reachability(self.kv)
         await self.kv.aclose()
         if isinstance(self.sink, ShippingSink):
             await self.sink.close()

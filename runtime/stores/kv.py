@@ -2,21 +2,61 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as StoreTimeout
+from redis.maint_notifications import MaintNotificationsConfig
+
+T = TypeVar("T")
+
+# How long any store command (or a new connection) may take: background work and operators'
+# calls. A URL's own `?socket_timeout=…&socket_connect_timeout=…` overrides it (redis-py's
+# URL options win over these defaults).
+TIMEOUT_SECS = 1.0
+# How long a request's own store calls may take (`on_hot_path`). The store answers in well
+# under a millisecond, so a call still unanswered after this long means the store hangs or is
+# gone, and the request fails closed (or goes on without it, where that is allowed) within
+# this one timeout. Kept apart from TIMEOUT_SECS so that a busy process (an event loop
+# lagging under load) fails only requests fast, never the operators' and background calls.
+HOT_PATH_SECS = 0.25
 
 
 def connect_kv(url: str) -> redis.Redis:
     """A pooled client; connections open lazily, so a store that is down does not stop boot.
-    Timeouts are short because every caller on the hot path must fail fast (and fail open
-    where the spec says so)."""
+
+    Each command is one attempt (no retry): a retry after a timeout would double the wait on
+    a hung store, and a command resent after a broken connection may run twice (an INCR, a
+    budget's DECRBY). A pooled connection that the store closed (a restarted Valkey) is
+    noticed and reopened when it is taken from the pool, before the command is sent — only
+    with maintenance notifications off: redis-py 8 skips that check when they may be on (its
+    default, "auto"), and they are a Redis Enterprise feature that would also stretch
+    timeouts to 10 s during its maintenance."""
     return redis.Redis.from_url(
         url,
         decode_responses=True,
-        socket_timeout=1.0,
-        socket_connect_timeout=1.0,
+        socket_timeout=TIMEOUT_SECS,
+        socket_connect_timeout=TIMEOUT_SECS,
+        retry=Retry(NoBackoff(), 0),
+        maint_notifications_config=MaintNotificationsConfig(enabled=False),
         health_check_interval=30,
     )
+
+
+async def on_hot_path(call: Awaitable[T]) -> T:
+    """`call` (a store command, script or pipeline of a request), given up after
+    HOT_PATH_SECS with redis-py's TimeoutError. redis-py closes a connection whose command was
+    given up, so nothing answers a later call with an earlier call's reply."""
+    try:
+        async with asyncio.timeout(HOT_PATH_SECS):
+            return await call
+    except TimeoutError:
+        raise StoreTimeout(f"the store did not answer within {HOT_PATH_SECS}s") from None
 
 
 async def kv_status(client: redis.Redis) -> str:

@@ -134,10 +134,11 @@ class PipelinedCalls:
             self._watch()
 
     def _watch(self) -> None:
-        """Every half socket timeout while calls wait: a batch whose last reply has not come
-        within the socket timeout means the store (or the connection) is stuck, and every
-        call waiting on the connection fails (callers decide open or closed). One timer for
-        all batches: a timer per batch would cost more than the batch."""
+        """Set for the deadline of the oldest batch still waiting: a batch whose last reply
+        has not come within the socket timeout means the store (or the connection) is stuck,
+        and every call waiting on the connection fails then (callers decide open or closed),
+        never later. One timer for all batches: a timer per batch would cost more than the
+        batch."""
         self._watchdog = None
         channel = self._channel
         if channel is None:
@@ -147,11 +148,11 @@ class PipelinedCalls:
             sent.popleft()
         if not sent:
             return
-        if time.monotonic() - sent[0][0] > self.timeout:
+        left = sent[0][0] + self.timeout - time.monotonic()
+        if left <= 0:
             channel.fail(TimeoutError("the store did not answer in time"))
             return
-        loop = asyncio.get_running_loop()
-        self._watchdog = loop.call_later(self.timeout / 2, self._watch)
+        self._watchdog = asyncio.get_running_loop().call_later(left, self._watch)
 
     async def _send_when_open(self, batch: list[Call]) -> None:
         try:

@@ -271,6 +271,15 @@ async def test_key_value_store_unreachable(start: Start, layer: Layer) -> None:
         assert again[0]["since"] == since  # this replica remembers when it began
         status, health = await call(cp, "GET", "/health")
         assert status == 200 and health["status"] == "degraded"
+        # Every layer answers its health check, and keeps its state in the unreachable store.
+        status, services = await call(cp, "GET", "/api/health/services", MASTER)
+        assert status == 200
+        assert [(s["layer"], s["status"]) for s in services] == [
+            ("L1", "degraded"),
+            ("L2", "degraded"),
+            ("L3", "degraded"),
+        ]
+        assert all(set(s) == {"layer", "service", "status", "latency_ms", "url"} for s in services)
 
 
 async def test_the_services_probe_also_notifies(

@@ -2,8 +2,10 @@
 credentials at the AI gateway and the agent gateway (`runtime/issued_keys.py`), against the
 real Valkey, the control plane's real workflow and the official `openai` SDK: the key acts
 for its tenant only and never as a platform administrator; a revoked key is refused by every
-replica; unknown keys are 401; an unreachable store is 503 (fail closed); a warm key costs no
-store command; keys issued before the projection existed work once a control plane starts."""
+replica; unknown keys are 401; an unreachable store is 503 (fail closed) for a key not in
+memory, while a key in memory is held through an outage for a bounded time; a warm key costs
+no store command; keys issued before the projection existed work once a control plane
+starts."""
 
 from __future__ import annotations
 
@@ -386,12 +388,17 @@ def _command(text: str) -> str:
     return f"{verb.lower()} {rest}".strip()
 
 
-async def test_the_store_down_is_503_for_a_key_not_in_memory(
-    config_for: Callable[..., Any], stores_for: Callable[..., Any], tmp_path: Path
+async def test_the_store_down_is_503_for_a_key_not_in_memory_and_keeps_known_keys_a_while(
+    config_for: Callable[..., Any],
+    stores_for: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Fail closed: without the store, a key held nowhere in memory cannot be checked (503),
-    and a key in memory is not trusted either once the change feed is lost (a revocation
-    could not be heard)."""
+    """Fail closed: without the store, a key held nowhere in memory cannot be checked (503).
+    A key looked up before the store went out keeps working through the outage (issue 19:
+    a restart or a short outage of the store must not stop every issued key), for at most
+    OUTAGE_GRACE_SECS after contact was lost (a revocation written meanwhile by a replica that
+    still reaches the store could not be heard)."""
     async with AsyncExitStack() as stack:
         store = stack.enter_context(valkey_server(tmp_path))
         url = f"redis://127.0.0.1:{store}/0"
@@ -405,20 +412,22 @@ async def test_the_store_down_is_503_for_a_key_not_in_memory(
         ai = await stack.enter_async_context(
             service(build_ai, AiGatewayConfig, config_for, stores_for)(REDIS_URL=url)
         )
+        keys = ai.running.definition.authenticator.api_keys
+        await eventually(lambda: _true(keys.watch.trusted))
         assert (await get(ai, "/v1/models", key))[0] == 200
+        assert digest(key) in keys._known
 
         await kv.shutdown(nosave=True)  # the store goes away
 
         status, body = await get(ai, "/v1/models", cold)
         assert status == 503, body
         assert body["error"]["code"] == "store_unavailable"
-
-        async def closed() -> bool:
-            return (await get(ai, "/v1/models", key))[0] == 503
-
-        await eventually(closed)
         # A made-up key is no different: the store cannot say it is unknown.
         assert (await get(ai, "/v1/models", "sk-" + "B" * 43))[0] == 503
+        await eventually(lambda: _true(keys.watch.lost_since is not None))
+        assert (await get(ai, "/v1/models", key))[0] == 200  # held through the outage
+        monkeypatch.setattr(issued_keys, "OUTAGE_GRACE_SECS", 0.0)
+        assert (await get(ai, "/v1/models", key))[0] == 503  # not beyond the grace
 
 
 # --- keys issued before the projection ----------------------------------------------------

@@ -26,7 +26,7 @@ from runtime.launcher.commands import env_lines, log_files
 from runtime.launcher.ports import COLLIDING, busy, offset_problem
 from runtime.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from runtime.launcher.state import Process, Stack, alive, read_state, start_time, write_state
-from runtime.launcher.supervise import describe_model
+from runtime.launcher.supervise import Restarts, describe_model
 from runtime.launcher.up import start_all
 from sidecars.echo_llm.provider import echo_provider
 
@@ -322,3 +322,15 @@ async def test_strata_logs_follows_new_lines(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         await proc.wait()
+
+
+def test_restarts_back_off_and_are_bounded_per_minute() -> None:
+    restarts = Restarts()
+    delays = []
+    for second in range(5):
+        delays.append(restarts.delay(100.0 + second))
+        restarts.started(100.0 + second)
+    assert delays == [0.5, 1.0, 2.0, 4.0, 8.0]
+    assert restarts.delay(159.0) is None  # a sixth within the minute: the stack stops
+    assert restarts.delay(160.5) == 8.0  # the first has left the minute
+    assert restarts.delay(1000.0) == 0.5  # a quiet minute: from the start again

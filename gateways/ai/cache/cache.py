@@ -19,6 +19,8 @@ from gateways.ai.cache import keys
 from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.semantic import SemanticTier
+from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_reachability import reachability
 from runtime.stores.vectors import open_vectors
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class ResponseCache:
         self, kv: Redis, vectors: Any, embedder: Embedder, ttl_secs: int, threshold: float
     ) -> None:
         self.exact = ExactTier(kv, ttl_secs)
+        self.reachability = reachability(kv)
         self.embedder = embedder
         self.threshold = threshold
         self.ttl_secs = ttl_secs
@@ -92,7 +95,7 @@ class ResponseCache:
         key = keys.exact_key(tenant, model, messages, params)
         try:
             semantic = await self._semantic_tier()
-            found = await self.exact.get(key)
+            found = await on_hot_path(self.exact.get(key))
             if found is not None:
                 return HIT, found
             text = _semantic_text(messages)
@@ -105,9 +108,11 @@ class ResponseCache:
                 return None
             # The answer lives once, under the exact key the vector points at; gone (expired
             # or evicted) means a miss.
-            answer = await self.exact.get(nearest[0])
+            answer = await on_hot_path(self.exact.get(nearest[0]))
             return (SEMANTIC_HIT, answer) if answer is not None else None
         except self._store_errors as error:
+            if isinstance(error, RedisError):  # every part of the process stops trying it
+                self.reachability.failed(error)
             log.warning("response cache lookup failed, served as a miss: %r", error)
             return None
 
@@ -133,6 +138,8 @@ class ResponseCache:
             scope = keys.scope(tenant, model, messages, params)
             await semantic.add(tenant, model, scope, prompt_hash, vector, key)
         except self._store_errors as error:
+            if isinstance(error, RedisError):
+                self.reachability.failed(error)
             log.warning("response cache store failed, answer not cached: %r", error)
 
     async def close(self) -> None:
