@@ -32,6 +32,7 @@ from joserfc.jws import JWSRegistry
 
 Key = RSAKey | ECKey | OKPKey
 NOWHERE = "http://127.0.0.1:9/jwks.json"  # discard port: a verifier fetching it gets nothing
+EVIL_ISSUER = "https://idp.evil.example/realms/strata"
 
 
 def b64(raw: bytes) -> str:
@@ -258,8 +259,9 @@ def _variants() -> dict[str, tuple[Forge, tuple[str, ...]]]:
         "not-yet-valid": (lambda t: t.signed(t.fresh(nbf=int(time.time()) + 3600)), BOTH),
         "issued-in-the-future": (
             lambda t: t.signed(t.fresh(iat=int(time.time()) + 3600)), IDP_ONLY),
-        "wrong-issuer": (lambda t: t.signed(t.fresh(iss="https://idp.evil.example/realms/strata")), BOTH),
-        "issuer-with-trailing-slash": (lambda t: t.signed(t.fresh(iss=t.claims["iss"] + "/")), BOTH),
+        "wrong-issuer": (lambda t: t.signed(t.fresh(iss=EVIL_ISSUER)), BOTH),
+        "issuer-with-trailing-slash": (
+            lambda t: t.signed(t.fresh(iss=f"{t.claims['iss']}/")), BOTH),
         "issuer-missing": (lambda t: t.signed(t.fresh(iss=None)), BOTH),
         "wrong-audience": (lambda t: t.signed(t.fresh(aud="another-client")), IDP_ONLY),
         "audience-missing": (lambda t: t.signed(t.fresh(aud=None)), IDP_ONLY),

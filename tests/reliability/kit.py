@@ -17,6 +17,7 @@ import io
 import json
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -61,9 +62,9 @@ class Http:
     connections) whose calls return the status, the parsed body and the headers, never raise
     on an HTTP status."""
 
-    def __init__(self, timeout: float = 30) -> None:
+    def __init__(self, timeout: float = 30, fresh_connections: bool = False) -> None:
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, force_close=False),
+            connector=aiohttp.TCPConnector(limit=0, force_close=fresh_connections),
             timeout=aiohttp.ClientTimeout(total=timeout),
         )
 
@@ -83,12 +84,12 @@ class Http:
         form: Mapping[str, str] | None = None,
         data: bytes | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float | None = None,
+        wait: float | None = None,
     ) -> Reply:
         sent = {**(bearer(token) if token else {}), **(headers or {})}
         extra: dict[str, Any] = {}
-        if timeout is not None:
-            extra["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        if wait is not None:  # this call's own limit, seconds
+            extra["timeout"] = aiohttp.ClientTimeout(total=wait)
         async with self.session.request(
             method, url, json=json_body, data=form if form is not None else data, headers=sent,
             **extra,
@@ -272,15 +273,21 @@ class Tenant:
     token: str
 
 
-async def new_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro") -> Tenant:
-    """A fresh tenant, provisioned by the control plane across the layers, and a person of it
-    created in the IdP (admin API), so every figure can be counted in a tenant of its own."""
+async def create_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro") -> str:
+    """A fresh tenant, provisioned by the control plane across the layers; its id."""
     tenant_id = unique(prefix)
     made = await http.call(
         "POST", f"{stack.cp}/api/tenants", token=stack.master,
         json_body={"id": tenant_id, "name": tenant_id, "plan": plan},
     )  # fmt: skip
     assert made.status == 201, made.text
+    return tenant_id
+
+
+async def new_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro") -> Tenant:
+    """A fresh tenant and a person of it created in the IdP (admin API), so every figure can
+    be counted in a tenant of its own."""
+    tenant_id = await create_tenant(http, stack, prefix, plan)
     user = unique("u")
     created = await http.call(
         "POST", f"{stack.idp_admin}/users", token=stack.secrets["IDP_ADMIN_TOKEN"],
@@ -337,20 +344,43 @@ async def eventually(
     return result
 
 
+async def on_every_worker(
+    call: Callable[[Http], Awaitable[Reply]], done: Callable[[Reply], bool], connections: int = 16
+) -> Reply:
+    """Wait until `connections` calls in a row, each on a new connection (so reaching any of
+    the edge's SO_REUSEPORT workers), all satisfy `done`: a configuration change has reached
+    every worker. The last reply."""
+    async with Http(fresh_connections=True) as fresh:
+        for _ in range(150):
+            replies = [await call(fresh) for _ in range(connections)]
+            if all(done(reply) for reply in replies):
+                break
+            await asyncio.sleep(0.2)
+    return replies[-1]
+
+
+async def all_replies(calls: list[Awaitable[Reply]]) -> list[Reply]:
+    """The calls made at once (each on its own connection)."""
+    return list(await asyncio.gather(*calls))
+
+
 async def all_statuses(calls: list[Awaitable[Reply]]) -> list[int]:
-    return [reply.status for reply in await asyncio.gather(*calls)]
+    return [reply.status for reply in await all_replies(calls)]
 
 
 @contextlib.asynccontextmanager
-async def sidecar(module: str, port: int, *args: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`python -m <module> --port <port>` (a demo MCP server, an echo LLM) beside the stack,
-    returned once it listens; stopped after."""
-    import sys
-
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", module, "--port", str(port), *args,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+async def sidecar(
+    stack: Stack, module: str, *args: str, port: int, env: Mapping[str, str] | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`python -m <module> [args]` beside the stack (a demo MCP server, an echo LLM, a replica
+    of a service), its output in the stack's log directory (the secret scan reads it too);
+    yielded once `port` accepts connections, stopped (SIGTERM) after."""
+    log = stack.data / "logs" / f"suite-{module.replace('.', '-')}-{port}.log"
+    with open(log, "ab") as out:  # noqa: ASYNC230 - once per process
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", module, *args, env=dict(env) if env is not None else None,
+            stdout=out, stderr=out,
+        )  # fmt: skip
     try:
         await wait_listening(port, proc)
         yield proc

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 from joserfc.jwk import ECKey, OKPKey, RSAKey
+from support import free_port
 
 from reliability.forge import VARIANTS, Signer, Target, attacker_keys, unb64
 from reliability.kit import (
@@ -33,7 +34,6 @@ from reliability.kit import (
     register_mcp,
     sidecar,
 )
-from support import free_port
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 
@@ -56,12 +56,15 @@ def claims(token: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 async def matrix(stack: Stack) -> AsyncIterator[Matrix]:
-    demo_port = free_port()
-    async with Http() as http, sidecar("sidecars.demo", demo_port):
+    port = free_port()
+    async with (
+        Http() as http,
+        sidecar(stack, "sidecars.demo", "--port", str(port), port=port),
+    ):
         tenant = await new_tenant(http, stack, "forge")
         callee = await new_agent(http, stack, tenant.id)
         caller = await new_agent(http, stack, tenant.id, audiences=(callee.id,))
-        server_id = await register_mcp(http, stack, tenant, f"http://127.0.0.1:{demo_port}/mcp")
+        server_id = await register_mcp(http, stack, tenant, f"http://127.0.0.1:{port}/mcp")
         person = await password_token(http, stack, tenant.user, tenant.user)
         hop = await exchange(http, stack, tenant.token, caller.token, callee.id)
         assert hop.status == 200, hop.text
