@@ -451,11 +451,11 @@ async def exchange(
     return await http.call("POST", f"{stack.cp}/sts/token", json_body=body)
 
 
-async def register_mcp(http: Http, stack: Stack, tenant: Tenant, url: str) -> str:
-    """An MCP server of `tenant` at `url` (tools discovered); its id."""
+async def register_mcp(http: Http, stack: Stack, tenant: str, token: str, url: str) -> str:
+    """An MCP server of `tenant` at `url` (tools discovered), registered with `token`; its id."""
     made = await http.call(
-        "POST", f"{stack.agent}/v1/mcp/servers", token=tenant.token,
-        json_body={"name": unique("mcp"), "url": url, "tenant_id": tenant.id},
+        "POST", f"{stack.agent}/v1/mcp/servers", token=token,
+        json_body={"name": unique("mcp"), "url": url, "tenant_id": tenant},
     )  # fmt: skip
     assert made.status == 201, made.text
     return str(made.body["id"])

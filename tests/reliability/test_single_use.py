@@ -52,7 +52,9 @@ async def tools(stack: Stack) -> AsyncIterator[Tools]:
         tenant = await new_tenant(http, stack, "once")
         callee = await new_agent(http, stack, tenant.id)
         caller = await new_agent(http, stack, tenant.id, audiences=(callee.id,))
-        server_id = await register_mcp(http, stack, tenant, f"http://127.0.0.1:{port}/mcp")
+        server_id = await register_mcp(
+            http, stack, tenant.id, tenant.token, f"http://127.0.0.1:{port}/mcp"
+        )
         yield Tools(stack, tenant, caller, callee, server_id)
 
 

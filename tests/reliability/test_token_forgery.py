@@ -64,7 +64,9 @@ async def matrix(stack: Stack) -> AsyncIterator[Matrix]:
         tenant = await new_tenant(http, stack, "forge")
         callee = await new_agent(http, stack, tenant.id)
         caller = await new_agent(http, stack, tenant.id, audiences=(callee.id,))
-        server_id = await register_mcp(http, stack, tenant, f"http://127.0.0.1:{port}/mcp")
+        server_id = await register_mcp(
+            http, stack, tenant.id, tenant.token, f"http://127.0.0.1:{port}/mcp"
+        )
         person = await password_token(http, stack, tenant.user, tenant.user)
         hop = await exchange(http, stack, tenant.token, caller.token, callee.id)
         assert hop.status == 200, hop.text
