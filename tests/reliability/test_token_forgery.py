@@ -11,7 +11,6 @@ Verification points (each with a request that succeeds with a genuine token):
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -20,7 +19,7 @@ from cryptography.hazmat.primitives.serialization import load_der_private_key
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 from support import free_port
 
-from reliability.forge import VARIANTS, Signer, Target, attacker_keys, unb64
+from reliability.forge import VARIANTS, Signer, Target, attacker_keys, claims_of
 from reliability.kit import (
     Agent,
     Http,
@@ -50,10 +49,6 @@ class Matrix:
     hop: Target
 
 
-def claims(token: str) -> dict[str, object]:
-    return dict(json.loads(unb64(token.split(".")[1])))
-
-
 @pytest.fixture(scope="module")
 async def matrix(stack: Stack) -> AsyncIterator[Matrix]:
     port = free_port()
@@ -76,13 +71,13 @@ async def matrix(stack: Stack) -> AsyncIterator[Matrix]:
         der = base64.b64decode(stack.secrets["STS_ED25519_PRIVATE_DER_B64"])
         sts = Signer.of("EdDSA", OKPKey.import_key(load_der_private_key(der, None)))
         attacker = attacker_keys()
-        human = Target("idp", (rsa, ec), claims(tenant.token), tenant.token, (sts,),
+        human = Target("idp", (rsa, ec), claims_of(tenant.token), tenant.token, (sts,),
                        str(person["id_token"]), attacker)  # fmt: skip
         yield Matrix(
             stack, tenant, caller, callee, server_id, human,
-            Target("idp", (rsa, ec), claims(caller.token), caller.token, (sts,),
+            Target("idp", (rsa, ec), claims_of(caller.token), caller.token, (sts,),
                    str(person["id_token"]), attacker),
-            Target("hop", (sts,), claims(hop.body["access_token"]), hop.body["access_token"],
+            Target("hop", (sts,), claims_of(hop.body["access_token"]), hop.body["access_token"],
                    (rsa, ec), str(person["id_token"]), attacker),
         )  # fmt: skip
 
