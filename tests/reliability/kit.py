@@ -141,13 +141,36 @@ class Stack:
     def running(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
 
+    async def healthy(self) -> bool:
+        """Every process answers: the services' and sidecars' health URLs, Valkey's port."""
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", 6379 + OFFSET)
+            writer.close()
+            async with Http(timeout=2) as http:
+                for process in self.state["processes"]:
+                    if process["health_url"]:
+                        reply = await http.call("GET", process["health_url"])
+                        if reply.status != 200:
+                            return False
+        except (OSError, aiohttp.ClientError, TimeoutError):
+            return False
+        return True
+
     async def ensure_running(self) -> None:
-        """Start the stack again if a fault check took it down (the launcher stops everything
-        when one of its processes dies)."""
-        if self.proc is not None and self.proc.returncode is None:
-            return
+        """After a fault check that may take the stack down (the launcher stops everything when
+        one of its processes dies): wait until it is healthy again, or, once the launcher has
+        exited, start it again."""
+        for _ in range(300):
+            if self.proc is None or self.proc.returncode is not None:
+                break
+            if await self.healthy():
+                return
+            await asyncio.sleep(0.2)
         if self.proc is not None:
-            await self.proc.wait()
+            if self.proc.returncode is None:  # running but never healthy again
+                await self.stop()
+            else:
+                await self.proc.wait()
         self.proc = None
         await self.start()
 
