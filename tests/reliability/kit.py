@@ -164,6 +164,7 @@ class Stack:
             if self.proc is None or self.proc.returncode is not None:
                 break
             if await self.healthy():
+                self.read_state()  # a process the launcher started again has a new pid
                 return
             await asyncio.sleep(0.2)
         if self.proc is not None:

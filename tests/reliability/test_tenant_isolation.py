@@ -26,6 +26,7 @@ from reliability.kit import (
     Http,
     Reply,
     Stack,
+    eventually,
     issue_key,
     new_tenant,
     register_mcp,
@@ -392,27 +393,40 @@ async def _chat(http: Http, stack: Stack, cred: str, messages: list[dict[str, st
     return reply
 
 
+Messages = list[dict[str, str]]
+
+
+async def _cached_for_owner(
+    http: Http, stack: Stack, owner: Party, asked: str, reworded: str
+) -> tuple[Messages, Messages]:
+    """In a conversation of its own, the owner's question is answered from both tiers of the
+    cache (the answer is stored off the request path: asked again until it is)."""
+    scope = {"role": "system", "content": unique("conversation")}
+    first = [scope, {"role": "user", "content": asked}]
+    second = [scope, {"role": "user", "content": reworded}]
+    assert (await _chat(http, stack, owner.token, first)).headers["x-cache"] == "MISS"
+    for messages, tier in ((first, "HIT"), (second, "SEMANTIC_HIT")):
+        hit = await eventually(lambda m=messages: _chat(http, stack, owner.token, m),
+                               lambda reply, t=tier: reply.headers["x-cache"] == t)  # fmt: skip
+        assert hit.headers["x-cache"] == tier
+    return first, second
+
+
 @pytest.mark.parametrize("credential", ["token", "key"])
 @pytest.mark.parametrize("direction", ["acme->globex", "globex->acme"])
 async def test_the_ai_caches_answer_a_tenant_from_its_own_entries_only(
     world: World, http: Http, direction: str, credential: str
 ) -> None:
+    """The intruder asks the owner's cached question, then (in another conversation, so that
+    it cannot find an entry of its own) one the owner's entry is similar to: both MISS."""
     intruder_name, owner_name = direction.split("->")
     owner, intruder = world.parties[owner_name], world.parties[intruder_name]
-    scope = {"role": "system", "content": unique("conversation")}  # this test's entries only
-    asked = [scope, {"role": "user", "content": "How many days are in a leap year?"}]
-    reworded = [scope, {"role": "user", "content": "How many days does a leap year have?"}]
-    stack = world.stack
-    assert (await _chat(http, stack, owner.token, asked)).headers["x-cache"] == "MISS"
-    # the owner's own entries answer it: both tiers work
-    assert (await _chat(http, stack, owner.token, asked)).headers["x-cache"] == "HIT"
-    assert (await _chat(http, stack, owner.token, reworded)).headers["x-cache"] == "SEMANTIC_HIT"
-    cred = intruder.cred(credential)
+    stack, cred = world.stack, intruder.cred(credential)
+    asked, _ = await _cached_for_owner(http, stack, owner, "How many days are in a leap year?",
+                                       "How many days does a leap year have?")  # fmt: skip
     assert (await _chat(http, stack, cred, asked)).headers["x-cache"] == "MISS"
-    fresh_scope = {"role": "system", "content": unique("conversation")}
-    owner_only = [fresh_scope, {"role": "user", "content": "How do I reset my password?"}]
-    assert (await _chat(http, stack, owner.token, owner_only)).headers["x-cache"] == "MISS"
-    similar = [fresh_scope, {"role": "user", "content": "how do i reset my password"}]
+    _, similar = await _cached_for_owner(http, stack, owner, "How do I reset my password?",
+                                         "how do i reset my password")  # fmt: skip
     assert (await _chat(http, stack, cred, similar)).headers["x-cache"] == "MISS"
 
 
