@@ -121,6 +121,14 @@ class Stack:
             env={**os.environ, **self.env},
         )  # fmt: skip
         self.read_state()
+        # `strata up` is done once the edge's primary is healthy; a data-plane worker may
+        # still be waiting for its configuration (404 on every route): wait for all of them.
+        ready = await on_every_worker(
+            lambda http: http.call("GET", f"{self.edge}/smoke/ready",
+                                   headers={"X-Tenant-ID": "platform"}),
+            lambda reply: reply.status == 200,
+        )  # fmt: skip
+        assert ready.status == 200, f"an edge worker never got its routes: {ready.text}"
 
     def read_state(self) -> None:
         self.state = json.loads((self.data / "stack.json").read_text())
