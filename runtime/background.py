@@ -17,12 +17,21 @@ log = logging.getLogger(__name__)
 
 FLUSH_SECS = 0.2
 MAX_BATCH = 500
+# While the sink fails (the control plane or the analytics store is out), rows wait and the
+# batch is tried again, every RETRY_FIRST_SECS doubling up to RETRY_MAX_SECS; beyond
+# MAX_WAITING rows the oldest are dropped (memory stays bounded through any outage).
+RETRY_FIRST_SECS = 0.5
+RETRY_MAX_SECS = 5.0
+MAX_WAITING = 200_000
+SHUTDOWN_FLUSH_SECS = 5.0  # within the launcher's 10 s grace before SIGKILL
 
 
 class RowWriter:
     """Log rows of one analytics table, queued by the request path and written in batches
-    shortly after (never awaited by a request). The control plane's STS audit uses it alone;
-    `Background` adds notifications and other detached work."""
+    shortly after (never awaited by a request). A batch the sink could not take is kept and
+    tried again until it is written, so an outage of the analytics store loses no row. The
+    control plane's STS audit uses it alone; `Background` adds notifications and other
+    detached work."""
 
     def __init__(self, sink: AnalyticsSink, table: str) -> None:
         self.sink = sink
@@ -33,24 +42,47 @@ class RowWriter:
     def log_row(self, row: Row) -> None:
         """Queue one row; rows are written in batches shortly after."""
         self._rows.append(row)
+        if len(self._rows) > MAX_WAITING:
+            dropped = len(self._rows) - MAX_WAITING
+            del self._rows[:dropped]
+            log.warning("%s: %d rows dropped (over %d waiting)", self.table, dropped, MAX_WAITING)
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_soon(), name=self.table)
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FLUSH_SECS)
+        await self._write_all()
+
+    async def _write_all(self) -> None:
+        delay = RETRY_FIRST_SECS
         while self._rows:
-            batch, self._rows = self._rows[:MAX_BATCH], self._rows[MAX_BATCH:]
+            batch = self._rows[:MAX_BATCH]
+            del self._rows[: len(batch)]  # in flight: not trimmed by log_row meanwhile
             try:
                 await self.sink.write(self.table, batch)
+            except asyncio.CancelledError:
+                self._rows[:0] = batch
+                raise
             except Exception as exc:  # the analytics store's failures must not reach clients
-                log.warning("%s: %d rows not written: %s", self.table, len(batch), exc)
+                self._rows[:0] = batch  # first in line again
+                log.warning(
+                    "%s: %d rows not written yet, retrying in %.1f s: %s",
+                    self.table, len(self._rows), delay, exc,
+                )  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_SECS)
+                continue
+            delay = RETRY_FIRST_SECS
 
     async def flush(self) -> None:
-        """Write what is queued now (shutdown)."""
-        if self._flusher is not None:
-            await asyncio.wait([self._flusher], timeout=5)
-        if self._rows:
-            await self._flush_soon()
+        """Wait until what is queued is written (shutdown), SHUTDOWN_FLUSH_SECS at most."""
+        if self._flusher is None or self._flusher.done():
+            return
+        done, _ = await asyncio.wait([self._flusher], timeout=SHUTDOWN_FLUSH_SECS)
+        if not done:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+            log.warning("%s: %d rows not written at shutdown", self.table, len(self._rows))
 
 
 class Background(RowWriter):
