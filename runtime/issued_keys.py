@@ -42,7 +42,7 @@ from redis.exceptions import RedisError
 from runtime.auth import INVALID_TOKEN, UNAUTHORIZED, Principal
 from runtime.change_feed import ChangeWatch
 from runtime.errors import Unauthenticated, Unavailable
-from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_pipeline import hot_command
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class IssuedKeys:
             raise _store_unavailable()
         generation = self.watch.generation
         try:
-            entry = await on_hot_path(self.kv.hget(DIGESTS, key_digest))
+            entry = await hot_command(self.kv, "HGET", DIGESTS, key_digest)
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             raise _store_unavailable(exc) from exc

@@ -36,8 +36,11 @@ from support import MASTER_KEY, running, user_token, valkey_server
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.chat import ChatServicer
 from gateways.ai.pipeline import ChatPipeline
+from gateways.ai.provider_table import CHANGED_CHANNEL as PROVIDERS_CHANGED
+from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, VERSION, digest
-from runtime.stores.kv import HOT_PATH_SECS, connect_kv
+from runtime.stores.kv import connect_kv
+from runtime.stores.kv_pipeline import HOT_PATH_SECS
 from runtime.testing import Serving
 from sidecars.echo_llm.provider import echo_provider
 
@@ -90,14 +93,16 @@ class CountingProxy:
                 while (command := parser.gets()) is not False:
                     self.commands.append(tuple(p.decode(errors="replace") for p in command))
                 to_store.write(data)
-            to_store.close()
 
         async def downstream() -> None:
             while data := await store.read(1 << 16):
                 to_client.write(data)
-            to_client.close()
 
-        await asyncio.gather(upstream(), downstream(), return_exceptions=True)
+        # Either side gone (the store killed, the gateway giving up): both are closed.
+        pipes = [asyncio.ensure_future(upstream()), asyncio.ensure_future(downstream())]
+        await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+        for pipe in pipes:
+            pipe.cancel()
         to_client.close()
         to_store.close()
 
@@ -249,6 +254,12 @@ async def test_an_outage_serves_tenants_without_a_budget_and_refuses_budgets_at_
                     return False
 
             await eventually(globex_served)
+
+            async def followed_again() -> bool:  # every follower subscribed to the new store
+                channels = (PROVIDERS_CHANGED, no_budget.CHANNEL, KEYS_CHANGED)
+                return all(n >= 1 for _, n in await kv.pubsub_numsub(*channels))
+
+            await eventually(followed_again)
             before = (await budget_call(ai, "GET", "globex"))["remaining_tokens"]
             assert (await answer(globex, "once more"))[0] == "echo: once more"
             after = (await budget_call(ai, "GET", "globex"))["remaining_tokens"]
