@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from runtime.stores.kv_pipeline import HOT_PATH_SECS, PipelinedScript, hot_command
+from runtime.stores.kv_pipeline import PipelinedScript, hot_command
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class Breakers:
                 self.kv,
                 _keys(provider_id),
                 [int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
-                within=HOT_PATH_SECS,
+                hot=True,
             )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)

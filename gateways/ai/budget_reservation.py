@@ -17,7 +17,7 @@ most what is left. A budget POSTed while a request is in flight is settled again
 value (the give-back lands on it), and a budget deleted meanwhile stays deleted.
 
 The store unreachable → 503 (a budget fails closed), within one short timeout
-(`kv_pipeline.HOT_PATH_SECS`): the first failure marks the store down for the whole process
+(`kv.HOT_PATH_SECS`): the first failure marks the store down for the whole process
 (`kv_reachability.py`), and later requests are refused without trying it until a probe finds
 it back. Except for a tenant
 this process knows to have no budget (`no_budget.py`): it is served, with nothing reserved.
@@ -36,7 +36,7 @@ from redis.exceptions import RedisError
 from gateways.ai.budget import budget_key
 from gateways.ai.no_budget import NoBudgetTenants
 from runtime.errors import ResourceExhausted, Unavailable
-from runtime.stores.kv_pipeline import HOT_PATH_SECS, PipelinedScript
+from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -110,9 +110,7 @@ class Budgets:
             return self._without_store(tenant_id, None)
         generation = self.no_budget.generation
         try:
-            status, left = await _RESERVE(
-                self.kv, [budget_key(tenant_id)], [amount], within=HOT_PATH_SECS
-            )
+            status, left = await _RESERVE(self.kv, [budget_key(tenant_id)], [amount], hot=True)
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             return self._without_store(tenant_id, exc)
@@ -151,7 +149,7 @@ class Budgets:
                 self.kv,
                 [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
                 [reservation.amount - used, WARN_USED],
-                within=HOT_PATH_SECS,
+                hot=True,
             )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)

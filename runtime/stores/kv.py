@@ -8,11 +8,16 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.maint_notifications import MaintNotificationsConfig
 
-# How long any store command (or a new connection) may take. A request's own calls are
-# bounded more tightly (`kv_pipeline.HOT_PATH_SECS`). A URL's own
-# `?socket_timeout=…&socket_connect_timeout=…` overrides it (redis-py's URL options win over
-# these defaults).
+# How long any store command (or a new connection) may take: operators' and background
+# calls, and the batcher's watchdog. A URL's own `?socket_timeout=…&socket_connect_timeout=…`
+# overrides it (redis-py's URL options win over these defaults).
 TIMEOUT_SECS = 1.0
+# How long a request's own store calls may wait for the store (`kv_pipeline.hot_command`, and
+# scripts run with `hot=True`; read at each call). The store answers in well under a
+# millisecond, so a call still owed a reply after this long means the store hangs or is gone,
+# and the request fails closed (or goes on without it, where that is allowed) within this one
+# timeout.
+HOT_PATH_SECS = 0.25
 
 
 def connect_kv(url: str) -> redis.Redis:

@@ -37,6 +37,8 @@ import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
+from runtime.stores import kv as kv_settings
+
 # One pending call: the command (name and arguments), the caller's future.
 Call = tuple[tuple[Any, ...], "asyncio.Future[Any]"]
 
@@ -319,38 +321,30 @@ def close_pipelined(kv: Any) -> None:
         calls.close()
 
 
-# A request's own store calls: given up after this long. The store answers in well under a
-# millisecond, so a call still unanswered after this long means the store hangs or is gone,
-# and the request fails closed (or goes on without it, where that is allowed) within this one
-# timeout. The client's own timeout (`kv.TIMEOUT_SECS`) stays longer: operators' and
-# background calls, and the batcher's watchdog.
-HOT_PATH_SECS = 0.25
-
-
 def hot_command(kv: Any, *command: Any) -> Awaitable[Any]:
     """One command of a request (GET, HGET, SET, EXISTS, DEL, PING: replies as redis-py's with
-    `decode_responses`) through the batcher, bounded by HOT_PATH_SECS."""
-    return pipelined(kv).within(HOT_PATH_SECS, *command)
+    `decode_responses`) through the batcher, bounded by `kv.HOT_PATH_SECS`."""
+    return pipelined(kv).within(kv_settings.HOT_PATH_SECS, *command)
 
 
 class PipelinedScript:
     """A Lua script run by hash through the store client's batcher (`await script(kv, keys,
-    args)`), loaded once into a new or flushed store; with `within`, each call (the load
-    included) is given up after that many seconds (`PipelinedCalls.within`)."""
+    args)`), loaded once into a new or flushed store; with `hot=True` (a request's own call),
+    each call (the load included) is given up as `hot_command`'s are."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.sha = hashlib.sha1(text.encode()).hexdigest()
 
     async def __call__(
-        self, kv: Any, keys: Sequence[Any], args: Sequence[Any], within: float | None = None
+        self, kv: Any, keys: Sequence[Any], args: Sequence[Any], *, hot: bool = False
     ) -> Any:
         calls = pipelined(kv)
 
         async def call(*command: Any) -> Any:
-            if within is None:
+            if not hot:
                 return await calls.command(*command)
-            return await calls.within(within, *command)
+            return await calls.within(kv_settings.HOT_PATH_SECS, *command)
 
         try:
             return await call("EVALSHA", self.sha, len(keys), *keys, *args)
@@ -360,7 +354,6 @@ class PipelinedScript:
 
 
 __all__ = [
-    "HOT_PATH_SECS",
     "NoScriptError",
     "PipelinedCalls",
     "PipelinedScript",

@@ -39,8 +39,7 @@ from gateways.ai.pipeline import ChatPipeline
 from gateways.ai.provider_table import CHANGED_CHANNEL as PROVIDERS_CHANGED
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, VERSION, digest
-from runtime.stores.kv import connect_kv
-from runtime.stores.kv_pipeline import HOT_PATH_SECS
+from runtime.stores.kv import HOT_PATH_SECS, connect_kv
 from runtime.testing import Serving
 from sidecars.echo_llm.provider import echo_provider
 

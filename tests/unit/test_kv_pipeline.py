@@ -17,9 +17,8 @@ import uvloop
 from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
 from support import free_port, valkey_server
 
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import HOT_PATH_SECS, connect_kv
 from runtime.stores.kv_pipeline import (
-    HOT_PATH_SECS,
     PipelinedScript,
     close_pipelined,
     hot_command,
