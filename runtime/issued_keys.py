@@ -23,9 +23,9 @@ was looked up before stays usable for at most OUTAGE_GRACE_SECS — a key that w
 contact was lost keeps working through a restart or a short outage of the store, as a JWT
 keeps working until it expires. A revocation cannot be written while the store is down; one
 written by a replica that can still reach it (a partition) applies here when contact is back
-(the new subscription, or the moved counter, drops every copy), and at the latest when the
-grace ends. A key not held in memory gets 503 at once while the store is known to be out
-(`runtime/stores/kv_reachability.py`).
+(the first poll that answers finds the counter moved and drops every copy), and at the
+latest when the grace ends. A key not held in memory gets 503 at once while the store is
+known to be out (`runtime/stores/kv_reachability.py`).
 """
 
 from __future__ import annotations

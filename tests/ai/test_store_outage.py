@@ -335,3 +335,42 @@ async def test_breakers_count_and_open_in_memory_while_the_store_is_out(
 
                 await eventually(served)  # open for 0.5 s, then tried again
                 assert len(upstream.attempts) == 4
+
+
+async def test_what_is_known_outlives_a_restart_of_the_store_not_a_budget_written_meanwhile(
+    gateway: Any, echo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store started again with its data changes no budget: what the gateway knew still
+    serves in the next outage. A budget written while the gateway could not hear it (the
+    counter moved, no message came) drops it all once the gateway polls the counter again."""
+    monkeypatch.setenv("ECHO_LLM_API_KEY", ECHO_KEY)
+    with ExitStack() as stack:
+        port, kv = stack.enter_context(own_store(tmp_path))
+        never_left_stopped(stack, await pid_of(kv))
+        await set_providers(kv, echo_provider(echo))
+        async with gateway(REDIS_URL=f"redis://127.0.0.1:{port}/0") as ai:
+            pipeline = await ready(ai)
+            known, gate = pipeline.budgets.no_budget, pipeline.reachability
+            acme = client(ai.http_url, "acme")
+            assert (await answer(acme, "hi"))[0] == "echo: hi"
+
+            os.kill(await pid_of(kv), signal.SIGKILL)
+            await eventually(lambda: holds(known.watch.lost_since is not None))
+            stack.enter_context(own_store(tmp_path, port))  # back, from its append-only file
+            await eventually(lambda: holds(known.watch.trusted and not gate.down))
+            pid = await pid_of(kv)
+            never_left_stopped(stack, pid)
+            os.kill(pid, signal.SIGSTOP)  # the next outage, no chat in between
+            assert (await answer(acme, "still"))[0] == "echo: still"
+            os.kill(pid, signal.SIGCONT)
+
+            await eventually(lambda: holds(not gate.down))
+            assert (await answer(acme, "again"))[0] == "echo: again"
+            async with kv.pipeline(transaction=True) as pipe:  # written, its message missed
+                pipe.set("acme:budget:tokens", 1000)
+                pipe.incr(no_budget.VERSION)
+                await pipe.execute()
+            await eventually(lambda: holds(not known.known("acme")))  # the poll: it moved
+            os.kill(pid, signal.SIGSTOP)
+            assert await refused(acme) == 503
+            os.kill(pid, signal.SIGCONT)
