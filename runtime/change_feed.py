@@ -14,11 +14,13 @@ the counter and publishes on the channel (a pipeline or the write's own Lua scri
   silently: a count that moved without a message clears the copies all the same, and a poll
   that fails makes the watch untrusted until one succeeds (a store this process cannot reach
   may be taking writes it does not hear of).
-- losing contact (the subscription lost, a poll failed) calls the listeners too, except
-  those registered with `on_loss=False`: copies a process may go on using through an outage
-  of the store (`lost_since` says for how long; such a listener's owner bounds it). Once
-  contact is back, they are dropped if a change may have been missed meanwhile (a new
-  subscription, a counter that moved), so what changed during the outage applies on its end.
+- losing contact (the subscription lost, a poll failed) and a new subscription call the
+  listeners too, except those registered with `on_loss=False`: copies a process may go on
+  using through an outage of the store (`lost_since` says for how long; such a listener's
+  owner bounds it). They are dropped on a message, and when a poll finds the counter moved:
+  the watch is trusted again only once a poll has answered after the outage, so whatever
+  was written meanwhile (every write moves the counter; a store restarted without it moves
+  it too) has dropped them by then.
 
 A writer also calls `changed_here(channel)` once its write is done, so that its own process
 drops its copies at once rather than when its message comes back. So a change applies to the
@@ -127,7 +129,7 @@ class ChangeWatch:
                 async for message in pubsub.listen():
                     kind = message.get("type")
                     if kind == "subscribe":  # from now on no change goes unheard
-                        self.changed()
+                        self._notify(loss=True)  # what was missed: the poll's counter says
                         self._subscribed = True
                         self._contact()
                         delay = 0.1

@@ -23,9 +23,9 @@ was looked up before stays usable for at most OUTAGE_GRACE_SECS — a key that w
 contact was lost keeps working through a restart or a short outage of the store, as a JWT
 keeps working until it expires. A revocation cannot be written while the store is down; one
 written by a replica that can still reach it (a partition) applies here when contact is back
-(the new subscription, or the moved counter, drops every copy), and at the latest when the
-grace ends. A key not held in memory gets 503 at once while the store is known to be out
-(`runtime/stores/kv_reachability.py`).
+(the first poll that answers finds the counter moved and drops every copy), and at the
+latest when the grace ends. A key not held in memory gets 503 at once while the store is
+known to be out (`runtime/stores/kv_reachability.py`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from redis.exceptions import RedisError
 from runtime.auth import INVALID_TOKEN, UNAUTHORIZED, Principal
 from runtime.change_feed import ChangeWatch
 from runtime.errors import Unauthenticated, Unavailable
-from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_pipeline import hot_command
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class IssuedKeys:
             raise _store_unavailable()
         generation = self.watch.generation
         try:
-            entry = await on_hot_path(self.kv.hget(DIGESTS, key_digest))
+            entry = await hot_command(self.kv, "HGET", DIGESTS, key_digest)
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             raise _store_unavailable(exc) from exc

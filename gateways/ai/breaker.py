@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_pipeline import PipelinedScript, hot_command
 from runtime.stores.kv_reachability import reachability
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 GO, PROBE, SKIP = "go", "probe", "skip"
 
-_FAIL = """
+_FAIL = PipelinedScript("""
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if n >= tonumber(ARGV[2]) then
@@ -55,7 +55,7 @@ if n >= tonumber(ARGV[2]) then
   return {n, 1}
 end
 return {n, 0}
-"""
+""")
 
 
 def _keys(provider_id: str) -> tuple[str, str, str]:
@@ -86,7 +86,6 @@ class Breakers:
         self.settings = settings
         self._views: dict[str, _View] = {}
         self._reading: dict[str, asyncio.Future[_View]] = {}
-        self._fail = kv.register_script(_FAIL)
         self.reachability = reachability(kv)
 
     async def state(self, provider_id: str) -> str:
@@ -105,9 +104,8 @@ class Breakers:
             return GO
         _, _, probe = _keys(provider_id)
         try:
-            won = await on_hot_path(
-                self.kv.set(probe, "1", nx=True, px=int(self.settings.probe_secs * 1000))
-            )
+            px = int(self.settings.probe_secs * 1000)
+            won = await hot_command(self.kv, "SET", probe, "1", "NX", "PX", px)
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, calling anyway: %s", provider_id, exc)
@@ -122,7 +120,7 @@ class Breakers:
             self._views[provider_id] = _View(CLOSED, 0, view.read_at if view else float("-inf"))
             return
         try:
-            await on_hot_path(self.kv.delete(*_keys(provider_id)))
+            await hot_command(self.kv, "DEL", *_keys(provider_id))
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: could not record a success: %s", provider_id, exc)
@@ -135,11 +133,11 @@ class Breakers:
         if self.reachability.down:
             return self._local_failure(provider_id)
         try:
-            count, opened = await on_hot_path(
-                self._fail(
-                    keys=list(_keys(provider_id)),
-                    args=[int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
-                )
+            count, opened = await _FAIL(
+                self.kv,
+                _keys(provider_id),
+                [int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
+                hot=True,
             )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
@@ -189,10 +187,9 @@ class Breakers:
     async def _read(self, provider_id: str, view: _View | None) -> _View:
         failures_key, open_key, _ = _keys(provider_id)
         try:
-            async with self.kv.pipeline(transaction=False) as pipe:
-                pipe.get(failures_key)
-                pipe.exists(open_key)
-                failures, is_open = await on_hot_path(pipe.execute())
+            failures, is_open = await asyncio.gather(  # one write, through the batcher
+                hot_command(self.kv, "GET", failures_key), hot_command(self.kv, "EXISTS", open_key)
+            )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: store unreachable, using the last state: %s", provider_id, exc)

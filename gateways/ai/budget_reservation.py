@@ -16,9 +16,10 @@ error of the prompt estimate), never because of a race: N concurrent requests ca
 most what is left. A budget POSTed while a request is in flight is settled against the new
 value (the give-back lands on it), and a budget deleted meanwhile stays deleted.
 
-The store unreachable → 503 (a budget fails closed), within one short timeout (`on_hot_path`):
-the first failure marks the store down for the whole process (`kv_reachability.py`), and
-later requests are refused without trying it until a probe finds it back. Except for a tenant
+The store unreachable → 503 (a budget fails closed), within one short timeout
+(`kv.HOT_PATH_SECS`): the first failure marks the store down for the whole process
+(`kv_reachability.py`), and later requests are refused without trying it until a probe finds
+it back. Except for a tenant
 this process knows to have no budget (`no_budget.py`): it is served, with nothing reserved.
 """
 
@@ -35,7 +36,6 @@ from redis.exceptions import RedisError
 from gateways.ai.budget import budget_key
 from gateways.ai.no_budget import NoBudgetTenants
 from runtime.errors import ResourceExhausted, Unavailable
-from runtime.stores.kv import on_hot_path
 from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.stores.kv_reachability import reachability
 
@@ -110,7 +110,7 @@ class Budgets:
             return self._without_store(tenant_id, None)
         generation = self.no_budget.generation
         try:
-            status, left = await on_hot_path(_RESERVE(self.kv, [budget_key(tenant_id)], [amount]))
+            status, left = await _RESERVE(self.kv, [budget_key(tenant_id)], [amount], hot=True)
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             return self._without_store(tenant_id, exc)
@@ -145,12 +145,11 @@ class Budgets:
         if self.reachability.down:
             raise Unavailable("the key-value store holding budgets is known to be out")
         try:
-            left, warn = await on_hot_path(
-                _SETTLE(
-                    self.kv,
-                    [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
-                    [reservation.amount - used, WARN_USED],
-                )
+            left, warn = await _SETTLE(
+                self.kv,
+                [budget_key(tenant), limit_key(tenant), warned_key(tenant)],
+                [reservation.amount - used, WARN_USED],
+                hot=True,
             )
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)

@@ -15,8 +15,9 @@ What it knows is dropped when it may be wrong:
 - a read older than MAX_AGE_SECS does not count: a replica cut off from a store that others
   still reach (a partition) cannot hear of a budget set meanwhile, so it serves a tenant
   without a budget only for that long after it last saw the tenant's counter absent.
-- losing contact with the feed keeps what is known (that is what it is for); once contact is
-  back, a new subscription or a moved counter drops it all.
+- losing contact with the feed keeps what is known (that is what it is for), and so does a
+  store restarted with its data; once contact is back, a moved counter (a budget written
+  meanwhile, or a store that lost it) drops it all.
 A read that raced a budget write (a change came while it was in flight) is not recorded.
 
 Memory is bounded: at most MAX_TENANTS tenants, the least recently confirmed leaving first.

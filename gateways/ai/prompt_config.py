@@ -23,7 +23,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from runtime.errors import Unavailable
-from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_pipeline import hot_command
 from runtime.stores.kv_reachability import reachability
 
 TTL_SECS = 1.0
@@ -50,7 +50,7 @@ class PromptConfigs:
         if self.reachability.down:
             raise _unavailable(None)
         try:
-            raw = await on_hot_path(self.kv.get(prompt_config_key(tenant_id)))
+            raw = await hot_command(self.kv, "GET", prompt_config_key(tenant_id))
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             if cached is not None:

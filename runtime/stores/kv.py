@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
-
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as StoreTimeout
 from redis.maint_notifications import MaintNotificationsConfig
 
-T = TypeVar("T")
-
-# How long any store command (or a new connection) may take: background work and operators'
-# calls. A URL's own `?socket_timeout=…&socket_connect_timeout=…` overrides it (redis-py's
-# URL options win over these defaults).
+# How long any store command (or a new connection) may take: operators' and background
+# calls, and the batcher's watchdog. A URL's own `?socket_timeout=…&socket_connect_timeout=…`
+# overrides it (redis-py's URL options win over these defaults).
 TIMEOUT_SECS = 1.0
-# How long a request's own store calls may take (`on_hot_path`). The store answers in well
-# under a millisecond, so a call still unanswered after this long means the store hangs or is
-# gone, and the request fails closed (or goes on without it, where that is allowed) within
-# this one timeout. Kept apart from TIMEOUT_SECS so that a busy process (an event loop
-# lagging under load) fails only requests fast, never the operators' and background calls.
+# How long a request's own store calls may wait for the store (`kv_pipeline.hot_command`, and
+# scripts run with `hot=True`; read at each call). The store answers in well under a
+# millisecond, so a call still owed a reply after this long means the store hangs or is gone,
+# and the request fails closed (or goes on without it, where that is allowed) within this one
+# timeout.
 HOT_PATH_SECS = 0.25
 
 
@@ -46,17 +39,6 @@ def connect_kv(url: str) -> redis.Redis:
         maint_notifications_config=MaintNotificationsConfig(enabled=False),
         health_check_interval=30,
     )
-
-
-async def on_hot_path(call: Awaitable[T]) -> T:
-    """`call` (a store command, script or pipeline of a request), given up after
-    HOT_PATH_SECS with redis-py's TimeoutError. redis-py closes a connection whose command was
-    given up, so nothing answers a later call with an earlier call's reply."""
-    try:
-        async with asyncio.timeout(HOT_PATH_SECS):
-            return await call
-    except TimeoutError:
-        raise StoreTimeout(f"the store did not answer within {HOT_PATH_SECS}s") from None
 
 
 async def kv_status(client: redis.Redis) -> str:

@@ -1,6 +1,7 @@
-"""Store calls of concurrent requests, sent together: every `evalsha` issued during one turn of
-the event loop goes out in one write at the start of the next turn, on a connection of its own
-whose replies hiredis parses as they arrive.
+"""Store calls of concurrent requests, sent together: every call (`evalsha`, or a plain
+`command` such as GET or HGET) issued during one turn of the event loop goes out in one write
+at the start of the next turn, on a connection of its own whose replies hiredis parses as they
+arrive.
 
 Why: through redis-py a command costs about 36 µs of client CPU here, most of it per round
 trip (connection checkout, retry and timeout wrappers, a parse call per reply); in a redis-py
@@ -10,7 +11,10 @@ costs a few µs and each call about 2 more (the AI gateway's budget scripts: 75 
 request through redis-py pipelines, `tests/bench/ai_gateway.py`). Under load the concurrent
 requests form batches on their own; a lone request waits only for the loop turn it would have
 yielded anyway. Each script still runs atomically in the store: batching shares the network,
-not the decision.
+not the decision. A burst of requests needs no new connection either (through redis-py's
+pool, each concurrent call beyond the pooled connections opens one, a few round trips each),
+and a caller that gives up on its call (a request's own timeout) only abandons its reply: the
+connection stays, and the reply is read and dropped when it comes.
 
 The connection is opened from the redis-py client's own settings (host and port or unix
 socket, TLS, username and password, database, timeouts) and reopened after a failure. Errors
@@ -26,15 +30,17 @@ import ssl
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import hiredis
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
 
-# One pending call: script hash, number of keys, keys and arguments, the caller's future.
-Call = tuple[str, int, tuple[Any, ...], "asyncio.Future[Any]"]
+from runtime.stores import kv as kv_settings
+
+# One pending call: the command (name and arguments), the caller's future.
+Call = tuple[tuple[Any, ...], "asyncio.Future[Any]"]
 
 
 def _reply_error(error: Exception) -> ResponseError:
@@ -48,7 +54,12 @@ class _Channel(asyncio.Protocol):
     def __init__(self, encoding: str | None) -> None:
         self.reader = hiredis.Reader(encoding=encoding) if encoding else hiredis.Reader()
         self.waiting: deque[asyncio.Future[Any]] = deque()
-        self.sent: deque[tuple[float, asyncio.Future[Any]]] = deque()  # (when, a batch's last)
+        # Per batch: when it was sent, and how many replies will have come once it is answered
+        # (counted, not read from its futures: a caller that gave up leaves its future done
+        # while the store still owes the reply).
+        self.sent: deque[tuple[float, int]] = deque()
+        self.requested = 0
+        self.replied = 0
         self.transport: Any = None
         self.closed = False
 
@@ -62,6 +73,7 @@ class _Channel(asyncio.Protocol):
             if not waiting:
                 self.fail(ConnectionError("the store sent a reply nobody asked for"))
                 return
+            self.replied += 1
             future = waiting.popleft()
             if future.done():  # its caller gave up
                 continue
@@ -76,6 +88,8 @@ class _Channel(asyncio.Protocol):
 
     def send(self, calls: list[bytes], futures: list[asyncio.Future[Any]]) -> None:
         self.waiting.extend(futures)
+        self.requested += len(futures)
+        self.sent.append((time.monotonic(), self.requested))
         self.transport.write(b"".join(calls))
 
     def fail(self, exc: Exception) -> None:
@@ -93,8 +107,9 @@ class _Channel(asyncio.Protocol):
 
 
 class PipelinedCalls:
-    """`await calls.evalsha(sha, numkeys, *args)`: as `redis.asyncio.Redis.evalsha`, batched.
-    Raises what redis-py raises for that command (NoScriptError included)."""
+    """`await calls.evalsha(sha, numkeys, *args)`: as `redis.asyncio.Redis.evalsha`, batched;
+    `await calls.command("GET", key)`: any command whose reply needs no conversion (GET, HGET:
+    a string or None). Raises what redis-py raises for that command (NoScriptError included)."""
 
     def __init__(self, kv: Any) -> None:
         pool = kv.connection_pool
@@ -108,12 +123,59 @@ class PipelinedCalls:
         self.timeout = float(self.settings.get("socket_timeout") or 5.0)
 
     def evalsha(self, sha: str, numkeys: int, *args: Any) -> asyncio.Future[Any]:
+        return self.command("EVALSHA", sha, numkeys, *args)
+
+    def command(self, *command: Any) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if not self._pending:
             loop.call_soon(self._flush)  # after every request that is ready this turn
-        self._pending.append((sha, numkeys, args, future))
+        self._pending.append((command, future))
         return future
+
+    async def within(self, seconds: float, *command: Any) -> Any:
+        """`command`'s reply, or redis-py's TimeoutError once the store has owed a reply for
+        `seconds` — owed: written and not answered, its own or an earlier one. The store's
+        silence counts, not the process's: a call not yet written (a connection opening) or
+        written late (a loop busy elsewhere) waits longer, and at the deadline the decision
+        waits for one more read of the sockets (a 1 ms timer; on uvloop, as on asyncio's loop,
+        pending input is read before it fires), so a loop that stalled past the deadline
+        takes the reply that came meanwhile. The wait stays bounded: the connection's opening
+        and the watchdog fail every call of a store that stays mute longer. A reply that comes
+        after the call was given up is read and dropped; the connection stays."""
+        call = self.command(*command)
+        loop = asyncio.get_running_loop()
+        timer: list[asyncio.TimerHandle] = []
+
+        def deadline() -> None:
+            if not call.done():
+                timer[0] = loop.call_later(0.001, decide)
+
+        def decide() -> None:
+            if call.done():
+                return
+            owed = self._owed_since()
+            left = seconds - (time.monotonic() - owed) if owed is not None else seconds
+            if left > 0:
+                timer[0] = loop.call_later(left, deadline)
+            else:
+                call.set_exception(TimeoutError(f"the store did not answer within {seconds}s"))
+
+        timer.append(loop.call_later(seconds, deadline))
+        try:
+            return await call
+        finally:
+            timer[0].cancel()
+
+    def _owed_since(self) -> float | None:
+        """When the oldest batch the store has not answered was written, or None."""
+        channel = self._channel
+        if channel is None or channel.closed:
+            return None
+        sent = channel.sent
+        while sent and sent[0][1] <= channel.replied:
+            sent.popleft()
+        return sent[0][0] if sent else None
 
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -127,24 +189,23 @@ class PipelinedCalls:
 
     def _write(self, channel: _Channel, batch: list[Call]) -> None:
         pack = hiredis.pack_command
-        futures = [future for *_, future in batch]
-        channel.send([pack(("EVALSHA", sha, n, *args)) for sha, n, args, _ in batch], futures)
-        channel.sent.append((time.monotonic(), futures[-1]))
+        futures = [future for _, future in batch]
+        channel.send([pack(command) for command, _ in batch], futures)
         if self._watchdog is None:
             self._watch()
 
     def _watch(self) -> None:
-        """Set for the deadline of the oldest batch still waiting: a batch whose last reply
-        has not come within the socket timeout means the store (or the connection) is stuck,
-        and every call waiting on the connection fails then (callers decide open or closed),
-        never later. One timer for all batches: a timer per batch would cost more than the
-        batch."""
+        """Set for the deadline of the oldest batch not answered: a batch whose replies have
+        not all come within the socket timeout (whether or not its callers still wait for
+        them) means the store (or the connection) is stuck; the connection is closed then,
+        never later, and every call waiting on it fails (callers decide open or closed). One
+        timer for all batches: a timer per batch would cost more than the batch."""
         self._watchdog = None
         channel = self._channel
         if channel is None:
             return
         sent = channel.sent
-        while sent and sent[0][1].done():
+        while sent and sent[0][1] <= channel.replied:
             sent.popleft()
         if not sent:
             return
@@ -158,7 +219,7 @@ class PipelinedCalls:
         try:
             channel = await self._open()
         except Exception as exc:  # the store is unreachable: every caller learns it
-            for *_, future in batch:
+            for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
@@ -260,21 +321,43 @@ def close_pipelined(kv: Any) -> None:
         calls.close()
 
 
+def hot_command(kv: Any, *command: Any) -> Awaitable[Any]:
+    """One command of a request (GET, HGET, SET, EXISTS, DEL, PING: replies as redis-py's with
+    `decode_responses`) through the batcher, bounded by `kv.HOT_PATH_SECS`."""
+    return pipelined(kv).within(kv_settings.HOT_PATH_SECS, *command)
+
+
 class PipelinedScript:
     """A Lua script run by hash through the store client's batcher (`await script(kv, keys,
-    args)`), loaded once into a new or flushed store."""
+    args)`), loaded once into a new or flushed store; with `hot=True` (a request's own call),
+    each call (the load included) is given up as `hot_command`'s are."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.sha = hashlib.sha1(text.encode()).hexdigest()
 
-    async def __call__(self, kv: Any, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+    async def __call__(
+        self, kv: Any, keys: Sequence[Any], args: Sequence[Any], *, hot: bool = False
+    ) -> Any:
         calls = pipelined(kv)
+
+        async def call(*command: Any) -> Any:
+            if not hot:
+                return await calls.command(*command)
+            return await calls.within(kv_settings.HOT_PATH_SECS, *command)
+
         try:
-            return await calls.evalsha(self.sha, len(keys), *keys, *args)
+            return await call("EVALSHA", self.sha, len(keys), *keys, *args)
         except NoScriptError:
-            await kv.script_load(self.text)
-            return await calls.evalsha(self.sha, len(keys), *keys, *args)
+            await call("SCRIPT", "LOAD", self.text)
+            return await call("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
-__all__ = ["NoScriptError", "PipelinedCalls", "PipelinedScript", "close_pipelined", "pipelined"]
+__all__ = [
+    "NoScriptError",
+    "PipelinedCalls",
+    "PipelinedScript",
+    "close_pipelined",
+    "hot_command",
+    "pipelined",
+]

@@ -5,10 +5,13 @@ outage pays one).
 A hot path that gets an availability failure from the store (no connection, no answer in
 time, the store still loading its data) calls `failed(exc)`: from then on `down` is true, and
 hot paths skip the store — caches are misses, state is read from memory where that is allowed,
-and what must fail closed does at once. While down, one background task pings the store every
-PROBE_SECS (each ping bounded as a request's calls are, `kv.on_hot_path`); the first answer
-makes `down` false again, so everything recovers without a restart. A command error (a
-script's, a wrong type) is the caller's or the configuration's and never trips it.
+and what must fail closed does at once. One background task then pings the store at once and
+every PROBE_SECS after (each ping sent and bounded as a request's calls are,
+`kv_pipeline.hot_command`); the first answer makes `down` false again,
+so everything recovers without a restart. The first ping goes at once because slow is not
+always gone: an event loop busy elsewhere makes a call late too, and then the ping answers
+within a loop turn and little was refused. A command error (a script's, a wrong type) is the
+caller's or the configuration's and never trips it.
 
 One per store client (`reachability(kv)`), shared by every part of the process that uses it.
 """
@@ -23,7 +26,7 @@ from typing import Any
 
 from redis.exceptions import ConnectionError, RedisError, TimeoutError
 
-from runtime.stores.kv import on_hot_path
+from runtime.stores.kv_pipeline import hot_command
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +73,13 @@ class Reachability:
 
     async def _until_back(self) -> None:
         while True:
-            await asyncio.sleep(PROBE_SECS)
             kv = self._kv()
             if kv is None:
                 return
             try:
-                await on_hot_path(kv.ping())
+                await hot_command(kv, "PING")
             except (RedisError, OSError):
+                await asyncio.sleep(PROBE_SECS)
                 continue
             break
         since, self.down_since = self.down_since, None

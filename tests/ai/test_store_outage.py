@@ -36,6 +36,8 @@ from support import MASTER_KEY, running, user_token, valkey_server
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.chat import ChatServicer
 from gateways.ai.pipeline import ChatPipeline
+from gateways.ai.provider_table import CHANGED_CHANNEL as PROVIDERS_CHANGED
+from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, VERSION, digest
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv
 from runtime.testing import Serving
@@ -90,14 +92,16 @@ class CountingProxy:
                 while (command := parser.gets()) is not False:
                     self.commands.append(tuple(p.decode(errors="replace") for p in command))
                 to_store.write(data)
-            to_store.close()
 
         async def downstream() -> None:
             while data := await store.read(1 << 16):
                 to_client.write(data)
-            to_client.close()
 
-        await asyncio.gather(upstream(), downstream(), return_exceptions=True)
+        # Either side gone (the store killed, the gateway giving up): both are closed.
+        pipes = [asyncio.ensure_future(upstream()), asyncio.ensure_future(downstream())]
+        await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+        for pipe in pipes:
+            pipe.cancel()
         to_client.close()
         to_store.close()
 
@@ -249,6 +253,12 @@ async def test_an_outage_serves_tenants_without_a_budget_and_refuses_budgets_at_
                     return False
 
             await eventually(globex_served)
+
+            async def followed_again() -> bool:  # every follower subscribed to the new store
+                channels = (PROVIDERS_CHANGED, no_budget.CHANNEL, KEYS_CHANGED)
+                return all(n >= 1 for _, n in await kv.pubsub_numsub(*channels))
+
+            await eventually(followed_again)
             before = (await budget_call(ai, "GET", "globex"))["remaining_tokens"]
             assert (await answer(globex, "once more"))[0] == "echo: once more"
             after = (await budget_call(ai, "GET", "globex"))["remaining_tokens"]
@@ -325,3 +335,42 @@ async def test_breakers_count_and_open_in_memory_while_the_store_is_out(
 
                 await eventually(served)  # open for 0.5 s, then tried again
                 assert len(upstream.attempts) == 4
+
+
+async def test_what_is_known_outlives_a_restart_of_the_store_not_a_budget_written_meanwhile(
+    gateway: Any, echo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store started again with its data changes no budget: what the gateway knew still
+    serves in the next outage. A budget written while the gateway could not hear it (the
+    counter moved, no message came) drops it all once the gateway polls the counter again."""
+    monkeypatch.setenv("ECHO_LLM_API_KEY", ECHO_KEY)
+    with ExitStack() as stack:
+        port, kv = stack.enter_context(own_store(tmp_path))
+        never_left_stopped(stack, await pid_of(kv))
+        await set_providers(kv, echo_provider(echo))
+        async with gateway(REDIS_URL=f"redis://127.0.0.1:{port}/0") as ai:
+            pipeline = await ready(ai)
+            known, gate = pipeline.budgets.no_budget, pipeline.reachability
+            acme = client(ai.http_url, "acme")
+            assert (await answer(acme, "hi"))[0] == "echo: hi"
+
+            os.kill(await pid_of(kv), signal.SIGKILL)
+            await eventually(lambda: holds(known.watch.lost_since is not None))
+            stack.enter_context(own_store(tmp_path, port))  # back, from its append-only file
+            await eventually(lambda: holds(known.watch.trusted and not gate.down))
+            pid = await pid_of(kv)
+            never_left_stopped(stack, pid)
+            os.kill(pid, signal.SIGSTOP)  # the next outage, no chat in between
+            assert (await answer(acme, "still"))[0] == "echo: still"
+            os.kill(pid, signal.SIGCONT)
+
+            await eventually(lambda: holds(not gate.down))
+            assert (await answer(acme, "again"))[0] == "echo: again"
+            async with kv.pipeline(transaction=True) as pipe:  # written, its message missed
+                pipe.set("acme:budget:tokens", 1000)
+                pipe.incr(no_budget.VERSION)
+                await pipe.execute()
+            await eventually(lambda: holds(not known.known("acme")))  # the poll: it moved
+            os.kill(pid, signal.SIGSTOP)
+            assert await refused(acme) == 503
+            os.kill(pid, signal.SIGCONT)

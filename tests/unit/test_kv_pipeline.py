@@ -1,20 +1,29 @@
 """runtime/stores/kv_pipeline.py against a real Valkey: concurrent scripts batched on the
 batcher's own connection, NOSCRIPT recovery, errors as redis-py raises them (so callers fail
-closed or open as before), AUTH and SELECT on connect, and reconnection."""
+closed or open as before), AUTH and SELECT on connect, reconnection, and the hot path's bound
+(a mute store given up on, a reply read late by a stalled loop still taken)."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
+import uvloop
 from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
 from support import free_port, valkey_server
 
-from runtime.stores.kv import connect_kv
-from runtime.stores.kv_pipeline import PipelinedScript, close_pipelined, pipelined
+from runtime.stores.kv import HOT_PATH_SECS, connect_kv
+from runtime.stores.kv_pipeline import (
+    PipelinedScript,
+    close_pipelined,
+    hot_command,
+    pipelined,
+)
 
 INCR = PipelinedScript("return redis.call('INCR', KEYS[1])")
 FAILS = PipelinedScript("return redis.error_reply('ERR nope: ' .. ARGV[1])")
@@ -121,3 +130,56 @@ async def test_password_and_database_from_the_url(password_store: int) -> None:
         for client in (kv, wrong):
             close_pipelined(client)
             await client.aclose()
+
+
+def test_a_reply_read_late_by_a_stalled_loop_is_still_taken(valkey_url: str) -> None:
+    """The hot path's bound counts the store's silence, not the process's: a loop that stalls
+    past the deadline finds the reply waiting and takes it, on asyncio's loop and on uvloop
+    (which runs all due timers, the deadline's too, before it reads the sockets)."""
+
+    async def stalled() -> str:
+        kv = connect_kv(valkey_url)
+        try:
+            await kv.set("t:pipeline:stall", "here")
+            await hot_command(kv, "GET", "t:pipeline:stall")  # the batcher's connection open
+            # The stall: another socket's reader blocking the loop past the deadline; the
+            # reply arrives meanwhile, and the deadline's timer is due when the stall ends.
+            loop = asyncio.get_running_loop()
+            trigger, stall = socket.socketpair()
+
+            def stall_once() -> None:
+                stall.recv(1)
+                time.sleep(0.2)
+
+            loop.add_reader(stall.fileno(), stall_once)
+            call = pipelined(kv).within(0.05, "GET", "t:pipeline:stall")
+            trigger.send(b"x")
+            try:
+                return str(await call)
+            finally:
+                loop.remove_reader(stall.fileno())
+                trigger.close()
+                stall.close()
+        finally:
+            close_pipelined(kv)
+            await kv.aclose()
+
+    assert asyncio.run(stalled()) == "here"
+    assert uvloop.run(stalled()) == "here"
+
+
+async def test_a_store_that_never_answers_is_given_up_on_the_hot_path() -> None:
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1 << 16)
+        await asyncio.sleep(5)
+
+    server = await asyncio.start_server(mute, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    kv = connect_kv(f"redis://127.0.0.1:{port}/0")
+    try:
+        with pytest.raises(TimeoutError, match=f"did not answer within {HOT_PATH_SECS}s"):
+            await hot_command(kv, "GET", "k")
+    finally:
+        close_pipelined(kv)
+        await kv.aclose()
+        server.close()

@@ -19,7 +19,6 @@ from gateways.ai.cache import keys
 from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.semantic import SemanticTier
-from runtime.stores.kv import on_hot_path
 from runtime.stores.kv_reachability import reachability
 from runtime.stores.vectors import open_vectors
 
@@ -95,7 +94,7 @@ class ResponseCache:
         key = keys.exact_key(tenant, model, messages, params)
         try:
             semantic = await self._semantic_tier()
-            found = await on_hot_path(self.exact.get(key))
+            found = await self.exact.get(key)
             if found is not None:
                 return HIT, found
             text = _semantic_text(messages)
@@ -108,7 +107,7 @@ class ResponseCache:
                 return None
             # The answer lives once, under the exact key the vector points at; gone (expired
             # or evicted) means a miss.
-            answer = await on_hot_path(self.exact.get(nearest[0]))
+            answer = await self.exact.get(nearest[0])
             return (SEMANTIC_HIT, answer) if answer is not None else None
         except self._store_errors as error:
             if isinstance(error, RedisError):  # every part of the process stops trying it

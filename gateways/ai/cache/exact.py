@@ -11,6 +11,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from runtime.stores.kv_pipeline import hot_command
+
 
 class ExactTier:
     def __init__(self, kv: Redis, ttl_secs: int) -> None:
@@ -18,7 +20,7 @@ class ExactTier:
         self.ttl_secs = ttl_secs
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        raw = await self.kv.get(key)
+        raw = await hot_command(self.kv, "GET", key)  # a request's: bounded, batched
         if raw is None:
             return None
         value = json.loads(raw)
