@@ -48,9 +48,6 @@ from reliability.kit import (
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 
-STORE_OUTAGE = "issue 19 defect 6: store-outage"
-VALKEY_RESTART = "issue 19 defect 8: store-outage"
-
 
 @dataclass
 class Scene:
@@ -148,7 +145,6 @@ async def test_store_paused_limiter_fails_open_controls_fail_closed_then_recover
     assert {name: reply.status for name, reply in after.items()} == normal
 
 
-@pytest.mark.xfail(reason=STORE_OUTAGE, strict=True)
 async def test_store_paused_a_tenant_without_budget_is_still_served(
     scene: Scene, http: Http
 ) -> None:
@@ -160,7 +156,6 @@ async def test_store_paused_a_tenant_without_budget_is_still_served(
     assert served.status == 200, served.text
 
 
-@pytest.mark.xfail(reason=STORE_OUTAGE, strict=True)
 async def test_store_paused_platform_health_reports_the_store(scene: Scene, http: Http) -> None:
     url = f"{scene.stack.cp}/api/health/services"
     with scene.stack.paused("valkey"):
@@ -268,7 +263,6 @@ async def test_mcp_server_down_502_then_recovered(scene: Scene, http: Http) -> N
         assert back.status == 200, back.text
 
 
-@pytest.mark.xfail(reason=VALKEY_RESTART, strict=True)
 async def test_store_killed_is_restarted_and_the_services_reconnect(
     scene: Scene, http: Http
 ) -> None:

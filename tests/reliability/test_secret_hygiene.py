@@ -43,17 +43,6 @@ from reliability.kit import (
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 
-SECRETS_AT_REST = "issue 19 defect {}: secrets-at-rest"
-# canary → the defect that keeps it in the store in clear today
-KNOWN = {
-    "issued API key": SECRETS_AT_REST.format(2),
-    "provider key": SECRETS_AT_REST.format(5),
-    "webhook signing secret": SECRETS_AT_REST.format(5),
-    "settings Slack URL": SECRETS_AT_REST.format(5),
-    "settings SMTP password": SECRETS_AT_REST.format(5),
-    "settings PagerDuty key": SECRETS_AT_REST.format(5),
-}
-
 
 def canary(kind: str) -> str:
     return f"cnry{kind}{secrets.token_hex(12)}"
@@ -238,18 +227,13 @@ CANARIES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN[name], strict=True))
-     if name in KNOWN else name for name in CANARIES],
-)  # fmt: skip
+@pytest.mark.parametrize("name", CANARIES)
 async def test_a_canary_is_nowhere_the_platform_keeps_or_shows(
     findings: Findings, name: str
 ) -> None:
     assert findings.found[name] == [], f"{name} found in {findings.found[name]}"
 
 
-@pytest.mark.xfail(reason=SECRETS_AT_REST.format(2), strict=True)
 async def test_the_admin_api_shows_no_usable_key(findings: Findings, stack: Stack) -> None:
     listed = findings.consumers
     assert "key-auth" in listed  # the issued keys' consumers are listed

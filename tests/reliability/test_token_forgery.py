@@ -128,23 +128,6 @@ POINTS: dict[str, tuple[str, Send]] = {
     "hop sts_token": ("hop", hop_token),
 }
 
-# What fails until a fix of issue 19 is merged: variant → (defect, the points it fails at).
-DEFECT_3 = "issue 19 defect 3: auth-hardening"  # a key of the other type: 500
-DEFECT_4 = "issue 19 defect 4: auth-hardening"  # audience, type, sub/iat, canonical encoding
-IDP_POINTS = frozenset(point for point, (target, _) in POINTS.items() if target != "hop")
-KNOWN: dict[str, tuple[str, frozenset[str]]] = {
-    "alg-of-other-key-with-main-kid": (DEFECT_3, IDP_POINTS),
-    "main-alg-with-other-kid": (DEFECT_3, IDP_POINTS),
-    "header-tampered": (DEFECT_3, IDP_POINTS),
-    "wrong-audience": (DEFECT_4, IDP_POINTS),
-    "audience-missing": (DEFECT_4, IDP_POINTS),
-    "id-token": (DEFECT_4, IDP_POINTS - {"STS actor_token"}),  # a person's: no agent there
-    "id-token-typ": (DEFECT_4, IDP_POINTS),
-    "sub-missing": (DEFECT_4, frozenset({"edge /api/*"})),
-    "iat-missing": (DEFECT_4, IDP_POINTS),
-    "signature-padding-appended": (DEFECT_4, IDP_POINTS),
-}
-
 
 def cases() -> list[object]:
     found = []
@@ -153,11 +136,7 @@ def cases() -> list[object]:
             kind = "hop" if target == "hop" else "idp"
             if kind not in kinds:
                 continue
-            marks = []
-            reason, failing = KNOWN.get(variant, ("", frozenset()))
-            if point in failing:
-                marks.append(pytest.mark.xfail(reason=reason, strict=True))
-            found.append(pytest.param(variant, point, id=f"{variant}@{point}", marks=marks))
+            found.append(pytest.param(variant, point, id=f"{variant}@{point}"))
     return found
 
 
