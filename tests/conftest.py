@@ -7,7 +7,6 @@ process may own only one), and tokens come from the dev IdP over HTTP.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -23,10 +22,6 @@ from runtime.stores.kv_pipeline import close_pipelined
 from runtime.stores.kv_reachability import close_reachability
 from sidecars.idp.app import build_app as build_idp_app
 from sidecars.idp.config import IdpConfig
-
-# tests/reliability (issue 19's black-box figures) is opt-in while its checks are settled
-# against the merged fixes: STRATA_RELIABILITY=1 .venv/bin/python -m pytest tests/reliability
-collect_ignore = [] if os.environ.get("STRATA_RELIABILITY") == "1" else ["reliability"]
 
 
 @pytest.fixture(scope="session")
