@@ -60,7 +60,9 @@ class XdsSubscription:
         *,
         node_id: str | None = None,
         initial_backoff: float = 0.1,
-        max_backoff: float = 10.0,
+        # A data plane without its configuration answers 404s: at a stack's start the
+        # control plane is often seconds behind the edge, so retries stay frequent.
+        max_backoff: float = 2.0,
     ) -> None:
         self.peer = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
         self.apply = apply
