@@ -95,8 +95,13 @@ def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
                 if param["name"] == "name":
                     param["schema"]["enum"] = sorted(ENABLED_PLUGINS)
         return [(path, operation)]
+    from controlplane.edge_config.servicer import PATCHABLE, POSTABLE  # (405 for the others)
+
+    supported = {"CreateResource": POSTABLE, "PatchResource": PATCHABLE}.get(
+        rule.method_name, frozenset(KINDS)
+    )
     expanded = []
-    for kind in KINDS:
+    for kind in (k for k in KINDS if k in supported):
         one = copy.deepcopy(operation)
         one["operationId"] = f"{one['operationId']}_{kind}"
         one["tags"] = [kind]

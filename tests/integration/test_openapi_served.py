@@ -1,0 +1,306 @@
+"""Issue 20: each front door serves its OpenAPI document, and does what it says. The four
+services run in-process (their own Valkey, the session's IdP and chDB); every operation of each
+served `/openapi.json` is called once with a valid example below, and the answer's status must
+be one the operation documents and its body must match the documented schema (jsonschema, the
+document's components resolving the references); server-sent events are checked one by one.
+
+The operation list comes from the documents: an operation without an example here (a new
+endpoint) fails the test, as does an example of an operation the document does not describe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any
+
+import aiohttp
+import pytest
+from identity_kit import Sts, registered_agents
+from jsonschema import Draft202012Validator
+from support import ADMIN_API_KEY, MASTER_KEY, running, user_token, valkey_server
+
+from controlplane.app import build as build_controlplane
+from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.servicer import PATCHABLE, POSTABLE
+from gateways.agent.app import build as build_agent
+from gateways.agent.config import AgentGatewayConfig
+from gateways.ai.app import build as build_ai
+from gateways.ai.config import AiGatewayConfig
+from gateways.edge.app import build as build_edge
+from gateways.edge.config import EdgeConfig
+from gateways.edge.resources import KINDS
+from runtime.config import ServiceConfig
+from runtime.docs import api_documents
+from runtime.openapi import operations
+from runtime.stores import Stores
+from runtime.testing import serving
+from sidecars.echo_llm.app import build_app as build_echo
+from sidecars.echo_llm.provider import KEY_VAR, echo_provider
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
+from mcp_servers import UpstreamMcp  # noqa: E402  (tests/agent's real MCP server)
+
+pytestmark = pytest.mark.timeout(300)
+
+MASTER = {"Authorization": f"Bearer {MASTER_KEY}"}
+EDGE_KEY = {"X-API-KEY": ADMIN_API_KEY}
+T = "oas-" + uuid.uuid4().hex[:8]  # the tenant the examples create and use
+
+
+@dataclass
+class Call:
+    """One example: the operation (as the document writes it), what to send, the success
+    status expected, and the answer's values to keep for later calls (`$name` in strings)."""
+
+    method: str
+    path: str
+    status: int = 200
+    params: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None
+    form: bool = False
+    headers: Mapping[str, str] = field(default_factory=lambda: MASTER)
+    keep: Mapping[str, str] = field(default_factory=dict)  # name → dotted path in the answer
+
+    @property
+    def operation(self) -> tuple[str, str]:
+        return self.method, self.path
+
+
+def meta(headers: Mapping[str, str] = MASTER) -> list[Call]:
+    return [Call("GET", p, headers=headers) for p in ("/", "/health", "/metrics",
+                                                      "/openapi.json", "/docs")]  # fmt: skip
+
+
+def edge_calls() -> list[Call]:
+    resources: dict[str, Any] = {
+        "upstreams": {"type": "roundrobin", "nodes": {"127.0.0.1:9": 1}},
+        "services": {"upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:9": 1}}},
+        "routes": {"uri": "/oas/*", "upstream": {"type": "roundrobin",
+                                                 "nodes": {"127.0.0.1:9": 1}}},
+        "consumers": {"username": "oasconsumer"},
+        "consumer_groups": {"plugins": {}},
+        "global_rules": {"plugins": {}},
+        "plugin_configs": {"plugins": {}},
+        "protos": {"content": 'syntax = "proto3"; package oas; message M { string a = 1; }'},
+    }  # fmt: skip
+    calls = [
+        Call("GET", "/apisix/admin/plugins/list", headers=EDGE_KEY),
+        Call("GET", "/apisix/admin/plugins/{name}", params={"name": "key-auth"}, headers=EDGE_KEY),
+        Call("GET", "/apisix/admin/schema/plugins/{name}", params={"name": "key-auth"},
+             headers=EDGE_KEY),
+    ]  # fmt: skip
+    for kind in KINDS:
+        base = f"/apisix/admin/{kind}"
+        body = resources[kind]
+        ident = "oasconsumer" if kind == "consumers" else f"oas-{kind}"
+        put_body = body if kind == "consumers" else {**body, "id": ident}
+        calls += [
+            Call("PUT", base, 201, body=put_body, headers=EDGE_KEY),
+            Call("PUT", base + "/{id}", 200, params={"id": ident}, body=body, headers=EDGE_KEY),
+            Call("GET", base, headers=EDGE_KEY),
+            Call("GET", base + "/{id}", params={"id": ident}, headers=EDGE_KEY),
+        ]
+        if kind in PATCHABLE:
+            name, value = ("plugins", {}) if kind == "global_rules" else ("desc", "patched")
+            calls += [
+                Call("PATCH", base + "/{id}", params={"id": ident}, body={name: value},
+                     headers=EDGE_KEY),
+                Call("PATCH", base + "/{id}/{path}", params={"id": ident, "path": name},
+                     body=value, headers=EDGE_KEY),
+            ]  # fmt: skip
+        doomed = ident
+        if kind in POSTABLE:
+            created = kind.replace("_", "") + "id"
+            calls.append(Call("POST", base, 201, body=body, headers=EDGE_KEY,
+                              keep={created: "value.id"}))  # fmt: skip
+            doomed = "$" + created
+        calls.append(Call("DELETE", base + "/{id}", params={"id": doomed}, headers=EDGE_KEY))
+    return calls + meta(EDGE_KEY)
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+
+def fill(value: Any, kept: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        return Template(value).safe_substitute({k: str(v) for k, v in kept.items()})
+    if isinstance(value, dict):
+        return {k: fill(v, kept) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, kept) for v in value]
+    return value
+
+
+def dig(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+def validator(document: Mapping[str, Any], schema: Mapping[str, Any]) -> Draft202012Validator:
+    """A validator of `schema` whose `#/components/...` references resolve in `document`."""
+    return Draft202012Validator({**schema, "components": document["components"]})
+
+
+def problems(document: Mapping[str, Any], schema: Mapping[str, Any], value: Any) -> list[str]:
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
+        for e in validator(document, schema).iter_errors(value)
+    ]
+
+
+async def check(
+    http: aiohttp.ClientSession, base: str, document: Mapping[str, Any], call: Call,
+    kept: dict[str, Any],
+) -> list[str]:  # fmt: skip
+    """Send `call`; the problems of its answer against the document (none: it conforms)."""
+    where = f"{call.method} {call.path}"
+    item = document["paths"].get(call.path, {})
+    operation = item.get(call.method.lower())
+    if operation is None:
+        return [f"{where}: an example of an operation the document does not describe"]
+    path = call.path
+    for name, value in fill(call.params, kept).items():
+        path = path.replace("{" + name + "}", str(value))
+    body, headers = fill(call.body, kept), dict(call.headers)
+    sending: dict[str, Any] = {}
+    if call.form:
+        sending["data"] = body
+    elif body is not None:
+        sending["data"] = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    async with http.request(
+        call.method, base + path, params=fill(dict(call.query), kept), headers=headers,
+        **sending,
+    ) as resp:  # fmt: skip
+        raw = await resp.read()
+        status, content_type = resp.status, resp.content_type
+    text = raw.decode(errors="replace")[:500]
+    if status != call.status:
+        return [f"{where}: status {status}, expected {call.status}: {text}"]
+    answer = operation["responses"].get(str(status)) or operation["responses"].get("default")
+    if answer is None:
+        return [f"{where}: status {status} is not documented"]
+    media = answer.get("content", {})
+    if not media:
+        return [] if not raw else [f"{where}: a body where the document says none: {text}"]
+    if content_type not in media:
+        return [f"{where}: {content_type} answered, the document says {sorted(media)}"]
+    schema = media[content_type].get("schema", {})
+    if content_type == "text/event-stream":
+        events = [line[6:] for line in raw.decode().split("\n") if line.startswith("data: ")]
+        event_schema = media[content_type]["x-strata-event-schema"]
+        found = [p for e in events if e != "[DONE]" for p in
+                 problems(document, event_schema, json.loads(e))]  # fmt: skip
+        return [f"{where}: event {p}" for p in found]
+    if content_type != "application/json":
+        return problems(document, schema, raw.decode())
+    value = json.loads(raw)
+    for name, at in call.keep.items():
+        kept[name] = dig(value, at)
+    return [f"{where}: {p}" for p in problems(document, schema, value)]
+
+
+async def conform(base: str, calls: list[Call], document: Mapping[str, Any]) -> list[str]:
+    """Every example sent in order; every documented operation exercised exactly once."""
+    documented = set(operations(document))
+    exercised = [c.operation for c in calls]
+    failures = [f"{m} {p}: documented, but no example calls it"
+                for m, p in sorted(documented - set(exercised))]  # fmt: skip
+    failures += [f"{m} {p}: more than one example" for m, p in sorted(set(exercised))
+                 if exercised.count((m, p)) > 1]  # fmt: skip
+    kept: dict[str, Any] = {}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+        for call in calls:
+            failures += await check(http, base, document, call, kept)
+    return failures
+
+
+# --- the platform --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def own_valkey(tmp_path_factory: pytest.TempPathFactory):
+    with valkey_server(tmp_path_factory.mktemp("openapi-valkey")) as port:
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+@dataclass
+class Doors:
+    cp: str
+    ai: str
+    agent: str
+    edge: str
+    echo: str
+    idp: str
+
+
+@pytest.fixture
+async def doors(
+    config_for: Callable[..., ServiceConfig],
+    stores_for: Callable[[ServiceConfig], Stores],
+    own_valkey: str,
+    idp: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[Doors]:
+    monkeypatch.setenv(KEY_VAR, "echo-key")
+
+    def start(config_class: type[ServiceConfig], build: Callable[..., Any], **env: str) -> Any:
+        config = config_for(config_class, REDIS_URL=own_valkey, **env)
+        return serving(build(config, stores_for(config)))
+
+    async with (
+        running(build_echo()) as echo,
+        start(ControlPlaneConfig, build_controlplane, SVC_AGENT_IDENTITY="on") as cp,
+    ):
+        grpc = cp.grpc_target
+        async with (
+            start(AiGatewayConfig, build_ai, CONTROLPLANE_GRPC=grpc) as ai,
+            start(AgentGatewayConfig, build_agent, CONTROLPLANE_GRPC=grpc,
+                  SVC_AGENT_IDENTITY="on", STS_JWKS_URL=f"{cp.http_url}/sts/jwks") as agent,
+            start(EdgeConfig, build_edge, CONTROLPLANE_GRPC=grpc) as edge,
+        ):  # fmt: skip
+            yield Doors(cp.http_url, ai.http_url, agent.http_url, edge.http_url, echo, idp)
+
+
+async def served(base: str, headers: Mapping[str, str] = MASTER) -> dict[str, Any]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{base}/openapi.json", headers=headers) as resp,
+    ):
+        assert resp.status == 200
+        return dict(await resp.json())
+
+
+async def test_served_documents_are_the_committed_ones(doors: Doors) -> None:
+    """A process with every feature on serves exactly the committed document; /docs is
+    Swagger UI with its assets from the service itself (no CDN)."""
+    committed = api_documents()
+    for base, name, headers in (
+        (doors.cp, "controlplane.json", MASTER), (doors.ai, "ai-gateway.json", MASTER),
+        (doors.agent, "agent-gateway.json", MASTER), (doors.edge, "edge-admin.json", EDGE_KEY),
+    ):  # fmt: skip
+        assert await served(base, headers) == json.loads(committed[name]), name
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{base}/docs") as resp:
+                page = await resp.text()
+                assert resp.status == 200 and "SwaggerUIBundle" in page
+            assets = re.findall(r'(?:src|href)="(/docs/[^"]+)"', page)
+            assert assets and not re.search(r'(?:src|href)="https?:', page)
+            for asset in assets:
+                async with http.get(base + asset) as resp:
+                    assert resp.status == 200 and len(await resp.read()) > 100, asset
+
+
+async def test_edge_admin_answers_as_documented(doors: Doors) -> None:
+    document = await served(doors.edge, EDGE_KEY)
+    failures = await conform(doors.edge, edge_calls(), document)
+    assert not failures, "\n".join(failures)
