@@ -33,7 +33,6 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from runtime.access import rule_of
 from runtime.config import VERSION
 from runtime.http_rules import Envelope, HttpRule
-from runtime.protojson import JSON_TYPES
 from strata.access.v1.access_pb2 import Access
 
 OPENAPI_VERSION = "3.1.0"
@@ -235,7 +234,7 @@ class Schemas:
             return {"type": "array", "items": item}
         oneof = f.containing_oneof
         nullable = f.has_presence and (oneof is None or oneof.name.startswith("_"))
-        if nullable and (f.message_type is None or f.message_type.full_name not in JSON_TYPES):
+        if nullable:  # unset: rendered null (a Struct too; a Value is any JSON already)
             return _nullable(item)
         return item
 

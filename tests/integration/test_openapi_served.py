@@ -48,6 +48,8 @@ from sidecars.echo_llm.provider import KEY_VAR, echo_provider
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
 
+from mcp_servers import UpstreamMcp
+
 pytestmark = pytest.mark.timeout(300)
 
 MASTER = {"Authorization": f"Bearer {MASTER_KEY}"}
@@ -70,6 +72,7 @@ class Call:
     headers: Mapping[str, str] = field(default_factory=lambda: MASTER)
     keep: Mapping[str, str] = field(default_factory=dict)  # name → dotted path in the answer
     again: bool = False  # a second example of an operation (another shape of its answer)
+    keep_header: Mapping[str, str] = field(default_factory=dict)  # name → answer header
 
     @property
     def operation(self) -> tuple[str, str]:
@@ -129,6 +132,7 @@ def edge_calls() -> list[Call]:
 
 
 TENANT = {**MASTER, "x-tenant-id": T}
+OTHER = {**MASTER, "x-tenant-id": T + "-b"}
 HELLO = [{"role": "user", "content": "hello"}]
 
 
@@ -168,11 +172,11 @@ def controlplane_calls(human: str) -> list[Call]:
         Call("GET", "/api/tenants/{id}/branding", **tenant),
         # API keys: a request approved, one denied, the key revoked
         Call("POST", "/api/keys/request", 201, headers={**MASTER, "x-tenant-id": T},
-             body={"name": "ci", "tenant_id": T, "routes": ["oas-routes"], "reason": "CI",
+             body={"name": "ci", "tenant_id": T, "routes": ["oas-cp-route"], "reason": "CI",
                    "email": "ci@example.com"},
              keep={"approve": "id"}),
         Call("POST", "/api/keys/request", 201, headers={**MASTER, "x-tenant-id": T},
-             body={"name": "ci2", "tenant_id": T, "routes": ["oas-routes"], "reason": "CI",
+             body={"name": "ci2", "tenant_id": T, "routes": ["oas-cp-route"], "reason": "CI",
                    "email": "ci@example.com"},
              keep={"deny": "id"}, again=True),
         Call("GET", "/api/keys/requests", query={"tenant_id": T}),
@@ -186,7 +190,7 @@ def controlplane_calls(human: str) -> list[Call]:
         Call("PUT", "/api/rate-limits/{tenant_id}", params={"tenant_id": T},
              body={"limit": 500, "window": "60s"}),
         Call("PUT", "/api/rate-limits/{tenant_id}/routes/{route_id}",
-             params={"tenant_id": T, "route_id": "oas-routes"},
+             params={"tenant_id": T, "route_id": "oas-cp-route"},
              body={"limit": 50, "window": "60s"}),
         Call("GET", "/api/rate-limits/{tenant_id}", params={"tenant_id": T}),
         # analytics, audit, export
@@ -221,10 +225,10 @@ def controlplane_calls(human: str) -> list[Call]:
         Call("GET", "/api/license"),
         Call("GET", "/api/health/services"),
         Call("GET", "/api/health/alerts"),
-        # edge route lifecycle and canary (the route `oas-routes`, made through the edge)
-        Call("PATCH", "/api/routes/{id}/lifecycle", params={"id": "oas-routes"},
+        # edge route lifecycle and canary (the route `oas-cp-route`, made through the edge)
+        Call("PATCH", "/api/routes/{id}/lifecycle", params={"id": "oas-cp-route"},
              body={"lifecycle": "deprecated"}),
-        Call("PATCH", "/api/routes/{id}/canary", params={"id": "oas-routes"},
+        Call("PATCH", "/api/routes/{id}/canary", params={"id": "oas-cp-route"},
              body={"weight": 10, "upstream": "127.0.0.1:9"}),
         # providers
         Call("POST", "/api/providers", body={"id": "oas-local", "type": "openai_compatible",
@@ -246,6 +250,92 @@ def controlplane_calls(human: str) -> list[Call]:
         Call("GET", "/sts/jwks", headers={}),
         # last: the tenant goes
         Call("DELETE", "/api/tenants/{id}", **tenant),
+        *meta(),
+    ]  # fmt: skip
+
+
+ECHO = {"name": "echo", "description": "Echo the text back (as first registered)",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+ELICIT_SCHEMA = {"type": "object", "properties": {"email": {"type": "string"}},
+                 "required": ["email"]}
+
+
+def agent_calls(upstream: str) -> list[Call]:
+    server = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
+    session = {"params": {"session_id": "$session"}, "headers": TENANT}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "openapi-test", "version": "1"}}}
+    return [
+        # the registry: a server, and one whose tool set changes (quarantined, re-approved)
+        Call("POST", "/v1/mcp/servers", 201, headers=TENANT,
+             body={"id": "oas-srv", "name": "oas", "url": upstream, "tenant_id": T}),
+        Call("POST", "/v1/mcp/servers", 201, headers=OTHER, again=True,
+             body={"id": "oas-rug", "name": "rug", "url": upstream, "tenant_id": T + "-b",
+                   "tools": [ECHO]}),
+        Call("GET", "/v1/mcp/servers", headers=TENANT),
+        Call("GET", "/v1/mcp/servers/{server_id}", **server),
+        Call("PUT", "/v1/mcp/servers/{server_id}/auth", body={"mode": "optional"}, **server),
+        Call("GET", "/v1/mcp/servers/{server_id}/auth", **server),
+        Call("GET", "/v1/mcp/servers/{server_id}/tools", **server),
+        Call("GET", "/v1/mcp/servers/{server_id}/tools", params={"server_id": "oas-rug"},
+             query={"refresh": "true"}, headers=OTHER, again=True),
+        Call("GET", "/v1/mcp/servers/{server_id}", params={"server_id": "oas-rug"},
+             headers=OTHER, keep={"pending": "quarantine.fingerprint"}, again=True),
+        Call("POST", "/v1/mcp/servers/{server_id}/approve-tools",
+             params={"server_id": "oas-rug"}, body={"fingerprint": "$pending"}),
+        Call("GET", "/v1/mcp/tools", headers=TENANT),
+        # tool calls, then a policy that holds `add` for a person's approval
+        Call("POST", "/v1/mcp/tools/call", headers=TENANT, body={"server_id": "oas-srv",
+             "tool_name": "echo", "arguments": {"text": "hi"}, "tenant_id": T}),
+        Call("PUT", "/v1/policies/{tenant_id}", params={"tenant_id": T}, headers=TENANT,
+             body={"hitl_required_tools": ["add"]}),
+        Call("GET", "/v1/policies/{tenant_id}", params={"tenant_id": T}, headers=TENANT),
+        Call("POST", "/v1/mcp/tools/call", 202, headers=TENANT, again=True,
+             body={"server_id": "oas-srv", "tool_name": "add", "arguments": {"a": 1, "b": 2},
+                   "tenant_id": T}, keep={"approval": "approval_id"}),
+        Call("POST", "/v1/mcp/tools/call", 202, headers=TENANT, again=True,
+             body={"server_id": "oas-srv", "tool_name": "add", "arguments": {"a": 2, "b": 2},
+                   "tenant_id": T}, keep={"denied": "approval_id"}),
+        Call("GET", "/v1/hitl/pending", headers=TENANT),
+        Call("POST", "/v1/hitl/{approval_id}/approve", params={"approval_id": "$approval"},
+             headers=TENANT),
+        Call("POST", "/v1/hitl/{approval_id}/deny", params={"approval_id": "$denied"},
+             headers=TENANT),
+        # sessions
+        Call("POST", "/v1/sessions", 201, headers=TENANT, keep={"session": "id"},
+             body={"tenant_id": T, "agent_id": "oas-agent", "tool_allowlist": ["echo"],
+                   "token_budget": 1000}),
+        Call("GET", "/v1/sessions", headers=TENANT),
+        Call("GET", "/v1/sessions/{session_id}", **session),
+        Call("GET", "/v1/sessions/{session_id}/tools", **session),
+        Call("POST", "/v1/sessions/{session_id}/execute", body={"server_id": "oas-srv",
+             "tool_name": "echo", "arguments": {"text": "hi"}, "tenant_id": T}, **session),
+        # A2A: an agent registered; a message to an unregistered one is queued (202)
+        Call("POST", "/v1/a2a/agents", 201, headers=TENANT, body={"id": f"{T}-echo",
+             "name": "echo agent", "url": "http://127.0.0.1:9/", "tenant_id": T,
+             "capabilities": ["echo"], "description": "echoes"}),
+        Call("GET", "/v1/a2a/agents", headers=TENANT),
+        Call("POST", "/v1/a2a/send", 202, headers=TENANT, keep={"task": "task_id"},
+             body={"from_agent": "planner", "to_agent": f"{T}-nobody",
+                   "message": {"text": "hello"}, "tenant_id": T}),
+        Call("GET", "/v1/a2a/tasks/{task_id}", params={"task_id": "$task"}, headers=TENANT),
+        # elicitation
+        Call("POST", "/v1/elicit", 202, headers=TENANT, keep={"elicit": "elicitation_id"},
+             body={"session_id": "$session", "tenant_id": T, "tool_name": "signup",
+                   "message": "Which e-mail?", "schema": ELICIT_SCHEMA}),
+        Call("POST", "/v1/elicit/{elicit_id}/respond", params={"elicit_id": "$elicit"},
+             headers=TENANT, body={"email": "ops@example.com"}),
+        # the MCP endpoint and its OAuth metadata
+        Call("POST", "/mcp", headers={**TENANT, "Accept": "application/json, text/event-stream"},
+             body=initialize, keep_header={"mcp": "Mcp-Session-Id"}),
+        Call("DELETE", "/mcp", 204, headers={**TENANT, "Mcp-Session-Id": "$mcp"}),
+        Call("GET", "/mcp", 405, headers=TENANT),
+        Call("GET", "/.well-known/oauth-protected-resource", headers={}),
+        Call("GET", "/.well-known/oauth-protected-resource/mcp", headers={}),
+        # last: the session and the server go
+        Call("DELETE", "/v1/sessions/{session_id}", **session),
+        Call("DELETE", "/v1/mcp/servers/{server_id}", **server),
         *meta(),
     ]  # fmt: skip
 
@@ -294,7 +384,7 @@ async def check(
     path = call.path
     for name, value in fill(call.params, kept).items():
         path = path.replace("{" + name + "}", str(value))
-    body, headers = fill(call.body, kept), dict(call.headers)
+    body, headers = fill(call.body, kept), fill(dict(call.headers), kept)
     sending: dict[str, Any] = {}
     if call.form:
         sending["data"] = body
@@ -307,6 +397,8 @@ async def check(
     ) as resp:  # fmt: skip
         raw = await resp.read()
         status, content_type = resp.status, resp.content_type
+        for name, header in call.keep_header.items():
+            kept[name] = resp.headers.get(header, "")
     text = raw.decode(errors="replace")[:500]
     if status != call.status:
         return [f"{where}: status {status}, expected {call.status}: {text}"]
@@ -463,7 +555,7 @@ async def test_ai_gateway_answers_as_documented(doors: Doors) -> None:
 async def test_controlplane_answers_as_documented(doors: Doors) -> None:
     route = {"uri": "/oas/*", "upstream": {"type": "roundrobin", "nodes": {"127.0.0.1:9": 1}}}
     async with aiohttp.ClientSession() as http, http.put(
-        f"{doors.edge}/apisix/admin/routes/oas-routes", json=route, headers=EDGE_KEY
+        f"{doors.edge}/apisix/admin/routes/oas-cp-route", json=route, headers=EDGE_KEY
     ) as resp:  # fmt: skip
         assert resp.status in (200, 201), await resp.text()
     human = await user_token(doors.idp, "alice", "alice")
@@ -471,6 +563,16 @@ async def test_controlplane_answers_as_documented(doors: Doors) -> None:
     document = await served(doors.cp)
     failures = await conform(doors.cp, controlplane_calls(human), document,
                              actor=a.token, audience=b.agent_id)  # fmt: skip
+    assert not failures, "\n".join(failures)
+
+
+async def test_agent_gateway_answers_as_documented(doors: Doors) -> None:
+    upstream = UpstreamMcp().start()
+    try:
+        document = await served(doors.agent)
+        failures = await conform(doors.agent, agent_calls(upstream.url), document)
+    finally:
+        upstream.stop()
     assert not failures, "\n".join(failures)
 
 
