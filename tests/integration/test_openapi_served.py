@@ -385,6 +385,13 @@ async def check(
     for name, value in fill(call.params, kept).items():
         path = path.replace("{" + name + "}", str(value))
     body, headers = fill(call.body, kept), fill(dict(call.headers), kept)
+    if body is not None:  # the example is valid by the document too
+        media = operation.get("requestBody", {}).get("content", {})
+        if "application/json" not in media:
+            return [f"{where}: the document takes no JSON body"]
+        wrong = problems(document, media["application/json"]["schema"], body)
+        if wrong:
+            return [f"{where}: request body {p}" for p in wrong]
     sending: dict[str, Any] = {}
     if call.form:
         sending["data"] = body
