@@ -38,7 +38,7 @@ from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
 from gateways.edge.resources import KINDS
 from runtime.config import ServiceConfig
-from runtime.docs import api_documents
+from runtime.docs import API_DIR, api_documents
 from runtime.openapi import operations
 from runtime.serve import start as start_service
 from runtime.stores import Stores
@@ -128,6 +128,11 @@ def edge_calls() -> list[Call]:
                               keep={created: "value.id"}))  # fmt: skip
             doomed = "$" + created
         calls.append(Call("DELETE", base + "/{id}", params={"id": doomed}, headers=EDGE_KEY))
+    calls += [  # errors, in APISIX's bodies
+        Call("GET", "/apisix/admin/routes/{id}", 404, params={"id": "oas-none"},
+             headers=EDGE_KEY, again=True),
+        Call("GET", "/apisix/admin/routes", 401, headers={}, again=True),
+    ]  # fmt: skip
     return calls + meta(EDGE_KEY)
 
 
@@ -148,6 +153,10 @@ def ai_calls() -> list[Call]:
         Call("POST", "/v1/budget/{tenant_id}", params={"tenant_id": T}, body={"tokens": 5000}),
         Call("GET", "/v1/budget/{tenant_id}", params={"tenant_id": T}, again=True),
         Call("DELETE", "/v1/budget/{tenant_id}", params={"tenant_id": T}),
+        # errors, in OpenAI's envelope
+        Call("POST", "/v1/chat/completions", 400, body={"model": "oas-none", "messages": HELLO},
+             headers=TENANT, again=True),
+        Call("GET", "/v1/models", 401, headers={}, again=True),
         *meta(),
     ]  # fmt: skip
 
@@ -250,6 +259,11 @@ def controlplane_calls(human: str) -> list[Call]:
         Call("GET", "/sts/jwks", headers={}),
         # last: the tenant goes
         Call("DELETE", "/api/tenants/{id}", **tenant),
+        # errors: Strata's body, and RFC 6749's at the STS
+        Call("GET", "/api/tenants/{id}", 404, params={"id": "oas-none"}, again=True),
+        Call("GET", "/api/tenants", 401, headers={}, again=True),
+        Call("POST", "/sts/token", 400, headers={}, body={"grant_type": "password"},
+             again=True),
         *meta(),
     ]  # fmt: skip
 
@@ -336,6 +350,10 @@ def agent_calls(upstream: str) -> list[Call]:
         # last: the session and the server go
         Call("DELETE", "/v1/sessions/{session_id}", **session),
         Call("DELETE", "/v1/mcp/servers/{server_id}", **server),
+        # errors
+        Call("GET", "/v1/sessions/{session_id}", 404, params={"session_id": "oas-none"},
+             headers=TENANT, again=True),
+        Call("GET", "/v1/mcp/servers", 401, headers={}, again=True),
         *meta(),
     ]  # fmt: skip
 
@@ -519,7 +537,7 @@ async def served(base: str, headers: Mapping[str, str] = MASTER) -> dict[str, An
 async def test_served_documents_are_the_committed_ones(doors: Doors) -> None:
     """A process with every feature on serves exactly the committed document; /docs is
     Swagger UI with its assets from the service itself (no CDN)."""
-    committed = api_documents()
+    committed = {name: (API_DIR / name).read_text() for name in api_documents()}
     for base, name, headers in (
         (doors.cp, "controlplane.json", MASTER), (doors.ai, "ai-gateway.json", MASTER),
         (doors.agent, "agent-gateway.json", MASTER), (doors.edge, "edge-admin.json", EDGE_KEY),
