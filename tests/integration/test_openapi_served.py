@@ -133,6 +133,7 @@ def edge_calls() -> list[Call]:
              headers=EDGE_KEY, again=True),
         Call("GET", "/apisix/admin/routes", 401, headers={}, again=True),
     ]  # fmt: skip
+    calls.append(Call("HEAD", "/apisix/admin", headers={}))
     return calls + meta(EDGE_KEY)
 
 
