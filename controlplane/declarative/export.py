@@ -34,6 +34,9 @@ def with_references(live: dict[str, Any]) -> dict[str, Any]:
                     conf[field] = env_reference("EDGE_CONSUMER", consumer["username"], plugin, field)
     for server in document.get("mcp_servers") or []:
         auth = server.get("auth") or {}
-        if auth.get("client_secret") == REDACTED:
+        # GET always shows the secret redacted, set or not: a client id implies one.
+        if auth.get("client_secret") == REDACTED and auth.get("client_id"):
             auth["client_secret"] = env_reference("MCP", server["id"], "CLIENT_SECRET")
+        else:
+            auth.pop("client_secret", None)
     return document

@@ -23,6 +23,11 @@ from controlplane.declarative.client import PlatformClient
 from controlplane.declarative.format import EDGE_ID, EDGE_KINDS, empty
 
 REDACTED = "***REDACTED***"
+# What GET /v1/mcp/servers/{id}/auth shows for a server without an auth configuration.
+DEFAULT_MCP_AUTH = {
+    "mode": "optional", "oauth_url": None, "client_id": None, "client_secret": REDACTED,
+    "required_scopes": [], "token_endpoint": None,
+}  # fmt: skip
 TENANT_FIELDS = ("id", "name", "plan", "status", "token_budget")
 PROVIDER_RUNTIME = ("status", "last_tested", "discovered_models")
 EDGE_RUNTIME = ("create_time", "update_time")
@@ -135,9 +140,9 @@ async def read_mcp_server(api: PlatformClient, server: dict[str, Any]) -> dict[s
     }
     if server.get("protocol"):
         record["protocol"] = server["protocol"]
-    config = (auth or {}).get("auth_config")
-    if config:
-        record["auth"] = {k: v for k, v in config.items() if k != "updated_at"}
+    config = {k: v for k, v in ((auth or {}).get("auth_config") or {}).items() if k != "updated_at"}
+    if config and config != DEFAULT_MCP_AUTH:
+        record["auth"] = config
     return record
 
 

@@ -52,13 +52,23 @@ def is_reference(value: Any) -> bool:
     return isinstance(value, str) and bool(references_in(value))
 
 
-def resolve(
-    document: Any,
-    base: Path,
-    environ: Mapping[str, str] | None = None,
-) -> Any:
+UNRESOLVED = "<unresolved reference>"
+
+
+def resolve(document: Any, base: Path, environ: Mapping[str, str] | None = None) -> Any:
     """A copy of `document` with every reference replaced by its value; raises
     UnresolvedReferences naming every one that could not be."""
+    resolved, problems = resolve_all(document, base, environ)
+    if problems:
+        raise UnresolvedReferences(problems)
+    return resolved
+
+
+def resolve_all(
+    document: Any, base: Path, environ: Mapping[str, str] | None = None
+) -> tuple[Any, list[str]]:
+    """A copy of `document` with every reference replaced by its value, or by UNRESOLVED when
+    it cannot be (a string holding one becomes UNRESOLVED whole), and what could not be."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
 
@@ -81,10 +91,12 @@ def resolve(
             problems.append(f"{path}: file {file} cannot be read ({exc.strerror or exc})")
             return ""
 
-    resolved = walk(document, "", lambda text, path: REFERENCE.sub(lambda m: one(m, path), text))
-    if problems:
-        raise UnresolvedReferences(problems)
-    return resolved
+    def string(text: str, path: str) -> str:
+        before = len(problems)
+        value = REFERENCE.sub(lambda m: one(m, path), text)
+        return UNRESOLVED if len(problems) > before else value
+
+    return walk(document, "", string), problems
 
 
 def walk(value: Any, path: str, on_string: Callable[[str, str], str]) -> Any:
