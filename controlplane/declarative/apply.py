@@ -12,7 +12,6 @@ from typing import Any
 from controlplane.declarative.client import PlatformClient, Refused
 from controlplane.declarative.plan import SIGNS, Call, Change, Plan
 
-
 PAST = {"create": "created", "update": "updated", "delete": "deleted"}
 
 
@@ -34,9 +33,7 @@ async def run_call(api: PlatformClient, call: Call, what: str) -> Any:
     return answer
 
 
-async def apply_plan(
-    api: PlatformClient, plan: Plan, report: Callable[[str], None] = print
-) -> int:
+async def apply_plan(api: PlatformClient, plan: Plan, report: Callable[[str], None] = print) -> int:
     """Make every change; returns how many. Raises ApplyStopped at the first refusal."""
     done = 0
     for change in plan.changes:

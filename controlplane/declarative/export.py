@@ -31,7 +31,9 @@ def with_references(live: dict[str, Any]) -> dict[str, Any]:
         for plugin, conf in (consumer.get("plugins") or {}).items():
             for field, value in (conf or {}).items():
                 if value == REDACTED:
-                    conf[field] = env_reference("EDGE_CONSUMER", consumer["username"], plugin, field)
+                    conf[field] = env_reference(
+                        "EDGE_CONSUMER", consumer["username"], plugin, field
+                    )
     for server in document.get("mcp_servers") or []:
         auth = server.get("auth") or {}
         # GET always shows the secret redacted, set or not: a client id implies one.

@@ -26,8 +26,14 @@ import yaml
 API_VERSION = "strata/v1"
 KIND = "Platform"
 EDGE_KINDS = (
-    "protos", "upstreams", "services", "plugin_configs", "consumer_groups", "consumers",
-    "routes", "global_rules",
+    "protos",
+    "upstreams",
+    "services",
+    "plugin_configs",
+    "consumer_groups",
+    "consumers",
+    "routes",
+    "global_rules",
 )  # fmt: skip  (the order they are created in: what a resource refers to comes first)
 EDGE_ID = {kind: ("username" if kind == "consumers" else "id") for kind in EDGE_KINDS}
 SECTIONS = ("settings", "providers", "tenants", "edge", "mcp_servers", "a2a_agents", "agents")

@@ -24,7 +24,7 @@ from controlplane.declarative.format import EDGE_ID, EDGE_KINDS, empty
 
 REDACTED = "***REDACTED***"
 # What GET /v1/mcp/servers/{id}/auth shows for a server without an auth configuration.
-DEFAULT_MCP_AUTH = {
+DEFAULT_MCP_AUTH: dict[str, Any] = {
     "mode": "optional", "oauth_url": None, "client_id": None, "client_secret": REDACTED,
     "required_scopes": [], "token_endpoint": None,
 }  # fmt: skip

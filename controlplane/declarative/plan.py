@@ -193,7 +193,7 @@ def plan_tenants(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) -> N
                         "changed (delete the tenant and create it again)",
                     )
                 )  # fmt: skip
-            patch = {
+            patch: dict[str, Any] = {
                 k: fields[k]
                 for k in ("plan", "status", "token_budget")
                 if k in fields and fields[k] != before.get(k)

@@ -46,8 +46,7 @@ def find_target(data_dir: Path, environ: Mapping[str, str] | None = None) -> Tar
     missing = [name for name in URLS + KEYS if not values.get(name)]
     if missing:
         where = (
-            f"no stack is running from {data_dir} (start one with `strata up`, or pass "
-            "--data-dir)"
+            f"no stack is running from {data_dir} (start one with `strata up`, or pass --data-dir)"
             if stack is None or not stack.running
             else f"the stack of {data_dir} does not give them"
         )

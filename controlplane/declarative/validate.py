@@ -114,11 +114,13 @@ def edge_problems(edge: dict[str, Any], tenant_ids: set[str] | None) -> list[str
                 problems.append(f"{at}: an id is required (the file names every resource)")
             problems += plugin_problems(resource.get("plugins"), at, consumer=kind == "consumers")
             for field, target in refs.items():
-                if field in resource and kind in ("routes", "services") and target in edge:
-                    if str(resource[field]) not in named[target]:
-                        problems.append(
-                            f"{at}.{field}: {resource[field]!r} is not in edge.{target}"
-                        )
+                if (
+                    field in resource
+                    and kind in ("routes", "services")
+                    and target in edge
+                    and str(resource[field]) not in named[target]
+                ):
+                    problems.append(f"{at}.{field}: {resource[field]!r} is not in edge.{target}")
             group = resource.get("group_id")
             if kind == "consumers" and group is not None and "consumer_groups" in edge:
                 known = named["consumer_groups"] | (tenant_ids or set())
@@ -130,9 +132,10 @@ def edge_problems(edge: dict[str, Any], tenant_ids: set[str] | None) -> list[str
     return problems
 
 
-def checked(at: str, check: Callable[[], Any]) -> list[str]:
+def checked(at: str, check: Callable[..., Any], *args: Any) -> list[str]:
+    """The problem `check(*args)` finds, at `at` plus the field it names."""
     try:
-        check()
+        check(*args)
     except normalize.Invalid as err:
         return [f"{join([at, err.field]) if err.field else at}: {err.message}"]
     return []
@@ -144,24 +147,23 @@ def tenant_problems(tenants: list[Any]) -> list[str]:
         at = f"tenants[{index}]"
         if not isinstance(tenant, dict) or "id" not in tenant or "name" not in tenant:
             continue
-        problems += checked(at, lambda t=tenant: normalize.tenant_fields(t))
+        problems += checked(at, normalize.tenant_fields, tenant)
         if isinstance(tenant.get("rate_limit"), dict):
-            problems += checked(
-                at, lambda t=tenant: normalize.rate_limit(t["rate_limit"], "rate_limit")
-            )
+            problems += checked(at, normalize.rate_limit, tenant["rate_limit"], "rate_limit")
         for route, limit in (tenant.get("route_rate_limits") or {}).items():
             if isinstance(limit, dict):
                 field = f"route_rate_limits.{route}"
-                problems += checked(at, lambda v=limit, f=field: normalize.rate_limit(v, f))
+                problems += checked(at, normalize.rate_limit, limit, field)
         parts: dict[str, Callable[[Any], Any]] = {
             "ip_allowlist": normalize.ip_allowlist,
             "prompt_config": normalize.prompt,
             "branding": normalize.brand,
-            "policy": lambda v, t=tenant: normalize.policy(v, str(t["id"])),
         }
         for part, check in parts.items():
             if part in tenant and tenant[part] is not None:
-                problems += checked(at, lambda c=check, v=tenant[part]: c(v))
+                problems += checked(at, check, tenant[part])
+        if tenant.get("policy") is not None:
+            problems += checked(at, normalize.policy, tenant["policy"], str(tenant["id"]))
     return problems
 
 
@@ -172,7 +174,9 @@ def without_unresolved(value: Any) -> Any:
     return value
 
 
-def owned_problems(section: str, values: list[Any], key: str, tenants: set[str] | None) -> list[str]:
+def owned_problems(
+    section: str, values: list[Any], key: str, tenants: set[str] | None
+) -> list[str]:
     problems = duplicates(values, key, section)
     for index, value in enumerate(values):
         if not isinstance(value, dict):
@@ -215,15 +219,14 @@ def validate(document: dict[str, Any], base: Path) -> list[str]:
     )
     if isinstance(resolved.get("settings"), dict):
         settings = without_unresolved(resolved["settings"])
-        problems += checked("settings", lambda: normalize.settings(settings))
+        problems += checked("settings", normalize.settings, settings)
     providers = resolved.get("providers")
     if isinstance(providers, list):
         problems += duplicates(providers, "id", "providers")
         for index, provider in enumerate(providers):
             if isinstance(provider, dict):
                 problems += checked(
-                    f"providers[{index}]",
-                    lambda p=without_unresolved(provider): normalize.provider(p),
+                    f"providers[{index}]", normalize.provider, without_unresolved(provider)
                 )
     if isinstance(tenants, list):
         problems += tenant_problems(tenants)
@@ -234,9 +237,7 @@ def validate(document: dict[str, Any], base: Path) -> list[str]:
         problems += owned_problems("mcp_servers", servers, "id", tenant_ids)
         for index, server in enumerate(servers):
             if isinstance(server, dict) and isinstance(server.get("tools"), list):
-                problems += checked(
-                    f"mcp_servers[{index}]", lambda s=server: normalize.tools(s["tools"])
-                )
+                problems += checked(f"mcp_servers[{index}]", normalize.tools, server["tools"])
     for section, key in (("a2a_agents", "id"), ("agents", "agent_id")):
         if isinstance(resolved.get(section), list):
             problems += owned_problems(section, resolved[section], key, tenant_ids)
