@@ -1,0 +1,139 @@
+"""`strata config` end to end: a stack configured through the public APIs with at least one
+resource of every kind, exported, applied to a fresh second stack, exported again — the two
+files identical — and traffic behaving the same on both (a routed request through the edge, a
+chat through the AI gateway, a tool call through the agent gateway); applying again changes
+nothing; --prune removes a resource the file does not name.
+
+The two stacks run one after the other at the same port offset (their URLs are then the
+same, as a file's upstream nodes and discovery URLs name them), each from its own data
+directory; the demo agent (MCP tools, an A2A agent) runs for both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from support import STRATA, free_port, launch_stack, stop_stack
+
+pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
+
+OFFSET = 4800  # no other stack test's, nor one at a colliding distance from theirs
+SECRETS = {  # the references the export writes, and their values on the second stack
+    "STRATA_SETTINGS_PAGERDUTY_KEY": "pd-round-trip-0123456789",
+    "STRATA_PROVIDER_RT_MANUAL_KEY": "rt-manual-provider-key-0001",
+    "STRATA_EDGE_CONSUMER_RTUSER_KEY_AUTH_KEY": "rt-consumer-key-0001",
+    "STRATA_MCP_DEMO_RT_CLIENT_SECRET": "rt-mcp-client-secret",
+}
+CONSUMER_KEY = SECRETS["STRATA_EDGE_CONSUMER_RTUSER_KEY_AUTH_KEY"]
+
+
+class Api:
+    """The stack's public APIs, as an operator calls them (master key, edge admin key)."""
+
+    def __init__(self, http: aiohttp.ClientSession, urls: dict[str, str], secrets: dict[str, str]):
+        self.http, self.urls, self.secrets = http, urls, secrets
+
+    async def call(self, method: str, url: str, body: Any = None, admin: bool = False) -> Any:
+        headers = (
+            {"X-API-KEY": self.secrets["ADMIN_API_KEY"]}
+            if admin
+            else {"Authorization": f"Bearer {self.secrets['MASTER_KEY']}"}
+        )
+        async with self.http.request(method, url, json=body, headers=headers) as resp:
+            answer = await resp.json(content_type=None)
+            assert resp.status < 300, (method, url, resp.status, answer)
+            return answer
+
+    async def cp(self, method: str, path: str, body: Any = None) -> Any:
+        return await self.call(method, self.urls["CP_URL"] + path, body)
+
+    async def agent(self, method: str, path: str, body: Any = None) -> Any:
+        return await self.call(method, self.urls["AGENT_URL"] + path, body)
+
+    async def edge(self, method: str, path: str, body: Any = None) -> Any:
+        return await self.call(method, f"{self.urls['ADMIN_URL']}/apisix/admin{path}", body, True)
+
+
+async def configure(api: Api, demo_url: str, mock_url: str) -> None:
+    """One resource of every kind the document holds, made call by call."""
+    await api.cp("PUT", "/api/settings", {
+        "platform_name": "Round Trip",
+        "default_rate_limit": 250,
+        "notification_config": {"pagerduty_key": SECRETS["STRATA_SETTINGS_PAGERDUTY_KEY"]},
+    })  # fmt: skip
+    saved = await api.cp("POST", "/api/providers", {
+        "id": "rt-manual", "type": "openai_compatible", "display_name": "Round trip",
+        "base_url": "http://127.0.0.1:9/v1", "model_patterns": ["rt-*"],
+        "key_source": {"type": "manual", "value": SECRETS["STRATA_PROVIDER_RT_MANUAL_KEY"]},
+        "enabled": False,
+    })  # fmt: skip
+    assert saved["status"] == "saved", saved
+    await api.cp("POST", "/api/tenants", {"id": "initech", "name": "Initech", "plan": "free"})
+    await api.cp("PATCH", "/api/tenants/initech", {"token_budget": 123456})
+    await api.cp("PUT", "/api/rate-limits/initech", {"limit": 42, "window": "30s"})
+    await api.cp("PUT", "/api/tenants/initech/ip-allowlist", {"cidrs": ["127.0.0.0/8"]})
+    await api.cp("PUT", "/api/tenants/initech/prompt-config", {"system_prompt": "Be brief."})
+    await api.cp("POST", "/api/tenants/initech/branding",
+                 {"portal_title": "Initech Portal", "primary_color": "#AABBCC"})  # fmt: skip
+    await api.agent("PUT", "/v1/policies/initech", {
+        "max_concurrent_sessions": 5, "max_tool_calls_per_session": 50,
+        "hitl_required_tools": ["word_count"], "allowed_network_hosts": ["example.com"],
+    })  # fmt: skip
+    await api.cp("PUT", "/api/notifications/preferences", {
+        "tenant_id": "initech", "email": "ops@initech.example",
+        "enabled_types": ["key_approved", "budget_warning"],
+    })  # fmt: skip
+    # the edge: a route through a service, a plugin config and an upstream, a consumer in a
+    # group, a global rule, a proto
+    await api.edge("PUT", "/protos/rt-proto", {
+        "content": 'syntax = "proto3"; package rt; message Ping { string text = 1; }',
+    })  # fmt: skip
+    await api.edge("PUT", "/upstreams/rt-upstream", {
+        "name": "round trip", "type": "roundrobin", "nodes": {mock_url: 1},
+    })  # fmt: skip
+    await api.edge("PUT", "/services/rt-service", {"name": "rt", "upstream_id": "rt-upstream"})
+    await api.edge("PUT", "/plugin_configs/rt-headers", {
+        "plugins": {"response-rewrite": {"headers": {"set": {"X-Round-Trip": "yes"}}}},
+    })  # fmt: skip
+    await api.edge("PUT", "/consumer_groups/rt-group", {
+        "plugins": {"limit-count": {"count": 1000, "time_window": 60}},
+    })  # fmt: skip
+    await api.edge("PUT", "/consumers", {
+        "username": "rtuser", "group_id": "rt-group",
+        "plugins": {"key-auth": {"key": CONSUMER_KEY}},
+    })  # fmt: skip
+    await api.edge("PUT", "/routes/rt-route", {
+        "uri": "/rt/*", "service_id": "rt-service", "plugin_config_id": "rt-headers",
+        "plugins": {"key-auth": {}, "proxy-rewrite": {"regex_uri": ["^/rt/(.*)", "/$1"]}},
+    })  # fmt: skip
+    await api.edge(
+        "PUT", "/global_rules/rt-rule", {"plugins": {"real-ip": {"source": "X-Real-IP"}}}
+    )
+    await api.cp("PUT", "/api/rate-limits/initech/routes/rt-route", {"limit": 7, "window": "10s"})
+    # the agent gateway: the demo agent's MCP server (with its auth) and its A2A card
+    await api.agent("POST", "/v1/mcp/servers", {
+        "id": "demo-rt", "name": "demo", "url": f"{demo_url}/mcp", "tenant_id": "acme",
+    })  # fmt: skip
+    await api.agent("PUT", "/v1/mcp/servers/demo-rt/auth", {
+        "mode": "permissive", "client_id": "rt-client",
+        "token_endpoint": "http://127.0.0.1:9/token",
+        "client_secret": SECRETS["STRATA_MCP_DEMO_RT_CLIENT_SECRET"], "required_scopes": ["tools"],
+    })  # fmt: skip
+    await api.agent("POST", "/v1/a2a/agents", {
+        "id": "rt-echo", "name": "echo", "url": f"{demo_url}/a2a", "tenant_id": "acme",
+        "capabilities": ["echo"], "description": "the demo agent's A2A echo",
+    })  # fmt: skip
+    await api.cp("POST", "/api/agents", {
+        "agent_id": "agent:rt-planner", "tenant_id": "acme", "allowed_audiences": ["agent:rt-echo"],
+        "allowed_tools": ["add"], "credential_ref": "rt-planner-client", "description": "rt",
+    })  # fmt: skip
