@@ -137,3 +137,136 @@ async def configure(api: Api, demo_url: str, mock_url: str) -> None:
         "agent_id": "agent:rt-planner", "tenant_id": "acme", "allowed_audiences": ["agent:rt-echo"],
         "allowed_tools": ["add"], "credential_ref": "rt-planner-client", "description": "rt",
     })  # fmt: skip
+
+
+def strata(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [STRATA, *args], capture_output=True, text=True, timeout=120, env=env or dict(os.environ)
+    )
+
+
+def stack_files(data: Path) -> tuple[dict[str, str], dict[str, str]]:
+    urls = json.loads((data / "stack.json").read_text())["urls"]
+    return urls, json.loads((data / "secrets.json").read_text())
+
+
+async def traffic(http: aiohttp.ClientSession, data: Path) -> dict[str, Any]:
+    """What a routed request, a chat and a tool call answer on the stack of `data`."""
+    urls, secrets = stack_files(data)
+    async with http.get(f"{urls['PROXY_URL']}/rt/hello", headers={"apikey": CONSUMER_KEY}) as r:
+        routed = (r.status, r.headers.get("X-Round-Trip"), (await r.json())["path"])
+    async with http.get(f"{urls['PROXY_URL']}/rt/hello") as r:
+        anonymous = r.status
+    client = openai.AsyncOpenAI(base_url=f"{urls['AI_URL']}/v1", api_key=secrets["DEV_API_KEY"])
+    chat = await client.chat.completions.create(
+        model="echo-1", messages=[{"role": "user", "content": "round trip"}]
+    )
+    await client.close()
+    call = {"server_id": "demo-rt", "tool_name": "add", "arguments": {"a": 2, "b": 3},
+            "tenant_id": "acme"}  # fmt: skip
+    headers = {"Authorization": f"Bearer {secrets['DEV_API_KEY']}"}
+    async with http.post(f"{urls['AGENT_URL']}/v1/mcp/tools/call", json=call, headers=headers) as r:
+        tool = (r.status, (await r.json()).get("result", {}).get("structuredContent"))
+    return {
+        "routed": routed,
+        "anonymous": anonymous,
+        "chat": "round trip" in (chat.choices[0].message.content or ""),
+        "tool": tool,
+    }
+
+
+@pytest.fixture(scope="module")
+def demo_url() -> Any:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecars.demo", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield session
+
+
+async def until_answers(http: aiohttp.ClientSession, url: str) -> None:
+    for _ in range(100):
+        try:
+            async with http.get(url) as resp:
+                if resp.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} does not answer")
+
+
+async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSession) -> None:
+    env = {**os.environ, "SVC_AGENT_IDENTITY": "on"}
+    await until_answers(http, f"{demo_url}/health")
+    first, second = tmp_path / "first", tmp_path / "second"
+    exported, again = tmp_path / "platform.yaml", tmp_path / "again.yaml"
+
+    # the first stack, configured call by call, then exported
+    proc, output = await launch_stack(first, OFFSET, env=env)
+    try:
+        urls, secrets = stack_files(first)
+        mock = next(
+            line.split()[-1].removeprefix("http://")
+            for line in output.splitlines()
+            if line.startswith("mock-backend") and "ready" in line
+        )
+        await configure(Api(http, urls, secrets), demo_url, mock)
+        before = await traffic(http, first)
+        done = strata("config", "export", "--data-dir", str(first), "-o", str(exported))
+        assert done.returncode == 0, done.stderr
+    finally:
+        assert await stop_stack(proc) == 0
+    assert before == {
+        "routed": (200, "yes", "/hello"),
+        "anonymous": 401,
+        "chat": True,
+        "tool": (200, {"result": 5}),
+    }
+    text = exported.read_text()
+    for name, value in SECRETS.items():  # references, never the secrets themselves
+        assert "${env:" + name + "}" in text and value not in text
+    checked = strata("config", "validate", str(exported))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    # a fresh stack started with the file (`strata up --config`), its secrets from the env
+    env |= SECRETS
+    proc, output = await launch_stack(second, OFFSET, "--config", str(exported), env=env)
+    try:
+        assert "changes applied from" in output, output
+        done = strata("config", "export", "--data-dir", str(second), "-o", str(again))
+        assert done.returncode == 0, done.stderr
+        assert again.read_text() == text  # byte for byte
+        assert await traffic(http, second) == before
+
+        # applying again changes nothing; diff says so with exit code 0
+        repeat = strata("config", "apply", "--data-dir", str(second), str(exported), env=env)
+        assert repeat.returncode == 0 and "0 changes applied" in repeat.stdout, repeat
+        same = strata("config", "diff", "--data-dir", str(second), str(exported), env=env)
+        assert same.returncode == 0, same.stdout + same.stderr
+
+        # an extra resource: shown by diff (exit 2), removed by apply --prune
+        _, secrets = stack_files(second)
+        api = Api(http, stack_files(second)[0], secrets)
+        await api.edge("PUT", "/upstreams/extra", {"type": "roundrobin", "nodes": {mock: 1}})
+        prune = ("--data-dir", str(second), str(exported), "--prune")
+        shown = strata("config", "diff", *prune, env=env)
+        assert shown.returncode == 2, shown.stdout + shown.stderr
+        assert "- delete edge.upstreams[id=extra]" in shown.stdout
+        assert "1 changes: 0 to create, 0 to update, 1 to delete" in shown.stdout
+        pruned = strata("config", "apply", *prune, env=env)
+        assert pruned.returncode == 0 and "- deleted edge.upstreams[id=extra]" in pruned.stdout
+        url = f"{stack_files(second)[0]['ADMIN_URL']}/apisix/admin/upstreams/extra"
+        async with http.get(url, headers={"X-API-KEY": secrets["ADMIN_API_KEY"]}) as resp:
+            assert resp.status == 404
+    finally:
+        assert await stop_stack(proc) == 0
