@@ -194,7 +194,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 async def until_answers(http: aiohttp.ClientSession, url: str) -> None:
-    for _ in range(100):
+    for _ in range(1200):  # the demo agent imports the MCP SDK first: seconds on a busy machine
         try:
             async with http.get(url) as resp:
                 if resp.status == 200:
