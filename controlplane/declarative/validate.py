@@ -27,10 +27,9 @@ from controlplane.declarative import normalize
 from controlplane.declarative.format import DOCUMENT, EDGE_ID, EDGE_KINDS
 from controlplane.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
 from controlplane.edge_config.schemas import SCHEMAS
+from controlplane.edge_config.seed import SEED_PLUGINS
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.schema import with_defaults
-
-UNCHECKED_PLUGINS = ("openid-connect", "analytics-logger", "tenant-rate-limit")
 
 
 def join(path: Iterable[Any]) -> str:
@@ -60,7 +59,7 @@ def plugin_problems(plugins: Any, at: str, *, consumer: bool) -> list[str]:
         where = f"{at}.plugins.{name}"
         plugin = REGISTRY.get(name)
         if plugin is None:
-            if name not in UNCHECKED_PLUGINS:
+            if name not in SEED_PLUGINS:  # the reference routes' (stored unchecked)
                 problems.append(f"{where}: unknown plugin {name!r}")
             continue
         if not isinstance(conf, dict):

@@ -61,6 +61,9 @@ def up(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    if args.config is not None and config_file.check(args.config) is None:
+        print(f"nothing was started: {args.config} cannot be applied", file=sys.stderr)
+        return 1
     needed = layout(args.port_offset)
     taken = ports.busy(needed)
     if taken:
@@ -76,9 +79,6 @@ def up(args: argparse.Namespace) -> int:
     warning = ports.ephemeral_warning(needed)
     if warning:
         say(warning)
-    if args.config is not None and config_file.check(args.config) is None:
-        print(f"nothing was started: {args.config} cannot be applied", file=sys.stderr)
-        return 1
     (data / "logs").mkdir(parents=True, exist_ok=True)
     try:
         children = plan(data, args.port_offset, args.edge_workers, os.environ)

@@ -268,5 +268,34 @@ async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSes
         url = f"{stack_files(second)[0]['ADMIN_URL']}/apisix/admin/upstreams/extra"
         async with http.get(url, headers={"X-API-KEY": secrets["ADMIN_API_KEY"]}) as resp:
             assert resp.status == 404
+
+        # a reference that cannot be resolved: named, and nothing is changed
+        missing = {k: v for k, v in env.items() if k != "STRATA_PROVIDER_RT_MANUAL_KEY"}
+        unresolved = strata("config", "apply", "--data-dir", str(second), str(exported),
+                            env=missing)  # fmt: skip
+        assert unresolved.returncode == 1
+        assert (
+            "providers[10].key_source.value: environment variable STRATA_PROVIDER_RT_MANUAL_KEY "
+            "is not set" in unresolved.stderr
+        ), unresolved.stderr
+        # a refusal stops apply at the resource, with the API's answer (the MCP server's URL
+        # does not resolve: only the agent gateway can tell); what came before it is applied
+        refused = tmp_path / "refused.yaml"
+        refused.write_text(
+            "apiVersion: strata/v1\nkind: Platform\n"
+            "tenants: [{id: later, name: Later}]\n"
+            "edge:\n"
+            "  upstreams: [{id: nowhere, nodes: {127.0.0.1:1: 1}, type: roundrobin}]\n"
+            "  routes: [{id: later, uri: /later, upstream_id: nowhere}]\n"
+            "mcp_servers: [{id: unlisted, tenant_id: later, name: x,"
+            " url: 'http://unresolvable.invalid/mcp'}]\n"
+        )
+        stopped = strata("config", "apply", "--data-dir", str(second), str(refused), env=env)
+        assert stopped.returncode == 1, stopped
+        assert stopped.stderr.startswith(
+            "apply stopped at create mcp_servers[id=unlisted]: POST /v1/mcp/servers: HTTP 400"
+        ), stopped.stderr
+        assert "(3 changes applied before it)" in stopped.stderr, stopped.stderr
+        assert "+ created edge.routes[id=later]" in stopped.stdout
     finally:
         assert await stop_stack(proc) == 0

@@ -280,3 +280,22 @@ def test_a_change_the_api_cannot_make_is_refused_in_the_plan() -> None:
     (change,) = make_plan(desired, LIVE).changes
     assert change.refusal is not None and "cannot be changed" in change.refusal
     assert "! cannot be applied" in render(make_plan(desired, LIVE))
+
+
+def test_up_with_a_file_it_cannot_apply_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "env.yaml"
+    file.write_text(
+        fmt.dump(
+            doc(settings={"notification_config": {"pagerduty_key": "${env:UNSET_IN_TESTS_42}"}})
+        )
+    )
+    data = tmp_path / "data"
+    assert cli(["up", "--data-dir", str(data), "--port-offset", "5900", "--config", str(file)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "settings.notification_config.pagerduty_key: environment variable UNSET_IN_TESTS_42" in err
+    )
+    assert f"nothing was started: {file} cannot be applied" in err
+    assert not (data / "logs").exists()
