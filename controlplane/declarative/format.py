@@ -59,7 +59,7 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
 
 
 TENANT = _obj(
-    ["id", "name"],
+    ["id", "name", "plan"],  # the three a tenant is created with
     id=_ID,
     name={"type": "string"},
     plan={"type": "string"},

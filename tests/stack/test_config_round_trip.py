@@ -283,7 +283,7 @@ async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSes
         refused = tmp_path / "refused.yaml"
         refused.write_text(
             "apiVersion: strata/v1\nkind: Platform\n"
-            "tenants: [{id: later, name: Later}]\n"
+            "tenants: [{id: later, name: Later, plan: free}]\n"
             "edge:\n"
             "  upstreams: [{id: nowhere, nodes: {127.0.0.1:1: 1}, type: roundrobin}]\n"
             "  routes: [{id: later, uri: /later, upstream_id: nowhere}]\n"

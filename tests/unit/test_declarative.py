@@ -64,7 +64,7 @@ def test_every_problem_is_reported_with_its_path() -> None:
         providers=[{"id": "p", "type": "openai", "base_url": "ftp://x"}],
         tenants=[
             {"id": "acme", "name": "Acme", "plan": "gold", "ip_allowlist": ["nope"]},
-            {"id": "acme", "name": "Twice", "branding": {"primary_color": "red"}},
+            {"id": "acme", "name": "Twice", "plan": "pro", "branding": {"primary_color": "red"}},
         ],
         edge={
             "upstreams": [{"id": "u", "nodes": {"127.0.0.1:1": 1}, "type": "random"}],
@@ -117,7 +117,7 @@ def test_a_reference_is_checked_for_its_syntax_only() -> None:
 
 def test_the_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
-    good.write_text(fmt.dump(doc(tenants=[{"id": "t", "name": "T"}])))
+    good.write_text(fmt.dump(doc(tenants=[{"id": "t", "name": "T", "plan": "free"}])))
     bad.write_text(fmt.dump(doc(tenants=[{"id": "t", "name": "T", "plan": "gold"}])))
     assert cli(["config", "validate", str(good)]) == 0
     assert cli(["config", "validate", str(bad)]) == 1
@@ -245,7 +245,7 @@ def test_nothing_changes_when_the_platform_matches() -> None:
         edge={"consumers": [{"username": "c", "plugins": {"key-auth": {"key": "secret-1"}}}]},
         providers=[{"id": "p", "type": "openai_compatible", "base_url": "http://h/v1/",
                     "key_source": {"type": "manual", "value": "key-12345678"}}],
-        tenants=[{"id": "platform", "name": "Strata Platform",
+        tenants=[{"id": "platform", "name": "Strata Platform", "plan": "enterprise",
                   "branding": {"primary_color": "#ABCDEF"}}],
     )  # fmt: skip
     assert make_plan(desired, live).changes == []
@@ -276,7 +276,7 @@ def test_prune_deletes_in_reverse_order_and_keeps_the_platform_tenant() -> None:
 
 
 def test_a_change_the_api_cannot_make_is_refused_in_the_plan() -> None:
-    desired = doc(tenants=[{"id": "platform", "name": "Renamed"}])
+    desired = doc(tenants=[{"id": "platform", "name": "Renamed", "plan": "enterprise"}])
     (change,) = make_plan(desired, LIVE).changes
     assert change.refusal is not None and "cannot be changed" in change.refusal
     assert "! cannot be applied" in render(make_plan(desired, LIVE))
