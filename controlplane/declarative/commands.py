@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,16 +87,16 @@ async def apply_document(
         return await apply_plan(api, plan, report)
 
 
-def _target(data_dir: Path) -> Target | None:
+def _target(data_dir: Path, flags: Mapping[str, str | None]) -> Target | None:
     try:
-        return find_target(data_dir)
+        return find_target(data_dir, flags=flags)
     except NoStack as exc:
         err(str(exc))
         return None
 
 
-def export(data_dir: Path, output: Path | None) -> int:
-    target = _target(data_dir)
+def export(data_dir: Path, output: Path | None, flags: Mapping[str, str | None]) -> int:
+    target = _target(data_dir, flags)
     if target is None:
         return 1
 
@@ -124,9 +124,9 @@ def validate_file(path: Path) -> int:
     return 0
 
 
-def diff(data_dir: Path, path: Path, prune: bool) -> int:
+def diff(data_dir: Path, path: Path, prune: bool, flags: Mapping[str, str | None]) -> int:
     desired = resolved_document(path)
-    target = _target(data_dir) if desired is not None else None
+    target = _target(data_dir, flags) if desired is not None else None
     if desired is None or target is None:
         return 1
     try:
@@ -138,9 +138,9 @@ def diff(data_dir: Path, path: Path, prune: bool) -> int:
     return CHANGES if plan.changes else 0
 
 
-def apply(data_dir: Path, path: Path, prune: bool) -> int:
+def apply(data_dir: Path, path: Path, prune: bool, flags: Mapping[str, str | None]) -> int:
     desired = resolved_document(path)
-    target = _target(data_dir) if desired is not None else None
+    target = _target(data_dir, flags) if desired is not None else None
     if desired is None or target is None:
         return 1
     try:

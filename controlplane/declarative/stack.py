@@ -4,7 +4,9 @@ By default the stack that `strata up` runs from the data directory (`--data-dir`
 `data`): its `stack.json` gives the URLs and its `secrets.json` the master key and the edge
 admin key, as for `strata env`. Each can be overridden by an environment variable of the names
 `strata env` exports: CP_URL, ADMIN_URL, AGENT_URL, MASTER_KEY, ADMIN_API_KEY (so a stack
-that `strata up` did not start, a Kubernetes one, is reached the same way).
+that `strata up` did not start, a Kubernetes one, is reached the same way), and the URLs by
+the flags --cp-url, --admin-url, --agent-url over both. The keys have no flag: a command
+line is visible to every user of the machine (`ps`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ class NoStack(Exception):
     pass
 
 
-def find_target(data_dir: Path, environ: Mapping[str, str] | None = None) -> Target:
+def find_target(
+    data_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    flags: Mapping[str, str | None] | None = None,
+) -> Target:
     env = os.environ if environ is None else environ
     values: dict[str, str] = {}
     stack = read_state(data_dir)
@@ -43,6 +49,7 @@ def find_target(data_dir: Path, environ: Mapping[str, str] | None = None) -> Tar
         secrets = read_secrets(data_dir)
         values |= {name: secrets[name] for name in KEYS if name in secrets}
     values |= {name: env[name] for name in URLS + KEYS if env.get(name)}
+    values |= {name: value for name, value in (flags or {}).items() if value}
     missing = [name for name in URLS + KEYS if not values.get(name)]
     if missing:
         where = (

@@ -91,10 +91,19 @@ MASTER_KEY and ADMIN_API_KEY in the environment override what its files give. Se
 written as ${env:NAME} or ${file:PATH} references, resolved at apply time."""
 
 
+def add_target(parser: argparse.ArgumentParser) -> None:
+    """Which stack `strata config` talks to: its data directory, or its URLs (the keys come
+    from the environment: MASTER_KEY, ADMIN_API_KEY)."""
+    add_data_dir(parser)
+    parser.add_argument("--cp-url", help="the control plane (default: $CP_URL, or the stack's)")
+    parser.add_argument("--admin-url", help="the edge Admin API (default: $ADMIN_URL, or …)")
+    parser.add_argument("--agent-url", help="the agent gateway (default: $AGENT_URL, or …)")
+
+
 def add_config_verbs(config: argparse.ArgumentParser) -> None:
     verbs = config.add_subparsers(dest="config_command", required=True)
     export = verbs.add_parser("export", help="write the running configuration as YAML")
-    add_data_dir(export)
+    add_target(export)
     export.add_argument("-o", "--output", type=Path, help="the file to write (default: stdout)")
     validate = verbs.add_parser(
         "validate", help="check a file offline with the services' schemas (exit 1: problems)"
@@ -105,7 +114,7 @@ def add_config_verbs(config: argparse.ArgumentParser) -> None:
         ("apply", "make the running platform match FILE, in dependency order, idempotently"),
     ):
         verb = verbs.add_parser(name, help=text)
-        add_data_dir(verb)
+        add_target(verb)
         verb.add_argument("file", type=Path)
         verb.add_argument(
             "--prune",
@@ -143,11 +152,12 @@ def config_command(args: argparse.Namespace) -> int:
     if args.config_command == "validate":
         return config.validate_file(args.file)
     data = Path(args.data_dir).resolve()
+    flags = {"CP_URL": args.cp_url, "ADMIN_URL": args.admin_url, "AGENT_URL": args.agent_url}
     if args.config_command == "export":
-        return config.export(data, args.output)
+        return config.export(data, args.output, flags)
     if args.config_command == "diff":
-        return config.diff(data, args.file, args.prune)
-    return config.apply(data, args.file, args.prune)
+        return config.diff(data, args.file, args.prune, flags)
+    return config.apply(data, args.file, args.prune, flags)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from controlplane.declarative.references import (
     resolve,
     secret_name,
 )
+from controlplane.declarative.stack import NoStack, find_target
 from controlplane.declarative.validate import validate
 from runtime.launcher.cli import cli
 
@@ -299,3 +300,15 @@ def test_up_with_a_file_it_cannot_apply_starts_nothing(
     )
     assert f"nothing was started: {file} cannot be applied" in err
     assert not (data / "logs").exists()
+
+
+def test_the_stack_is_found_from_its_files_then_the_environment_then_flags(tmp_path: Path) -> None:
+    env = {"CP_URL": "http://cp/", "ADMIN_URL": "http://admin", "AGENT_URL": "http://agent",
+           "MASTER_KEY": "mk", "ADMIN_API_KEY": "ak"}  # fmt: skip
+    target = find_target(tmp_path, env, {"ADMIN_URL": "http://flag", "AGENT_URL": None})
+    assert (target.cp_url, target.admin_url, target.agent_url) == (
+        "http://cp", "http://flag", "http://agent"
+    )  # fmt: skip
+    assert (target.master_key, target.admin_api_key) == ("mk", "ak")
+    with pytest.raises(NoStack, match="set MASTER_KEY in the environment"):
+        find_target(tmp_path, {k: v for k, v in env.items() if k != "MASTER_KEY"})
