@@ -67,18 +67,25 @@ def shown(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def differences(before: dict[str, Any] | None, after: dict[str, Any]) -> list[str]:
-    """`field: old → new` for each top-level field that differs."""
+def differences(
+    before: dict[str, Any] | None, after: dict[str, Any], prefix: str = ""
+) -> list[str]:
+    """`path: old → new` for each value that differs, down to the leaves of mappings
+    (`plugins.limit-count.count: 100 → 50`)."""
     before = before or {}
     lines = []
-    for key in sorted(set(before) | set(after)):
-        if before.get(key) != after.get(key):
-            if key not in after:
-                lines.append(f"{key}: {shown(before[key])} → (removed)")
-            elif key not in before:
-                lines.append(f"{key}: {shown(after[key])}")
-            else:
-                lines.append(f"{key}: {shown(before[key])} → {shown(after[key])}")
+    for key in sorted(set(before) | set(after), key=str):
+        old, new, path = before.get(key), after.get(key), f"{prefix}{key}"
+        if old == new and (key in before) == (key in after):
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            lines += differences(old, new, f"{path}.")
+        elif key not in after:
+            lines.append(f"{path}: {shown(old)} → (removed)")
+        elif key not in before:
+            lines.append(f"{path}: {shown(new)}")
+        else:
+            lines.append(f"{path}: {shown(old)} → {shown(new)}")
     return lines
 
 
@@ -222,8 +229,11 @@ def plan_tenants(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) -> N
             wanted = _tenant_part(tenant, part)
             old = (before or {}).get(part)
             if before is None or _part_differs(part, wanted, old):
+                compared = old
+                if part in ("branding", "notifications"):  # the fields given, no others
+                    compared = {k: v for k, v in (old or {}).items() if k in wanted}
                 details = (
-                    differences(old, wanted)
+                    differences(compared, wanted)
                     if isinstance(wanted, dict)
                     else [f"{shown(old)} → {shown(wanted)}"]
                 )

@@ -254,8 +254,7 @@ def test_nothing_changes_when_the_platform_matches() -> None:
     desired["providers"][0]["key_source"]["value"] = "key-12340000"
     (change,) = make_plan(desired, live).changes
     assert (change.action, change.what) == ("update", "providers[id=p]")
-    assert change.details == ['key_source: {"masked_value": "****5678", "type": "manual"} → '
-                              '{"masked_value": "****0000", "type": "manual"}']  # fmt: skip
+    assert change.details == ['key_source.masked_value: "****5678" → "****0000"']
 
 
 def test_prune_deletes_in_reverse_order_and_keeps_the_platform_tenant() -> None:
