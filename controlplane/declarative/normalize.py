@@ -16,6 +16,7 @@ from google.protobuf import json_format
 from controlplane import branding
 from controlplane import platform_settings as settings_rules
 from controlplane import providers as provider_rules
+from controlplane.agent_identity.registry import registration
 from controlplane.rate_limits import window_secs
 from controlplane.tenants import records
 from controlplane.tenants.servicer import normalized_cidrs, prompt_config
@@ -23,7 +24,7 @@ from gateways.agent.mcp.fingerprint import normalize_tools
 from gateways.agent.policies import policy_from_request
 from runtime.errors import InvalidRequest
 from strata.agent.v1 import policy_pb2
-from strata.controlplane.v1 import provider_pb2, settings_pb2
+from strata.controlplane.v1 import agent_registry_pb2, provider_pb2, settings_pb2
 
 DEFAULT_WINDOW = "60s"
 NAMED_FIRST = re.compile(r"'([a-z_]+)' |([a-z]+_[a-z_]+) (?:must|is|has|holds)")
@@ -153,5 +154,13 @@ def policy(value: dict[str, Any], tenant_id: str) -> dict[str, Any]:
 def tools(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
     try:
         return [dict(t) for t in normalize_tools(value)]
+    except InvalidRequest as err:
+        raise _refused(err) from None
+
+
+def agent(value: dict[str, Any]) -> dict[str, Any]:
+    """An agent registration as the registry stores and lists it."""
+    try:
+        return registration(_parse(value, agent_registry_pb2.AgentRegistration()))
     except InvalidRequest as err:
         raise _refused(err) from None

@@ -350,20 +350,15 @@ def plan_a2a_agents(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) -
         )  # fmt: skip
 
 
-AGENT_DEFAULTS: dict[str, Any] = {
-    "allowed_audiences": [], "allowed_tools": [], "credential_ref": "", "description": "",
-}  # fmt: skip
-
-
 def plan_agents(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) -> None:
     if "agents" not in desired:
         return
     current = _index(items(live, "agents"), "agent_id")
     for agent in items(desired, "agents"):
-        aid = str(agent["agent_id"])
-        wanted = {**AGENT_DEFAULTS, **agent}
+        wanted = normalize.agent(agent)
+        aid = wanted["agent_id"]
         before = current.get(aid)
-        if before is not None and {**AGENT_DEFAULTS, **before} == wanted:
+        if before == wanted:
             continue
         plan.add(
             Change(

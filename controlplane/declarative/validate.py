@@ -24,7 +24,7 @@ from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
 
 from controlplane.declarative import normalize
-from controlplane.declarative.format import DOCUMENT, EDGE_ID, EDGE_KINDS
+from controlplane.declarative.format import AGENT, DOCUMENT, EDGE_ID, EDGE_KINDS, items
 from controlplane.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
 from controlplane.edge_config.schemas import SCHEMAS
 from controlplane.edge_config.seed import SEED_PLUGINS
@@ -240,4 +240,7 @@ def validate(document: dict[str, Any], base: Path) -> list[str]:
     for section, key in (("a2a_agents", "id"), ("agents", "agent_id")):
         if isinstance(resolved.get(section), list):
             problems += owned_problems(section, resolved[section], key, tenant_ids)
+    for index, registration in enumerate(items(resolved, "agents")):
+        known = {k: v for k, v in registration.items() if k in AGENT["properties"]}
+        problems += checked(f"agents[{index}]", normalize.agent, known)  # unknown: said above
     return problems

@@ -79,7 +79,8 @@ def test_every_problem_is_reported_with_its_path() -> None:
         },
         mcp_servers=[{"id": "m", "tenant_id": "ghost", "name": "m", "url": "http://x",
                       "tools": [{"name": "bad name"}]}],
-        agents=[{"agent_id": "agent:a", "tenant_id": "acme", "extra": 1}],
+        agents=[{"agent_id": "agent:a", "tenant_id": "acme", "extra": 1},
+                {"agent_id": "planner", "tenant_id": "acme"}],
         unknown_section=[],
     )  # fmt: skip
     problems = validate(document, Path("."))
@@ -99,6 +100,7 @@ def test_every_problem_is_reported_with_its_path() -> None:
         "edge.consumers[0].group_id: 'nobody' is neither in edge.consumer_groups nor a tenant",
         "mcp_servers[0].tenant_id: 'ghost' is not in tenants",
         "mcp_servers[0].tools: ",
+        "agents[1].agent_id: ",
     ]
     for start in expected:
         assert any(p.startswith(start) for p in problems), (start, problems)
