@@ -27,7 +27,7 @@ from controlplane.declarative.references import UnresolvedReferences, resolve
 from controlplane.declarative.stack import NoStack, Target, find_target
 from controlplane.declarative.validate import validate
 
-CHANGES = 2  # diff's exit code when applying would change something
+CHANGES, TROUBLE = 1, 2  # diff's exit codes (diff(1)'s): something would change; it failed
 
 
 def err(line: str) -> None:
@@ -128,12 +128,12 @@ def diff(data_dir: Path, path: Path, prune: bool, flags: Mapping[str, str | None
     desired = resolved_document(path)
     target = _target(data_dir, flags) if desired is not None else None
     if desired is None or target is None:
-        return 1
+        return TROUBLE
     try:
         plan = asyncio.run(compute_plan(target, desired, prune))
     except (Refused, Invalid) as exc:
         err(f"diff failed: {exc}")
-        return 1
+        return TROUBLE
     print(render(plan))
     return CHANGES if plan.changes else 0
 

@@ -110,7 +110,7 @@ def add_config_verbs(config: argparse.ArgumentParser) -> None:
     )
     validate.add_argument("file", type=Path)
     for name, text in (
-        ("diff", "what applying FILE would change (exit 0: nothing, 2: changes, 1: error)"),
+        ("diff", "what applying FILE would change (exit 0: nothing, 1: changes, 2: trouble)"),
         ("apply", "make the running platform match FILE, in dependency order, idempotently"),
     ):
         verb = verbs.add_parser(name, help=text)

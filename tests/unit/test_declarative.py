@@ -134,7 +134,7 @@ def test_diff_without_a_stack_names_what_is_missing(
         monkeypatch.delenv(name, raising=False)
     file = tmp_path / "p.yaml"
     file.write_text(fmt.dump(doc()))
-    assert cli(["config", "diff", "--data-dir", str(tmp_path), str(file)]) == 1
+    assert cli(["config", "diff", "--data-dir", str(tmp_path), str(file)]) == 2  # trouble
     err = capsys.readouterr().err
     assert "no stack is running from" in err and "CP_URL, ADMIN_URL" in err
 
