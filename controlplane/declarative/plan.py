@@ -454,8 +454,9 @@ def render(plan: Plan) -> str:
     for note in plan.notes:
         lines.append(f"# note: {note}")
     counts = {a: sum(c.action == a for c in plan.changes) for a in SIGNS}
+    total = len(plan.changes)
     lines.append(
-        f"{len(plan.changes)} changes: {counts['create']} to create, {counts['update']} to "
-        f"update, {counts['delete']} to delete"
+        f"{total} change{'s' if total != 1 else ''}: {counts['create']} to create, "
+        f"{counts['update']} to update, {counts['delete']} to delete"
     )
     return "\n".join(lines)

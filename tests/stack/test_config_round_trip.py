@@ -262,7 +262,7 @@ async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSes
         shown = strata("config", "diff", *prune, env=env)
         assert shown.returncode == 1, shown.stdout + shown.stderr
         assert "- delete edge.upstreams[id=extra]" in shown.stdout
-        assert "1 changes: 0 to create, 0 to update, 1 to delete" in shown.stdout
+        assert "1 change: 0 to create, 0 to update, 1 to delete" in shown.stdout
         pruned = strata("config", "apply", *prune, env=env)
         assert pruned.returncode == 0 and "- deleted edge.upstreams[id=extra]" in pruned.stdout
         url = f"{stack_files(second)[0]['ADMIN_URL']}/apisix/admin/upstreams/extra"
