@@ -307,10 +307,11 @@ def plan_mcp_servers(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) 
         what = f"mcp_servers[id={sid}]"
         before = current.get(sid)
         wanted = {k: server[k] for k in MCP_FIELDS if k in server}
-        wanted["tools"] = normalize.tools(server.get("tools") or [])
-        old = {k: before[k] for k in MCP_FIELDS if k in before} if before else None
-        if old is not None and "protocol" not in server:
-            old.pop("protocol", None)
+        if server.get("tools"):
+            wanted["tools"] = normalize.tools(server["tools"])
+        # left out: the protocol is the gateway's default; no tools: the gateway lists them
+        # from the server when it registers it (and they are not compared)
+        old = {k: before[k] for k in MCP_FIELDS if k in before and k in wanted} if before else None
         if wanted != old:
             body = {**wanted, "id": sid}
             plan.add(

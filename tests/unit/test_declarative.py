@@ -313,3 +313,17 @@ def test_the_stack_is_found_from_its_files_then_the_environment_then_flags(tmp_p
     assert (target.master_key, target.admin_api_key) == ("mk", "ak")
     with pytest.raises(NoStack, match="set MASTER_KEY in the environment"):
         find_target(tmp_path, {k: v for k, v in env.items() if k != "MASTER_KEY"})
+
+
+def test_an_mcp_server_without_tools_in_the_file_keeps_those_it_was_registered_with() -> None:
+    live = copy.deepcopy(LIVE)
+    tool = {"name": "add", "description": "", "inputSchema": {"type": "object"}}
+    live["mcp_servers"] = [{"id": "s", "tenant_id": "t", "name": "S", "url": "http://h/mcp",
+                            "protocol": "auto", "tools": [tool]}]  # fmt: skip
+    desired = doc(mcp_servers=[{"id": "s", "tenant_id": "t", "name": "S", "url": "http://h/mcp"}])
+    assert make_plan(desired, live).changes == []
+    desired["mcp_servers"][0]["tools"] = [{"name": "add"}]  # as the gateway normalizes it
+    assert make_plan(desired, live).changes == []
+    desired["mcp_servers"][0]["tools"] = [{"name": "sum"}]
+    (change,) = make_plan(desired, live).changes
+    assert change.details[0].startswith('tools: [{"description": "", "inputSchema"')
