@@ -150,11 +150,22 @@ def stack_files(data: Path) -> tuple[dict[str, str], dict[str, str]]:
     return urls, json.loads((data / "secrets.json").read_text())
 
 
+async def until_routed(http: aiohttp.ClientSession, url: str) -> tuple[Any, ...]:
+    """The route's answer once the edge's workers have its configuration (pushed to them
+    over xDS a moment after the Admin API stored it): status, header, the path it reached."""
+    for _ in range(300):
+        async with http.get(url, headers={"apikey": CONSUMER_KEY}) as r:
+            body = await r.json(content_type=None)
+            if r.status != 404:
+                return r.status, r.headers.get("X-Round-Trip"), body.get("path")
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{url} is not routed: {r.status} {body}")
+
+
 async def traffic(http: aiohttp.ClientSession, data: Path) -> dict[str, Any]:
     """What a routed request, a chat and a tool call answer on the stack of `data`."""
     urls, secrets = stack_files(data)
-    async with http.get(f"{urls['PROXY_URL']}/rt/hello", headers={"apikey": CONSUMER_KEY}) as r:
-        routed = (r.status, r.headers.get("X-Round-Trip"), (await r.json())["path"])
+    routed = await until_routed(http, f"{urls['PROXY_URL']}/rt/hello")
     async with http.get(f"{urls['PROXY_URL']}/rt/hello") as r:
         anonymous = r.status
     client = openai.AsyncOpenAI(base_url=f"{urls['AI_URL']}/v1", api_key=secrets["DEV_API_KEY"])
