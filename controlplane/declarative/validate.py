@@ -47,8 +47,24 @@ def schema_problems(schema: dict[str, Any], value: Any, at: str) -> list[str]:
     )
     for error in errors:
         where = join([at, *error.absolute_path]) if at else join(error.absolute_path)
-        problems.append(f"{where or '(document)'}: {error.message}")
+        problems.append(f"{where or '(document)'}: {describe(error)}")
     return problems
+
+
+def describe(error: ValidationError) -> str:
+    """jsonschema's message, except for the combinators, whose message would repeat the
+    whole resource: what they ask for instead (`needs exactly one of: uri | uris`)."""
+    if error.validator not in ("oneOf", "anyOf", "allOf", "not"):
+        return error.message
+    choices: Any = error.validator_value
+    if error.validator in ("oneOf", "anyOf") and all(
+        isinstance(c, dict) and set(c) == {"required"} for c in choices
+    ):
+        named = " | ".join(", ".join(c["required"]) for c in choices)
+        return f"needs {'exactly ' if error.validator == 'oneOf' else ''}one of: {named}"
+    if error.validator == "not":
+        return "holds fields that exclude each other"
+    return f"matches none of the shapes its schema allows ({error.validator})"
 
 
 def plugin_problems(plugins: Any, at: str, *, consumer: bool) -> list[str]:

@@ -327,3 +327,12 @@ def test_an_mcp_server_without_tools_in_the_file_keeps_those_it_was_registered_w
     desired["mcp_servers"][0]["tools"] = [{"name": "sum"}]
     (change,) = make_plan(desired, live).changes
     assert change.details[0].startswith('tools: [{"description": "", "inputSchema"')
+
+
+def test_a_resource_missing_one_of_its_alternatives_is_told_which() -> None:
+    document = doc(edge={"routes": [{"id": "r", "upstream_id": "u"}, {"id": "s", "uri": "/s"}]})
+    assert validate(document, Path(".")) == [
+        "edge.routes[0]: needs exactly one of: uri | uris",
+        "edge.routes[1]: needs one of: plugins | upstream | upstream_id | service_id | "
+        "plugin_config_id | script",
+    ]
