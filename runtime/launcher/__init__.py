@@ -10,7 +10,9 @@ the running stack. State lives in one data directory across restarts.
 
 Modules: `plan` (the processes and their environment), `secrets_file` (secrets.json),
 `ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
-`state` (stack.json), `banner` (what is printed), `up`, `commands` (the other verbs), `cli`.
+`state` (stack.json), `banner` (what is printed), `up`, `config_file` (`up --config`: a
+declarative configuration applied once up), `commands` (the other verbs), `cli` (`strata config`
+lives in controlplane/declarative).
 """
 
 from runtime.launcher.cli import cli

@@ -1,4 +1,4 @@
-"""The `strata` command: up, status, env, logs, stop, version."""
+"""The `strata` command: up, status, env, logs, stop, config, version."""
 
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ def add_up_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
     parser.add_argument("--port-offset", type=int, default=0, help=OFFSET_HELP)
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="a declarative configuration file (strata config) applied once the stack is up; "
+        "checked before anything starts",
+    )
 
 
 def add_stack_options(parser: argparse.ArgumentParser) -> None:
@@ -72,8 +78,50 @@ def parser() -> argparse.ArgumentParser:
     stop = verbs.add_parser("stop", help="stop the running stack")
     add_stack_options(stop)
     stop.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it")
+    add_config_verbs(verbs.add_parser("config", help=CONFIG_HELP, description=CONFIG))
     verbs.add_parser("version", help="the version of Strata")
     return main
+
+
+CONFIG_HELP = "the platform's configuration as a YAML file: export, validate, diff, apply"
+CONFIG = """The whole configuration of a running stack as one YAML document (apiVersion
+strata/v1, kind Platform): export it, check it offline, see what applying it would change,
+apply it. The stack is the one `strata up` runs from --data-dir; CP_URL, ADMIN_URL, AGENT_URL,
+MASTER_KEY and ADMIN_API_KEY in the environment override what its files give. Secrets are
+written as ${env:NAME} or ${file:PATH} references, resolved at apply time."""
+
+
+def add_target(parser: argparse.ArgumentParser) -> None:
+    """Which stack `strata config` talks to: its data directory, or its URLs (the keys come
+    from the environment: MASTER_KEY, ADMIN_API_KEY)."""
+    add_data_dir(parser)
+    parser.add_argument("--cp-url", help="the control plane (default: $CP_URL, or the stack's)")
+    parser.add_argument("--admin-url", help="the edge Admin API (default: $ADMIN_URL, or …)")
+    parser.add_argument("--agent-url", help="the agent gateway (default: $AGENT_URL, or …)")
+
+
+def add_config_verbs(config: argparse.ArgumentParser) -> None:
+    verbs = config.add_subparsers(dest="config_command", required=True)
+    export = verbs.add_parser("export", help="write the running configuration as YAML")
+    add_target(export)
+    export.add_argument("-o", "--output", type=Path, help="the file to write (default: stdout)")
+    validate = verbs.add_parser(
+        "validate", help="check a file offline with the services' schemas (exit 1: problems)"
+    )
+    validate.add_argument("file", type=Path)
+    for name, text in (
+        ("diff", "what applying FILE would change (exit 0: nothing, 1: changes, 2: trouble)"),
+        ("apply", "make the running platform match FILE, in dependency order, idempotently"),
+    ):
+        verb = verbs.add_parser(name, help=text)
+        add_target(verb)
+        verb.add_argument("file", type=Path)
+        verb.add_argument(
+            "--prune",
+            action="store_true",
+            help="also delete what FILE does not name, in the sections it holds (never the "
+            "tenant `platform`)",
+        )
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -86,6 +134,8 @@ def cli(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.command == "version":
         return commands.version()
+    if args.command == "config":
+        return config_command(args)
     data = Path(args.data_dir).resolve()
     if args.command == "status":
         return commands.status(data, args.port_offset)
@@ -94,6 +144,20 @@ def cli(argv: list[str] | None = None) -> int:
     if args.command == "stop":
         return commands.stop(data, args.port_offset, args.timeout)
     return commands.logs(data, args.service, args.follow, args.lines)
+
+
+def config_command(args: argparse.Namespace) -> int:
+    from controlplane.declarative import commands as config  # the launcher starts without it
+
+    if args.config_command == "validate":
+        return config.validate_file(args.file)
+    data = Path(args.data_dir).resolve()
+    flags = {"CP_URL": args.cp_url, "ADMIN_URL": args.admin_url, "AGENT_URL": args.agent_url}
+    if args.config_command == "export":
+        return config.export(data, args.output, flags)
+    if args.config_command == "diff":
+        return config.diff(data, args.file, args.prune, flags)
+    return config.apply(data, args.file, args.prune, flags)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from runtime.config import ConfigError
-from runtime.launcher import ports
+from runtime.launcher import config_file, ports
 from runtime.launcher.banner import session_help
 from runtime.launcher.bootstrap import bootstrap
 from runtime.launcher.plan import Child, layout, plan
@@ -61,6 +61,9 @@ def up(args: argparse.Namespace) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    if args.config is not None and config_file.check(args.config) is None:
+        print(f"nothing was started: {args.config} cannot be applied", file=sys.stderr)
+        return 1
     needed = layout(args.port_offset)
     taken = ports.busy(needed)
     if taken:
@@ -108,6 +111,12 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
         await stop_all(children)
         return 1
     stack = write_state(data, args.port_offset, children)
+    if args.config is not None and not await config_file.apply(
+        args.config, stack, read_secrets(data), say
+    ):
+        await stop_all(children)
+        clear_state(data)
+        return 1
     print_banner(stack, children, time.monotonic() - started, read_secrets(data))
     code = await until_stopped(args, data, children, stop)
     say("stopping…")
