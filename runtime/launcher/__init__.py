@@ -15,7 +15,7 @@ declarative configuration applied once up), `commands` (the other verbs), `cli` 
 lives in controlplane/declarative).
 """
 
-from runtime.launcher.cli import cli
+from runtime.launcher.cli import cli, main
 from runtime.launcher.plan import SERVICES, SIDECAR_PORTS, Child, layout, plan
 
-__all__ = ["SERVICES", "SIDECAR_PORTS", "Child", "cli", "layout", "plan"]
+__all__ = ["SERVICES", "SIDECAR_PORTS", "Child", "cli", "layout", "main", "plan"]

@@ -129,9 +129,6 @@ def cli(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "up":
         return up(args)
-    # The reporting verbs are pipe-friendly (`strata status | head`): a closed pipe ends them
-    # quietly, as it ends cat. (`up` keeps Python's handling: it supervises children.)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args.command == "version":
         return commands.version()
     if args.command == "config":
@@ -160,5 +157,18 @@ def config_command(args: argparse.Namespace) -> int:
     return config.apply(data, args.file, args.prune, flags)
 
 
-if __name__ == "__main__":
+REPORTING = {"status", "env", "logs", "version"}
+
+
+def main() -> None:
+    """The console script. The reporting verbs are pipe-friendly (`strata status | head`): a
+    closed pipe ends them quietly, as it ends cat. Only here, never in cli(): a process that
+    calls cli() (a test) must keep Python's handling, or a write to a closed socket kills it;
+    and `up` and `config` talk to sockets too."""
+    if sys.argv[1:2] and sys.argv[1] in REPORTING:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(cli())
+
+
+if __name__ == "__main__":
+    main()

@@ -262,6 +262,32 @@ def test_stop_without_a_stack_has_nothing_to_do_and_version_prints_it(tmp_path: 
     assert version.stdout.strip() == "strata 0.1.0"
 
 
+def test_cli_in_process_keeps_pythons_sigpipe_handling(tmp_path: Path) -> None:
+    """A test that calls cli() must not make a later write to a closed socket kill pytest
+    (CI died of SIGPIPE in test_http_client once test_declarative had called it)."""
+    import signal
+
+    from runtime.launcher import cli
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert cli(["version"]) == 0
+    assert cli(["stop", "--data-dir", str(tmp_path)]) == 0
+    assert signal.getsignal(signal.SIGPIPE) == before == signal.SIG_IGN
+
+
+def test_a_reporting_verb_ends_quietly_on_a_closed_pipe(tmp_path: Path) -> None:
+    """The console script keeps `strata logs | head` quiet: no BrokenPipeError traceback."""
+    log = tmp_path / "logs" / "controlplane.log"
+    log.parent.mkdir()
+    log.write_text("".join(f"controlplane {i}\n" for i in range(200_000)))
+    result = subprocess.run(
+        f"{STRATA} logs controlplane --data-dir {tmp_path} --lines 200000 | head -1",
+        shell=True, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.stdout == "controlplane 0\n"
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
 def test_a_model_load_is_one_line_with_its_size_and_time() -> None:
     fields = {"model": "all-MiniLM-L6-v2", "purpose": "semantic cache", "size_mb": 91.6}
     line = json.dumps({"msg": "model loaded", **fields, "load_secs": 1.83})
