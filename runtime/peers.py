@@ -133,7 +133,7 @@ class Peer:
                 raise from_rpc_error(error, peer=self.target) from error
             # Full jitter (AWS architecture blog): spreads the reconnects of many replicas.
             delay = random.uniform(0, min(max_backoff, initial_backoff * 2**failures))
-            failures += 1
+            failures = min(failures + 1, 32)  # 2**1024 would overflow a float after ~17 min down
             log.info(
                 "stream to peer ended; reconnecting",
                 extra={"peer": self.target, "code": code.name, "delay_s": round(delay, 3)},
