@@ -22,7 +22,7 @@ from controlplane.branding import BrandingServicer
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config import EdgeConfiguration
 from controlplane.edge_routes import RouteServicer
-from controlplane.http_rules import HTTP_RULES
+from controlplane.http_rules import API_DOCS, HTTP_RULES
 from controlplane.licensing import LicenseServicer
 from controlplane.log_ingest import LogIngestServicer
 from controlplane.notifications.delivery import DeliveryWorker
@@ -237,4 +237,5 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
         allowed_origins=config.allowed_origins,
+        api=API_DOCS,
     )

@@ -19,7 +19,9 @@ from google.protobuf.message import Message
 
 from runtime.errors import StrataError
 from runtime.http_rules import HttpRule
+from runtime.openapi import ApiDocs, describe_envelope, ref
 from runtime.protojson import to_json
+from runtime.service import spec_error
 
 if TYPE_CHECKING:
     from strata.controlplane.v1 import audit_pb2, provider_pb2
@@ -27,6 +29,16 @@ if TYPE_CHECKING:
 PKG = "strata.controlplane.v1"
 
 
+@describe_envelope(
+    "OAuthError",
+    {
+        "type": "object",
+        "description": "RFC 6749 section 5.2's error body (`invalid_request`, "
+        "`invalid_grant`, `unauthorized_client`, `unsupported_grant_type`, `invalid_target`, …).",
+        "required": ["error"],
+        "properties": {"error": {"type": "string"}, "error_description": {"type": "string"}},
+    },
+)
 def oauth_error(err: StrataError) -> dict[str, Any]:
     """RFC 6749 section 5.2's error body, which the STS answers in (RFC 8693 section 2.2.2):
     `{error, error_description}`."""
@@ -95,6 +107,16 @@ def _render_provider_test(response: Message) -> dict[str, Any]:
     return {"status": answer.status, "message": answer.message}
 
 
+_CSV = {"text/csv": {"schema": {"type": "string"}}}
+AUDIT = {
+    200: {
+        "description": "`format=json` (default): `{data, rows}`; `format=csv`: the attachment "
+        "`audit_log.csv`",
+        "content": {"application/json": {"schema": ref(f"{PKG}.AuditLog")}, **_CSV},
+    }
+}
+EXPORT = {200: {"description": "the attachment `{table}.csv`", "content": _CSV}}
+
 # One row per endpoint, grouped by resource; kept as a table rather than in ruff's layout.
 # fmt: off
 HTTP_RULES: tuple[HttpRule, ...] = (
@@ -148,9 +170,9 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("GET", "/api/agent-topology", f"{PKG}.AnalyticsService/GetAgentTopology", body=None),
     # Audit query (JSON or CSV) and table export (CSV).
     HttpRule("GET", "/api/audit", f"{PKG}.AuditService/QueryAudit",
-          body=None, render=_render_audit),
+          body=None, render=_render_audit, responses=AUDIT),
     HttpRule("GET", "/api/export/{table}", f"{PKG}.AuditService/ExportTable",
-          body=None, render=_render_export),
+          body=None, render=_render_export, responses=EXPORT),
     # Notifications and delivery preferences.
     HttpRule("GET", "/api/notifications", f"{PKG}.NotificationService/ListNotifications",
           body=None),
@@ -203,3 +225,13 @@ HTTP_RULES: tuple[HttpRule, ...] = (
              envelope=oauth_error),
 )
 # fmt: on
+
+API_DOCS = ApiDocs(
+    title="Strata control plane",
+    description="The control plane: tenants and their plans, API keys, rate limits, analytics "
+    "and audit, notifications and webhooks, branding, settings, LLM providers, edge route "
+    "lifecycle, the agent registry and the token exchange service (STS, RFC 8693).",
+    rules=HTTP_RULES,
+    envelope=spec_error,
+    file_name="controlplane.json",
+)

@@ -46,8 +46,10 @@ from runtime.errors import (
 from runtime.guard import Guard
 from runtime.http_rules import NO_STORE, Envelope, HttpRule
 from runtime.logs import access_line
+from runtime.openapi import document
 from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
+from runtime.swagger import add_docs_routes
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,9 @@ def build_app(defn: ServiceDefinition, guard: Guard | None = None) -> web.Applic
         app.router.add_route(rule.method, rule.path, _rule_handler(defn, guard, rule))
     for method, path, handler in defn.routes:
         app.router.add_route(method, path, handler)
+    if defn.api is not None:
+        api, rules = defn.api, defn.http_rules
+        add_docs_routes(app, lambda: document(api, rules))
     return app
 
 

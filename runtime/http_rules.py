@@ -13,8 +13,8 @@ and enforced the same way for both transports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
@@ -64,6 +64,11 @@ class HttpRule:
         credential: the answer carries a credential (a token, an API key, a signing secret):
             every answer of the endpoint, errors included, says `Cache-Control: no-store` and
             `Pragma: no-cache` (RFC 6749 §5.1), so no browser or proxy keeps it.
+        request_schema: the JSON Schema of the body where the request message cannot say it
+            (a passthrough body), for the OpenAPI document (`runtime.openapi`).
+        responses: the success answers (status → OpenAPI response object) where proto-JSON
+            cannot say them (a custom `render`, two statuses); by default the answer is the
+            response message (or its `response_body` field) at `status`.
     """
 
     method: str
@@ -81,6 +86,8 @@ class HttpRule:
     form: bool = False
     json_method: str | None = None
     credential: bool = False
+    request_schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    responses: Mapping[int, Mapping[str, Any]] | None = field(default=None, compare=False)
 
     @property
     def service(self) -> str:

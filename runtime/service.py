@@ -22,6 +22,7 @@ from runtime.auth import Authenticator
 from runtime.errors import StrataError
 from runtime.guard import Guard
 from runtime.http_rules import Envelope, HttpRule
+from runtime.openapi import ApiDocs, describe_envelope
 from runtime.telemetry import Metrics
 
 
@@ -64,6 +65,17 @@ def unimplemented(*modules: ModuleType) -> list[Binding]:
     return bindings
 
 
+@describe_envelope(
+    "Error",
+    {
+        "type": "object",
+        "description": "Strata's error body: `error` identifies the error (`invalid_request`, "
+        "`unauthorized`, `forbidden`, `not_found`, …), `message` says what is wrong; some "
+        "errors add fields.",
+        "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["error"],
+    },
+)
 def spec_error(err: StrataError) -> Any:
     """The spec's error body: `{error, message, ...}` (or `{error}` alone)."""
     return err.body()
@@ -102,6 +114,8 @@ class ServiceDefinition:
             before authentication (the edge admin API's network allowlist).
         apps_only: serve `extra_apps` and `listeners` alone, with no gRPC server and no front
             door (an edge data-plane worker: more processes on a port the primary serves).
+        api: what the OpenAPI document (`GET /openapi.json`, `GET /docs`) says beside the
+            rules (`runtime.openapi`); None serves no document.
     """
 
     name: str
@@ -122,6 +136,7 @@ class ServiceDefinition:
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()
     apps_only: bool = False
+    api: ApiDocs | None = None
 
     def guard(self) -> Guard:
         """Authentication and access for every RPC this service binds (LookupError for an

@@ -23,7 +23,7 @@ from gateways.agent.changes import ChangeWatch
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.hop_identity import HopVerifier
-from gateways.agent.http_rules import HTTP_RULES
+from gateways.agent.http_rules import API_DOCS, HTTP_RULES
 from gateways.agent.mcp.endpoint import McpEndpoint
 from gateways.agent.mcp.side import McpSide
 from gateways.agent.policies import PolicyServicer
@@ -155,6 +155,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         health=health,
         authenticator=authenticator,
         routes=endpoint.routes(),
+        api=API_DOCS,
         metrics=metrics,
         on_startup=[mcp.start, changes.start, api_keys.start],
         on_cleanup=[close],

@@ -17,8 +17,11 @@ Two routes answer two success shapes from one response message (the servicer set
 from __future__ import annotations
 
 from gateways.agent.a2a.servicer import render_send
+from gateways.agent.mcp.endpoint import OPENAPI_PATHS as MCP_PATHS
 from gateways.agent.tool_calls import render_tool_call
 from runtime.http_rules import HttpRule
+from runtime.openapi import ApiDocs, json_response, ref
+from runtime.service import spec_error
 
 PKG = "strata.agent.v1"
 
@@ -29,6 +32,48 @@ _SESSIONS = f"{PKG}.SessionService"
 _POLICIES = f"{PKG}.PolicyService"
 _APPROVALS = f"{PKG}.ApprovalService"
 _ELICIT = f"{PKG}.ElicitationService"
+
+# The two answers of a tool call (`render_tool_call`).
+TOOL_CALL = {
+    200: json_response(
+        "the tool ran: its MCP `tools/call` result",
+        {
+            "type": "object",
+            "required": ["result", "latency_ms", "server_id", "tool_name"],
+            "properties": {
+                "result": {"description": "the MCP `tools/call` result (any JSON)"},
+                "latency_ms": {"type": "integer"},
+                "server_id": {"type": "string"},
+                "tool_name": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+    ),
+    202: json_response(
+        "the call waits for a human's approval (HITL)",
+        {
+            "type": "object",
+            "required": ["status", "approval_id", "message"],
+            "properties": {
+                "status": {"const": "pending_approval"},
+                "approval_id": {"type": "string"},
+                "message": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+    ),
+}
+# The two answers of an A2A send (`render_send`).
+SEND = {
+    200: json_response(
+        "delivered: `status` is `completed`, with the target's `result`",
+        ref(f"{PKG}.SendMessageResponse"),
+    ),
+    202: json_response(
+        "queued: `status` is `pending` (the target is not registered), with a `note`",
+        ref(f"{PKG}.SendMessageResponse"),
+    ),
+}
 
 HTTP_RULES: tuple[HttpRule, ...] = (
     # MCP registry
@@ -56,6 +101,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "/v1/mcp/tools/call",
         f"{_TOOLS}/CallTool",
         render=render_tool_call,
+        responses=TOOL_CALL,
         json_method="call_json",  # the hot path: no protobuf round trip of arguments, result
     ),
     HttpRule(
@@ -63,12 +109,13 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         "/v1/sessions/{session_id}/execute",
         f"{_TOOLS}/ExecuteSessionTool",
         render=render_tool_call,
+        responses=TOOL_CALL,
         json_method="execute_json",
     ),
     # A2A (send: 200 `completed` or 202 `pending`)
     HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),
     HttpRule("POST", "/v1/a2a/agents", f"{_A2A}/RegisterAgent", status=201),
-    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage", render=render_send),
+    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage", render=render_send, responses=SEND),
     HttpRule("GET", "/v1/a2a/tasks/{task_id}", f"{_A2A}/GetTask", body=None),
     # Sessions
     HttpRule("GET", "/v1/sessions", f"{_SESSIONS}/ListSessions", body=None),
@@ -109,4 +156,16 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         f"{_ELICIT}/RespondElicitation",
         body="response",
     ),
+)
+
+API_DOCS = ApiDocs(
+    title="Strata agent gateway",
+    description="The agent gateway (L3): the MCP server registry and tool calls, the MCP "
+    "endpoint, A2A messaging between agents, sessions, security policies, human approvals "
+    "(HITL) and elicitation.",
+    rules=HTTP_RULES,
+    envelope=spec_error,
+    file_name="agent-gateway.json",
+    issued_keys=True,
+    paths=MCP_PATHS,
 )

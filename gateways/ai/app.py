@@ -13,7 +13,7 @@ from gateways.ai.budget import BudgetServicer
 from gateways.ai.chat import ChatServicer
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.envelope import openai_error
-from gateways.ai.http_rules import HTTP_RULES
+from gateways.ai.http_rules import API_DOCS, HTTP_RULES
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.pipeline import ChatPipeline
 from runtime.auth import authenticator_for
@@ -81,6 +81,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
         authenticator=authenticator_for(config, api_keys=api_keys),
         metrics=metrics,
         envelope=openai_error,
+        api=API_DOCS,
         on_startup=[open_vector_store, pipeline.start, api_keys.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,

@@ -9,10 +9,13 @@ the plugin paths come before the generic `{kind}` ones.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from gateways.edge.resources import ENABLED_PLUGINS, KINDS
 from runtime.errors import StrataError, Unauthenticated
 from runtime.http_rules import HttpRule
+from runtime.openapi import ApiDocs, Schema, describe_envelope, ref
 
 PKG = "strata.edge.v1"
 PREFIX = "/apisix/admin"
@@ -21,6 +24,23 @@ MALFORMED = "malformed JSON body: "
 _CONFIG = f"{PKG}.EdgeConfigService"
 
 
+@describe_envelope(
+    "ApisixError",
+    {
+        "description": "APISIX's error bodies: `{error_msg}`; 404 `{message: 'Key not found'}`; "
+        "401 `{error_msg: 'failed to check token', description}`.",
+        "anyOf": [
+            {
+                "type": "object",
+                "required": ["error_msg"],
+                "properties": {"error_msg": {"type": "string"},
+                               "description": {"type": "string"}},
+            },
+            {"type": "object", "required": ["message"],
+             "properties": {"message": {"type": "string"}}},
+        ],
+    },
+)  # fmt: skip
 def apisix_error(err: StrataError) -> dict[str, Any]:
     """APISIX's error bodies: `{error_msg}`, 404 `{message:'Key not found'}`, and 401
     `{error_msg:'failed to check token', description:'missing apikey'|'wrong apikey'}`."""
@@ -55,4 +75,62 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     _rule("PATCH", "/{kind}/{id}", "PatchResource", body="patch"),
     _rule("PATCH", "/{kind}/{id}/{path:.+}", "PatchResource", body="patch"),
     _rule("DELETE", "/{kind}/{id}", "DeleteResource", body=None),
+)
+
+
+def _resource_schemas() -> dict[str, Schema]:
+    """The Admin API's resource schemas, as the control plane checks them."""
+    from controlplane.edge_config.schemas import SCHEMAS  # the one copy of APISIX's schemas
+
+    return {f"apisix.{kind}": copy.deepcopy(SCHEMAS[kind]) for kind in KINDS}
+
+
+def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
+    """`/apisix/admin/{kind}...` as one path per resource kind, with the kind's schema as the
+    body and as the `value` of the answers; plugin names listed."""
+    path = rule.path.replace("{path:.+}", "{path}")
+    if "{kind}" not in path:
+        if "{name}" in path:
+            for param in operation["parameters"]:
+                if param["name"] == "name":
+                    param["schema"]["enum"] = sorted(ENABLED_PLUGINS)
+        return [(path, operation)]
+    expanded = []
+    for kind in KINDS:
+        one = copy.deepcopy(operation)
+        one["operationId"] = f"{one['operationId']}_{kind}"
+        one["tags"] = [kind]
+        one["parameters"] = [p for p in one["parameters"] if p["name"] != "kind"]
+        if not one["parameters"]:
+            del one["parameters"]
+        kind_ref = ref(f"apisix.{kind}")
+        if rule.body == "resource":
+            for media in one["requestBody"]["content"].values():
+                media["schema"] = kind_ref
+        for status, answer in one["responses"].items():
+            if not status.startswith("2"):
+                continue
+            media = answer["content"]["application/json"]
+            value = {"properties": {"value": kind_ref}}
+            if rule.method_name == "ListResources":
+                value = {"properties": {"list": {"items": value}}}
+            if rule.method_name != "DeleteResource":
+                media["schema"] = {"allOf": [media["schema"], value]}
+        if rule.method_name == "PutResource":  # 201 when it creates, 200 when it replaces
+            one["responses"]["201"] = copy.deepcopy(one["responses"]["200"])
+        expanded.append((path.replace("{kind}", kind), one))
+    return expanded
+
+
+API_DOCS = ApiDocs(
+    title="Strata edge Admin API",
+    description="The edge proxy's Admin API (APISIX Admin API v3, port 9180): routes, "
+    "services, upstreams, consumers, consumer groups, global rules, plugin configs and protos, "
+    "the plugin list and plugin schemas. Only the networks of ADMIN_ALLOW_CIDRS reach it "
+    "(403 otherwise), this document included.",
+    rules=HTTP_RULES,
+    envelope=apisix_error,
+    file_name="edge-admin.json",
+    schemas=_resource_schemas(),
+    expand=_per_kind,
 )

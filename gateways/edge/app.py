@@ -15,7 +15,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from gateways.edge.admin_forward import forwarding_servicer
-from gateways.edge.admin_http_rules import HTTP_RULES, PREFIX, apisix_error
+from gateways.edge.admin_http_rules import API_DOCS, HTTP_RULES, PREFIX, apisix_error
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane.process import data_plane
 from gateways.edge.metrics import process_metrics
@@ -131,4 +131,5 @@ def build(
         on_cleanup=[close, *plane.on_cleanup],
         on_reload=plane.on_reload,
         client_max_size=config.max_body_bytes,
+        api=API_DOCS,
     )

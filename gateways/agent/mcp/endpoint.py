@@ -69,6 +69,114 @@ CallFn = Callable[[str, str, str, dict[str, Any], str | None], Awaitable[dict[st
 SESSION_HEADER = "x-strata-session-id"
 MCP_SESSION_HEADER = "mcp-session-id"
 
+# The endpoint in the agent gateway's OpenAPI document (runtime.openapi): JSON-RPC over HTTP,
+# which OpenAPI describes as one body and one answer per request.
+_JSON_RPC = {
+    "type": "object",
+    "required": ["jsonrpc"],
+    "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+                   "method": {"type": "string"}, "params": {"type": "object"}},
+}  # fmt: skip
+_MCP_SECURITY: list[dict[str, list[str]]] = [
+    {"bearerJwt": []},
+    {"masterKey": []},
+    {"issuedKey": []},
+]
+_MCP_HEADERS = [
+    {"name": "Mcp-Session-Id", "in": "header", "schema": {"type": "string"},
+     "description": "the MCP session `initialize` handed out (2025-11-25)"},
+    {"name": "MCP-Protocol-Version", "in": "header", "schema": {"type": "string"}},
+    {"name": "X-Strata-Session-Id", "in": "header", "schema": {"type": "string"},
+     "description": "bind the client to a Strata session (its tools and limits)"},
+]  # fmt: skip
+
+
+def _mcp_answer(description: str) -> dict[str, Any]:
+    error = {"$ref": "#/components/schemas/Error"}  # the gateway's error body
+    return {"description": description, "content": {"application/json": {"schema": error}}}
+
+
+OPENAPI_PATHS: dict[str, dict[str, Any]] = {
+    PATH: {
+        "post": {
+            "operationId": "mcp",
+            "summary": "The MCP endpoint (streamable HTTP): the tenant's registered tools",
+            "description": "One JSON-RPC 2.0 message per request: `initialize`, `ping`, "
+            "`tools/list`, `tools/call` (`server/discover` in 2026-07-28); notifications are "
+            "202. Errors of the protocol are JSON-RPC errors; a 401 carries a "
+            "`WWW-Authenticate` challenge naming the protected resource metadata (RFC 9728)."
+            "\n\nAccess: a verified identity acting for its tenant (`ACCESS_TENANT`).",
+            "tags": ["mcp"],
+            "x-strata-access": "ACCESS_TENANT",
+            "security": _MCP_SECURITY,
+            "parameters": _MCP_HEADERS,
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": _JSON_RPC}}},
+            "responses": {
+                "200": {"description": "the JSON-RPC answer",
+                        "content": {"application/json": {"schema": _JSON_RPC}}},
+                "202": {"description": "a notification, accepted"},
+                "400": {"description": "not one JSON-RPC 2.0 message",
+                        "content": {"application/json": {"schema": _JSON_RPC}}},
+                "401": _mcp_answer("missing or invalid credentials (with a challenge)"),
+                "403": _mcp_answer("another tenant named"),
+                "404": {"description": "unknown or ended MCP session: initialize again",
+                        "content": {"application/json": {"schema": _JSON_RPC}}},
+            },
+        },
+        "get": {
+            "operationId": "mcpStream",
+            "summary": "No server-initiated stream: 405",
+            "tags": ["mcp"],
+            "x-strata-access": "ACCESS_PUBLIC",
+            "security": [],
+            "responses": {"405": {"description": "the endpoint offers no SSE stream"}},
+        },
+        "delete": {
+            "operationId": "mcpEndSession",
+            "summary": "End an MCP session",
+            "tags": ["mcp"],
+            "x-strata-access": "ACCESS_TENANT",
+            "security": _MCP_SECURITY,
+            "parameters": _MCP_HEADERS[:1],
+            "responses": {
+                "204": {"description": "ended"},
+                "400": {"description": "no Mcp-Session-Id",
+                        "content": {"application/json": {"schema": _JSON_RPC}}},
+                "401": _mcp_answer("missing or invalid credentials (with a challenge)"),
+                "404": {"description": "not a session of this tenant",
+                        "content": {"application/json": {"schema": _JSON_RPC}}},
+            },
+        },
+    },
+    **{
+        path: {"get": {
+            "operationId": name,
+            "summary": "How MCP clients log in: OAuth protected resource metadata (RFC 9728)",
+            "tags": ["mcp"],
+            "x-strata-access": "ACCESS_PUBLIC",
+            "security": [],
+            "responses": {"200": {"description": "the metadata", "content": {
+                "application/json": {"schema": {
+                    "type": "object",
+                    "required": ["resource", "authorization_servers"],
+                    "properties": {
+                        "resource": {"type": "string"},
+                        "authorization_servers": {"type": "array", "items": {"type": "string"}},
+                        "scopes_supported": {"type": "array", "items": {"type": "string"}},
+                        "bearer_methods_supported": {"type": "array",
+                                                     "items": {"type": "string"}},
+                        "resource_name": {"type": "string"},
+                    },
+                }}}}},
+        }}
+        for path, name in (
+            ("/.well-known/oauth-protected-resource", "protectedResource"),
+            (f"/.well-known/oauth-protected-resource{PATH}", "protectedResourceMcp"),
+        )
+    },
+}  # fmt: skip
+
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
