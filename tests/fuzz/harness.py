@@ -47,6 +47,10 @@ SERVICES = {
     "agent-gateway": ("AGENT_URL", "Authorization: Bearer {MASTER_KEY}"),
     "edge-admin": ("ADMIN_URL", "X-API-KEY: {ADMIN_API_KEY}"),
 }
+# examples: the documents' own; coverage: each schema's boundaries and violations, and every
+# undocumented method; fuzzing: random valid and invalid requests; stateful: sequences built
+# from what earlier answers returned (identifiers of resources created on the way).
+PHASES = "examples,coverage,fuzzing,stateful"
 ROLES = ("tenant", "admin")  # in this order: see the module's docstring
 TENANT_USER = ("alice", "alice", "acme")  # the dev IdP's person of tenant acme
 PROTECTED_TENANTS = ("acme", "platform")  # the harness's tenant, and the administrators'
@@ -102,6 +106,7 @@ def fuzz(
     max_examples: int,
     seed: int,
     workers: int = 1,
+    phases: str = PHASES,
     schema: str | None = None,
     extra: tuple[str, ...] = (),
 ) -> Run:
@@ -115,6 +120,7 @@ def fuzz(
         "--url", base,
         "--checks", ",".join(CHECKS),
         "--max-examples", str(max_examples),
+        "--phases", phases,
         "--seed", str(seed),
         "--workers", str(workers),
         "--request-timeout", "30",
@@ -169,12 +175,13 @@ def fuzz_all(
     roles: tuple[str, ...] = ROLES,
     schemas: dict[str, str] | None = None,
     workers: int = 1,
+    phases: str = PHASES,
 ) -> list[Run]:
     """Every (service, role) run, the tenant's first."""
     reports.mkdir(parents=True, exist_ok=True)
     return [
         fuzz(service, role, stack, reports, max_examples=max_examples, seed=seed,
-             workers=workers, schema=(schemas or {}).get(service))
+             workers=workers, phases=phases, schema=(schemas or {}).get(service))
         for role in roles
         for service in services
     ]  # fmt: skip

@@ -24,25 +24,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests")]
 
-from fuzz.harness import ROLES, SERVICES, fuzz_all, problems, stack_env, summary  # noqa: E402
 from support import launch_stack, stop_stack  # noqa: E402
+
+from fuzz.harness import PHASES, ROLES, SERVICES, fuzz_all, problems, stack_env, summary  # noqa: E402
 
 OFFSET = 4200  # no port of it overlaps another stack test's or the default stack's
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-examples", type=int, default=100,
-                        help="cases per operation and phase (schemathesis' -n)")
+    parser.add_argument(
+        "--max-examples",
+        type=int,
+        default=100,
+        help="cases per operation and phase (schemathesis' -n)",
+    )
     parser.add_argument("--seed", type=int, default=20, help="the generation's seed")
     parser.add_argument("--services", default=",".join(SERVICES))
     parser.add_argument("--roles", default=",".join(ROLES))
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--phases", default=PHASES, help="schemathesis' phases, comma-separated")
     parser.add_argument("--data-dir", type=Path, help="a running stack's data directory")
     parser.add_argument("--port-offset", type=int, default=OFFSET)
     parser.add_argument("--reports", type=Path, help="where the reports go (a temporary dir)")
-    parser.add_argument("--schema", action="append", default=[], metavar="SERVICE=PATH",
-                        help="a document to use instead of the service's /openapi.json")
+    parser.add_argument(
+        "--schema",
+        action="append",
+        default=[],
+        metavar="SERVICE=PATH",
+        help="a document to use instead of the service's /openapi.json",
+    )
     return parser.parse_args(argv)  # fmt: skip
 
 
@@ -68,6 +79,7 @@ async def main(argv: list[str] | None = None) -> int:
             roles=tuple(args.roles.split(",")),
             schemas=schemas,
             workers=args.workers,
+            phases=args.phases,
         )
     finally:
         if proc is not None:
