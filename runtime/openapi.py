@@ -33,7 +33,6 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from runtime.access import rule_of
 from runtime.config import VERSION
 from runtime.http_rules import Envelope, HttpRule
-from runtime.protojson import JSON_TYPES
 from strata.access.v1.access_pb2 import Access
 
 OPENAPI_VERSION = "3.1.0"
@@ -194,17 +193,30 @@ _WELL_KNOWN: dict[str, Schema] = {
 }
 
 
-class Schemas:
-    """Component schemas of the messages and enums a document refers to."""
+INPUT = "Input"  # the suffix of a request-side variant (before `_merge_inputs`)
 
-    def __init__(self) -> None:
-        self.components: dict[str, Schema] = {}
+
+class Schemas:
+    """Component schemas of the messages and enums a document refers to. Requests and answers
+    differ in one way: a request naming a field the message does not have is refused (400),
+    so the request side of a message is closed (`additionalProperties: false`); its
+    components are named `<message>Input` where the answer side has the plain name too."""
+
+    def __init__(self, components: dict[str, Schema] | None = None, *, inputs: bool = False):
+        self.components: dict[str, Schema] = {} if components is None else components
+        self.inputs = inputs
+
+    def for_requests(self) -> Schemas:
+        return Schemas(self.components, inputs=True)
+
+    def key(self, desc: Descriptor | Any) -> str:
+        return desc.full_name + (INPUT if self.inputs else "")
 
     def message(self, desc: Descriptor | Any) -> Schema:
         """A reference to `desc`'s schema (inline for the well-known types)."""
-        name = desc.full_name
-        if name in _WELL_KNOWN:
-            return dict(_WELL_KNOWN[name])
+        if desc.full_name in _WELL_KNOWN:
+            return dict(_WELL_KNOWN[desc.full_name])
+        name = self.key(desc)
         if name not in self.components:
             self.components[name] = {}  # placeholder: recursive messages
             self.components[name] = self._object(desc)
@@ -219,6 +231,8 @@ class Schemas:
                 prop = {**prop, "description": text}
             properties[f.name] = prop
         schema: Schema = {"type": "object", "properties": properties}
+        if self.inputs:
+            schema["additionalProperties"] = False
         text = comments().get(desc.full_name)
         if text:
             schema["description"] = text
@@ -235,7 +249,7 @@ class Schemas:
             return {"type": "array", "items": item}
         oneof = f.containing_oneof
         nullable = f.has_presence and (oneof is None or oneof.name.startswith("_"))
-        if nullable and (f.message_type is None or f.message_type.full_name not in JSON_TYPES):
+        if nullable:  # unset: rendered null (a Struct too; a Value is any JSON already)
             return _nullable(item)
         return item
 
@@ -413,10 +427,16 @@ def _parameter(
 def _request_body(rule: HttpRule, method: Any, schemas: Schemas) -> Schema | None:
     if rule.body is None:
         return None
+    schemas = schemas.for_requests()
     if rule.request_schema is not None:
         schema: Schema = dict(rule.request_schema)
     elif rule.body == "*":
         schema = schemas.message(method.input_type)
+        in_path = _PATH_PARAM.findall(rule.path)
+        if in_path:  # the path's fields are not the body's (google.api.http)
+            whole = schemas.components[schemas.key(method.input_type)]
+            schema = {**whole, "properties": {
+                k: v for k, v in whole["properties"].items() if k not in in_path}}  # fmt: skip
     else:
         schema = schemas.field(method.input_type.fields_by_name[rule.body])
         schema = _strip_null(schema)
@@ -580,6 +600,7 @@ def document(api: ApiDocs, rules: Sequence[HttpRule] | None = None) -> Schema:
     envelope_name, envelope_body = envelope_schema(api.envelope)
     schemas.components.setdefault(envelope_name, envelope_body)
     _resolve_proto_refs([paths, api.schemas], schemas)
+    paths = _merge_inputs(paths, schemas.components)
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": api.title, "version": VERSION, "description": api.description},
@@ -593,6 +614,32 @@ def document(api: ApiDocs, rules: Sequence[HttpRule] | None = None) -> Schema:
             },
         },
     }
+
+
+def _merge_inputs(paths: dict[str, Any], components: dict[str, Schema]) -> dict[str, Any]:
+    """A message used in requests only keeps its plain name (`CreateTenantRequest`, not
+    `CreateTenantRequestInput`); the paths are returned with their references renamed."""
+    renamed = {
+        name: name.removesuffix(INPUT)
+        for name in components
+        if name.endswith(INPUT) and name.removesuffix(INPUT) not in components
+    }
+    for old, new in renamed.items():
+        components[new] = components.pop(old)
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, dict):
+            target = value.get("$ref")
+            if isinstance(target, str) and target[len(REF) :] in renamed:
+                return {**value, "$ref": REF + renamed[target[len(REF) :]]}
+            return {k: rename(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rename(v) for v in value]
+        return value
+
+    for name in list(components):
+        components[name] = rename(components[name])
+    return dict(rename(paths))
 
 
 def _refs(value: Any) -> set[str]:

@@ -51,6 +51,7 @@ SINGULAR = {
     PROTOS: "proto",
 }
 POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS, PROTOS})
+PATCHABLE = frozenset(KINDS) - {CONSUMERS, PROTOS}
 # Reference fields: (kind holding it, field) → the kind it names.
 REFERENCES = {
     ROUTES: (("upstream_id", UPSTREAMS), ("service_id", SERVICES),
@@ -177,7 +178,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         self, request: admin_pb2.PatchResourceRequest, context: Any
     ) -> admin_pb2.PatchResourceResponse:
         kind = _kind(request.kind)
-        if kind in (CONSUMERS, PROTOS):
+        if kind not in PATCHABLE:
             raise MethodNotAllowed(f"not supported `PATCH` method for {SINGULAR[kind]}")
         patch = plain_json(request.patch)
         steps = [s for s in request.path.split("/") if s]

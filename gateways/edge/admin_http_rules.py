@@ -82,7 +82,14 @@ def _resource_schemas() -> dict[str, Schema]:
     """The Admin API's resource schemas, as the control plane checks them."""
     from controlplane.edge_config.schemas import SCHEMAS  # the one copy of APISIX's schemas
 
-    return {f"apisix.{kind}": copy.deepcopy(SCHEMAS[kind]) for kind in KINDS}
+    schemas = {}
+    for kind in KINDS:
+        stored = copy.deepcopy(SCHEMAS[kind])
+        # a body whose id comes from the path (or is generated): the id may be left out
+        body = {**stored, "required": [r for r in stored.get("required", []) if r != "id"]}
+        schemas[f"apisix.{kind}"] = stored
+        schemas[f"apisix.{kind}.body"] = body
+    return schemas
 
 
 def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
@@ -95,8 +102,13 @@ def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
                 if param["name"] == "name":
                     param["schema"]["enum"] = sorted(ENABLED_PLUGINS)
         return [(path, operation)]
+    from controlplane.edge_config.servicer import PATCHABLE, POSTABLE  # (405 for the others)
+
+    supported = {"CreateResource": POSTABLE, "PatchResource": PATCHABLE}.get(
+        rule.method_name, frozenset(KINDS)
+    )
     expanded = []
-    for kind in KINDS:
+    for kind in (k for k in KINDS if k in supported):
         one = copy.deepcopy(operation)
         one["operationId"] = f"{one['operationId']}_{kind}"
         one["tags"] = [kind]
@@ -105,8 +117,11 @@ def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
             del one["parameters"]
         kind_ref = ref(f"apisix.{kind}")
         if rule.body == "resource":
+            body = kind_ref if "{id}" not in path else ref(f"apisix.{kind}.body")
+            if rule.method_name == "CreateResource":  # the id is generated: none in the body
+                body = {"allOf": [ref(f"apisix.{kind}.body")], "not": {"required": ["id"]}}
             for media in one["requestBody"]["content"].values():
-                media["schema"] = kind_ref
+                media["schema"] = body
         for status, answer in one["responses"].items():
             if not status.startswith("2"):
                 continue
