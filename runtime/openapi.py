@@ -505,11 +505,22 @@ def _errors(
         answers["404"] = error("not found")
     if rule.body is not None:
         answers["413"] = error("the request body is too large")
+    for status in _declared_statuses(comments().get(rule.rpc, "")):
+        answers.setdefault(status, error("see the operation's description (Errors)"))
     answers["default"] = error(
         "any other error (409 conflict, 429 rate limited, 501 not implemented, 502/504 "
         "upstream, 503 store unavailable: security controls fail closed)"
     )
-    return answers
+    return dict(sorted(answers.items(), key=lambda item: item[0].replace("default", "999")))
+
+
+_STATUS = re.compile(r"(?:\(|/|HTTP )([45][0-9]{2})\b")  # `(404)`, `(503/502)`, `HTTP 502`
+
+
+def _declared_statuses(comment: str) -> list[str]:
+    """The HTTP statuses an RPC's comment lists after `Errors:` (`NOT_FOUND (404)`)."""
+    _, found, errors = comment.partition("Errors:")
+    return sorted(set(_STATUS.findall(errors))) if found else []
 
 
 def _operation(

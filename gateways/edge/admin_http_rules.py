@@ -148,4 +148,16 @@ API_DOCS = ApiDocs(
     file_name="edge-admin.json",
     schemas=_resource_schemas(),
     expand=_per_kind,
+    paths={  # answered by `app.admin_key_sources`, before any rule
+        PREFIX: {
+            "head": {
+                "operationId": "adminLiveness",
+                "summary": "Liveness of the Admin API (no key needed)",
+                "tags": ["meta"],
+                "x-strata-access": "ACCESS_PUBLIC",
+                "security": [],
+                "responses": {"200": {"description": "the Admin API is up"}},
+            }
+        }
+    },
 )

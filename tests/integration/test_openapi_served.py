@@ -133,6 +133,7 @@ def edge_calls() -> list[Call]:
              headers=EDGE_KEY, again=True),
         Call("GET", "/apisix/admin/routes", 401, headers={}, again=True),
     ]  # fmt: skip
+    calls.append(Call("HEAD", "/apisix/admin", headers={}))
     return calls + meta(EDGE_KEY)
 
 
@@ -268,18 +269,31 @@ def controlplane_calls(human: str) -> list[Call]:
     ]  # fmt: skip
 
 
-ECHO = {"name": "echo", "description": "Echo the text back (as first registered)",
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
-ELICIT_SCHEMA = {"type": "object", "properties": {"email": {"type": "string"}},
-                 "required": ["email"]}
+ECHO = {
+    "name": "echo",
+    "description": "Echo the text back (as first registered)",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+ELICIT_SCHEMA = {
+    "type": "object",
+    "properties": {"email": {"type": "string"}},
+    "required": ["email"],
+}
 
 
 def agent_calls(upstream: str) -> list[Call]:
     server = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
     session = {"params": {"session_id": "$session"}, "headers": TENANT}
-    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "openapi-test", "version": "1"}}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "openapi-test", "version": "1"},
+        },
+    }
     return [
         # the registry: a server, and one whose tool set changes (quarantined, re-approved)
         Call("POST", "/v1/mcp/servers", 201, headers=TENANT,

@@ -52,3 +52,18 @@ def test_every_operation_has_its_access_and_error_envelope() -> None:
                     continue  # the meta routes, the MCP endpoint: declared by hand
                 errors = [s for s in operation["responses"] if not s.startswith("2")]
                 assert errors, f"{where}: no error answer"
+
+
+def test_every_message_and_field_in_a_document_is_described() -> None:
+    """Every proto message a document shows, and each of its fields, has a comment."""
+    undescribed = []
+    for name, text in DOCUMENTS.items():
+        for component, schema in json.loads(text)["components"]["schemas"].items():
+            if not component.startswith("strata."):
+                continue
+            if "description" not in schema:
+                undescribed.append(f"{name}: {component}")
+            for field, value in schema.get("properties", {}).items():
+                if "description" not in value:
+                    undescribed.append(f"{name}: {component}.{field}")
+    assert undescribed == [], f"write a comment in the .proto: {undescribed}"
