@@ -40,6 +40,9 @@ CHECKS = (
     "response_schema_conformance",
     "response_headers_conformance",
 )
+# The stack's settings: the feature-flagged operations (the agent registry, the STS) on, so that
+# they answer and their documents list them.
+STACK_ENV = {"SVC_AGENT_IDENTITY": "on"}
 # service: the `strata env` variable of its base URL, the header carrying the admin credential
 SERVICES = {
     "controlplane": ("CP_URL", "Authorization: Bearer {MASTER_KEY}"),

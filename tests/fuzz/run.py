@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests")]
 
 from support import launch_stack, stop_stack  # noqa: E402
 
-from fuzz.harness import PHASES, ROLES, SERVICES, fuzz_all, problems, stack_env, summary  # noqa: E402
+from fuzz.harness import PHASES, ROLES, SERVICES, STACK_ENV, fuzz_all, problems, stack_env, summary  # noqa: E402
 
 OFFSET = 4200  # no port of it overlaps another stack test's or the default stack's
 
@@ -66,7 +67,7 @@ async def main(argv: list[str] | None = None) -> int:
     if data is None:
         data = Path(tempfile.mkdtemp(prefix="strata-fuzz-stack-"))
         print(f"starting the stack on offset {args.port_offset} in {data}", flush=True)
-        proc, _ = await launch_stack(data, args.port_offset)
+        proc, _ = await launch_stack(data, args.port_offset, env={**os.environ, **STACK_ENV})
     started = time.monotonic()
     try:
         runs = await asyncio.to_thread(

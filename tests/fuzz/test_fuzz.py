@@ -9,6 +9,7 @@ own report, each with a curl command that reproduces it. tests/fuzz/README.md ha
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +17,16 @@ import aiohttp
 import pytest
 from support import launch_stack, stop_stack
 
-from fuzz.harness import PROTECTED_TENANTS, ROLES, SERVICES, fuzz_all, problems, stack_env, summary
+from fuzz.harness import (
+    PROTECTED_TENANTS,
+    ROLES,
+    SERVICES,
+    STACK_ENV,
+    fuzz_all,
+    problems,
+    stack_env,
+    summary,
+)
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
@@ -30,7 +40,7 @@ MIN_CASES = 2000
 @pytest.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, str]]:
     data = tmp_path_factory.mktemp("fuzz-stack")
-    proc, output = await launch_stack(data, OFFSET)
+    proc, output = await launch_stack(data, OFFSET, env={**os.environ, **STACK_ENV})
     assert "Strata is up" in output, output
     yield await asyncio.to_thread(stack_env, data, OFFSET)
     assert await stop_stack(proc) == 0
