@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(900)]
 
 OFFSET = 4200  # no port of it overlaps another stack test's or the default stack's
 SEED = 20
-MAX_EXAMPLES = 8  # per operation and phase: about 2,700 cases over the 8 runs
+MAX_EXAMPLES = 8  # per operation and phase: about 2,600 cases over the 8 runs
 PHASES = "examples,fuzzing,stateful"  # the long run adds `coverage` (about 18,000 cases)
 MIN_CASES = 2000
 
