@@ -115,7 +115,8 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
             raise InvalidRequest("page_size must be between 10 and 500")
         state = await self.store.load()
         entries = sorted(state.of(kind).items(), key=lambda item: item[1].created_index)
-        found = [(id_, e) for id_, e in entries if _matches(request, e.value)]
+        name, uri = _pattern(request, "name"), _pattern(request, "uri")
+        found = [(id_, e) for id_, e in entries if _matches(request, name, uri, e.value)]
         if request.HasField("page") or request.HasField("page_size"):
             size = request.page_size or 10
             start = (max(request.page, 1) - 1) * size
@@ -548,18 +549,34 @@ def _set_path(value: dict[str, Any], steps: list[str], new: Any) -> None:
         value[steps[-1]] = new
 
 
-def _matches(request: admin_pb2.ListResourcesRequest, value: dict[str, Any]) -> bool:
-    """APISIX's v3 list filters."""
-    if request.HasField("name") and not re.search(request.name, str(value.get("name", ""))):
+def _pattern(request: admin_pb2.ListResourcesRequest, field: str) -> re.Pattern[str] | None:
+    """The `name` or `uri` list filter, a regular expression as in APISIX; 400 when it is not
+    one (an unbalanced `[` was a 500)."""
+    if not request.HasField(field):
+        return None
+    try:
+        return re.compile(getattr(request, field))
+    except re.error as err:
+        raise InvalidRequest(f"invalid {field} filter: not a regular expression ({err})") from None
+
+
+def _matches(
+    request: admin_pb2.ListResourcesRequest,
+    name: re.Pattern[str] | None,
+    uri: re.Pattern[str] | None,
+    value: dict[str, Any],
+) -> bool:
+    """APISIX's v3 list filters (`name` and `uri` compiled by `_pattern`)."""
+    if name is not None and not name.search(str(value.get("name", ""))):
         return False
     if request.HasField("label"):
         key, _, wanted = request.label.partition(":")
         labels = value.get("labels") or {}
         if key not in labels or (wanted and labels[key] != wanted):
             return False
-    if request.HasField("uri"):
+    if uri is not None:
         uris = [value["uri"]] if "uri" in value else list(value.get("uris") or [])
-        if not any(re.search(request.uri, u) for u in uris):
+        if not any(uri.search(u) for u in uris):
             return False
     if request.HasField("filter"):
         field, _, wanted = request.filter.partition("=")

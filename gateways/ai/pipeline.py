@@ -206,7 +206,7 @@ def validate(
         if not isinstance(message, dict):
             raise _bad(f"{where} must be an object with 'role' and 'content'", where)
         role = message.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise _bad(
                 f"{where}.role must be one of system, user, assistant, tool; got {role!r}",
                 f"{where}.role",

@@ -154,6 +154,9 @@ async def test_jwt_tenant_and_header_rules(ai, idp) -> None:
         ({"model": "echo-1", "messages": []}, "messages"),
         ({"model": "echo-1", "messages": "hi"}, "messages"),
         ({"model": "echo-1", "messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
+        # found by the fuzzer (tests/fuzz): a role that is not a string was a 500
+        ({"model": "echo-1", "messages": [{"role": {}, "content": ""}]}, "messages[0].role"),
+        ({"model": "echo-1", "messages": [{"role": ["user"], "content": ""}]}, "messages[0].role"),
         ({"model": "echo-1", "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
         ({"model": "echo-1", "messages": [{"role": "user"}]}, "messages[0].content"),
         (

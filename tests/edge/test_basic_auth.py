@@ -147,6 +147,7 @@ def test_stored_consumer_conf() -> None:
 
 def test_parsing_and_schemas() -> None:
     assert credentials("Basic " + "dTpwOmM=") == ("u", "p:c")  # split at the first ":"
+    assert credentials("Basic dTp\u00e9") is None  # not ASCII: malformed, not a ValueError
     assert credentials("basic  dTpw ") == ("u", "p")
     assert credentials("Basic dTpw extra") is None
     assert credentials("Basic //79") is None  # not UTF-8

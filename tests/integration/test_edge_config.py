@@ -214,6 +214,14 @@ async def test_apisix_errors(platform: Platform) -> None:
          "test-key-auth err: "),
         ("PUT", "/global_rules/1", {"plugins": {}, "name": "x"}, "invalid configuration: "),
         ("GET", "/routes?page_size=5", None, "page_size must be between 10 and 500"),
+        # found by the fuzzer (tests/fuzz): a list filter that is not a regex was a 500
+        ("GET", "/consumer_groups?name=%5B", None, "invalid name filter: "),
+        ("GET", "/routes?uri=(", None, "invalid uri filter: "),
+        # and content that is not ASCII where base64 may be: a protos .proto text, a body
+        ("PUT", "/protos/1", {"content": "\u00b0\u00c5"}, "invalid content: "),
+        ("PUT", "/routes/1", {"uri": "/a", "plugins": {"response-rewrite": {
+            "body": "\u00e9", "body_base64": True}}},
+         "failed to check the configuration of plugin response-rewrite err: "),
     ]  # fmt: skip
     for method, path, body, prefix in cases:
         status, answer, _ = await platform.admin(method, path, body)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import functools
 import importlib.resources
 import logging
@@ -242,7 +241,7 @@ def _descriptor_set(content: str) -> list[descriptor_pb2.FileDescriptorProto] | 
     try:
         raw = base64.b64decode("".join(content.split()), validate=True)
         files = list(descriptor_pb2.FileDescriptorSet.FromString(raw).file)
-    except (binascii.Error, DecodeError):
+    except (ValueError, DecodeError):  # binascii.Error, or a character that is not ASCII
         return None
     return files or None
 

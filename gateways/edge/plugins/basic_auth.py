@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import hashlib
 import hmac
 import re
@@ -51,7 +50,7 @@ def credentials(header: str) -> tuple[str, str] | None:
         return None
     try:
         decoded = base64.b64decode(found.group(1), validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, a character that is not ASCII, UnicodeDecodeError
         return None
     username, colon, password = decoded.partition(":")
     return (username, password) if colon else None

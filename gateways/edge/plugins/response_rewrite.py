@@ -27,7 +27,6 @@ header added where the response already has it is joined into one line, also `Se
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -300,5 +299,5 @@ class ResponseRewrite(Plugin):
 def _decodes(body: str) -> bool:
     try:
         return bool(base64.b64decode(body, validate=True))
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or a character that is not ASCII
         return False
