@@ -140,8 +140,7 @@ async def _forged(idp: str) -> dict[str, str]:
         "RS256 naming the EC key": f"{_segment({'alg': 'RS256', 'kid': kids['ES256']})}."
         f"{_segment(_claims(idp))}.{_b64(os.urandom(256))}",
         "signature padded": f"{access}==",
-        "no sub": f"{head}.{_segment({k: v for k, v in claims.items() if k != 'sub'})}."
-        f"{signature}",
+        "no sub": f"{head}.{_segment({k: v for k, v in claims.items() if k != 'sub'})}.{signature}",
         "deep header": f"{_b64(DEEP_HEADER)}.{payload}.{signature}",
     }
 

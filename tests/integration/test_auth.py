@@ -241,7 +241,7 @@ async def test_a_valid_signature_under_the_other_keys_kid_is_refused(idp_keys) -
     url, _, ec = idp_keys
     token = jose_jwt.encode({"alg": "ES256", "kid": "rsa-key"}, claims(), ec)
     await refused(url, token)
-    assert (await accepted(url, jose_jwt.encode({"alg": "ES256", "kid": "ec-key"}, claims(), ec)))
+    assert await accepted(url, jose_jwt.encode({"alg": "ES256", "kid": "ec-key"}, claims(), ec))
 
 
 @pytest.mark.parametrize(
