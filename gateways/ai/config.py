@@ -90,6 +90,13 @@ class AiGatewayConfig(EnvironmentConfig):
         "lifetime of a cached answer in both tiers (exact and semantic), seconds",
         bounds=(1, 30 * 86_400),
     )
+    cache_lookup_timeout_ms: float = var(
+        "AI_CACHE_LOOKUP_TIMEOUT_MS",
+        250.0,
+        "the most a cache lookup (exact, embedding, semantic search) may add to a request, ms; "
+        "a slower one is a miss, so a slow vector store never holds chats up",
+        bounds=(1, 60_000),
+    )
     cache_similarity_threshold: float = var(
         "AI_CACHE_SIMILARITY_THRESHOLD",
         0.95,

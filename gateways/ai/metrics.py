@@ -28,6 +28,11 @@ class AiMetrics:
             "Chat completions not found in the cache",
             registry=registry,
         )
+        self.cache_lookup_timeouts = Counter(
+            "ai_gateway_cache_lookup_timeouts_total",
+            "Cache lookups given up at AI_CACHE_LOOKUP_TIMEOUT_MS and served as misses",
+            registry=registry,
+        )
         self.pii_detected = Counter(
             "ai_gateway_pii_detected_total",
             "Requests in which PII was detected and redacted",

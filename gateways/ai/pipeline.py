@@ -300,6 +300,7 @@ class ChatPipeline:
         self.kv = kv
         self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()
+        self._lookup_timeout_logged = -10.0
         self._redactor: Redactor | None = None
         self._pii_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pii")
 
@@ -408,9 +409,22 @@ class ChatPipeline:
     async def _cache_lookup(self, prepared: Prepared) -> tuple[str, dict[str, Any]] | None:
         if not prepared.cache_lookup or self.cache is None or self.reachability.down:
             return None  # the store out: the cache is off (a miss, nothing stored)
-        return await self.cache.lookup(
-            prepared.tenant, prepared.model, prepared.messages, prepared.params
-        )
+        # A cache saves time or it is skipped: a lookup past its deadline (a vector store
+        # busy flushing, a loaded machine) is a miss, not a request held up for seconds.
+        try:
+            async with asyncio.timeout(self.config.cache_lookup_timeout_ms / 1000):
+                return await self.cache.lookup(
+                    prepared.tenant, prepared.model, prepared.messages, prepared.params
+                )
+        except TimeoutError:
+            self.metrics.cache_lookup_timeouts.inc()
+            if time.monotonic() - self._lookup_timeout_logged >= 10:  # one line per 10 s
+                self._lookup_timeout_logged = time.monotonic()
+                log.warning(
+                    "response cache lookup over its deadline, served as a miss",
+                    extra={"timeout_ms": self.config.cache_lookup_timeout_ms},
+                )
+            return None
 
     async def _cache_store(self, prepared: Prepared, completion: dict[str, Any]) -> None:
         assert self.cache is not None

@@ -23,7 +23,10 @@ from openai import AsyncOpenAI
 from redis.asyncio import Redis
 from support import MASTER_KEY, free_port, service_process
 
+from gateways.ai.chat import ChatServicer
+from gateways.ai.pipeline import ChatPipeline
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from runtime.testing import Serving
 
 PROVIDERS = "platform:providers"
 ECHO_KEY = "sk-echo-dev-0123456789abcdef"  # ECHO_LLM_API_KEY in the tests
@@ -252,3 +255,12 @@ async def gateway_processes(
         for proc in procs:
             proc.terminate()
             await proc.wait()
+
+
+def pipeline_of(ai: Serving) -> ChatPipeline:
+    """The chat pipeline of an in-process gateway."""
+    return next(
+        b.servicer.pipeline
+        for b in ai.running.definition.bindings
+        if isinstance(b.servicer, ChatServicer)
+    )

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import aiohttp
-from ai_kit import client, gateway_processes, log_rows, tenant
+from ai_kit import client, gateway_processes, log_rows, pipeline_of, tenant
 from support import MASTER_KEY
 
 ASKED = "How many days are in a leap year?"
@@ -126,6 +127,33 @@ async def test_a_hit_costs_no_budget(gateway, scripted, kv) -> None:
         assert await ask(ai.http_url, t) == "HIT"
         assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
         assert int(await kv.get(f"{t}:budget:tokens")) == 1000 - spent
+
+
+async def test_a_vector_store_held_up_never_holds_a_chat_up(gateway, scripted) -> None:
+    """The semantic tier's writes (a flush, a purge) never queue its searches; and searches
+    that cannot run at all (its search threads taken, as by a store busy for seconds) make
+    the lookup a miss at AI_CACHE_LOOKUP_TIMEOUT_MS: the provider answers, the metric counts
+    it. Without the deadline the third chat would wait until the threads were freed."""
+    t = tenant()
+    release = threading.Event()
+    async with gateway(AI_CACHE_LOOKUP_TIMEOUT_MS="300") as ai:
+        assert await ask(ai.http_url, t) == "MISS"
+        await asyncio.sleep(0.3)  # stored
+        cache = pipeline_of(ai).cache
+        assert cache is not None
+        semantic = await cache._semantic_tier()
+        try:
+            semantic._writes.submit(release.wait)  # a write that does not end
+            assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
+            for _ in range(semantic._reads._max_workers):
+                semantic._reads.submit(release.wait)  # every search thread taken
+            assert await ask(ai.http_url, t, "How many days are in a common year?") == "MISS"
+        finally:
+            release.set()
+        async with aiohttp.ClientSession() as http:
+            metrics = await (await http.get(f"{ai.http_url}/metrics")).text()
+    assert "ai_gateway_cache_lookup_timeouts_total 1.0" in metrics
+    assert len(scripted.attempts) == 2
 
 
 async def test_streaming_bypasses_the_cache(gateway, scripted) -> None:

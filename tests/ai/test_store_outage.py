@@ -28,13 +28,12 @@ import aiohttp
 import hiredis
 import openai
 import pytest
-from ai_kit import ECHO_KEY, Scripted, client, provider, set_providers
+from ai_kit import ECHO_KEY, Scripted, client, pipeline_of, provider, set_providers
 from redis.asyncio import Redis
 from redis.exceptions import TimeoutError
 from support import MASTER_KEY, running, user_token, valkey_server
 
 from gateways.ai import no_budget, prompt_config
-from gateways.ai.chat import ChatServicer
 from gateways.ai.pipeline import ChatPipeline
 from gateways.ai.provider_table import CHANGED_CHANNEL as PROVIDERS_CHANGED
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
@@ -116,14 +115,6 @@ def never_left_stopped(stack: ExitStack, pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
     stack.callback(kill)
-
-
-def pipeline_of(ai: Serving) -> ChatPipeline:
-    return next(
-        b.servicer.pipeline
-        for b in ai.running.definition.bindings
-        if isinstance(b.servicer, ChatServicer)
-    )
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 15.0) -> None:

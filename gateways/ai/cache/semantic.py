@@ -13,7 +13,9 @@ Filters are built only from hex digests and integers (tenant, model and scope ar
 sha256 digests): no tenant or model name can change a filter's meaning, and Milvus Lite
 (3.2) does not support pymilvus's filter templates.
 
-pymilvus is synchronous: every call runs on this tier's own small executor.
+pymilvus is synchronous: every call runs on one of this tier's two small executors, searches
+on one and writes (upserts, flushes, purges) on the other, so that a slow flush or purge
+never queues the searches of requests behind it.
 """
 
 from __future__ import annotations
@@ -65,15 +67,23 @@ class SemanticTier:
         self.client = client
         self.ttl_secs = ttl_secs
         self.collection = collection
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="milvus")
+        self._reads = ThreadPoolExecutor(threads, thread_name_prefix="milvus-search")
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="milvus-write")
         self._ready: asyncio.Lock = asyncio.Lock()
         self._created = False
         self._last_upkeep = time.monotonic()
         self._rows_since_upkeep = 0
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A write (or the collection's setup) on the write executor."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+        return await loop.run_in_executor(self._writes, lambda: fn(*args, **kwargs))
+
+    async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A search on the read executor. Cancelled while queued (the cache's lookup deadline
+        passed), it never runs."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reads, lambda: fn(*args, **kwargs))
 
     async def ensure_collection(self) -> None:
         """Create (if no replica has yet) and load the collection; idempotent."""
@@ -117,7 +127,7 @@ class SemanticTier:
         """(exact key, cosine similarity) of the closest live entry in the same tenant,
         model and scope, or None."""
         await self.ensure_collection()
-        found = await self._run(
+        found = await self._read(
             self.client.search,
             self.collection,
             data=[list(vector)],
@@ -170,4 +180,5 @@ class SemanticTier:
         )
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._reads.shutdown(wait=False, cancel_futures=True)
+        self._writes.shutdown(wait=False, cancel_futures=True)
