@@ -133,7 +133,7 @@ def kill_group(child: Child) -> None:
 def rss_mb(pid: int) -> float:
     """Resident memory of a process and its descendants (Milvus Lite runs as a child)."""
     total = 0
-    for p in [pid, *_descendants(pid)]:
+    for p in [pid, *descendants(pid)]:
         try:
             for line in Path(f"/proc/{p}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
@@ -143,14 +143,14 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return []
     found = [int(c) for c in children]
     for c in list(found):
-        found.extend(_descendants(c))
+        found.extend(descendants(c))
     return found
 
 
