@@ -140,7 +140,7 @@ async function route() {
     if (token !== rendering) return;
     view.append(h("p", { class: "error", role: "alert" }, err.message || String(err)));
   }
-  main.dataset.ready = page.path; // the browser tests wait for this
+  if (token === rendering) main.dataset.ready = page.path; // the browser tests wait for this
 }
 
 async function boot() {

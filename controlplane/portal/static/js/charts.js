@@ -40,7 +40,7 @@ export function lineChart({ title, unit = "", series, from, to }) {
     const v = (ymax / 4) * i;
     grid.push(
       h("svg:line", { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), stroke: "#e3e6ea" }),
-      h("svg:text", { x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 11, fill: "#5a6270" }, short(v)),
+      h("svg:text", { x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end", "font-size": 13, fill: "#5a6270" }, short(v)),
     );
   }
   const longRange = span > 2 * 86400e3;
@@ -50,7 +50,7 @@ export function lineChart({ title, unit = "", series, from, to }) {
     const label = longRange
       ? d.toLocaleDateString(undefined, { month: "short", day: "numeric" })
       : d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
-    grid.push(h("svg:text", { x: x(t), y: H - 12, "text-anchor": "middle", "font-size": 11, fill: "#5a6270" }, label));
+    grid.push(h("svg:text", { x: x(t), y: H - 12, "text-anchor": "middle", "font-size": 13, fill: "#5a6270" }, label));
   }
 
   const lines = series.map((s, i) => {

@@ -1,0 +1,145 @@
+"""What the portal's browser tests share: the stack (`strata up`, as a user starts it), a
+person's browser (a fresh context: cookies of its own), logging in through the IdP's login
+page, waiting for a page of the portal to be drawn, and screenshots.
+
+Pages signal they are drawn with `main[data-ready=<page>]` (js/app.js sets it once a page's
+first render is done); tests wait for that or for what a person would see, never for time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from playwright.async_api import Browser, BrowserContext, Page, expect
+from support import launch_stack, stop_stack
+
+# No port of this stack is a port of another stack test's or benchmark's, nor of the default
+# stack's (tests/unit/test_launcher.py's offset rule).
+OFFSET = 5400
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Headless without a GPU, sandbox, QUIC or any of Chrome's own network calls.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STACK_ENV = {"SVC_AGENT_IDENTITY": "on", "AGENT_MCP_RELIST_SECS": "0"}
+SCREENSHOTS = Path(os.environ.get("PORTAL_SCREENSHOTS", Path(__file__).parent / "screenshots"))
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+PASSWORDS = {"admin": "admin", "alice": "alice", "bob": "bob"}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class Stack:
+    data: Path
+    proc: Any = None
+    urls: dict[str, str] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def attach(cls, data: str) -> Stack:
+        stack = cls(Path(data))
+        stack.read_state()
+        return stack
+
+    async def start(self) -> None:
+        self.proc, _ = await launch_stack(
+            self.data, OFFSET, "--timeout", "150", env={**os.environ, **STACK_ENV}
+        )
+        self.read_state()
+
+    def read_state(self) -> None:
+        self.urls = json.loads((self.data / "stack.json").read_text())["urls"]
+        self.secrets = json.loads((self.data / "secrets.json").read_text())
+
+    async def stop(self) -> int:
+        return await stop_stack(self.proc)
+
+    @property
+    def portal(self) -> str:
+        return f"{self.urls['CP_URL']}/portal/"
+
+    async def api(
+        self, method: str, url: str, *, token: str | None = None, body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:  # fmt: skip
+        """A call straight to a service (the test's own setup, as an agent or script would)."""
+        sent = {"Authorization": f"Bearer {token or self.secrets['MASTER_KEY']}", **(headers or {})}
+        async with aiohttp.ClientSession() as http, http.request(
+            method, url, json=body, headers=sent
+        ) as resp:
+            text = await resp.text()
+            try:
+                return resp.status, json.loads(text)
+            except ValueError:
+                return resp.status, text
+
+    async def token(self, username: str) -> str:
+        form = {
+            "grant_type": "password", "client_id": "strata-portal", "username": username,
+            "password": PASSWORDS[username], "scope": "openid tenant",
+        }  # fmt: skip
+        async with aiohttp.ClientSession() as http, http.post(
+            self.urls["IDP_TOKEN_URL"], data=form
+        ) as resp:
+            body = await resp.json()
+            assert resp.status == 200, body
+            return str(body["access_token"])
+
+
+async def person(browser: Browser, phone: bool = False) -> BrowserContext:
+    """A person's browser: its own cookies, the clipboard allowed (Copy buttons)."""
+    context = await browser.new_context(
+        viewport=PHONE if phone else DESKTOP,
+        permissions=["clipboard-read", "clipboard-write"],
+        accept_downloads=True,
+    )
+    context.set_default_timeout(20_000)
+    return context
+
+
+async def log_in(context: BrowserContext, stack: Stack, username: str) -> Page:
+    """Signs in as a person does: the portal's Sign in, the IdP's login page, back."""
+    page = await context.new_page()
+    await page.goto(stack.portal)
+    await page.get_by_role("link", name="Sign in").click()
+    await page.get_by_label("Username").fill(username)
+    await page.get_by_label("Password").fill(PASSWORDS[username])
+    await page.get_by_role("button", name="Sign in").click()
+    await page.wait_for_url(f"{stack.portal}**")
+    await expect(page.locator("#user-box")).to_contain_text("Sign out")
+    return page
+
+
+async def open_page(page: Page, name: str, query: str = "") -> None:
+    """Navigates the portal to `#/name` and waits until that page is drawn."""
+    target = f"#/{name}{query}"
+    if await page.evaluate("location.hash") == target:
+        await page.evaluate("location.hash = '#/__away'")  # so that the hash changes
+    await page.evaluate("document.getElementById('main').removeAttribute('data-ready')")
+    await page.evaluate(f"location.hash = {json.dumps(target)}")
+    await expect(page.locator(f"main[data-ready='{name.split('/')[0]}']")).to_have_count(1)
+
+
+async def shot(page: Page, name: str) -> Path:
+    """A PNG of the whole page, named after what it shows."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    await page.screenshot(path=str(path), full_page=True)
+    return path
