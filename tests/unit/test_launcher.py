@@ -44,6 +44,9 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
     assert edge.grpc_target == "127.0.0.1:19180"
     assert edge.env["EDGE_WORKERS"] == "3"
     assert children["controlplane"].env["EDGE_GRPC"] == "127.0.0.1:19180"
+    # The portal: its forwarding to the edge Admin API, and its OAuth redirect URI's origin.
+    assert children["controlplane"].env["EDGE_ADMIN_URL"] == "http://127.0.0.1:9280"
+    assert children["controlplane"].env["PORTAL_PUBLIC_URL"] == "http://127.0.0.1:4101"
     assert children["idp"].argv[children["idp"].argv.index("--port") + 1] == "8180"
     assert "SMTP_PORT" not in children["controlplane"].env  # a peer's port, not shifted
 
@@ -223,6 +226,7 @@ def test_strata_env_prints_the_contract_exports_and_the_banner_the_session_crede
     ]
     text = session_help(stack, secrets)
     assert f"all secrets: {tmp_path / 'secrets.json'}" in text
+    assert "Portal            http://127.0.0.1:4301/portal/   (sign in as admin/admin" in text
     assert 'client = OpenAI(base_url="http://127.0.0.1:4300/v1", api_key="sk-d")' in text
     assert "-H 'Authorization: Bearer sk-master-x'" in text
     assert "-H 'X-API-KEY: edge-admin-y'" in text
