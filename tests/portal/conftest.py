@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from playwright.async_api import Browser, async_playwright
+
 from portal.kit import CHROMIUM, CHROMIUM_FLAGS, Stack
 
 
@@ -28,7 +29,7 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
 
 @pytest.fixture(scope="package")
 async def browser() -> AsyncIterator[Browser]:
-    if not os.path.exists(CHROMIUM):
+    if not os.path.exists(CHROMIUM):  # noqa: ASYNC240 (one stat, before anything runs)
         pytest.fail(f"{CHROMIUM} is missing: `make install` installs Debian's chromium")
     async with async_playwright() as playwright:
         # launch() gives Chromium a fresh temporary --user-data-dir of its own each time.

@@ -79,11 +79,14 @@ class Stack:
         self, method: str, url: str, *, token: str | None = None, body: Any = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:  # fmt: skip
-        """A call straight to a service (the test's own setup, as an agent or script would)."""
-        sent = {"Authorization": f"Bearer {token or self.secrets['MASTER_KEY']}", **(headers or {})}
-        async with aiohttp.ClientSession() as http, http.request(
-            method, url, json=body, headers=sent
-        ) as resp:
+        """A call straight to a service (the test's own setup, as an agent or script would):
+        with `token`, the master key when None, no credential when empty."""
+        bearer = self.secrets["MASTER_KEY"] if token is None else token
+        sent = {**({"Authorization": f"Bearer {bearer}"} if bearer else {}), **(headers or {})}
+        async with (
+            aiohttp.ClientSession() as http,
+            http.request(method, url, json=body, headers=sent) as resp,
+        ):
             text = await resp.text()
             try:
                 return resp.status, json.loads(text)
@@ -91,13 +94,23 @@ class Stack:
                 return resp.status, text
 
     async def token(self, username: str) -> str:
-        form = {
+        """A person's access token (password grant, scope `openid tenant`)."""
+        return await self._token({
             "grant_type": "password", "client_id": "strata-portal", "username": username,
             "password": PASSWORDS[username], "scope": "openid tenant",
-        }  # fmt: skip
-        async with aiohttp.ClientSession() as http, http.post(
-            self.urls["IDP_TOKEN_URL"], data=form
-        ) as resp:
+        })  # fmt: skip
+
+    async def service_token(self, client_id: str, secret: str) -> str:
+        """An agent's access token (client credentials)."""
+        return await self._token(
+            {"grant_type": "client_credentials", "client_id": client_id, "client_secret": secret}
+        )
+
+    async def _token(self, form: dict[str, str]) -> str:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(self.urls["IDP_TOKEN_URL"], data=form) as resp,
+        ):
             body = await resp.json()
             assert resp.status == 200, body
             return str(body["access_token"])
@@ -139,7 +152,7 @@ async def open_page(page: Page, name: str, query: str = "") -> None:
 
 async def shot(page: Page, name: str) -> Path:
     """A PNG of the whole page, named after what it shows."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 (once, a local directory)
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path

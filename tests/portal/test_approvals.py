@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from agent.mcp_servers import UpstreamMcp
 from playwright.async_api import expect
+
 from portal.kit import log_in, open_page, person, shot, unique
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]

@@ -11,6 +11,7 @@ import json
 import aiohttp
 import pytest
 from playwright.async_api import expect
+
 from portal.kit import log_in, open_page, person, shot, unique
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
@@ -41,7 +42,11 @@ async def test_a_key_is_requested_approved_copied_once_used_and_revoked(stack, b
     await open_page(admin, "routes")
     await admin.get_by_label("Route ID").fill(route_id)
     editor = admin.get_by_label("Route (JSON)")
-    bad = {"uri": f"/{route_id}/*", "plugins": {"key-auth": {"header": 5}}, "upstream_id": "mock-backend"}
+    bad = {
+        "uri": f"/{route_id}/*",
+        "plugins": {"key-auth": {"header": 5}},
+        "upstream_id": "mock-backend",
+    }
     await editor.fill(json.dumps(bad))
     await admin.get_by_role("button", name="Save route").click()
     error = admin.locator("#route-error [role=alert]")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.async_api import expect
+
 from portal.kit import log_in, open_page, person, shot
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
@@ -58,9 +59,7 @@ async def test_an_operator_gets_the_operator_navigation(stack, browser):
     await context.close()
 
 
-async def test_the_keyboard_reaches_the_content_and_each_page_announces_its_heading(
-    stack, browser
-):
+async def test_the_keyboard_reaches_the_content_and_each_page_announces_its_heading(stack, browser):
     context = await person(browser)
     page = await log_in(context, stack, "alice")
     await page.keyboard.press("Tab")  # the first stop on the page is the skip link

@@ -109,7 +109,8 @@ function parseHash() {
   return { parts, query: new URLSearchParams(query) };
 }
 
-async function route() {
+// `moveFocus`: after a navigation, not on the first load (a fresh page starts at the skip link).
+async function route(moveFocus = true) {
   if (!ctx) return;
   const { parts, query } = parseHash();
   const name = parts[0] || (ctx.user.platform_admin ? "health" : "usage");
@@ -131,7 +132,7 @@ async function route() {
   const heading = h("h1", { tabindex: "-1" }, page.heading ? page.heading(parts, ctx) : page.title);
   clear(main, heading, view);
   document.title = `${page.title} · ${ctx.title}`;
-  heading.focus({ preventScroll: true });
+  if (moveFocus) heading.focus({ preventScroll: true });
   try {
     const stop = await page.render(view, { ...ctx, parts, query, heading });
     if (token === rendering) cleanup = stop;
@@ -177,7 +178,7 @@ async function boot() {
       return;
     }
   }
-  await route();
+  await route(false);
 }
 
 menuButton.addEventListener("click", () => {
@@ -193,7 +194,7 @@ document.addEventListener("keydown", (event) => {
     menuButton.focus();
   }
 });
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => route());
 whenLoggedOut(() => {
   if (ctx) {
     announce("Your session ended. Please sign in again.", "error");
