@@ -54,7 +54,7 @@ async def test_a_provider_is_added_and_tested_and_no_secret_is_shown(stack, brow
 
     good, secret = unique("echo-copy"), "sk-portal-never-shown-1234"
     form = page.get_by_role("form", name="Add a provider")
-    await form.get_by_label("ID").fill(good)
+    await form.get_by_label("ID", exact=True).fill(good)
     await form.get_by_label("Display name").fill("Echo, again")
     await form.get_by_label("Base URL").fill(echo["base_url"])
     await form.get_by_label("Model patterns").fill("echo-*")
@@ -70,7 +70,7 @@ async def test_a_provider_is_added_and_tested_and_no_secret_is_shown(stack, brow
     # A key typed in (development only) is stored, never shown again; an unreachable
     # provider's test shows its error.
     broken = unique("nowhere")
-    await form.get_by_label("ID").fill(broken)
+    await form.get_by_label("ID", exact=True).fill(broken)
     await form.get_by_label("Display name").fill("Nowhere")
     await form.get_by_label("Base URL").fill("http://127.0.0.1:9/v1")
     await form.get_by_label("Source").select_option("manual")

@@ -4,6 +4,7 @@ range; the audit log filtered and exported as CSV."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import csv
 import io
@@ -51,7 +52,7 @@ async def test_branding_changed_by_the_tenant_is_seen_across_the_portal(stack, b
     await open_page(page, "branding")
     await page.get_by_label("Portal title").fill(title)
     await page.get_by_label("Primary colour").fill("#0a7d32")
-    await page.get_by_label("Logo").set_input_files(str(logo))
+    await page.get_by_label("Logo (PNG").set_input_files(str(logo))
     await page.get_by_role("button", name="Save branding").click()
     await expect(page.locator("#brand-title")).to_have_text(title)
     await expect(page.locator("#brand-logo")).to_be_visible()
@@ -127,6 +128,7 @@ async def test_usage_ranges_and_the_audit_log_with_filters_and_csv(stack, browse
         await open_page(page, "usage")
         if "echo-1" in (await tokens.get_attribute("aria-label") or ""):
             break
+        await asyncio.sleep(0.5)
     assert "echo-1" in (await tokens.get_attribute("aria-label") or "")
     for r in ("1h", "7d", "24h"):
         await page.get_by_role("button", name=r, exact=True).click()

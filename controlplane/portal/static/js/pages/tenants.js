@@ -6,6 +6,12 @@ import { busy, confirmDialog, guarded } from "./common.js";
 import { brandingForm } from "./branding.js";
 
 const PLANS = ["free", "pro", "enterprise"];
+// The spec's plan defaults: requests per minute and token budget.
+const PLAN_LIMITS = {
+  free: { rate_limit_max: 100, token_budget: 50000 },
+  pro: { rate_limit_max: 2500, token_budget: 2000000 },
+  enterprise: { rate_limit_max: 25000, token_budget: 10000000 },
+};
 
 export default {
   path: "tenants",
@@ -80,11 +86,19 @@ async function renderOne(view, ctx, id) {
       const t = await want("cp", path);
       const plan = select("plan", PLANS, t.plan);
       const savePlan = h("button", { type: "submit" }, "Change plan");
-      const planForm = h("form", { class: "toolbar" }, field("Plan", plan), savePlan);
+      const withLimits = h("input", { type: "checkbox", id: "plan-limits", checked: true });
+      const planForm = h(
+        "form",
+        { class: "toolbar" },
+        field("Plan", plan),
+        h("div", { class: "check" }, withLimits, h("label", { for: "plan-limits" }, "Also apply the plan's rate limit and token budget (resets the budget left)")),
+        savePlan,
+      );
       planForm.addEventListener(
         "submit",
         busy(savePlan, async () => {
-          await want("cp", path, { method: "PATCH", body: { plan: plan.value } });
+          const body = { plan: plan.value, ...(withLimits.checked ? PLAN_LIMITS[plan.value] : {}) };
+          await want("cp", path, { method: "PATCH", body });
           announce(`Plan of ${id} changed to ${plan.value}.`, "ok");
           await load();
         }),
