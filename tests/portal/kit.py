@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,3 +158,21 @@ async def shot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+@asynccontextmanager
+async def mcp_server(stack: Stack, upstream: Any, prefix: str) -> AsyncIterator[str]:
+    """`upstream` registered at the agent gateway for tenant acme (by alice), removed after:
+    a tool name is served by one server at a time."""
+    token = await stack.token("alice")
+    agent = stack.urls["AGENT_URL"]
+    server_id = unique(prefix)
+    status, body = await stack.api(
+        "POST", f"{agent}/v1/mcp/servers", token=token,
+        body={"id": server_id, "name": upstream.name, "url": upstream.url, "tenant_id": "acme"},
+    )  # fmt: skip
+    assert status == 201, body
+    try:
+        yield server_id
+    finally:
+        await stack.api("DELETE", f"{agent}/v1/mcp/servers/{server_id}", token=token)

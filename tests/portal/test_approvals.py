@@ -11,7 +11,7 @@ import pytest
 from agent.mcp_servers import UpstreamMcp
 from playwright.async_api import expect
 
-from portal.kit import log_in, open_page, person, shot, unique
+from portal.kit import log_in, mcp_server, open_page, person, shot, unique
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 
@@ -24,14 +24,13 @@ def upstream() -> Iterator[UpstreamMcp]:
 
 
 async def test_a_held_call_is_approved_in_the_portal_and_completes(stack, browser, upstream):
+    async with mcp_server(stack, upstream, "hitl-srv") as server_id:
+        await held_call_flow(stack, browser, server_id)
+
+
+async def held_call_flow(stack, browser, server_id: str) -> None:
     token = await stack.token("alice")
     agent = stack.urls["AGENT_URL"]
-    server_id = unique("hitl-srv")
-    status, body = await stack.api(
-        "POST", f"{agent}/v1/mcp/servers", token=token,
-        body={"id": server_id, "name": upstream.name, "url": upstream.url, "tenant_id": "acme"},
-    )  # fmt: skip
-    assert status == 201, body
     status, policy = await stack.api("GET", f"{agent}/v1/policies/acme", token=token)
     assert status == 200, policy
     held = sorted({*policy["hitl_required_tools"], "add"})

@@ -22,7 +22,7 @@ async def test_every_page_draws_without_an_error(stack, browser, who, phone):
     pages = await page.eval_on_selector_all(
         "nav a[data-page]", "links => links.map(a => a.dataset.page)"
     )
-    assert len(pages) >= (14 if who == "admin" else 9)
+    assert len(pages) >= (14 if who == "admin" else 8)
     for name in pages:
         await open_page(page, name)
         await expect(page.get_by_role("alert")).to_have_count(0)

@@ -194,7 +194,14 @@ document.addEventListener("keydown", (event) => {
     menuButton.focus();
   }
 });
-window.addEventListener("hashchange", () => route());
+// The hash is the router's: the skip link moves the focus itself instead of navigating.
+document.querySelector(".skip-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  main.focus();
+});
+window.addEventListener("hashchange", () => {
+  if (location.hash === "" || location.hash.startsWith("#/")) route();
+});
 whenLoggedOut(() => {
   if (ctx) {
     announce("Your session ended. Please sign in again.", "error");
