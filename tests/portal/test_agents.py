@@ -95,7 +95,7 @@ async def test_agents_registered_in_the_portal_appear_in_the_topology(stack, bro
         assert status == wanted, body
 
     await open_page(page, "topology")
-    await page.get_by_label("Tenant").fill("acme")
+    await page.get_by_label("Tenant", exact=True).fill("acme")
     graph = page.get_by_role("img", name="Agent delegations of acme")
     for _ in range(60):  # the analytics rows arrive in a batch: ask again until they show
         await page.get_by_role("button", name="Show").click()
