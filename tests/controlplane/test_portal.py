@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from misc_support import MASTER, Start, call, start_fixture  # noqa: F401
 from portal_kit import Browser
-from support import keyring_for_tests
+from support import free_port, keyring_for_tests
 
 from controlplane.portal.sessions import SESSION_PREFIX, digest
 from runtime.stores.kv import connect_kv
@@ -238,3 +238,13 @@ async def test_a_refresh_the_idp_refuses_ends_the_session(cp: Serving, valkey_ur
             assert not await kv.exists(key)
         finally:
             await kv.aclose()
+
+
+async def test_with_the_store_unreachable_the_portal_fails_closed(start: Start) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    env = {"REDIS_URL": down, "HEALTH_PROBE_INTERVAL_SECS": "0", "NOTIFY_DELIVERY": "off"}
+    async with start(**env) as cp, Browser(cp.http_url) as browser:
+        browser.http.cookie_jar.update_cookies({"strata_session": "any"})
+        for path in ("/portal/api/session", "/portal/api/cp/api/tenants", "/portal/login"):
+            status, body = await browser.call("GET", path)
+            assert (status, body["error"]) == (503, "store_unavailable"), path
