@@ -74,11 +74,15 @@ PAGES: dict[str, tuple[str, list[str]]] = {
                                   "/portal/api/cp/api/keys/requests"]),
     "developer: usage 24 h": ("alice", ["/portal/api/cp/api/analytics/traffic?range=24h",
                                         "/portal/api/cp/api/analytics/llm?range=24h",
-                                        "/portal/api/cp/api/tenants/acme"]),
+                                        "/portal/api/cp/api/tenants/acme",
+                                        "/portal/api/ai/v1/budget/acme"]),
     "developer: notifications": ("alice", ["/portal/api/cp/api/notifications",
                                            "/portal/api/cp/api/notifications/preferences"]),
     "approver: pending approvals (100)": ("alice", ["/portal/api/agent/v1/hitl/pending"]),
-    "everyone: agents 7 d": ("admin", ["/portal/api/cp/api/analytics/agents?range=7d"]),
+    "operator: agents and topology": ("admin", ["/portal/api/agent/v1/a2a/agents",
+                                                "/portal/api/cp/api/agent-topology"]),
+    "everyone: agent analytics 7 d": ("admin",
+                                      ["/portal/api/cp/api/analytics/agents?range=7d"]),
 }  # fmt: skip
 
 
