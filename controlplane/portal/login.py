@@ -70,9 +70,6 @@ def login_handler(ctx: PortalContext) -> Handler:
         idp = _idp(ctx)
         target = _next_of(request)
         origin = ctx.origin(request)
-        if ctx.public_url is not None and origin != f"{request.scheme}://{request.host}":
-            # Start where the callback will land, so the login cookie is there to check.
-            raise web.HTTPFound(f"{origin}{request.rel_url}")
         state, nonce, verifier, browser = new_secret(), new_secret(), new_secret(), new_secret()
         redirect_uri = origin + CALLBACK_PATH
         with kv_unavailable():

@@ -248,3 +248,18 @@ async def test_with_the_store_unreachable_the_portal_fails_closed(start: Start) 
         for path in ("/portal/api/session", "/portal/api/cp/api/tenants", "/portal/login"):
             status, body = await browser.call("GET", path)
             assert (status, body["error"]) == (503, "store_unavailable"), path
+
+
+async def test_behind_a_tls_proxy_the_redirect_uri_is_the_public_one_and_cookies_secure(
+    start: Start,
+) -> None:
+    env = {"PORTAL_PUBLIC_URL": "https://portal.example", "HEALTH_PROBE_INTERVAL_SECS": "0"}
+    async with (
+        start(**env) as cp,
+        Browser(cp.http_url) as browser,
+        browser.http.get(f"{cp.http_url}/portal/login", allow_redirects=False) as resp,
+    ):
+        assert resp.status == 302
+        query = parse_qs(urlsplit(resp.headers["Location"]).query)
+        assert query["redirect_uri"] == ["https://portal.example/portal/callback"]
+        assert resp.cookies["strata_login"]["secure"]
