@@ -66,8 +66,8 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
     portal_public_url: str | None = var(
         "PORTAL_PUBLIC_URL",
         None,
-        "the portal's public origin (`https://strata.example.com`): its OAuth redirect URI is "
-        "this + `/portal/callback`; unset: the origin each request arrived at",
+        "the portal's public origin behind a proxy (`https://strata.example.com`): its OAuth "
+        "redirect URI is this + `/portal/callback`; unset: the origin each request arrived at",
     )
     portal_authorization_url: str | None = var(
         "PORTAL_AUTHORIZATION_URL",

@@ -114,45 +114,53 @@ class PortalContext:
 
     async def fresh(self, session: Session) -> Session:
         """`session` with an access token that outlives REFRESH_MARGIN_SECS: refreshed through
-        the IdP when needed, by one process at a time (rotation spends the old refresh token);
-        the others wait for its result. A refresh the IdP refuses ends the session (401)."""
-        if session.tokens.access_expires_at - time.time() > REFRESH_MARGIN_SECS:
-            return session
-        if session.tokens.refresh_token is None or self.idp is None:
-            raise not_logged_in()
-        with kv_unavailable():
-            lock = await self.store.lock_refresh(session)
-        if lock is None:
-            return await self._await_refresh(session)
-        try:
-            try:
-                body = await self.idp.refresh(session.tokens.refresh_token)
-            except TokenRefused as exc:
-                log.info("portal session refresh refused", extra={"error": exc.error})
-                with kv_unavailable():
-                    await self.store.delete(session.key)
-                raise not_logged_in() from None
-            with kv_unavailable():
-                if not await self.store.replace_tokens(session, tokens_of(body)):
-                    raise not_logged_in()  # logged out meanwhile
-                renewed = await self.store.reload(session.key)
-        finally:
-            with kv_unavailable():
-                await self.store.unlock_refresh(session, lock)
-        if renewed is None:
-            raise not_logged_in()
-        return renewed
-
-    async def _await_refresh(self, session: Session) -> Session:
+        the IdP when needed, by one process at a time (the IdP rotates refresh tokens: a second
+        refresh with the old one would fail); the others wait for its result. A refresh the
+        IdP refuses ends the session (401)."""
         deadline = time.monotonic() + REFRESH_WAIT_SECS
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            with kv_unavailable():
-                current = await self.store.reload(session.key)
-            if current is None:
+        current = session
+        while not _lasts(current):
+            if current.tokens.refresh_token is None or self.idp is None:
                 raise not_logged_in()
-            if current.tokens.access_expires_at - time.time() > REFRESH_MARGIN_SECS:
-                return current
-        raise Unavailable(
-            "the session's token refresh did not finish in time", error="refresh_timeout"
-        )
+            with kv_unavailable():
+                lock = await self.store.lock_refresh(current)
+            if lock is not None:
+                try:
+                    # Another process may have refreshed between our read and our lock.
+                    latest = await self._reload(current)
+                    return latest if _lasts(latest) else await self._refresh(latest)
+                finally:
+                    with kv_unavailable():
+                        await self.store.unlock_refresh(current, lock)
+            if time.monotonic() > deadline:
+                raise Unavailable(
+                    "the session's token refresh did not finish in time", error="refresh_timeout"
+                )
+            await asyncio.sleep(0.05)
+            current = await self._reload(current)
+        return current
+
+    async def _reload(self, session: Session) -> Session:
+        with kv_unavailable():
+            latest = await self.store.reload(session.key)
+        if latest is None:
+            raise not_logged_in()
+        return latest
+
+    async def _refresh(self, session: Session) -> Session:
+        assert self.idp is not None and session.tokens.refresh_token is not None
+        try:
+            body = await self.idp.refresh(session.tokens.refresh_token)
+        except TokenRefused as exc:
+            log.info("portal session refresh refused", extra={"error": exc.error})
+            with kv_unavailable():
+                await self.store.delete(session.key)
+            raise not_logged_in() from None
+        with kv_unavailable():
+            if not await self.store.replace_tokens(session, tokens_of(body)):
+                raise not_logged_in()  # logged out meanwhile
+        return await self._reload(session)
+
+
+def _lasts(session: Session) -> bool:
+    return session.tokens.access_expires_at - time.time() > REFRESH_MARGIN_SECS

@@ -25,7 +25,7 @@ import aiohttp
 from aiohttp import web
 
 from controlplane.portal.context import UNSAFE_METHODS, PortalContext
-from controlplane.portal.security import NO_STORE, SECURITY_HEADERS
+from controlplane.portal.security import NO_STORE, SECURITY_HEADERS, Handler
 from runtime.errors import NotFound, PermissionDenied, Unavailable
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def _target(request: web.Request) -> tuple[str, str]:
     return service, path
 
 
-def forward_handler(ctx: PortalContext):  # type: ignore[no-untyped-def]
+def forward_handler(ctx: PortalContext) -> Handler:
     async def forward(request: web.Request) -> web.StreamResponse:
         service, path = _target(request)
         session = await ctx.session(request)

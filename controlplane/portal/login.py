@@ -20,14 +20,21 @@ import aiohttp
 from aiohttp import web
 
 from controlplane.portal.context import PortalContext, not_logged_in
-from controlplane.portal.oauth import TokenRefused, tokens_of
+from controlplane.portal.oauth import IdpClient, TokenRefused, tokens_of
 from controlplane.portal.security import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
+    Handler,
     clear_cookie,
     set_cookie,
 )
-from controlplane.portal.sessions import LOGIN_TTL_SECS, PendingLogin, digest, new_secret
+from controlplane.portal.sessions import (
+    LOGIN_TTL_SECS,
+    PendingLogin,
+    Session,
+    digest,
+    new_secret,
+)
 from runtime.errors import InvalidRequest, Unauthenticated, Unavailable, UpstreamError
 from runtime.stores.kv_errors import kv_unavailable
 
@@ -49,7 +56,7 @@ def _next_of(request: web.Request) -> str:
     return target
 
 
-def _idp(ctx: PortalContext) -> Any:
+def _idp(ctx: PortalContext) -> IdpClient:
     if ctx.idp is None:
         raise Unavailable(
             "the portal has no identity provider configured (IDP_ISSUER)",
@@ -58,14 +65,11 @@ def _idp(ctx: PortalContext) -> Any:
     return ctx.idp
 
 
-def login_handler(ctx: PortalContext) -> Any:
+def login_handler(ctx: PortalContext) -> Handler:
     async def login(request: web.Request) -> web.StreamResponse:
         idp = _idp(ctx)
         target = _next_of(request)
         origin = ctx.origin(request)
-        if ctx.public_url is not None and origin != f"{request.scheme}://{request.host}":
-            # Start where the callback will land, so the login cookie is there to check.
-            raise web.HTTPFound(f"{origin}{request.rel_url}")
         state, nonce, verifier, browser = new_secret(), new_secret(), new_secret(), new_secret()
         redirect_uri = origin + CALLBACK_PATH
         with kv_unavailable():
@@ -83,7 +87,7 @@ def login_handler(ctx: PortalContext) -> Any:
     return login
 
 
-def callback_handler(ctx: PortalContext) -> Any:
+def callback_handler(ctx: PortalContext) -> Handler:
     async def callback(request: web.Request) -> web.StreamResponse:
         idp = _idp(ctx)
         query = request.query
@@ -149,7 +153,7 @@ def callback_handler(ctx: PortalContext) -> Any:
     return callback
 
 
-def logout_handler(ctx: PortalContext) -> Any:
+def logout_handler(ctx: PortalContext) -> Handler:
     async def logout(request: web.Request) -> web.StreamResponse:
         session = await ctx.session(request)
         ctx.check_csrf(request, session)
@@ -162,7 +166,7 @@ def logout_handler(ctx: PortalContext) -> Any:
     return logout
 
 
-def session_handler(ctx: PortalContext) -> Any:
+def session_handler(ctx: PortalContext) -> Handler:
     async def session_info(request: web.Request) -> web.StreamResponse:
         session = await ctx.fresh(await ctx.session(request))
         return web.json_response(
@@ -177,7 +181,9 @@ def session_handler(ctx: PortalContext) -> Any:
     return session_info
 
 
-async def _branding(ctx: PortalContext, request: web.Request, session: Any) -> Any:
+async def _branding(
+    ctx: PortalContext, request: web.Request, session: Session
+) -> dict[str, Any] | None:
     """The user's tenant's branding, read through the control plane's public API as the user
     (null without a tenant, or when it cannot be read)."""
     if session.tenant_id is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from controlplane.portal.security import SECURITY_HEADERS
+from controlplane.portal.security import SECURITY_HEADERS, Handler
 from runtime.errors import NotFound
 
 DEFAULT_DIR = Path(__file__).with_name("static")
@@ -45,14 +45,14 @@ def _answer(path: Path, cache: str) -> web.FileResponse:
     return response
 
 
-def page_handler(root: Path):  # type: ignore[no-untyped-def]
+def page_handler(root: Path) -> Handler:
     async def page(request: web.Request) -> web.StreamResponse:
         return _answer(_file(root, "index.html"), REVALIDATE)
 
     return page
 
 
-def asset_handler(root: Path):  # type: ignore[no-untyped-def]
+def asset_handler(root: Path) -> Handler:
     async def asset(request: web.Request) -> web.StreamResponse:
         relative = request.match_info["path"]
         cache = LONG_CACHE if relative.startswith("vendor/") else REVALIDATE

@@ -89,8 +89,6 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         "AGENT_GATEWAY_URL": f"http://127.0.0.1:{agent['HTTP_PORT']}",
         "EDGE_URL": f"http://127.0.0.1:{edge['HTTP_PORT']}",
         "EDGE_ADMIN_URL": f"http://127.0.0.1:{edge['ADMIN_PORT']}",
-        # The portal's OAuth redirect URI lives here (the dev IdP's strata-portal client).
-        "PORTAL_PUBLIC_URL": f"http://127.0.0.1:{cp['HTTP_PORT']}",
         "EDGE_WORKERS": str(edge_workers),
     }
     py = sys.executable

@@ -5,6 +5,7 @@ and the pages' security headers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from misc_support import MASTER, Start, call, start_fixture  # noqa: F401
 from portal_kit import Browser
+from support import free_port, keyring_for_tests
 
 from controlplane.portal.sessions import SESSION_PREFIX, digest
 from runtime.stores.kv import connect_kv
@@ -178,3 +180,86 @@ async def test_logout_ends_the_session(cp: Serving, valkey_url: str) -> None:
         browser.http.cookie_jar.update_cookies({"strata_session": sid})
         status, body = await browser.call("GET", "/portal/api/session")
         assert (status, body["error"]) == (401, "not_logged_in")
+
+
+async def _expire_access_token(valkey_url: str, sid: str) -> dict[str, str]:
+    """Make the session's access token look spent (as if 5 minutes had passed)."""
+    kv = connect_kv(valkey_url)
+    try:
+        key = SESSION_PREFIX + digest(sid)
+        before = await kv.hgetall(key)
+        await kv.hset(key, "access_expires_at", str(int(time.time())))
+        return before
+    finally:
+        await kv.aclose()
+
+
+async def test_a_spent_access_token_is_refreshed_once_for_concurrent_calls(
+    cp: Serving, valkey_url: str
+) -> None:
+    async with Browser(cp.http_url) as browser:
+        await browser.login("alice", "alice")
+        sid = browser.cookie("strata_session")
+        assert sid is not None
+        before = await _expire_access_token(valkey_url, sid)
+        # Several pages' calls at once: one refresh (the IdP rotates the refresh token, so a
+        # second refresh with the old one would fail and end the session).
+        answers = await asyncio.gather(
+            *(browser.call("GET", "/portal/api/cp/api/tenants/acme/branding") for _ in range(6))
+        )
+        assert [status for status, _ in answers] == [200] * 6, answers
+        kv = connect_kv(valkey_url)
+        try:
+            after = await kv.hgetall(SESSION_PREFIX + digest(sid))
+        finally:
+            await kv.aclose()
+        assert int(after["access_expires_at"]) > time.time() + 60
+        keyring = keyring_for_tests()
+        context = SESSION_PREFIX + digest(sid)
+        for field in ("access_token", "refresh_token"):
+            old = keyring.open(before[field], f"{context}:{field}")
+            new = keyring.open(after[field], f"{context}:{field}")
+            assert old != new, field
+
+
+async def test_a_refresh_the_idp_refuses_ends_the_session(cp: Serving, valkey_url: str) -> None:
+    async with Browser(cp.http_url) as browser:
+        await browser.login("alice", "alice")
+        sid = browser.cookie("strata_session")
+        assert sid is not None
+        await _expire_access_token(valkey_url, sid)
+        key = SESSION_PREFIX + digest(sid)
+        kv = connect_kv(valkey_url)
+        try:
+            spent = keyring_for_tests().seal("not-a-refresh-token", f"{key}:refresh_token")
+            await kv.hset(key, "refresh_token", spent)
+            status, body = await browser.call("GET", "/portal/api/session")
+            assert (status, body["error"]) == (401, "not_logged_in")
+            assert not await kv.exists(key)
+        finally:
+            await kv.aclose()
+
+
+async def test_with_the_store_unreachable_the_portal_fails_closed(start: Start) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    env = {"REDIS_URL": down, "HEALTH_PROBE_INTERVAL_SECS": "0", "NOTIFY_DELIVERY": "off"}
+    async with start(**env) as cp, Browser(cp.http_url) as browser:
+        browser.http.cookie_jar.update_cookies({"strata_session": "any"})
+        for path in ("/portal/api/session", "/portal/api/cp/api/tenants", "/portal/login"):
+            status, body = await browser.call("GET", path)
+            assert (status, body["error"]) == (503, "store_unavailable"), path
+
+
+async def test_behind_a_tls_proxy_the_redirect_uri_is_the_public_one_and_cookies_secure(
+    start: Start,
+) -> None:
+    env = {"PORTAL_PUBLIC_URL": "https://portal.example", "HEALTH_PROBE_INTERVAL_SECS": "0"}
+    async with (
+        start(**env) as cp,
+        Browser(cp.http_url) as browser,
+        browser.http.get(f"{cp.http_url}/portal/login", allow_redirects=False) as resp,
+    ):
+        assert resp.status == 302
+        query = parse_qs(urlsplit(resp.headers["Location"]).query)
+        assert query["redirect_uri"] == ["https://portal.example/portal/callback"]
+        assert resp.cookies["strata_login"]["secure"]

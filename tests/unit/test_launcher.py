@@ -44,9 +44,10 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
     assert edge.grpc_target == "127.0.0.1:19180"
     assert edge.env["EDGE_WORKERS"] == "3"
     assert children["controlplane"].env["EDGE_GRPC"] == "127.0.0.1:19180"
-    # The portal: its forwarding to the edge Admin API, and its OAuth redirect URI's origin.
+    # The portal forwards platform administrators' edge Admin API calls there.
     assert children["controlplane"].env["EDGE_ADMIN_URL"] == "http://127.0.0.1:9280"
-    assert children["controlplane"].env["PORTAL_PUBLIC_URL"] == "http://127.0.0.1:4101"
+    # No PORTAL_PUBLIC_URL: the portal works at 127.0.0.1 and at localhost alike.
+    assert "PORTAL_PUBLIC_URL" not in children["controlplane"].env
     assert children["idp"].argv[children["idp"].argv.index("--port") + 1] == "8180"
     assert "SMTP_PORT" not in children["controlplane"].env  # a peer's port, not shifted
 
