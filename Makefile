@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# apt-get runs as root: directly when make does, else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install gen docs lint test test-stack run bench clean
 
@@ -24,6 +26,15 @@ install: $(PY)
 	@echo "install: restoring opentelemetry-proto's files (xds-protos overwrites them)"
 	@$(PY) -m pip install --quiet --force-reinstall --no-deps \
 	  "opentelemetry-proto==$$($(PY) -c 'import importlib.metadata as m; print(m.version("opentelemetry-proto"))')"
+	@# The portal's browser tests (tests/portal) drive Debian's chromium through Playwright;
+	@# Playwright's own browser download needs the internet, so it is never used.
+	@if [ -x /usr/bin/chromium ]; then \
+	  echo "install: chromium for the portal's browser tests: already installed (/usr/bin/chromium)"; \
+	else \
+	  echo "install: Debian's chromium for the portal's browser tests (apt-get install chromium, as root)"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	fi
 	@echo "install: done; $(VENV)/bin/strata version: $$($(VENV)/bin/strata version)"
 
 gen:

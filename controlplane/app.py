@@ -29,6 +29,7 @@ from controlplane.notifications.delivery import DeliveryWorker
 from controlplane.notifications.servicer import NotificationServicer, WebhookServicer
 from controlplane.platform_health import PlatformHealthServicer, Probe, health_degraded_notifier
 from controlplane.platform_settings import SettingsServicer
+from controlplane.portal import Portal
 from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.secrets_at_rest import protect_secrets_at_rest
@@ -109,6 +110,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         audit=sts_audit,
         metrics=metrics,
     )
+    portal = Portal.build(config, stores, authenticator)
     api_keys = ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics)
     providers = ProviderServicer(stores.kv, config.development, keyring_of(config))
     implemented = {
@@ -206,6 +208,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         await edge_config.stop()
         await health_servicer.close()
         await tenants.close()
+        await portal.close()
         await stores.close()
 
     return ServiceDefinition(
@@ -220,11 +223,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
                 "/metrics": "Prometheus metrics",
                 "/api/*": "control plane API",
                 "/sts/*": "token exchange (flagged)",
+                "/portal/": "the web portal",
             },
         },
         health=health,
         authenticator=authenticator,
         metrics=metrics,
+        routes=portal.routes,
         on_startup=[
             migrate,
             edge_config.start,

@@ -53,6 +53,41 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
         "AGENT_GATEWAY_URL", loopback(5001, "http://"), "agent gateway URL"
     )
 
+    edge_admin_url: str = var(
+        "EDGE_ADMIN_URL",
+        loopback(9180, "http://"),
+        "edge Admin API URL (the portal forwards platform administrators' `/apisix/admin/…` calls)",
+    )
+
+    # The portal (controlplane/portal): OAuth 2.0 code flow with PKCE against the IdP.
+    portal_client_id: str = var(
+        "PORTAL_CLIENT_ID", "strata-portal", "the portal's public OAuth client at the IdP"
+    )
+    portal_public_url: str | None = var(
+        "PORTAL_PUBLIC_URL",
+        None,
+        "the portal's public origin behind a proxy (`https://strata.example.com`): its OAuth "
+        "redirect URI is this + `/portal/callback`; unset: the origin each request arrived at",
+    )
+    portal_authorization_url: str | None = var(
+        "PORTAL_AUTHORIZATION_URL",
+        None,
+        "the IdP's authorization endpoint as browsers reach it (unset: IDP_ISSUER + "
+        "`/protocol/openid-connect/auth`)",
+    )
+    portal_session_max_secs: int = var(
+        "PORTAL_SESSION_MAX_SECS",
+        12 * 3600,
+        "longest life of a portal session, seconds (it ends sooner when the IdP's refresh "
+        "token does)",
+        bounds=(60, 30 * 86400),
+    )
+    portal_static_dir: str | None = var(
+        "PORTAL_STATIC_DIR",
+        None,
+        "directory the portal's pages are served from (unset: controlplane/portal/static)",
+    )
+
     # The edge configuration (served to the edge's admin front door and, over xDS, its workers).
     admin_api_key: str | None = var("ADMIN_API_KEY", None, "edge admin API key (`X-API-KEY`)")
     mock_backend_url: str = var(

@@ -31,10 +31,60 @@ _INT_RANGE = {
 
 def to_json(message: Message) -> dict[str, Any]:
     """Render a message as the spec's JSON object."""
+    if _plain(message.DESCRIPTOR):
+        return _plain_json(message)
     rendered = json_format.MessageToDict(
         message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
     return _fix(message, rendered)
+
+
+# Scalars whose proto3 JSON is the Python value itself (int64 after `_fix`); floats, bytes and
+# enums have JSON spellings of their own and go through json_format.
+_PLAIN_SCALARS = _INT | {FieldDescriptor.CPPTYPE_BOOL, FieldDescriptor.CPPTYPE_STRING}
+_plain_types: dict[str, bool] = {}
+
+
+def _plain(desc: Descriptor | Any) -> bool:
+    """Whether every field of `desc` is such a scalar without presence (or a list of them), or
+    a list of messages that are plain in turn: its JSON is read off the attributes — the JSON
+    json_format and `_fix` give, several times faster (a list of 1,000 tenants)."""
+    known = _plain_types.get(desc.full_name)
+    if known is not None:
+        return known
+    _plain_types[desc.full_name] = False  # a recursive type is not plain
+    plain = True
+    for field in desc.fields:
+        if field.message_type is not None:
+            plain = (
+                field.is_repeated
+                and not field.message_type.GetOptions().map_entry
+                and not _is_well_known(field.message_type)
+                and _plain(field.message_type)
+            )
+        else:
+            plain = (
+                field.cpp_type in _PLAIN_SCALARS
+                and field.type != FieldDescriptor.TYPE_BYTES
+                and (field.is_repeated or not field.has_presence)
+            )
+        if not plain:
+            break
+    _plain_types[desc.full_name] = plain
+    return plain
+
+
+def _plain_json(message: Message) -> dict[str, Any]:
+    rendered: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if field.message_type is not None:  # a list of plain messages (see _plain)
+            rendered[field.name] = [_plain_json(m) for m in value]
+        elif field.is_repeated:
+            rendered[field.name] = list(value)
+        else:
+            rendered[field.name] = value
+    return rendered
 
 
 def _is_well_known(desc: Descriptor | Any) -> bool:

@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from runtime import json_codec
 from runtime.errors import InvalidRequest
 
 TENANTS = "cp:tenants"  # hash: tenant id → record JSON
@@ -140,7 +141,7 @@ def rate_limit_of(raw: str | None) -> int | None:
     if text.lstrip("-").isdigit():
         return int(text)
     try:
-        conf = json.loads(text)
+        conf = json_codec.loads(text)
     except ValueError:
         return None
     if isinstance(conf, dict) and isinstance(conf.get("limit"), int | float):

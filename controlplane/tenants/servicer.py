@@ -61,6 +61,7 @@ from controlplane.tenants.steps import (
     Steps,
     layer_error,
 )
+from runtime import json_codec
 from runtime.access import IDENTIFIER, current_caller
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
 from runtime.peers import Peer
@@ -584,7 +585,7 @@ def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
     """A stored tenant record; fields a record lacks (one written by an older version or by
     hand) take the defaults of its plan, so one short record cannot break the list."""
     try:
-        value = json.loads(raw) if raw else None
+        value = json_codec.loads(raw) if raw else None  # orjson: a list reads 1,000 of these
     except ValueError:
         return None
     if not isinstance(value, dict) or "id" not in value:

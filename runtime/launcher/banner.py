@@ -50,6 +50,8 @@ def session_help(stack: Stack, secrets: dict[str, str]) -> str:
     ai = u["AI_URL"]
     chat = '{"model": "echo-1", "messages": [{"role": "user", "content": "Hello"}]}'
     return f"""
+Portal            {u["CP_URL"]}/portal/   (sign in as admin/admin, alice/alice or bob/bob)
+
 Credentials for the whole session (all secrets: {secrets_path(data_dir)}):
 {key_line}
 master key        {master}

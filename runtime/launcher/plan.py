@@ -88,6 +88,7 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         "AI_GATEWAY_URL": f"http://127.0.0.1:{ai['HTTP_PORT']}",
         "AGENT_GATEWAY_URL": f"http://127.0.0.1:{agent['HTTP_PORT']}",
         "EDGE_URL": f"http://127.0.0.1:{edge['HTTP_PORT']}",
+        "EDGE_ADMIN_URL": f"http://127.0.0.1:{edge['ADMIN_PORT']}",
         "EDGE_WORKERS": str(edge_workers),
     }
     py = sys.executable

@@ -44,6 +44,10 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
     assert edge.grpc_target == "127.0.0.1:19180"
     assert edge.env["EDGE_WORKERS"] == "3"
     assert children["controlplane"].env["EDGE_GRPC"] == "127.0.0.1:19180"
+    # The portal forwards platform administrators' edge Admin API calls there.
+    assert children["controlplane"].env["EDGE_ADMIN_URL"] == "http://127.0.0.1:9280"
+    # No PORTAL_PUBLIC_URL: the portal works at 127.0.0.1 and at localhost alike.
+    assert "PORTAL_PUBLIC_URL" not in children["controlplane"].env
     assert children["idp"].argv[children["idp"].argv.index("--port") + 1] == "8180"
     assert "SMTP_PORT" not in children["controlplane"].env  # a peer's port, not shifted
 
@@ -223,6 +227,7 @@ def test_strata_env_prints_the_contract_exports_and_the_banner_the_session_crede
     ]
     text = session_help(stack, secrets)
     assert f"all secrets: {tmp_path / 'secrets.json'}" in text
+    assert "Portal            http://127.0.0.1:4301/portal/   (sign in as admin/admin" in text
     assert 'client = OpenAI(base_url="http://127.0.0.1:4300/v1", api_key="sk-d")' in text
     assert "-H 'Authorization: Bearer sk-master-x'" in text
     assert "-H 'X-API-KEY: edge-admin-y'" in text
