@@ -28,6 +28,7 @@ async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
     kv = connect_kv(valkey_url)
     for tenant in TENANTS:
         await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
+        await kv.delete(f"cp:branding:{tenant}")  # other modules brand these tenants too
     await kv.aclose()
     async with start(HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off") as svc:
         yield svc
