@@ -12,16 +12,20 @@ Faker names filled into some of the swaps.
 
 The split is by intent (`split`: `tune` or `heldout`, a fixed seeded draw of 40% of the
 intents, and 40% of each list of hand-written pairs): no wording of a held-out pair is ever seen while
-tuning. A fixed seed keeps the file stable; rerun after editing:
+tuning. A fixed seed (and hash seed: it re-executes itself with PYTHONHASHSEED=0)
+keeps the file stable; rerun after editing:
 `.venv/bin/python tests/ai/cache_eval/build_pairs.py`.
 """
 
+# ruff: noqa: E501 (lists of pairs read best one pair to a line)
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import random
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,7 +73,14 @@ COUNTRIES = ["France", "Germany", "Japan", "Kenya", "Brazil", "Canada", "Vietnam
              "Chile", "Poland", "Egypt", "Thailand", "Mexico", "Ireland"]  # fmt: skip
 COMPANIES = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark Industries", "Wayne Enterprises",
              "Vandelay", "Soylent", "Cyberdyne", "Tyrell", "Wonka"]  # fmt: skip
-PRODUCTS = ["iPhone 13", "Pixel 7", "Galaxy S22", "ThinkPad X1", "Kindle Paperwhite", "PlayStation 5"]
+PRODUCTS = [
+    "iPhone 13",
+    "Pixel 7",
+    "Galaxy S22",
+    "ThinkPad X1",
+    "Kindle Paperwhite",
+    "PlayStation 5",
+]
 LANGUAGES = ["Spanish", "French", "German", "Japanese", "Italian", "Portuguese", "Korean", "Dutch"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December"]  # fmt: skip
@@ -152,96 +163,221 @@ SLOTS: dict[str, tuple[str, Callable[[], str]]] = {
 # --- intents: wordings that ask the same thing --------------------------------------------
 
 INTENTS: list[list[str]] = [
-    ["Summarize ticket {ticket}.", "Give me a summary of ticket {ticket}.",
-     "Can you summarise ticket #{ticket} for me?"],
-    ["What is the status of order {order}?", "Where is my order {order}?",
-     "Check the status of order {order}, please."],
-    ["[{hex}] Please update the account holder to <PERSON> on the billing profile.",
-     "[{hex}] Please change the billing profile's account holder to <PERSON>."],
-    ["Write a short birthday message for {person}.", "Compose a brief birthday note for {person}.",
-     "Draft a short happy-birthday message to {person}."],
-    ["What is the capital of {country}?", "Which city is the capital of {country}?",
-     "Name the capital city of {country}."],
-    ["Translate 'good morning' into {lang}.", "How do you say 'good morning' in {lang}?",
-     "What is 'good morning' in {lang}?"],
-    ["Convert {n} {length} to {length2}.", "How many {length2} are {n} {length}?",
-     "Please convert {n} {length} into {length2}."],
-    ["How long does it take to bake {n} {mass} of bread?",
-     "What is the baking time for {n} {mass} of bread?"],
-    ["How many calories are in {n} {volume} of orange juice?",
-     "What's the calorie count of {n} {volume} of orange juice?"],
-    ["Convert {amount} {currency} to euros.", "How much is {amount} {currency} in euros?",
-     "What is {amount} {currency} worth in euros?"],
-    ["What happened in {country} in {year}?", "Tell me what happened in {country} during {year}.",
-     "Describe the events in {country} in {year}."],
-    ["Schedule a meeting with {first} on {weekday}.", "Set up a meeting with {first} for {weekday}.",
-     "Book a meeting with {first} on {weekday}, please."],
-    ["Remind me to call {person} on {date}.", "Set a reminder to phone {person} on {date}.",
-     "On {date}, remind me to call {person}."],
-    ["What were the sales figures for {month} {year}?", "Show me the sales numbers for {month} {year}.",
-     "How much did we sell in {month} {year}?"],
-    ["What's new in version {version}?", "What changed in release {version}?",
-     "List the changes in version {version}."],
+    [
+        "Summarize ticket {ticket}.",
+        "Give me a summary of ticket {ticket}.",
+        "Can you summarise ticket #{ticket} for me?",
+    ],
+    [
+        "What is the status of order {order}?",
+        "Where is my order {order}?",
+        "Check the status of order {order}, please.",
+    ],
+    [
+        "[{hex}] Please update the account holder to <PERSON> on the billing profile.",
+        "[{hex}] Please change the billing profile's account holder to <PERSON>.",
+    ],
+    [
+        "Write a short birthday message for {person}.",
+        "Compose a brief birthday note for {person}.",
+        "Draft a short happy-birthday message to {person}.",
+    ],
+    [
+        "What is the capital of {country}?",
+        "Which city is the capital of {country}?",
+        "Name the capital city of {country}.",
+    ],
+    [
+        "Translate 'good morning' into {lang}.",
+        "How do you say 'good morning' in {lang}?",
+        "What is 'good morning' in {lang}?",
+    ],
+    [
+        "Convert {n} {length} to {length2}.",
+        "How many {length2} are {n} {length}?",
+        "Please convert {n} {length} into {length2}.",
+    ],
+    [
+        "How long does it take to bake {n} {mass} of bread?",
+        "What is the baking time for {n} {mass} of bread?",
+    ],
+    [
+        "How many calories are in {n} {volume} of orange juice?",
+        "What's the calorie count of {n} {volume} of orange juice?",
+    ],
+    [
+        "Convert {amount} {currency} to euros.",
+        "How much is {amount} {currency} in euros?",
+        "What is {amount} {currency} worth in euros?",
+    ],
+    [
+        "What happened in {country} in {year}?",
+        "Tell me what happened in {country} during {year}.",
+        "Describe the events in {country} in {year}.",
+    ],
+    [
+        "Schedule a meeting with {first} on {weekday}.",
+        "Set up a meeting with {first} for {weekday}.",
+        "Book a meeting with {first} on {weekday}, please.",
+    ],
+    [
+        "Remind me to call {person} on {date}.",
+        "Set a reminder to phone {person} on {date}.",
+        "On {date}, remind me to call {person}.",
+    ],
+    [
+        "What were the sales figures for {month} {year}?",
+        "Show me the sales numbers for {month} {year}.",
+        "How much did we sell in {month} {year}?",
+    ],
+    [
+        "What's new in version {version}?",
+        "What changed in release {version}?",
+        "List the changes in version {version}.",
+    ],
     ["Is product {sku} in stock?", "Do you have {sku} in stock?", "Check stock for item {sku}."],
-    ["Restart the service on host {host}.", "Please restart the service running on {host}.",
-     "Can you restart the service on {host}?"],
-    ["What's the weather forecast for {city} tomorrow?", "Will it rain in {city} tomorrow?",
-     "Give me tomorrow's weather forecast for {city}."],
-    ["How do I get from {city} to {fcity} by train?",
-     "What is the best train route from {city} to {fcity}?",
-     "Which trains go from {city} to {fcity}?"],
-    ["Who is the CEO of {company}?", "Who runs {company} as chief executive?",
-     "Tell me who {company}'s CEO is."],
-    ["Write a product description for the {product}.", "Draft a product description of the {product}.",
-     "Create marketing copy describing the {product}."],
-    ["Refund {amount} {currency} to customer {order}.", "Issue a refund of {amount} {currency} to customer {order}.",
-     "Please process a {amount} {currency} refund for customer {order}."],
+    [
+        "Restart the service on host {host}.",
+        "Please restart the service running on {host}.",
+        "Can you restart the service on {host}?",
+    ],
+    [
+        "What's the weather forecast for {city} tomorrow?",
+        "Will it rain in {city} tomorrow?",
+        "Give me tomorrow's weather forecast for {city}.",
+    ],
+    [
+        "How do I get from {city} to {fcity} by train?",
+        "What is the best train route from {city} to {fcity}?",
+        "Which trains go from {city} to {fcity}?",
+    ],
+    [
+        "Who is the CEO of {company}?",
+        "Who runs {company} as chief executive?",
+        "Tell me who {company}'s CEO is.",
+    ],
+    [
+        "Write a product description for the {product}.",
+        "Draft a product description of the {product}.",
+        "Create marketing copy describing the {product}.",
+    ],
+    [
+        "Refund {amount} {currency} to customer {order}.",
+        "Issue a refund of {amount} {currency} to customer {order}.",
+        "Please process a {amount} {currency} refund for customer {order}.",
+    ],
     ["What is {n} times {amount}?", "Multiply {n} by {amount}.", "Calculate {n} x {amount}."],
-    ["Give me {n} ideas for a team offsite.", "Suggest {n} team offsite ideas.",
-     "List {n} ideas for our team's offsite."],
-    ["How many {timeunit} are in {n} years?", "Convert {n} years into {timeunit}.",
-     "{n} years is how many {timeunit}?"],
-    ["Draft an email to {person} about the invoice due on {date}.",
-     "Write an email to {person} regarding the invoice that is due {date}.",
-     "Compose an email for {person} about the {date} invoice deadline."],
-    ["Book a table for {n} at 7 pm on {weekday}.", "Reserve a table for {n} people, {weekday} at 7pm.",
-     "I need a dinner reservation for {n} on {weekday} at 7 pm."],
-    ["Set the thermostat to {n} degrees Celsius.", "Change the thermostat to {n} °C.",
-     "Please set the heating to {n} degrees Celsius."],
-    ["Cancel subscription {order}.", "Please cancel my subscription {order}.",
-     "I want to cancel the subscription with id {order}."],
-    ["Explain the error code {hex} in the build log.", "What does error {hex} in the build log mean?",
-     "The build log shows error code {hex}; what does it mean?"],
-    ["How far is {city} from {country}'s capital?", "What is the distance between {city} and the capital of {country}?"],
-    ["Give me a {n}-day itinerary for {country}.", "Plan a {n} day trip to {country}.",
-     "Suggest an itinerary for {n} days in {country}."],
-    ["How do I pay {amount} {currency} to {person}?", "What's the best way to send {amount} {currency} to {person}?"],
-    ["Ship {n} units of {sku} to the {city} warehouse.", "Send {n} units of {sku} to our {city} warehouse.",
-     "Please dispatch {n} units of {sku} to the warehouse in {city}."],
+    [
+        "Give me {n} ideas for a team offsite.",
+        "Suggest {n} team offsite ideas.",
+        "List {n} ideas for our team's offsite.",
+    ],
+    [
+        "How many {timeunit} are in {n} years?",
+        "Convert {n} years into {timeunit}.",
+        "{n} years is how many {timeunit}?",
+    ],
+    [
+        "Draft an email to {person} about the invoice due on {date}.",
+        "Write an email to {person} regarding the invoice that is due {date}.",
+        "Compose an email for {person} about the {date} invoice deadline.",
+    ],
+    [
+        "Book a table for {n} at 7 pm on {weekday}.",
+        "Reserve a table for {n} people, {weekday} at 7pm.",
+        "I need a dinner reservation for {n} on {weekday} at 7 pm.",
+    ],
+    [
+        "Set the thermostat to {n} degrees Celsius.",
+        "Change the thermostat to {n} °C.",
+        "Please set the heating to {n} degrees Celsius.",
+    ],
+    [
+        "Cancel subscription {order}.",
+        "Please cancel my subscription {order}.",
+        "I want to cancel the subscription with id {order}.",
+    ],
+    [
+        "Explain the error code {hex} in the build log.",
+        "What does error {hex} in the build log mean?",
+        "The build log shows error code {hex}; what does it mean?",
+    ],
+    [
+        "How far is {city} from {country}'s capital?",
+        "What is the distance between {city} and the capital of {country}?",
+    ],
+    [
+        "Give me a {n}-day itinerary for {country}.",
+        "Plan a {n} day trip to {country}.",
+        "Suggest an itinerary for {n} days in {country}.",
+    ],
+    [
+        "How do I pay {amount} {currency} to {person}?",
+        "What's the best way to send {amount} {currency} to {person}?",
+    ],
+    [
+        "Ship {n} units of {sku} to the {city} warehouse.",
+        "Send {n} units of {sku} to our {city} warehouse.",
+        "Please dispatch {n} units of {sku} to the warehouse in {city}.",
+    ],
     ["What time is sunset in {city} on {date}?", "When does the sun set in {city} on {date}?"],
-    ["Add {person} to the project channel.", "Please add {person} to the project's channel.",
-     "Invite {person} into the project channel."],
-    ["Show invoices from {company} after {date}.", "List {company}'s invoices dated after {date}.",
-     "Which invoices did {company} send after {date}?"],
-    ["Run {n} km in under 30 minutes: give me a training plan.",
-     "I want a training plan to run {n} km in less than 30 minutes.",
-     "Make me a plan to run {n} km in under half an hour."],
-    ["Recommend a book similar to the ones {person} wrote.", "Suggest a book like those by {person}."],
-    ["What was the population of {country} in {year}?", "How many people lived in {country} in {year}?",
-     "Give the population of {country} for {year}."],
-    ["How much does shipping {n} {mass} to {country} cost?",
-     "What is the cost to ship {n} {mass} to {country}?",
-     "Shipping price for {n} {mass} to {country}?"],
-    ["Rollback deployment {hex} on the staging cluster.", "Roll back the deployment {hex} in staging.",
-     "Please revert deployment {hex} on staging."],
-    ["Move the {weekday} standup to {hour} am.", "Reschedule the {weekday} standup to {hour} am.",
-     "Change {weekday}'s standup to start at {hour} am."],
-    ["Set a timer for {n} {timeunit}.", "Start a {n} {timeunit} timer.", "Time {n} {timeunit} for me."],
-    ["Is a {n} {mass} suitcase too heavy for a flight?",
-     "Can I take a {n} {mass} suitcase on a plane, or is it too heavy?"],
-    ["Is it safe to drink {n} {volume} of coffee a day?", "Is drinking {n} {volume} of coffee daily safe?",
-     "Are {n} {volume} of coffee per day safe to drink?"],
-    ["How long does it take to walk {n} {length2}?", "How much time does walking {n} {length2} take?"],
+    [
+        "Add {person} to the project channel.",
+        "Please add {person} to the project's channel.",
+        "Invite {person} into the project channel.",
+    ],
+    [
+        "Show invoices from {company} after {date}.",
+        "List {company}'s invoices dated after {date}.",
+        "Which invoices did {company} send after {date}?",
+    ],
+    [
+        "Run {n} km in under 30 minutes: give me a training plan.",
+        "I want a training plan to run {n} km in less than 30 minutes.",
+        "Make me a plan to run {n} km in under half an hour.",
+    ],
+    [
+        "Recommend a book similar to the ones {person} wrote.",
+        "Suggest a book like those by {person}.",
+    ],
+    [
+        "What was the population of {country} in {year}?",
+        "How many people lived in {country} in {year}?",
+        "Give the population of {country} for {year}.",
+    ],
+    [
+        "How much does shipping {n} {mass} to {country} cost?",
+        "What is the cost to ship {n} {mass} to {country}?",
+        "Shipping price for {n} {mass} to {country}?",
+    ],
+    [
+        "Rollback deployment {hex} on the staging cluster.",
+        "Roll back the deployment {hex} in staging.",
+        "Please revert deployment {hex} on staging.",
+    ],
+    [
+        "Move the {weekday} standup to {hour} am.",
+        "Reschedule the {weekday} standup to {hour} am.",
+        "Change {weekday}'s standup to start at {hour} am.",
+    ],
+    [
+        "Set a timer for {n} {timeunit}.",
+        "Start a {n} {timeunit} timer.",
+        "Time {n} {timeunit} for me.",
+    ],
+    [
+        "Is a {n} {mass} suitcase too heavy for a flight?",
+        "Can I take a {n} {mass} suitcase on a plane, or is it too heavy?",
+    ],
+    [
+        "Is it safe to drink {n} {volume} of coffee a day?",
+        "Is drinking {n} {volume} of coffee daily safe?",
+        "Are {n} {volume} of coffee per day safe to drink?",
+    ],
+    [
+        "How long does it take to walk {n} {length2}?",
+        "How much time does walking {n} {length2} take?",
+    ],
     ["Is {year} a leap year?", "Was {year} a leap year?", "Does {year} have a February 29th?"],
 ]
 
@@ -388,7 +524,9 @@ def intent_pairs(index: int, wordings: list[str], fills: int) -> list[dict[str, 
         while len(set(values.values())) < len(values):  # e.g. {length} == {length2}
             values = {s: SLOTS[s][1]() for s in slots}
         a, b = RNG.sample(wordings, 2)
-        rows.append({"label": "hit", "category": "paraphrase", "a": fill(a, values), "b": fill(b, values)})
+        rows.append(
+            {"label": "hit", "category": "paraphrase", "a": fill(a, values), "b": fill(b, values)}
+        )
         slot = RNG.choice(slots)
         other = dict(values, **{slot: changed(slot, values[slot])})
         other_wording = b if RNG.random() < 1 / 3 else a
@@ -400,13 +538,19 @@ def intent_pairs(index: int, wordings: list[str], fills: int) -> list[dict[str, 
 
 
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":  # some of Faker's locales iterate over sets
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     rows: list[dict[str, str]] = []
     for index, wordings in enumerate(INTENTS):
         rows += intent_pairs(index, wordings, fills=4)
     for index, (a, b) in enumerate(SURFACE_PARAPHRASES):
-        rows.append({"label": "hit", "category": "paraphrase", "a": a, "b": b, "source": f"surface-{index}"})
+        rows.append(
+            {"label": "hit", "category": "paraphrase", "a": a, "b": b, "source": f"surface-{index}"}
+        )
     for index, (a, b) in enumerate(NEGATIONS):
-        rows.append({"label": "miss", "category": "negation", "a": a, "b": b, "source": f"negation-{index}"})
+        rows.append(
+            {"label": "miss", "category": "negation", "a": a, "b": b, "source": f"negation-{index}"}
+        )
     for index, (a, b) in enumerate(SWAPS):
         names = {"a": person(), "b": person()}
         rows.append({"label": "miss", "category": "swap", "a": fill(a, names), "b": fill(b, names),
