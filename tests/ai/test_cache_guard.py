@@ -4,9 +4,18 @@ the labelled pair set: tests/bench/cache_eval.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from gateways.ai.cache import Embedder
+from gateways.ai.cache.cache import similar_enough
 from gateways.ai.cache.guard import anchored, refusal
+from gateways.ai.config import AiGatewayConfig
+
+PAIRS = Path(__file__).parent / "cache_eval" / "pairs.jsonl"
+FIELDS = AiGatewayConfig.__dataclass_fields__
 
 REFUSED = [
     ("Summarize ticket 4411.", "Summarize ticket 4412.", "number"),
@@ -31,6 +40,7 @@ REFUSED = [
     ("Did the buyer pay the seller?", "Did the seller pay the buyer?", "roles"),
     ("Did the cat scratch the child?", "Did the child scratch the cat?", "roles"),
     ("Copy logs from staging to prod.", "Copy logs from prod to staging.", "roles"),
+    ("Send Ana's notes to Li Wei.", "Send Li Wei's notes to Ana.", "roles"),
 ]
 
 ACCEPTED = [
@@ -61,3 +71,31 @@ def test_anchored_needs_particulars_that_agree() -> None:
     assert anchored("Summarize ticket 4411.", "Give me a summary of ticket 4411.")
     assert not anchored("Summarize ticket 4411.", "Summarize ticket 4412.")
     assert not anchored("Write a haiku about autumn.", "Compose a haiku about autumn.")
+
+
+@pytest.mark.parametrize("split", ["heldout", "tune"])
+def test_the_pair_set_meets_its_goals(split: str) -> None:
+    """The issue's goals on the labelled pair set (tests/ai/cache_eval/): no near miss served,
+    at least 60% of the paraphrases. The decision the cache makes, with the gateway's
+    thresholds and the real model, without the stores (tests/bench/cache_eval.py runs the
+    same pairs through Valkey and Milvus Lite)."""
+    rows = [json.loads(line) for line in PAIRS.read_text().splitlines()]
+    rows = [r for r in rows if r["split"] == split]
+    embedder = Embedder()
+    cached = embedder.embed([r["a"] for r in rows])
+    asked = embedder.embed([r["b"] for r in rows])
+    threshold = FIELDS["cache_similarity_threshold"].default
+    lower = FIELDS["cache_anchored_similarity_threshold"].default
+    served = {
+        r["id"]: refusal(r["a"], r["b"]) is None
+        and similar_enough(float(a @ b), r["b"], threshold, lower)
+        for r, a, b in zip(rows, cached, asked, strict=True)
+    }
+    false_hits = [r for r in rows if r["label"] == "miss" and served[r["id"]]]
+    paraphrases = [r for r in rows if r["label"] == "hit"]
+    rate = sum(served[r["id"]] for r in paraphrases) / len(paraphrases)
+    if split == "heldout":
+        assert false_hits == []
+    else:  # the one known gap: a question's subject and object exchanged through "did"
+        assert [r["b"] for r in false_hits] == ["Which team did Brazil defeat in 2014?"]
+    assert rate >= 0.6

@@ -46,6 +46,12 @@ def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
     return content
 
 
+def similar_enough(similarity: float, text: str, threshold: float, anchored: float) -> bool:
+    """Enough for a prompt the guard let through: `threshold`, or `anchored` (lower) when the
+    prompt names particulars (numbers, identifiers, names), which the guard found equal."""
+    return similarity >= threshold or (similarity >= anchored and facts(text).anchors)
+
+
 class ResponseCache:
     """Async-safe; one per gateway process, shared by every request. Replicas share both
     tiers through the stores.
@@ -143,15 +149,11 @@ class ResponseCache:
             return None
 
     def _acceptable(self, candidate: Candidate, text: str) -> bool:
-        """The guard finds nothing that differs, and the similarity is enough for this kind of
-        prompt (with particulars, all equal: `anchored_threshold`; else `threshold`)."""
         reason = refusal(candidate.prompt, text)
         if reason is not None:
             self.refusals[reason] = self.refusals.get(reason, 0) + 1
             return False
-        if candidate.similarity >= self.threshold:
-            return True
-        return facts(text).anchors
+        return similar_enough(candidate.similarity, text, self.threshold, self.anchored_threshold)
 
     async def _remember_wording(self, key: str, answer: dict[str, Any], expires_at: int) -> None:
         """The answer under the new wording's exact key too, until the original expires: the

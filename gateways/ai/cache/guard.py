@@ -147,6 +147,7 @@ _WORD = re.compile(r"[^\W\d_]+(?:[\u2019'][^\W\d_]+)?", re.UNICODE)
 _QUOTED = re.compile(
     r"(?<!\w)['\"\u201c\u2018`]([^'\"\u201d\u2019`]{1,80})['\"\u201d\u2019`](?!\w)"
 )
+_POSSESSIVE = re.compile(r"^(\w.*?)[\u2019']s$")
 _BRACKETED = re.compile(r"[\[`]([^\]`\s]{2,64})[\]`]")
 _TOKEN_EDGES = "\"'\u201c\u201d\u2018\u2019()[]{}<>,;:!?`*"
 _PLAIN_NUMBER = re.compile(r"^[#№]?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?$")
@@ -240,7 +241,11 @@ def facts(text: str) -> Facts:
         if low in _RELATIVE_DAYS or (capitalised and not opening and low not in UNITS):
             names.add(low)
     words = [w.lower() for w in _WORD.findall(text)]
-    ordered = [_BE.get(low, low) for t in tokens if (low := t.lower().rstrip("."))]
+    ordered: list[str] = []
+    for token in tokens:
+        low = token.lower().rstrip(".")
+        owner = _POSSESSIVE.match(low)  # "Ana's notes": the owner is a phrase of its own
+        ordered += [owner.group(1), "'s"] if owner else [_BE.get(low, low)] if low else []
     return Facts(
         numbers=tuple(sorted(numbers)),
         units=frozenset(units),
