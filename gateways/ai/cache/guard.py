@@ -22,7 +22,8 @@ cache accepts such a pair from a lower similarity (`ResponseCache`), since what 
 their answers differ has been compared; a prompt with no anchors is judged on its similarity
 alone.
 
-Pure Python over short texts (tens of microseconds): it runs on the event loop.
+Pure Python over short texts (a lookup's 4 candidates: ~0.1 ms, ~0.25 ms with nothing
+memoised; tests/bench/ai_cache_rewording.py): it runs on the event loop.
 """
 
 from __future__ import annotations
