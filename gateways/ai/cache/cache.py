@@ -77,7 +77,7 @@ class ResponseCache:
         self.embedder = embedder
         self.threshold = threshold
         self.anchored_threshold = min(threshold, anchored_threshold or threshold)
-        self.refusals: dict[str, int] = {}  # why candidates were refused, for the metrics
+        self.refusals: dict[str, int] = {}  # why candidates were refused, by reason
         self.ttl_secs = ttl_secs
         self._uri = vectors if isinstance(vectors, str) else None
         self._semantic = None if self._uri else SemanticTier(vectors, ttl_secs)

@@ -539,7 +539,9 @@ def intent_pairs(index: int, wordings: list[str], fills: int) -> list[dict[str, 
 
 def main() -> None:
     if os.environ.get("PYTHONHASHSEED") != "0":  # some of Faker's locales iterate over sets
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
+        os.execve(
+            sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"}
+        )
     rows: list[dict[str, str]] = []
     for index, wordings in enumerate(INTENTS):
         rows += intent_pairs(index, wordings, fills=4)
