@@ -104,3 +104,10 @@ class AiGatewayConfig(EnvironmentConfig):
         "cached answer in the same tenant, model, conversation and parameters (SEMANTIC_HIT)",
         bounds=(0.5, 1.0),
     )
+    cache_anchored_similarity_threshold: float = var(
+        "AI_CACHE_ANCHORED_SIMILARITY_THRESHOLD",
+        0.85,
+        "the lower similarity from which a last user message that names particulars (numbers, "
+        "identifiers, names), all equal to the cached prompt's, reuses its answer",
+        bounds=(0.5, 1.0),
+    )

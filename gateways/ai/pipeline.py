@@ -321,6 +321,7 @@ class ChatPipeline:
             embedder,
             config.cache_ttl_secs,
             config.cache_similarity_threshold,
+            config.cache_anchored_similarity_threshold,
         )
         await self.cache.open()
 

@@ -19,11 +19,12 @@ from redis.asyncio import Redis
 from support import free_port
 
 from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
-from gateways.ai.cache.semantic import COLLECTION, SemanticTier
+from gateways.ai.cache.semantic import COLLECTION, PROMPT_MAX_BYTES, SemanticTier
 from runtime.stores.kv import connect_kv
 from runtime.stores.vectors import open_vectors
 
 THRESHOLD = 0.95
+ANCHORED = 0.85  # AI_CACHE_ANCHORED_SIMILARITY_THRESHOLD's default
 ROOT = Path(__file__).resolve().parents[2]
 ASKED = "Explain photosynthesis in simple terms."
 REWORDED = "Explain photosynthesis simply."
@@ -193,7 +194,7 @@ async def test_purge_deletes_expired_rows(vectors: Any, embedder: Embedder, tena
     tier = SemanticTier(vectors, ttl_secs=1)
     try:
         vector = await embedder.embed_one(ASKED)
-        await tier.add(tenant, "m1", "scope", uuid.uuid4().hex * 2, vector, "k")
+        await tier.add(tenant, "m1", "scope", uuid.uuid4().hex * 2, vector, "k", ASKED)
         digest = keys.digest(tenant)
 
         def count() -> int:
@@ -316,8 +317,119 @@ async def test_creating_the_collection_logs_no_error(
     error into the service's log. Creating the collection must not ask."""
     tier = SemanticTier(vectors, ttl_secs=60, collection=f"c_{uuid.uuid4().hex[:8]}")
     with caplog.at_level(logging.WARNING):
-        await tier.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h")
+        await tier.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h", "a prompt")
         found = await tier.nearest("acme", "m", "scope", [1.0] * 384)
-    assert found is not None and found[0] == "acme:m:h"
+    assert [(c.exact_key, c.prompt) for c in found] == [("acme:m:h", "a prompt")]
     tier.close()
     assert [(r.name, r.getMessage()) for r in caplog.records] == []
+
+
+# --- the guard: near misses the vector search finds close enough -------------------------
+
+
+@pytest.fixture
+async def anchored_cache(
+    kv: Redis, vectors: Any, embedder: Embedder
+) -> AsyncIterator[ResponseCache]:
+    """As the gateway builds it: a lower similarity for prompts whose particulars agree."""
+    instance = ResponseCache(
+        kv, vectors, embedder, ttl_secs=60, threshold=THRESHOLD, anchored_threshold=ANCHORED
+    )
+    yield instance
+    await instance.close()
+
+
+# Each pair scores at or above ANCHORED with all-MiniLM-L6-v2 (most above THRESHOLD too), so
+# the vector search alone would serve the first prompt's answer for the second; only the guard
+# tells them apart. The first two are the issue's examples.
+NEAR_MISSES = [
+    ("Summarize ticket 4411.", "Summarize ticket 4412."),
+    ("[a1b2c3] Please update the account holder to <PERSON> on the billing profile and "
+     "confirm by email.",
+     "[d4e5f6] Please update the account holder to <PERSON> on the billing profile and "
+     "confirm by email."),
+    ("Should I restart the server after the update?",
+     "Should I not restart the server after the update?"),
+    ("Does the tenant owe the landlord money?", "Does the landlord owe the tenant money?"),
+    ("Book a flight from Osaka to Tokyo.", "Book a flight from Tokyo to Osaka."),
+    ("Is it safe to drink 3 liters of coffee a day?",
+     "Is it safe to drink 3 gallons of coffee a day?"),
+    ("What were our sales in March 2023?", "What were our sales in March 2024?"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("cached", "asked"), NEAR_MISSES)
+async def test_a_near_miss_is_refused_however_close(
+    anchored_cache: ResponseCache, embedder: Embedder, tenant: str, cached: str, asked: str
+) -> None:
+    a, b = embedder.embed([cached, asked])
+    assert float(a @ b) >= ANCHORED  # close enough to be served, but for the guard
+    answer = completion("for the cached one")
+    await anchored_cache.store(tenant, "m1", user(cached), PARAMS, answer)
+    assert await anchored_cache.lookup(tenant, "m1", user(asked), PARAMS) is None
+    assert sum(anchored_cache.refusals.values()) == 1
+    assert await anchored_cache.lookup(tenant, "m1", user(cached), PARAMS) == (HIT, answer)
+
+
+async def test_a_reworded_prompt_with_the_same_particulars_hits_below_the_threshold(
+    anchored_cache: ResponseCache, embedder: Embedder, tenant: str
+) -> None:
+    cached, asked = "Summarize ticket 4411.", "Give me a summary of ticket 4411."
+    a, b = embedder.embed([cached, asked])
+    assert ANCHORED <= float(a @ b) < THRESHOLD
+    answer = completion("Ticket 4411: the printer is on fire.")
+    await anchored_cache.store(tenant, "m1", user(cached), PARAMS, answer)
+    assert await anchored_cache.lookup(tenant, "m1", user(asked), PARAMS) == (SEMANTIC_HIT, answer)
+    # Without particulars, the threshold holds ("Write a haiku about autumn/spring": 0.83).
+    await anchored_cache.store(tenant, "m1", user("Write a haiku about autumn."), PARAMS, answer)
+    assert (
+        await anchored_cache.lookup(tenant, "m1", user("Write a haiku about spring."), PARAMS)
+        is None
+    )
+
+
+async def test_a_refused_candidate_does_not_hide_the_right_one(
+    anchored_cache: ResponseCache, tenant: str
+) -> None:
+    """The closest entry is another ticket; the next one is this ticket, reworded."""
+    other, mine = completion("ticket 4412"), completion("ticket 4411")
+    await anchored_cache.store(tenant, "m1", user("Summarize ticket 4412."), PARAMS, other)
+    await anchored_cache.store(
+        tenant, "m1", user("Give me a summary of ticket 4411."), PARAMS, mine
+    )
+    found = await anchored_cache.lookup(tenant, "m1", user("Summarize ticket 4411."), PARAMS)
+    assert found == (SEMANTIC_HIT, mine)
+    assert anchored_cache.refusals == {"number": 1}
+
+
+# --- a semantic hit keeps the new wording as an exact entry --------------------------------
+
+
+async def test_a_semantic_hit_stores_the_new_wording_exactly(
+    cache: ResponseCache, kv: Redis, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = completion("Plants turn light into sugar.")
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+    copy = keys.exact_key(tenant, "m1", user(REWORDED), PARAMS)
+    assert json.loads(await kv.get(copy)) == answer
+    # It expires with the original, not a full TTL later.
+    assert 0 < await kv.ttl(copy) <= await kv.ttl(keys.exact_key(tenant, "m1", user(ASKED), PARAMS))
+
+    async def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the second ask must need no embedding and no vector search")
+
+    monkeypatch.setattr(cache.embedder, "embed_one", never)
+    monkeypatch.setattr(await cache._semantic_tier(), "nearest", never)
+    cache._vectors.clear()
+    assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (HIT, answer)
+
+
+async def test_a_prompt_too_long_for_a_row_is_cached_exactly_only(
+    cache: ResponseCache, tenant: str
+) -> None:
+    long = "Explain photosynthesis. " + "Mind the details. " * (PROMPT_MAX_BYTES // 18)
+    answer = completion("long")
+    await cache.store(tenant, "m1", user(long), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(long), PARAMS) == (HIT, answer)
+    assert await cache.lookup(tenant, "m1", user(long + " Thanks."), PARAMS) is None

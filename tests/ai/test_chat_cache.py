@@ -1,7 +1,8 @@
 """The two-tier response cache on the chat path, through the official OpenAI SDK: `x-cache`
-MISS → HIT → SEMANTIC_HIT, no crossing of tenants or models, `Cache-Control` bypasses, the
-tenant's switch, expiry, no budget spent on a hit, streaming untouched, the metric and the log
-row, and two gateways (in process, and as two OS processes) sharing the tiers.
+MISS → HIT → SEMANTIC_HIT, near misses refused, no crossing of tenants or models,
+`Cache-Control` bypasses, the tenant's switch, expiry, no budget spent on a hit, streaming
+untouched, the metric and the log row, and two gateways (in process, and as two OS
+processes) sharing the tiers.
 (`test_cache.py` tests the cache package alone: conversations, parameters, purges, stores
 down.)"""
 
@@ -48,6 +49,22 @@ async def test_miss_then_exact_hit_then_semantic_hit(gateway, scripted) -> None:
     assert len(scripted.attempts) == 1  # the hits never reached the provider
     assert "ai_gateway_cache_hits_total 2.0" in metrics
     assert "ai_gateway_cache_misses_total 1.0" in metrics
+
+
+async def test_a_near_miss_is_asked_and_a_rewording_is_kept_exactly(gateway, scripted) -> None:
+    """ "Summarize ticket 4412" is 0.98 similar to "Summarize ticket 4411": the guard sends it
+    to the provider. A rewording of 4411 is served from the cache (SEMANTIC_HIT) and kept
+    under its own words: asked again, it is an exact HIT."""
+    t = tenant()
+    async with gateway() as ai:
+        assert await ask(ai.http_url, t, "Summarize ticket 4411.") == "MISS"
+        await asyncio.sleep(0.3)
+        assert await ask(ai.http_url, t, "Summarize ticket 4412.") == "MISS"
+        await asyncio.sleep(0.3)
+        reworded = "Give me a summary of ticket 4411."
+        assert await ask(ai.http_url, t, reworded) == "SEMANTIC_HIT"
+        assert await ask(ai.http_url, t, reworded) == "HIT"
+    assert len(scripted.attempts) == 2
 
 
 async def test_a_hit_gets_its_own_id(gateway, scripted) -> None:

@@ -1,5 +1,9 @@
 """The AI gateway's two-tier response cache (spec, "Chat processing rules"): the exact tier
-in the key-value store, then the semantic tier in the vector store.
+in the key-value store, then the semantic tier in the vector store, whose candidates pass the
+guard (`guard.py`) or are refused.
+
+A semantic hit also stores the answer under the new wording's exact key (until the original
+expires), so the same wording asked again is an exact hit: one GET, no embedding, no search.
 
 A cache must never fail a request: an error of either store makes `lookup` a miss and
 `store` a no-op, with a warning. Only store errors are absorbed (redis-py's, the socket's,
@@ -9,6 +13,7 @@ pymilvus's and gRPC's); anything else is a bug and propagates.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import grpc
@@ -18,7 +23,8 @@ from redis.exceptions import RedisError
 from gateways.ai.cache import keys
 from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
-from gateways.ai.cache.semantic import SemanticTier
+from gateways.ai.cache.guard import facts, refusal
+from gateways.ai.cache.semantic import Candidate, SemanticTier
 from runtime.stores.kv_reachability import reachability
 from runtime.stores.vectors import open_vectors
 
@@ -26,6 +32,9 @@ log = logging.getLogger(__name__)
 
 HIT = "HIT"
 SEMANTIC_HIT = "SEMANTIC_HIT"
+# Candidates the vector search returns, closest first: the closest may be refused by the guard
+# ("ticket 4412" for "ticket 4411") while the next is the same request reworded.
+CANDIDATES = 4
 
 
 def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
@@ -37,20 +46,38 @@ def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
     return content
 
 
+def similar_enough(similarity: float, text: str, threshold: float, anchored: float) -> bool:
+    """Enough for a prompt the guard let through: `threshold`, or `anchored` (lower) when the
+    prompt names particulars (numbers, identifiers, names), which the guard found equal."""
+    return similarity >= threshold or (similarity >= anchored and facts(text).anchors)
+
+
 class ResponseCache:
     """Async-safe; one per gateway process, shared by every request. Replicas share both
     tiers through the stores.
 
     `vectors` is a pymilvus `MilvusClient`, or a MILVUS_URI to open one with (lazily, on
-    first use; this cache then owns it). `kv` and `embedder` stay the caller's to close."""
+    first use; this cache then owns it). `kv` and `embedder` stay the caller's to close.
+
+    A candidate is served when the guard finds nothing that differs and its similarity is at
+    least `threshold`, or at least `anchored_threshold` (lower; default: `threshold`) when the
+    prompt names particulars — numbers, identifiers, names — that the guard found equal."""
 
     def __init__(
-        self, kv: Redis, vectors: Any, embedder: Embedder, ttl_secs: int, threshold: float
+        self,
+        kv: Redis,
+        vectors: Any,
+        embedder: Embedder,
+        ttl_secs: int,
+        threshold: float,
+        anchored_threshold: float | None = None,
     ) -> None:
         self.exact = ExactTier(kv, ttl_secs)
         self.reachability = reachability(kv)
         self.embedder = embedder
         self.threshold = threshold
+        self.anchored_threshold = min(threshold, anchored_threshold or threshold)
+        self.refusals: dict[str, int] = {}  # why candidates were refused, by reason
         self.ttl_secs = ttl_secs
         self._uri = vectors if isinstance(vectors, str) else None
         self._semantic = None if self._uri else SemanticTier(vectors, ttl_secs)
@@ -102,18 +129,44 @@ class ResponseCache:
                 return None
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
-            nearest = await semantic.nearest(tenant, model, scope, vector)
-            if nearest is None or nearest[1] < self.threshold:
-                return None
-            # The answer lives once, under the exact key the vector points at; gone (expired
-            # or evicted) means a miss.
-            answer = await self.exact.get(nearest[0])
-            return (SEMANTIC_HIT, answer) if answer is not None else None
+            nearest = await semantic.nearest(tenant, model, scope, vector, limit=CANDIDATES)
+            for candidate in nearest:
+                if candidate.similarity < self.anchored_threshold:
+                    break  # closest first: the rest are further still
+                if not self._acceptable(candidate, text):
+                    continue
+                # The answer lives once, under the exact key the vector points at; gone
+                # (expired or evicted) means that candidate is no answer.
+                answer = await self.exact.get(candidate.exact_key)
+                if answer is not None:
+                    await self._remember_wording(key, answer, candidate.expires_at)
+                    return SEMANTIC_HIT, answer
+            return None
         except self._store_errors as error:
             if isinstance(error, RedisError):  # every part of the process stops trying it
                 self.reachability.failed(error)
             log.warning("response cache lookup failed, served as a miss: %r", error)
             return None
+
+    def _acceptable(self, candidate: Candidate, text: str) -> bool:
+        reason = refusal(candidate.prompt, text)
+        if reason is not None:
+            self.refusals[reason] = self.refusals.get(reason, 0) + 1
+            return False
+        return similar_enough(candidate.similarity, text, self.threshold, self.anchored_threshold)
+
+    async def _remember_wording(self, key: str, answer: dict[str, Any], expires_at: int) -> None:
+        """The answer under the new wording's exact key too, until the original expires: the
+        next ask of these words is one GET. A store that fails here costs only that."""
+        ttl = expires_at - int(time.time())
+        if ttl <= 0:
+            return
+        try:
+            await self.exact.set_hot(key, answer, ttl)
+        except self._store_errors as error:
+            if isinstance(error, RedisError):
+                self.reachability.failed(error)
+            log.warning("response cache could not keep a reworded prompt: %r", error)
 
     async def store(
         self,
@@ -135,7 +188,7 @@ class ResponseCache:
                 return
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
-            await semantic.add(tenant, model, scope, prompt_hash, vector, key)
+            await semantic.add(tenant, model, scope, prompt_hash, vector, key, text)
         except self._store_errors as error:
             if isinstance(error, RedisError):
                 self.reachability.failed(error)

@@ -28,3 +28,8 @@ class ExactTier:
 
     async def set(self, key: str, completion: dict[str, Any]) -> None:
         await self.kv.set(key, json.dumps(completion, separators=(",", ":")), ex=self.ttl_secs)
+
+    async def set_hot(self, key: str, completion: dict[str, Any], ttl_secs: int) -> None:
+        """`set` from a request's lookup: batched and bounded like its GETs."""
+        value = json.dumps(completion, separators=(",", ":"))
+        await hot_command(self.kv, "SET", key, value, "EX", ttl_secs)

@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gateways.ai.cache.embedding import DIMENSIONS
@@ -33,7 +34,12 @@ from gateways.ai.cache.keys import digest
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-COLLECTION = "ai_semantic_cache"
+# v2: each row also carries its prompt's text, which the guard (`guard.py`) compares; rows of
+# the first collection have none, so they are left to expire there, unused.
+COLLECTION = "ai_semantic_cache_v2"
+# The longest prompt (UTF-8 bytes) given a row; a longer one is cached in the exact tier only
+# (the embedding reads its first 256 tokens anyway, too little to match it by).
+PROMPT_MAX_BYTES = 16384
 # Upkeep, run from `add` (a background task of the pipeline), whichever comes first: a flush
 # seals the rows inserted since the last one. Milvus Lite searches unsealed rows without the
 # index at about 30 ms per search for 1,000 of them (2-3 ms once sealed: tests/bench/ai_cache.py);
@@ -41,6 +47,16 @@ COLLECTION = "ai_semantic_cache"
 # what it tolerates. The same upkeep purges expired rows.
 UPKEEP_EVERY_ROWS = 256
 UPKEEP_EVERY_SECS = 60.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An entry found by the vector search."""
+
+    exact_key: str  # where its answer is stored
+    similarity: float  # cosine similarity to the request's vector
+    prompt: str  # the text that was embedded (the guard compares it)
+    expires_at: int  # unix seconds
 
 
 def _schema(client: Any) -> Any:
@@ -54,6 +70,7 @@ def _schema(client: Any) -> Any:
     schema.add_field("scope", DataType.VARCHAR, max_length=64)
     schema.add_field("exact_key", DataType.VARCHAR, max_length=4096)
     schema.add_field("expires_at", DataType.INT64)  # unix seconds
+    schema.add_field("prompt", DataType.VARCHAR, max_length=PROMPT_MAX_BYTES)
     return schema
 
 
@@ -122,25 +139,29 @@ class SemanticTier:
         )
 
     async def nearest(
-        self, tenant: str, model: str, scope: str, vector: Sequence[float]
-    ) -> tuple[str, float] | None:
-        """(exact key, cosine similarity) of the closest live entry in the same tenant,
-        model and scope, or None."""
+        self, tenant: str, model: str, scope: str, vector: Sequence[float], limit: int = 1
+    ) -> list[Candidate]:
+        """The `limit` closest live entries in the same tenant, model and scope, closest
+        first."""
         await self.ensure_collection()
         found = await self._read(
             self.client.search,
             self.collection,
             data=[list(vector)],
-            limit=1,
+            limit=limit,
             filter=self._filter(tenant, model, scope, int(time.time())),
-            output_fields=["exact_key"],
+            output_fields=["exact_key", "prompt", "expires_at"],
             search_params={"metric_type": "COSINE"},
         )
-        hits = found[0] if found else []
-        if not hits:
-            return None
-        hit = hits[0]
-        return str(hit["entity"]["exact_key"]), float(hit["distance"])
+        return [
+            Candidate(
+                exact_key=str(hit["entity"]["exact_key"]),
+                similarity=float(hit["distance"]),
+                prompt=str(hit["entity"]["prompt"]),
+                expires_at=int(hit["entity"]["expires_at"]),
+            )
+            for hit in (found[0] if found else [])
+        ]
 
     async def add(
         self,
@@ -150,9 +171,13 @@ class SemanticTier:
         entry_id: str,
         vector: Sequence[float],
         exact_key: str,
+        prompt: str,
     ) -> None:
         """Upsert one entry (the id is the prompt hash: two replicas storing the same request
-        leave one row); every UPKEEP_EVERY_ROWS rows or UPKEEP_EVERY_SECS, flush and purge."""
+        leave one row); every UPKEEP_EVERY_ROWS rows or UPKEEP_EVERY_SECS, flush and purge.
+        A prompt longer than PROMPT_MAX_BYTES gets no row."""
+        if len(prompt.encode()) > PROMPT_MAX_BYTES:
+            return
         await self.ensure_collection()
         row = {
             "id": entry_id,
@@ -162,6 +187,7 @@ class SemanticTier:
             "scope": scope,
             "exact_key": exact_key,
             "expires_at": int(time.time()) + self.ttl_secs,
+            "prompt": prompt,
         }
         await self._run(self.client.upsert, self.collection, [row])
         self._rows_since_upkeep += 1
