@@ -107,6 +107,26 @@ async def test_secret_is_write_only_and_sealed(gateway, alice, upstream, token_e
         assert status == 400 and body["field"] == "token_endpoint"
 
 
+async def test_urls_on_names_that_do_not_resolve_here_are_accepted(gateway, alice, upstream):
+    """Issue 22.1: a server URL or an `oauth_url` on a cluster-only name is stored; the
+    connection made later checks the address the name then resolves to."""
+    up = upstream()
+    offline = "http://mcp-tools.agents.svc.cluster.local:8080/mcp"
+    tools = [{"name": "echo", "description": "echo", "inputSchema": {"type": "object"}}]
+    async with gateway() as svc:
+        body = {**server_body(up, id="offline"), "url": offline, "tools": tools}
+        status, answer = await call(svc, "POST", "/v1/mcp/servers", alice, body)
+        assert status == 201, answer
+        put = {
+            **auth_body("strict", "https://sso.strata-test.invalid/token"),
+            "oauth_url": "https://sso.strata-test.invalid/authorize",
+        }
+        status, answer = await call(svc, "PUT", "/v1/mcp/servers/offline/auth", alice, put)
+        assert status == 200, answer
+        status, answer = await call(svc, "GET", "/v1/mcp/servers/offline/auth", alice)
+        assert answer["auth_config"]["oauth_url"] == "https://sso.strata-test.invalid/authorize"
+
+
 async def test_strict_sends_a_cached_client_credentials_token(
     gateway, alice, upstream, token_endpoint
 ):

@@ -16,7 +16,7 @@ from typing import Any
 
 from gateways.agent.mcp.secrets import REDACTED, SecretBox
 from runtime.errors import InvalidRequest
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 
 MODES = ("strict", "permissive", "optional")
 SCOPE = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]{1,256}")  # RFC 6749 scope-token
@@ -54,7 +54,7 @@ async def stored_config(
     for name in ("oauth_url", "token_endpoint"):
         value = getattr(request, name) if request.HasField(name) else None
         if value:
-            await check_outbound_url(value, development=development, field=name)
+            check_configured_url(value, development=development, field=name)
         optional_urls[name] = value or None
     client_id = (request.client_id if request.HasField("client_id") else None) or None
     if client_id is not None and len(client_id) > 256:

@@ -34,7 +34,7 @@ from gateways.agent.mcp.upstream import PROTOCOLS, UpstreamPool
 from gateways.agent.tenancy import acting_tenant, visible_tenant
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 from runtime.stores.kv_errors import kv_unavailable
 from strata.agent.v1 import registry_pb2 as pb
 from strata.agent.v1 import registry_pb2_grpc
@@ -108,7 +108,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         protocol = request.protocol if request.HasField("protocol") else "auto"
         if protocol not in PROTOCOLS:
             raise _invalid("protocol", f"protocol must be one of {', '.join(PROTOCOLS)}")
-        await check_outbound_url(request.url, development=self.development, field="url")
+        check_configured_url(request.url, development=self.development, field="url")
         record: Record = {
             "id": server_id,
             "name": name,
