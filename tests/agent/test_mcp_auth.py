@@ -185,6 +185,52 @@ async def test_permissive_calls_without_auth_and_optional_sends_none(
             assert len(token_endpoint.requests) == asked + (1 if mode == "permissive" else 0)
 
 
+@pytest.mark.parametrize("mode", ["strict", "permissive", "optional"])
+async def test_a_server_without_client_or_endpoint_uses_the_platform_settings(
+    gateway, alice, upstream, token_endpoint, mode
+):
+    """Issue 22.2: the per-server config overrides the platform identity provider's settings,
+    so `{mode, client_secret, required_scopes}` alone is accepted for every mode; the token
+    then comes from the platform's endpoint with the platform's client."""
+    up = upstream()
+    platform = {"AGENT_MCP_CLIENT_ID": "mcp-client", "AGENT_MCP_TOKEN_ENDPOINT": token_endpoint.url}
+    async with gateway(**platform) as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id=f"global-{mode}"))
+        put = {"mode": mode, "client_secret": SECRET, "required_scopes": ["tools:call"]}
+        status, body = await call(svc, "PUT", f"/v1/mcp/servers/global-{mode}/auth", alice, put)
+        assert (status, body) == (
+            200,
+            {"status": "ok", "server_id": f"global-{mode}", "mode": mode},
+        )
+        _, body = await call(svc, "GET", f"/v1/mcp/servers/global-{mode}/auth", alice)
+        view = body["auth_config"]
+        assert (view["client_id"], view["token_endpoint"], view["oauth_url"]) == (None, None, None)
+        registry = registry_of(svc)
+        server = await registry.store.get(f"global-{mode}")
+        result = await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+        assert not result.is_error
+        last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
+        if mode == "optional":
+            assert "authorization" not in last.headers and token_endpoint.issued == 0
+        else:
+            assert last.headers.get("authorization") == "Bearer tok-1"
+            assert token_endpoint.requests[-1]["client"] == f"mcp-client:{SECRET}"
+            assert token_endpoint.requests[-1]["scope"] == "tools:call"
+
+
+async def test_without_platform_settings_strict_names_the_missing_client(gateway, alice, upstream):
+    up = upstream()
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="noclient"))
+        for mode in ("strict", "permissive"):
+            put = {"mode": mode, "client_secret": SECRET, "required_scopes": []}
+            status, body = await call(svc, "PUT", "/v1/mcp/servers/noclient/auth", alice, put)
+            assert status == 400 and body["field"] == "client_id", body
+            assert "AGENT_MCP_CLIENT_ID" in body["message"]
+        put = {"mode": "optional", "client_secret": "", "required_scopes": []}
+        assert (await call(svc, "PUT", "/v1/mcp/servers/noclient/auth", alice, put))[0] == 200
+
+
 def legacy_sealed(secret: str, server_id: str, key_material: str) -> str:
     """A client secret as the gateway sealed it before the platform keyring (`v1:`)."""
     import os

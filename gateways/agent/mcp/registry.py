@@ -23,7 +23,7 @@ from google.protobuf import json_format
 
 from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.auth_config import redacted, stored_config
+from gateways.agent.mcp.auth_config import PlatformClient, redacted, stored_config
 from gateways.agent.mcp.errors import ServerNotFound
 from gateways.agent.mcp.fingerprint import Tool, fingerprint, normalize_tools
 from gateways.agent.mcp.forwarder import McpForwarder
@@ -65,6 +65,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         pool: UpstreamPool,
         watch: ToolSetWatch,
         box: SecretBox,
+        platform: PlatformClient,
         *,
         development: bool,
         now: Any,
@@ -74,6 +75,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         self.pool = pool
         self.watch = watch
         self.box = box
+        self.platform = platform
         self.development = development
         self.now = now
 
@@ -159,7 +161,9 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         with kv_unavailable():
             raw = await self.kv.get(keys.auth_config(server_id))
         previous = json.loads(raw) if raw is not None else None
-        stored = await stored_config(request, previous, self.box, development=self.development)
+        stored = stored_config(
+            request, previous, self.box, self.platform, development=self.development
+        )
         stored["updated_at"] = self.now()
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
