@@ -117,6 +117,14 @@ class _Binding:
             raise LookupError(f"{where}: stream={rule.stream} but {rule.rpc} disagrees")
         if rule.json_method is not None and rule.body != "*":
             raise LookupError(f"{where}: json_method takes the whole body")
+        if rule.required and rule.request_schema is None:
+            # the body's JSON object fills the request, or its `body` field
+            bound = fields
+            inner = fields[rule.body].message_type if rule.body not in (None, "*") else None
+            if inner is not None:
+                bound = inner.fields_by_name
+            if unknown := set(rule.required) - set(bound):
+                raise LookupError(f"{where}: required fields {sorted(unknown)} not in the body")
         servicer = defn.servicer(rule.service)
         call = getattr(servicer, rule.method_name)
         # An unimplemented servicer (the generated base class) has no JSON face: its RPCs
@@ -177,6 +185,7 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
             if chosen.json_call is not None:  # the JSON body as is, no request message
                 if not isinstance(body, dict):
                     raise InvalidRequest("the JSON body must be an object", error="invalid_request")
+                _check_required(chosen.rule, body)
                 message = chosen.request_class()
                 if request.match_info:  # path parameters: on the message, and in the body
                     body = {**body, **request.match_info}
@@ -188,7 +197,8 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
                                          context, envelope)  # fmt: skip
                 value = await chosen.json_call(body, context)
                 return _render_value(chosen.rule, value, context)
-            message = chosen.message(request, body)
+            message = chosen.message(request, body)  # a bad or unknown field first
+            _check_required(chosen.rule, body)
             bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
             if chosen.rule.stream:
                 values = _values(chosen.rule, chosen.call(message, context))
@@ -224,6 +234,15 @@ async def _body(request: web.Request, rule: HttpRule) -> Any:
         return json_codec.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"malformed JSON body: {exc}", error="invalid_request") from exc
+
+
+def _check_required(rule: HttpRule, body: Any) -> None:
+    """400 naming the first required field the body does not carry (absent or null)."""
+    if not rule.required or not isinstance(body, dict):
+        return  # a body that is not an object is refused by its binding
+    for name in rule.required:
+        if body.get(name) is None:
+            raise InvalidRequest(f"{name} is required", error="invalid_request", field=name)
 
 
 def _form(raw: bytes) -> dict[str, str]:
