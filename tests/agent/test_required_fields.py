@@ -5,7 +5,7 @@ a tenant; a `tenant_id` that differs from the token's is still 403."""
 from __future__ import annotations
 
 import pytest
-from agent_kit import call, registered, session
+from agent_kit import call, execute, registered, session
 
 TOOLS = [{"name": "add", "description": "add", "inputSchema": {"type": "object"}}]
 
@@ -86,3 +86,27 @@ async def test_the_auth_configuration_names_its_missing_field(
         server = await registered(svc, alice, up)
         status, answer = await call(svc, "PUT", f"/v1/mcp/servers/{server}{path}", alice, body)
         assert (status, answer.get("field")) == (400, missing), answer
+
+
+async def test_an_empty_allowlist_is_explicit_and_allows_nothing(gateway, alice, upstream) -> None:
+    """Issue 22.4: `tool_allowlist: []` is an explicit allowlist (201), under which every
+    tool call is 403 `tool_not_allowed`; a body without the field is 400."""
+    up = upstream()
+    async with gateway() as svc:
+        server = await registered(svc, alice, up)
+        sid = await session(svc, alice, [])
+        status, made = await call(svc, "GET", f"/v1/sessions/{sid}", alice)
+        assert status == 200 and made["tool_allowlist"] == [], made
+        status, tools = await call(svc, "GET", f"/v1/sessions/{sid}/tools", alice)
+        assert status == 200 and tools["tools"] == [], tools
+        arguments = {"a": 1, "b": 2}
+        status, body = await execute(svc, alice, sid, server, "add", arguments)
+        assert (status, body["error"]) == (403, "tool_not_allowed"), body
+        call_body = {"server_id": server, "tool_name": "add", "arguments": arguments,
+                     "tenant_id": "acme", "session_id": sid}  # fmt: skip
+        status, body = await call(svc, "POST", "/v1/mcp/tools/call", alice, call_body)
+        assert (status, body["error"]) == (403, "tool_not_allowed"), body
+        assert up.count("tools/call") == 0
+        without = {"tenant_id": "acme", "agent_id": "agent:a", "token_budget": 10}
+        status, body = await call(svc, "POST", "/v1/sessions", alice, without)
+        assert (status, body["field"]) == (400, "tool_allowlist"), body
