@@ -6,10 +6,10 @@ on it is denied) and a positive `token_budget`. An empty allowlist is explicit t
 may call no tool. Whether the field was given at all only JSON can tell (proto3 has no
 presence for a repeated field): the front door answers a body without it 400
 (`HttpRule.required`); over gRPC an empty list is that explicit empty allowlist. Creating one
-beyond the tenant policy's `max_concurrent_sessions` is 429 `session_limit_exceeded`; the check holds
-across replicas (`store.CREATE`). Sessions of another tenant answer 404 like unknown ones.
-Termination writes a `session_terminate` audit row; terminating again answers the same body
-and writes nothing.
+beyond the tenant policy's `max_concurrent_sessions` is 429 `session_limit_exceeded`; the
+check holds across replicas (`store.CREATE`). Sessions of another tenant answer 404 like
+unknown ones. Termination writes a `session_terminate` audit row; terminating again answers
+the same body and writes nothing.
 """
 
 from __future__ import annotations
