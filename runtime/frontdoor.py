@@ -185,21 +185,21 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
             if chosen.json_call is not None:  # the JSON body as is, no request message
                 if not isinstance(body, dict):
                     raise InvalidRequest("the JSON body must be an object", error="invalid_request")
-                _check_required(chosen.rule, body)
                 message = chosen.request_class()
                 if request.match_info:  # path parameters: on the message, and in the body
                     body = {**body, **request.match_info}
                     for name, text in request.match_info.items():
                         setattr(message, name, scalar_from_text(chosen.fields[name], text))
                 bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+                _check_required(chosen.rule, body)
                 if chosen.rule.stream:
                     return await _stream(request, chosen.rule, chosen.json_call(body, context),
                                          context, envelope)  # fmt: skip
                 value = await chosen.json_call(body, context)
                 return _render_value(chosen.rule, value, context)
             message = chosen.message(request, body)  # a bad or unknown field first
-            _check_required(chosen.rule, body)
             bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+            _check_required(chosen.rule, body)  # once the caller may call (403 first)
             if chosen.rule.stream:
                 values = _values(chosen.rule, chosen.call(message, context))
                 return await _stream(request, chosen.rule, values, context, envelope)

@@ -14,14 +14,14 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
 COMPLETE = {
     ("POST", "/api/keys/request"): {"name": "req-key", "tenant_id": "acme", "routes": ["/api/*"],
                                     "reason": "testing", "email": "a@acme.example"},
-    ("POST", "/api/notifications"): {"tenant_id": "acme", "notification_type": "key_approved",
-                                     "title": "t", "message": "m"},
-    ("PUT", "/api/rate-limits/acme"): {"limit": 10},
-    ("PUT", "/api/rate-limits/acme/routes/r1"): {"limit": 10},
 }  # fmt: skip
 ADMIN_ONLY = {
     ("POST", "/api/tenants"): {"name": "Required", "plan": "free"},
-}
+    ("POST", "/api/notifications"): {"tenant_id": "acme", "notification_type": "key_approved",
+                                     "title": "t", "message": "m"},  # "internal use"
+    ("PUT", "/api/rate-limits/acme"): {"limit": 10},
+    ("PUT", "/api/rate-limits/acme/routes/r1"): {"limit": 10},
+}  # fmt: skip
 
 
 async def test_a_missing_required_field_is_named_even_with_a_tenant_token(cp, tokens) -> None:
@@ -39,6 +39,10 @@ async def test_a_missing_required_field_is_named_even_with_a_tenant_token(cp, to
             assert (status, answer.get("field")) == (400, missing), (path, answer)
     # the token still wins on a mismatch
     body = {**COMPLETE[("POST", "/api/keys/request")], "tenant_id": "globex"}
+    status, _ = await call(cp, "POST", "/api/keys/request", alice, body)
+    assert status == 403
+    # also when a field is missing: whether the caller may act for the tenant comes first
+    del body["name"]
     status, _ = await call(cp, "POST", "/api/keys/request", alice, body)
     assert status == 403
 
