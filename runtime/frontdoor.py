@@ -40,6 +40,7 @@ from runtime.errors import (
     NotImplementedYet,
     PayloadTooLarge,
     StrataError,
+    UnsupportedMediaType,
     error_for_code,
     error_for_status,
 )
@@ -178,7 +179,11 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
         context = LocalContext(headers, request.remote or "")
         try:
             principal = await guard.authenticate(rpc_rules[rule.rpc], headers)
-            body = await _body(request, rule) if rule.body is not None else None
+            body = (
+                await _body(request, rule, typed=not defn.any_content_type)
+                if rule.body is not None
+                else None
+            )
             chosen = plain
             if streaming is not None and isinstance(body, dict) and body.get("stream") is True:
                 chosen = streaming
@@ -223,13 +228,25 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1].split(":")[0] for part in path.split("/") if part.startswith("{")]
 
 
-async def _body(request: web.Request, rule: HttpRule) -> Any:
-    """The JSON body (an empty body is `{}`), or a form where the rule accepts one."""
+async def _body(request: web.Request, rule: HttpRule, *, typed: bool) -> Any:
+    """The JSON body (an empty body is `{}`), or a form where the rule accepts one. When
+    `typed`, a body sent with another Content-Type is 415 naming the expected one (a body
+    without the header is read as JSON)."""
     raw = await request.read()
     if rule.form and request.content_type == "application/x-www-form-urlencoded":
         return _form(raw)
     if not raw.strip():
         return {}
+    declared = "Content-Type" in request.headers
+    if typed and declared and not json_codec.is_json_media_type(request.content_type):
+        expected = "application/json"
+        if rule.form:
+            expected += " or application/x-www-form-urlencoded"
+        raise UnsupportedMediaType(
+            f"unsupported Content-Type {request.content_type!r}: this endpoint takes {expected}",
+            error="unsupported_media_type",
+            expected=expected,
+        )
     try:
         return json_codec.loads(raw)
     except ValueError as exc:
