@@ -43,6 +43,7 @@ from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
 from runtime.telemetry import Metrics
+from runtime.tenant_realms import tenant_realms_for
 from strata.controlplane.v1 import (
     agent_registry_pb2_grpc,
     analytics_pb2_grpc,
@@ -92,7 +93,8 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         stores.kv, stores.analytics, config.development, keyring_of(config)
     )
     # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
-    authenticator = authenticator_for(config, admin_api_key=config.admin_api_key)
+    realms = tenant_realms_for(config, stores.kv)  # tokens of tenants' own realms
+    authenticator = authenticator_for(config, admin_api_key=config.admin_api_key, realms=realms)
     sts_audit = RowWriter(stores.sink, STS_TABLE)
     sts_keys = StsKeys(
         stores.kv,
@@ -209,6 +211,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         await health_servicer.close()
         await tenants.close()
         await portal.close()
+        await realms.stop()
         await stores.close()
 
     return ServiceDefinition(
@@ -238,6 +241,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             publish_sts_key,
             project_api_keys,
             protect_secrets,
+            realms.start,
         ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,

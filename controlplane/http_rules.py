@@ -129,7 +129,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("GET", "/api/tenants", f"{PKG}.TenantService/ListTenants",
           body=None, response_body="tenants"),
     HttpRule("POST", "/api/tenants", f"{PKG}.TenantService/CreateTenant",
-          status=201, response_body="tenant"),
+          status=201, response_body="tenant", required=("name", "plan")),
     HttpRule("GET", "/api/tenants/{id}", f"{PKG}.TenantService/GetTenant",
           body=None, response_body="tenant"),
     HttpRule("PATCH", "/api/tenants/{id}", f"{PKG}.TenantService/UpdateTenant"),
@@ -145,7 +145,8 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("GET", "/api/keys", f"{PKG}.ApiKeyService/ListApiKeys",
           body=None, response_body="keys"),
     HttpRule("POST", "/api/keys/request", f"{PKG}.ApiKeyService/RequestApiKey",
-          status=201, response_body="key_request"),
+          status=201, response_body="key_request",
+          required=("name", "tenant_id", "routes", "reason", "email")),
     HttpRule("GET", "/api/keys/requests", f"{PKG}.ApiKeyService/ListKeyRequests",
           body=None, response_body="key_requests"),
     HttpRule("POST", "/api/keys/requests/{id}/approve", f"{PKG}.ApiKeyService/ApproveKeyRequest",
@@ -156,9 +157,10 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     # Rate limits: the tenant's hierarchy, its override, its per-route overrides.
     HttpRule("GET", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/GetRateLimitHierarchy",
           body=None, response_body="hierarchy"),
-    HttpRule("PUT", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/PutTenantRateLimit"),
+    HttpRule("PUT", "/api/rate-limits/{tenant_id}", f"{PKG}.RateLimitService/PutTenantRateLimit",
+          required=("limit",)),
     HttpRule("PUT", "/api/rate-limits/{tenant_id}/routes/{route_id}",
-          f"{PKG}.RateLimitService/PutRouteRateLimit"),
+          f"{PKG}.RateLimitService/PutRouteRateLimit", required=("limit",)),
     # Analytics and the agent topology.
     HttpRule("GET", "/api/analytics/traffic", f"{PKG}.AnalyticsService/GetTrafficAnalytics",
           body=None),
@@ -177,7 +179,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("GET", "/api/notifications", f"{PKG}.NotificationService/ListNotifications",
           body=None),
     HttpRule("POST", "/api/notifications", f"{PKG}.NotificationService/CreateNotification",
-          status=201),
+          status=201, required=("tenant_id", "notification_type", "title", "message")),
     HttpRule("POST", "/api/notifications/{id}/read",
           f"{PKG}.NotificationService/MarkNotificationRead", body=None),
     HttpRule("GET", "/api/notifications/preferences",
@@ -196,6 +198,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("PUT", "/api/settings", f"{PKG}.SettingsService/PutSettings", body="settings"),
     HttpRule("GET", "/api/license", f"{PKG}.LicenseService/GetLicense", body=None),
     # Edge route lifecycle and canary split.
+    # (a missing lifecycle is the spec's `{error:'Invalid lifecycle state'}`, as a wrong one)
     HttpRule("PATCH", "/api/routes/{id}/lifecycle", f"{PKG}.RouteService/UpdateRouteLifecycle"),
     HttpRule("PATCH", "/api/routes/{id}/canary", f"{PKG}.RouteService/UpdateRouteCanary"),
     # LLM providers (platform admins only).
@@ -212,7 +215,8 @@ HTTP_RULES: tuple[HttpRule, ...] = (
           status=201, response_body="webhook", credential=True),  # its secret
     HttpRule("DELETE", "/api/webhooks/{id}", f"{PKG}.WebhookService/DeleteWebhook", body=None),
     # Agent registry (feature-flagged, platform admins only).
-    HttpRule("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent"),
+    HttpRule("POST", "/api/agents", f"{PKG}.AgentRegistryService/RegisterAgent", body="agent",
+          required=("agent_id", "tenant_id")),
     HttpRule("GET", "/api/agents", f"{PKG}.AgentRegistryService/ListAgents", body=None),
     HttpRule("GET", "/api/agents/{agent_id}", f"{PKG}.AgentRegistryService/GetAgent",
           body=None, response_body="agent"),

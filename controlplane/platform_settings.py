@@ -33,7 +33,7 @@ from redis.exceptions import RedisError, WatchError
 from controlplane.kv_errors import kv_unavailable
 from runtime.errors import InvalidRequest, StrataError, Unavailable
 from runtime.keyring import Keyring, SealError
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 from runtime.protojson import to_json
 from runtime.stores.analytics import Analytics
 from runtime.stores.schema import DATABASE
@@ -431,7 +431,7 @@ class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
         slack = new["notification_config"].get("slack_webhook_url")
         if slack and slack != before["notification_config"].get("slack_webhook_url"):
             # where the platform will POST: never link-local or metadata addresses
-            await check_outbound_url(
+            check_configured_url(
                 slack,
                 development=self.development,
                 field="notification_config.slack_webhook_url",

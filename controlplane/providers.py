@@ -65,6 +65,7 @@ from runtime.http1.client import HttpClient
 from runtime.keyring import Keyring, SealError
 from runtime.outbound import (
     OutboundRefused,
+    check_configured_url,
     check_outbound_url,
     guarded_resolve,
     parse_outbound_url,
@@ -478,7 +479,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
         before = (await self.current()).get(provider_id)
         if before is None or before.get("base_url") != provider["base_url"]:
             # where the platform will call: never link-local or metadata addresses
-            await check_outbound_url(
+            check_configured_url(
                 provider["base_url"], development=self.development, field="base_url"
             )
 

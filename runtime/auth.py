@@ -16,14 +16,24 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aiohttp
 import jwt
 
 from runtime.config import ServiceConfig
 from runtime.errors import Unauthenticated
-from runtime.idp_tokens import ALGORITHMS, DEFAULT_AUDIENCES, InvalidToken, TokenRules, verify
+from runtime.idp_tokens import (
+    ALGORITHMS,
+    DEFAULT_AUDIENCES,
+    InvalidToken,
+    TokenRules,
+    compact_parts,
+    verify,
+)
+
+if TYPE_CHECKING:
+    from runtime.tenant_realms import TenantRealms
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +161,8 @@ class Authenticator:
         audiences: a JWT's `aud` must hold one of them (IDP_AUDIENCES).
         api_keys: where the service takes issued API keys (`Bearer sk-…`), their resolver;
             without one such a bearer is an invalid token.
+        realms: where tenants may own realms of the identity provider
+            (`runtime.tenant_realms`): a token from such a realm's issuer acts for its tenant.
     """
 
     def __init__(
@@ -162,8 +174,10 @@ class Authenticator:
         issuer: str | None = None,
         audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
         api_keys: ApiKeyResolver | None = None,
+        realms: TenantRealms | None = None,
     ) -> None:
         self.jwks = jwks
+        self.realms = realms
         self._master = master_key.encode()
         self._admin = admin_api_key.encode() if admin_api_key else None
         self.rules = TokenRules(
@@ -194,11 +208,18 @@ class Authenticator:
         """An identity-provider access token's caller (runtime.idp_tokens); Unauthenticated
         with the spec's body for any token that does not verify."""
         try:
-            claims = await verify(token, self.rules, self.jwks.signing_key)
+            realm = self._tenant_realm(token)
+            if realm is None:
+                claims = await verify(token, self.rules, self.jwks.signing_key)
+                tenant = claims.get("tenant_id")
+                roles = _realm_roles(claims)
+            else:
+                claims, tenant = await self._verify_in_realm(token, *realm)
+                # a tenant's realm administers that tenant at most, never the platform
+                roles = _realm_roles(claims) - {"platform-admin"}
         except InvalidToken as exc:
             log.debug("token refused", extra={"reason": exc.reason})
             raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED) from None
-        tenant = claims.get("tenant_id")
         if tenant is not None and not isinstance(tenant, str):
             raise Unauthenticated(INVALID_TOKEN, error=UNAUTHORIZED)
         is_service = "agent_id" in claims or str(claims.get("preferred_username", "")).startswith(
@@ -208,9 +229,34 @@ class Authenticator:
             kind="service" if is_service else "user",
             subject=claims["sub"],
             tenant_id=tenant,
-            roles=_realm_roles(claims),
+            roles=roles,
             claims=claims,
         )
+
+    def _tenant_realm(self, token: str) -> tuple[str, str] | None:
+        """(issuer, realm) when the token's (unverified) `iss` is a tenant's realm of the
+        identity provider; None for the platform's issuer and any other."""
+        if self.realms is None:
+            return None
+        _header, payload = compact_parts(token)
+        issuer = payload.get("iss")
+        if not isinstance(issuer, str):
+            return None
+        realm = self.realms.realm(issuer)
+        return None if realm is None else (issuer, realm)
+
+    async def _verify_in_realm(
+        self, token: str, issuer: str, realm: str
+    ) -> tuple[dict[str, Any], str]:
+        """The claims of a token from a tenant's realm, verified with that realm's keys and
+        issuer, and the tenant it acts for (`runtime.tenant_realms`)."""
+        assert self.realms is not None
+        binding = await self.realms.binding(realm)  # Unavailable (503) passes through
+        if binding is None:
+            raise InvalidToken("an issuer no tenant owns")
+        rules = TokenRules(audiences=self.rules.audiences, issuers=(issuer,))
+        claims = await verify(token, rules, self.realms.keys(issuer, realm).signing_key)
+        return claims, self.realms.tenant_of(claims, binding)
 
 
 def _raw(header_value: str) -> bytes:
@@ -232,9 +278,11 @@ def authenticator_for(
     *,
     admin_api_key: str | None = None,
     api_keys: ApiKeyResolver | None = None,
+    realms: TenantRealms | None = None,
 ) -> Authenticator:
     """The authenticator a service builds from its config (IdP JWKS, issuer, audiences, master
-    key), and where it takes issued API keys, their resolver."""
+    key), where it takes issued API keys, their resolver, and where it trusts tenants' own
+    realms, their bindings."""
     return Authenticator(
         JwksCache(config.idp_jwks_url),
         config.master_key,
@@ -242,4 +290,5 @@ def authenticator_for(
         issuer=config.idp_issuer,
         audiences=config.idp_audiences,
         api_keys=api_keys,
+        realms=realms,
     )

@@ -81,6 +81,11 @@ class PayloadTooLarge(StrataError):
     http_status = 413
 
 
+class UnsupportedMediaType(StrataError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    http_status = 415
+
+
 class MethodNotAllowed(StrataError):
     code = grpc.StatusCode.UNIMPLEMENTED
     http_status = 405

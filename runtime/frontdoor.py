@@ -40,6 +40,7 @@ from runtime.errors import (
     NotImplementedYet,
     PayloadTooLarge,
     StrataError,
+    UnsupportedMediaType,
     error_for_code,
     error_for_status,
 )
@@ -117,6 +118,14 @@ class _Binding:
             raise LookupError(f"{where}: stream={rule.stream} but {rule.rpc} disagrees")
         if rule.json_method is not None and rule.body != "*":
             raise LookupError(f"{where}: json_method takes the whole body")
+        if rule.required and rule.request_schema is None:
+            # the body's JSON object fills the request, or its `body` field
+            bound = fields
+            inner = fields[rule.body].message_type if rule.body not in (None, "*") else None
+            if inner is not None:
+                bound = inner.fields_by_name
+            if unknown := set(rule.required) - set(bound):
+                raise LookupError(f"{where}: required fields {sorted(unknown)} not in the body")
         servicer = defn.servicer(rule.service)
         call = getattr(servicer, rule.method_name)
         # An unimplemented servicer (the generated base class) has no JSON face: its RPCs
@@ -170,7 +179,11 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
         context = LocalContext(headers, request.remote or "")
         try:
             principal = await guard.authenticate(rpc_rules[rule.rpc], headers)
-            body = await _body(request, rule) if rule.body is not None else None
+            body = (
+                await _body(request, rule, typed=not defn.any_content_type)
+                if rule.body is not None
+                else None
+            )
             chosen = plain
             if streaming is not None and isinstance(body, dict) and body.get("stream") is True:
                 chosen = streaming
@@ -183,13 +196,15 @@ def _rule_handler(defn: ServiceDefinition, guard: Guard, rule: HttpRule) -> Hand
                     for name, text in request.match_info.items():
                         setattr(message, name, scalar_from_text(chosen.fields[name], text))
                 bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+                _check_required(chosen.rule, body)
                 if chosen.rule.stream:
                     return await _stream(request, chosen.rule, chosen.json_call(body, context),
                                          context, envelope)  # fmt: skip
                 value = await chosen.json_call(body, context)
                 return _render_value(chosen.rule, value, context)
-            message = chosen.message(request, body)
+            message = chosen.message(request, body)  # a bad or unknown field first
             bind_caller(authorize(rpc_rules[chosen.rule.rpc], principal, headers, message))
+            _check_required(chosen.rule, body)  # once the caller may call (403 first)
             if chosen.rule.stream:
                 values = _values(chosen.rule, chosen.call(message, context))
                 return await _stream(request, chosen.rule, values, context, envelope)
@@ -213,17 +228,38 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1].split(":")[0] for part in path.split("/") if part.startswith("{")]
 
 
-async def _body(request: web.Request, rule: HttpRule) -> Any:
-    """The JSON body (an empty body is `{}`), or a form where the rule accepts one."""
+async def _body(request: web.Request, rule: HttpRule, *, typed: bool) -> Any:
+    """The JSON body (an empty body is `{}`), or a form where the rule accepts one. When
+    `typed`, a body sent with another Content-Type is 415 naming the expected one (a body
+    without the header is read as JSON)."""
     raw = await request.read()
     if rule.form and request.content_type == "application/x-www-form-urlencoded":
         return _form(raw)
     if not raw.strip():
         return {}
+    declared = "Content-Type" in request.headers
+    if typed and declared and not json_codec.is_json_media_type(request.content_type):
+        expected = "application/json"
+        if rule.form:
+            expected += " or application/x-www-form-urlencoded"
+        raise UnsupportedMediaType(
+            f"unsupported Content-Type {request.content_type!r}: this endpoint takes {expected}",
+            error="unsupported_media_type",
+            expected=expected,
+        )
     try:
         return json_codec.loads(raw)
     except ValueError as exc:
         raise InvalidRequest(f"malformed JSON body: {exc}", error="invalid_request") from exc
+
+
+def _check_required(rule: HttpRule, body: Any) -> None:
+    """400 naming the first required field the body does not carry (absent or null)."""
+    if not rule.required or not isinstance(body, dict):
+        return  # a body that is not an object is refused by its binding
+    for name in rule.required:
+        if body.get(name) is None:
+            raise InvalidRequest(f"{name} is required", error="invalid_request", field=name)
 
 
 def _form(raw: bytes) -> dict[str, str]:

@@ -66,6 +66,11 @@ class HttpRule:
             `Pragma: no-cache` (RFC 6749 §5.1), so no browser or proxy keeps it.
         request_schema: the JSON Schema of the body where the request message cannot say it
             (a passthrough body), for the OpenAPI document (`runtime.openapi`).
+        required: the body's fields the spec lists as required: the front door answers 400
+            naming the first one the JSON body does not carry (absent or null), whatever the
+            caller's token says (a token's tenant does not stand in for a missing
+            `tenant_id`). Presence is the body's to tell: proto3 cannot tell an absent
+            repeated field from an empty one (`tool_allowlist: []` is an explicit allowlist).
         responses: the success answers (status → OpenAPI response object) where proto-JSON
             cannot say them (a custom `render`, two statuses); by default the answer is the
             response message (or its `response_body` field) at `status`.
@@ -87,6 +92,7 @@ class HttpRule:
     json_method: str | None = None
     credential: bool = False
     request_schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    required: tuple[str, ...] = ()
     responses: Mapping[int, Mapping[str, Any]] | None = field(default=None, compare=False)
 
     @property

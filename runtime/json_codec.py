@@ -32,6 +32,13 @@ class JsonRefused(json.JSONDecodeError):
 TOO_DEEP = f"JSON nested deeper than {MAX_DEPTH} levels"
 
 
+def is_json_media_type(media_type: str) -> bool:
+    """`application/json` or a structured `+json` type (RFC 6839); `media_type` without
+    parameters, as aiohttp's `request.content_type` gives it."""
+    kind, _, subtype = media_type.lower().partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
 def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)

@@ -440,6 +440,8 @@ def _request_body(rule: HttpRule, method: Any, schemas: Schemas) -> Schema | Non
     else:
         schema = schemas.field(method.input_type.fields_by_name[rule.body])
         schema = _strip_null(schema)
+    if rule.required:  # (3.1: a $ref may have siblings)
+        schema = {**schema, "required": [*schema.get("required", []), *rule.required]}
     content: Schema = {"application/json": {"schema": schema}}
     if rule.form:
         content["application/x-www-form-urlencoded"] = {"schema": schema}

@@ -5,9 +5,17 @@ MCP servers, agents and token endpoints use the same guard). Without a guard suc
 server-side request forgery: `http://169.254.169.254/latest/meta-data/` reads the cloud
 instance's credentials, `http://10.0.0.5:6379/` talks to an internal store.
 
-    await check_outbound_url(url, development=False, field="webhook_url")  # 400 naming the field
+    check_configured_url(url, development=False, field="webhook_url")     # when it is stored
+    await check_outbound_url(url, development=False, field="webhook_url")  # before a call
     async with outbound_session(development=False, timeout=10) as http:    # pins vetted addresses
         await http.post(url, ...)
+
+`check_configured_url` is the configuration-time check: it resolves nothing. A name that does
+not resolve from this machine now (a Kubernetes service name, a host reachable only from the
+cluster, any name on an offline machine) is accepted; it checks the syntax, the scheme, IP
+literals (every spelling getaddrinfo accepts, `2852039166` and `0x7f.1` included), `localhost`
+names and the well-known metadata host names. The policy is enforced where it matters, on
+every connection, by address:
 
 `check_outbound_url` accepts `http` and `https` URLs only, resolves the host (every address,
 through the event loop's getaddrinfo) and refuses the URL when ANY address is:
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -130,6 +139,22 @@ def _parse_ip(host: str) -> IPAddress | None:
         return None
 
 
+def _literal_address(host: str) -> IPAddress | None:
+    """The address `host` spells without any lookup: an IP literal, a legacy IPv4 form that
+    getaddrinfo reads as one (`2852039166`, `0x7f.1`, `10.1`), or a `localhost` name."""
+    literal = _parse_ip(host)
+    if literal is not None:
+        return literal
+    if host == "localhost" or host.endswith(".localhost"):  # RFC 6761: always loopback
+        return ipaddress.IPv4Address("127.0.0.1")
+    if re.fullmatch(r"(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}", host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
 def parse_outbound_url(url: str, *, field: str = "url") -> URL:
     """The URL's syntax: absolute `http`/`https` with a host, no whitespace, bounded length."""
     if not isinstance(url, str) or not url:
@@ -150,6 +175,19 @@ def parse_outbound_url(url: str, *, field: str = "url") -> URL:
         parsed.port  # noqa: B018  (a malformed port raises here)
     except ValueError as exc:
         raise OutboundRefused(field, f"invalid port ({exc})") from exc
+    return parsed
+
+
+def check_configured_url(url: str, *, development: bool, field: str = "url") -> URL:
+    """Check a user-supplied URL when it is stored, without resolving it (see the module's
+    docstring); the check at connection time does the rest. Raises `OutboundRefused`."""
+    parsed = parse_outbound_url(url, field=field)
+    host = (parsed.host or "").lower().rstrip(".")
+    if host in METADATA_HOSTS:
+        raise OutboundRefused(field, f"refused: {host} is a cloud metadata host")
+    literal = _literal_address(host)
+    if literal is not None:
+        _check_addresses(field, host, [literal], development=development)
     return parsed
 
 

@@ -114,6 +114,9 @@ class ServiceDefinition:
             before authentication (the edge admin API's network allowlist).
         apps_only: serve `extra_apps` and `listeners` alone, with no gRPC server and no front
             door (an edge data-plane worker: more processes on a port the primary serves).
+        any_content_type: a body's Content-Type is not checked (APISIX's Admin API reads any
+            body as JSON: its documented curl examples send a form type); otherwise a body of
+            a type that is not JSON is 415 naming the type the endpoint takes.
         api: what the OpenAPI document (`GET /openapi.json`, `GET /docs`) says beside the
             rules (`runtime.openapi`); None serves no document.
     """
@@ -136,6 +139,7 @@ class ServiceDefinition:
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()
     apps_only: bool = False
+    any_content_type: bool = False
     api: ApiDocs | None = None
 
     def guard(self) -> Guard:

@@ -36,8 +36,10 @@ def with_references(live: dict[str, Any]) -> dict[str, Any]:
                     )
     for server in document.get("mcp_servers") or []:
         auth = server.get("auth") or {}
-        # GET always shows the secret redacted, set or not: a client id implies one.
-        if auth.get("client_secret") == REDACTED and auth.get("client_id"):
+        # GET always shows the secret redacted, set or not: a mode that sends auth implies one
+        # (with the server's client, or the platform's: AGENT_MCP_CLIENT_ID).
+        sends = auth.get("client_id") or auth.get("mode") not in (None, "optional")
+        if auth.get("client_secret") == REDACTED and sends:
             auth["client_secret"] = env_reference("MCP", server["id"], "CLIENT_SECRET")
         else:
             auth.pop("client_secret", None)

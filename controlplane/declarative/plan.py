@@ -292,6 +292,11 @@ def plan_edge(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) -> None
             )  # fmt: skip
 
 
+# What the file may leave out of an auth configuration, though the API requires it: no scopes,
+# and the empty secret, which keeps the stored one.
+PUT_AUTH_DEFAULTS: dict[str, Any] = {"client_secret": "", "required_scopes": []}
+
+
 def _mcp_auth(auth: dict[str, Any]) -> dict[str, Any]:
     """The auth configuration as GET shows it, the (never shown) secret left out."""
     view = {**DEFAULT_MCP_AUTH, **auth}
@@ -327,7 +332,8 @@ def plan_mcp_servers(plan: Plan, desired: dict[str, Any], live: dict[str, Any]) 
                 plan.add(
                     Change(
                         "update", f"{what}.auth",
-                        [Call("agent", "PUT", f"/v1/mcp/servers/{sid}/auth", server["auth"])],
+                        [Call("agent", "PUT", f"/v1/mcp/servers/{sid}/auth",
+                              {**PUT_AUTH_DEFAULTS, **server["auth"]})],
                         differences(old_auth, wanted_auth),
                     )
                 )  # fmt: skip

@@ -20,7 +20,7 @@ from runtime.access import IDENTIFIER
 from runtime.context import respond
 from runtime.errors import InvalidRequest, NotFound
 from runtime.keyring import keyring_of
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 from strata.controlplane.v1 import (
     notification_pb2,
     notification_pb2_grpc,
@@ -129,7 +129,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         for field in ("webhook_url", "slack_url"):
             value = getattr(given, field) if given.HasField(field) else ""
             if value.strip():
-                await check_outbound_url(value, development=development, field=field)
+                check_configured_url(value, development=development, field=field)
             urls[field] = value.strip() or None
         email = None
         if given.HasField("email") and given.email.strip():
@@ -211,7 +211,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
             store.check_tenant(tenant)
         if not request.url.strip():
             raise invalid("url", "is required")
-        await check_outbound_url(request.url, development=self.config.development, field="url")
+        check_configured_url(request.url, development=self.config.development, field="url")
         if not request.event_types:
             raise invalid("event_types", "at least one notification type is required")
         types = store.check_types(list(request.event_types), "event_types")

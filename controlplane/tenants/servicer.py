@@ -31,7 +31,6 @@ import contextlib
 import ipaddress
 import json
 import logging
-import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Coroutine
@@ -62,7 +61,9 @@ from controlplane.tenants.steps import (
     layer_error,
 )
 from runtime import json_codec
+from runtime import tenant_realms as realms
 from runtime.access import IDENTIFIER, current_caller
+from runtime.change_feed import changed_here
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
 from runtime.peers import Peer
 from runtime.protojson import plain_json
@@ -113,11 +114,13 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self.edge = TenantEdge(edge)
         self.ai = Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
         self.idp: IdentityAdmin | None = None
-        self.idp_realm: str | None = None
         if config.idp_admin_url and config.idp_admin_token:
             self.idp = IdentityAdmin(config.idp_admin_url, config.idp_admin_token)
-            found = re.search(r"/realms/([^/]+)/?$", config.idp_admin_url)
-            self.idp_realm = found.group(1) if found else None
+        # The platform's own realm: a tenant naming it is an organization there; a tenant
+        # naming any other realm owns that realm (runtime/tenant_realms.py).
+        self.platform_realm = config.idp_issuer_url.rpartition("/realms/")[2] or None
+        self._bind_realm = self.kv.register_script(realms.BIND)
+        self._unbind_realm = self.kv.register_script(realms.UNBIND)
         self._cas = self.kv.register_script(_CAS)
         self._release = self.kv.register_script(_RELEASE)
 
@@ -174,13 +177,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         if request.HasField("org_name"):
             record["org_name"] = rec.check_name(request.org_name, "org_name")
         if request.HasField("realm_name"):
-            realm = rec.check_id(request.realm_name, "realm_name")
-            if self.idp is not None and self.idp_realm and realm != self.idp_realm:
-                raise rec.bad(
-                    f"'realm_name' {realm!r} is not the identity provider's realm "
-                    f"({self.idp_realm!r}): tenants are organizations of that realm"
-                )
-            record["realm_name"] = realm
+            record["realm_name"] = rec.check_id(request.realm_name, "realm_name")
         if request.HasField("claim_path"):
             record["claim_path"] = rec.check_claim_path(request.claim_path)
         created = await _shielded(self._create(record, given))
@@ -191,6 +188,17 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         record["id"] = tenant
         steps = Steps("provisioning")
         steps.on_failure(METADATA, lambda: self._cas(keys=[rec.TENANTS], args=[tenant, claim, ""]))
+        realm = self._own_realm(record)
+        if realm is not None:  # before any other layer: a realm taken is a 409, nothing to undo
+            binding = realms.RealmBinding(tenant, record.get("claim_path"))
+            try:
+                await self._claim_realm(realm, binding)
+            except AlreadyExists:
+                await steps.rollback()
+                raise
+            except (RedisError, OSError) as exc:
+                raise layer_error("provisioning", METADATA, exc, await steps.rollback()) from exc
+            steps.on_failure(METADATA, lambda: self._release_realm(realm, tenant))
         limit = int(record["rate_limit_max"])
         await steps.run(
             RATE_LIMIT,
@@ -230,6 +238,23 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         await steps.run(METADATA, activate)
         log.info("tenant created", extra={"tenant_id": tenant, "plan": record["plan"]})
         return record
+
+    def _own_realm(self, record: dict[str, Any]) -> str | None:
+        """The realm the tenant owns: its `realm_name` unless that is the platform's realm."""
+        realm = record.get("realm_name")
+        return None if realm is None or realm == self.platform_realm else str(realm)
+
+    async def _claim_realm(self, realm: str, binding: realms.RealmBinding) -> None:
+        """Bind the realm's issuer to the tenant; 409 when another tenant owns the realm."""
+        args = [realm, binding.dump(), realms.CHANNEL]
+        if not await self._bind_realm(keys=[realms.REALMS, realms.VERSION], args=args):
+            raise AlreadyExists(f"realm {realm!r} already belongs to another tenant")
+        changed_here(realms.CHANNEL)
+
+    async def _release_realm(self, realm: str, tenant: str) -> None:
+        args = [realm, tenant, realms.CHANNEL]
+        await self._unbind_realm(keys=[realms.REALMS, realms.VERSION], args=args)
+        changed_here(realms.CHANNEL)
 
     async def _claim(self, record: dict[str, Any], given: str | None) -> tuple[str, str]:
         """Claim the id in `cp:tenants` (hidden while provisioning); returns (id, claim JSON).
@@ -345,6 +370,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     )
 
             async def forget() -> None:
+                realm = self._own_realm(record)
+                if realm is not None:  # its realm's tokens are refused from now on
+                    await self._release_realm(realm, tenant)
                 await delete_tenant_notifications(self.kv, tenant)  # and its index entries
                 await remove_owned(self.kv, tenant)
                 await self.kv.hdel(rec.TENANTS, tenant)

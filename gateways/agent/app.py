@@ -38,6 +38,7 @@ from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.telemetry import Metrics
+from runtime.tenant_realms import tenant_realms_for
 from strata.agent.v1 import (
     a2a_pb2_grpc,
     approval_pb2_grpc,
@@ -59,7 +60,8 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     metrics = Metrics(SERVICE)
     state_metrics = StateMetrics(metrics)
     api_keys = IssuedKeys(kv)  # `Bearer sk-…`: keys issued by the control plane
-    authenticator = authenticator_for(config, api_keys=api_keys)
+    realms = tenant_realms_for(config, kv)  # tokens of tenants' own realms
+    authenticator = authenticator_for(config, api_keys=api_keys, realms=realms)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
     background = Background(stores.sink, controlplane, AUDIT_TABLE)
     audit = AuditTrail(background)
@@ -93,6 +95,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
 
     async def close() -> None:
         await api_keys.stop()
+        await realms.stop()
         await changes.stop()
         await mcp.close()
         await forwarder.close()
@@ -157,7 +160,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         routes=endpoint.routes(),
         api=API_DOCS,
         metrics=metrics,
-        on_startup=[mcp.start, changes.start, api_keys.start],
+        on_startup=[mcp.start, changes.start, api_keys.start, realms.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

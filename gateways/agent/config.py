@@ -10,6 +10,13 @@ from urllib.parse import urlsplit
 from runtime.config import AgentIdentityConfig, EnvironmentConfig, grpc_port, http_port, var
 
 
+def http_url(value: str) -> None:
+    """The check of a configured endpoint: an absolute http(s) URL."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL")
+
+
 def public_origin(value: str) -> None:
     """The check of AGENT_PUBLIC_URL: `http(s)://host[:port]`, nothing after it."""
     parts = urlsplit(value)
@@ -90,12 +97,33 @@ class AgentGatewayConfig(AgentIdentityConfig, EnvironmentConfig):
         "(then its `Mcp-Session-Id` answers 404 and the client initializes again), seconds",
         bounds=(1, 30 * 86_400),
     )
+    # The platform identity provider's settings for MCP servers, which a server's own auth
+    # config overrides (spec: "Per-server auth config").
+    mcp_client_id: str | None = var(
+        "AGENT_MCP_CLIENT_ID",
+        None,
+        "OAuth client (client credentials) the gateway uses at the platform identity provider "
+        "for MCP servers whose auth config names no `client_id` (the secret is the server's "
+        "`client_secret`); unset: `strict` and `permissive` need a per-server `client_id`",
+    )
+    mcp_token_endpoint: str | None = var(
+        "AGENT_MCP_TOKEN_ENDPOINT",
+        None,
+        "token endpoint for MCP servers whose auth config names neither `token_endpoint` nor "
+        "`oauth_url`; unset: the identity provider's, `<issuer>/protocol/openid-connect/token`",
+        check=http_url,
+    )
     secrets_key: str | None = var(
         "AGENT_SECRETS_KEY",
         None,
         "legacy: the key MCP client secrets were sealed under before STRATA_DATA_KEYS (`v1:` "
         "values, re-sealed under the keyring at start); unset: MASTER_KEY",
     )
+
+    @property
+    def mcp_token_endpoint_url(self) -> str:
+        """AGENT_MCP_TOKEN_ENDPOINT, else the IdP's token endpoint (Keycloak's layout)."""
+        return self.mcp_token_endpoint or f"{self.idp_issuer_url}/protocol/openid-connect/token"
 
     def problems(self) -> list[str]:
         problems = super().problems()

@@ -78,7 +78,13 @@ SEND = {
 HTTP_RULES: tuple[HttpRule, ...] = (
     # MCP registry
     HttpRule("GET", "/v1/mcp/servers", f"{_REGISTRY}/ListServers", body=None),
-    HttpRule("POST", "/v1/mcp/servers", f"{_REGISTRY}/RegisterServer", status=201),
+    HttpRule(
+        "POST",
+        "/v1/mcp/servers",
+        f"{_REGISTRY}/RegisterServer",
+        status=201,
+        required=("name", "url", "tenant_id"),  # (beyond the spec) no `tools`: discovered
+    ),
     HttpRule(
         "GET",
         "/v1/mcp/servers/{server_id}",
@@ -88,7 +94,12 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     ),
     HttpRule("DELETE", "/v1/mcp/servers/{server_id}", f"{_REGISTRY}/DeleteServer", body=None),
     HttpRule("GET", "/v1/mcp/servers/{server_id}/auth", f"{_REGISTRY}/GetServerAuth", body=None),
-    HttpRule("PUT", "/v1/mcp/servers/{server_id}/auth", f"{_REGISTRY}/PutServerAuth"),
+    HttpRule(
+        "PUT",
+        "/v1/mcp/servers/{server_id}/auth",
+        f"{_REGISTRY}/PutServerAuth",
+        required=("mode", "client_secret", "required_scopes"),
+    ),
     HttpRule("GET", "/v1/mcp/servers/{server_id}/tools", f"{_REGISTRY}/ListServerTools", body=None),
     HttpRule("GET", "/v1/mcp/tools", f"{_REGISTRY}/ListTools", body=None),
     # (beyond the spec) re-approve a quarantined server's changed tool set
@@ -102,6 +113,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         f"{_TOOLS}/CallTool",
         render=render_tool_call,
         responses=TOOL_CALL,
+        required=("server_id", "tool_name", "arguments", "tenant_id"),
         json_method="call_json",  # the hot path: no protobuf round trip of arguments, result
     ),
     HttpRule(
@@ -110,12 +122,26 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         f"{_TOOLS}/ExecuteSessionTool",
         render=render_tool_call,
         responses=TOOL_CALL,
+        required=("server_id", "tool_name", "arguments", "tenant_id"),
         json_method="execute_json",
     ),
     # A2A (send: 200 `completed` or 202 `pending`)
     HttpRule("GET", "/v1/a2a/agents", f"{_A2A}/ListAgents", body=None),
-    HttpRule("POST", "/v1/a2a/agents", f"{_A2A}/RegisterAgent", status=201),
-    HttpRule("POST", "/v1/a2a/send", f"{_A2A}/SendMessage", render=render_send, responses=SEND),
+    HttpRule(
+        "POST",
+        "/v1/a2a/agents",
+        f"{_A2A}/RegisterAgent",
+        status=201,
+        required=("id", "name", "url", "tenant_id", "capabilities", "description"),
+    ),
+    HttpRule(
+        "POST",
+        "/v1/a2a/send",
+        f"{_A2A}/SendMessage",
+        render=render_send,
+        responses=SEND,
+        required=("from_agent", "to_agent", "message", "tenant_id"),
+    ),
     HttpRule("GET", "/v1/a2a/tasks/{task_id}", f"{_A2A}/GetTask", body=None),
     # Sessions
     HttpRule("GET", "/v1/sessions", f"{_SESSIONS}/ListSessions", body=None),
@@ -125,6 +151,7 @@ HTTP_RULES: tuple[HttpRule, ...] = (
         f"{_SESSIONS}/CreateSession",
         status=201,
         response_body="session",
+        required=("tenant_id", "agent_id", "tool_allowlist", "token_budget"),
     ),
     HttpRule(
         "GET",
@@ -149,7 +176,13 @@ HTTP_RULES: tuple[HttpRule, ...] = (
     HttpRule("POST", "/v1/hitl/{approval_id}/approve", f"{_APPROVALS}/GrantApproval", body=None),
     HttpRule("POST", "/v1/hitl/{approval_id}/deny", f"{_APPROVALS}/DenyApproval", body=None),
     # Elicitation
-    HttpRule("POST", "/v1/elicit", f"{_ELICIT}/CreateElicitation", status=202),
+    HttpRule(
+        "POST",
+        "/v1/elicit",
+        f"{_ELICIT}/CreateElicitation",
+        status=202,
+        required=("session_id", "tenant_id", "tool_name", "message", "schema"),
+    ),
     HttpRule(
         "POST",
         "/v1/elicit/{elicit_id}/respond",

@@ -24,6 +24,7 @@ from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.vectors import open_vectors
 from runtime.telemetry import Metrics
+from runtime.tenant_realms import tenant_realms_for
 from strata.ai.v1 import budget_pb2_grpc, chat_pb2_grpc
 
 SERVICE = "ai-gateway"
@@ -37,6 +38,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     background = Background(stores.sink, controlplane)
     pipeline = ChatPipeline(config, stores.kv, AiMetrics(metrics), background)
     api_keys = IssuedKeys(stores.kv)  # `Bearer sk-…`: keys issued by the control plane
+    realms = tenant_realms_for(config, stores.kv)  # tokens of tenants' own realms
 
     async def open_vector_store() -> None:
         # The semantic cache's store; Milvus Lite starts its server on first open.
@@ -44,6 +46,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
 
     async def close() -> None:
         await api_keys.stop()
+        await realms.stop()
         await pipeline.close()
         await background.close()
         if "client" in vectors:
@@ -78,11 +81,11 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
             },
         },
         health=health,
-        authenticator=authenticator_for(config, api_keys=api_keys),
+        authenticator=authenticator_for(config, api_keys=api_keys, realms=realms),
         metrics=metrics,
         envelope=openai_error,
         api=API_DOCS,
-        on_startup=[open_vector_store, pipeline.start, api_keys.start],
+        on_startup=[open_vector_store, pipeline.start, api_keys.start, realms.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -49,7 +49,8 @@ class AiGatewayConfig(EnvironmentConfig):
     retry_initial_ms: float = var(
         "AI_RETRY_INITIAL_MS",
         100.0,
-        "first retry delay, ms; doubles per retry, with jitter (each delay in [d/2, d])",
+        "first retry delay, ms; doubles per retry, with jitter that only adds (each delay in "
+        "[d, 1.2·d])",
         bounds=(0, 60_000),
     )
     breaker_failures: int = var(

@@ -131,5 +131,6 @@ def build(
         on_cleanup=[close, *plane.on_cleanup],
         on_reload=plane.on_reload,
         client_max_size=config.max_body_bytes,
+        any_content_type=True,  # APISIX reads any admin body as JSON
         api=API_DOCS,
     )

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jsonschema import Draft7Validator
-from jsonschema.exceptions import ValidationError
+from jsonschema.exceptions import ValidationError, best_match
 
 _validators: dict[int, tuple[dict[str, Any], Draft7Validator]] = {}
 
@@ -40,20 +40,22 @@ def _order(error: ValidationError) -> tuple[int, str]:
     return (len(error.path), str(list(error.path)))
 
 
-def _message(error: ValidationError) -> str:
+def _message(error: ValidationError, path: list[Any] | None = None) -> str:
+    """`error` worded as APISIX does, at `path` in the value (default: the error's own)."""
+    where = list(error.path) if path is None else path
     validator = error.validator
     if validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
-        return _nest(error, f'property "{missing}" is required')
+        return _nest(where, f'property "{missing}" is required')
     if validator == "additionalProperties":
         instance: Any = error.instance
         schema: Any = error.schema
         extra = sorted(set(instance) - set(schema.get("properties", {})))
-        return _nest(error, f"additional properties forbidden, found {', '.join(extra)}")
+        return _nest(where, f"additional properties forbidden, found {', '.join(extra)}")
     detail = _detail(error)
-    if not error.path:
+    if not where:
         return detail
-    return _nest(error, detail, leaf=True)
+    return _nest(where, detail, leaf=True)
 
 
 def _detail(error: ValidationError) -> str:
@@ -82,7 +84,7 @@ def _detail(error: ValidationError) -> str:
         case "minProperties":
             return f"expect object to have at least {error.validator_value} properties"
         case "anyOf":
-            return "object matches none of the required"
+            return f"object matches none of the required: {_why_none(error)}"
         case "oneOf":
             return _one_of(error)
         case "not" if len(error.schema_path) == 3 and error.schema_path[0] == "dependencies":
@@ -99,7 +101,7 @@ def _detail(error: ValidationError) -> str:
 def _one_of(error: ValidationError) -> str:
     """APISIX's (lua-jsonschema's) wording for `oneOf`."""
     if error.context:
-        return "value should match only one schema, but matches none"
+        return f"value should match only one schema, but matches none: {_why_none(error)}"
     subschemas: Any = error.validator_value
     matched = [
         str(index + 1)
@@ -107,12 +109,50 @@ def _one_of(error: ValidationError) -> str:
         if Draft7Validator(sub).is_valid(error.instance)
     ]
     both = " and ".join(matched[:2])
-    return f"value should match only one schema, but matches both schemas {both}"
+    message = f"value should match only one schema, but matches both schemas {both}"
+    named = [sub.get("required") for sub in subschemas if isinstance(sub, Mapping)]
+    if all(named) and len(named) == len(subschemas):  # alternatives by property: say which
+        instance: Any = error.instance
+        given = [n for names in named for n in names or () if n in instance]
+        quoted = ", ".join(f'"{n}"' for n in given)
+        message += f": only one of {quoted} may be given"
+    return message
 
 
-def _nest(error: ValidationError, message: str, *, leaf: bool = False) -> str:
+def _why_none(error: ValidationError) -> str:
+    """Which field is missing or wrong when no alternative of a `oneOf`/`anyOf` matched
+    (APISIX stops at "matches none"): the properties that would satisfy one alternative when
+    every alternative only misses properties, else the problem found deepest in the value."""
+    failed: dict[Any, list[ValidationError]] = {}
+    for sub in error.context or ():
+        failed.setdefault(sub.relative_schema_path[0], []).append(sub)
+    alternatives: Any = error.validator_value
+    present = set(error.instance) if isinstance(error.instance, dict) else set()
+    if all(e.validator == "required" and not e.path for errs in failed.values() for e in errs):
+        choices = []
+        for index in sorted(failed):
+            names = [n for n in alternatives[index].get("required", ()) if n not in present]
+            both = " and ".join(f'"{n}"' for n in names)
+            choices.append(f"({both})" if len(names) > 1 and len(failed) > 1 else both)
+        wanted = " or ".join(dict.fromkeys(choices))
+        return f"property {wanted} is required"
+    # The alternative the caller meant: the one with the fewest problems, then the one that
+    # got furthest into the value; its most relevant problem, where it is in the value.
+    wrong = [
+        [e for e in errs if e.validator != "required" or e.path] or errs for errs in failed.values()
+    ]
+    if not wrong:
+        return "no alternative matched"
+    meant = min(wrong, key=lambda errs: (len(errs), -max(len(e.path) for e in errs)))
+    best = best_match(meant)
+    assert best is not None
+    inside = list(best.absolute_path)[len(error.absolute_path) :]
+    return _message(best, path=inside)
+
+
+def _nest(where: list[Any], message: str, *, leaf: bool = False) -> str:
     # APISIX nests one `property "a" validation failed:` per level of the path.
-    path = [p for p in error.path if isinstance(p, str)]
+    path = [p for p in where if isinstance(p, str)]
     if leaf and path:
         message = f'property "{path[-1]}" validation failed: {message}'
         path = path[:-1]

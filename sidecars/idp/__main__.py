@@ -31,7 +31,26 @@ def parse_args() -> argparse.Namespace:
     # The default token is for the local dev stack only; set IDP_ADMIN_TOKEN anywhere else.
     parser.add_argument("--admin-token", default=env.get("IDP_ADMIN_TOKEN", "dev-idp-admin"))
     parser.add_argument("--log-level", default=env.get("LOG_LEVEL", "INFO"))
+    parser.add_argument(
+        "--realm",
+        action="append",
+        default=[r for r in env.get("IDP_REALMS", "").split(",") if r],
+        metavar="NAME=USERS_FILE",
+        help="another realm, served under /realms/NAME with its own issuer and keys "
+        "(repeatable; IDP_REALMS: comma-separated)",
+    )
     return parser.parse_args()
+
+
+def realms(specs: list[str]) -> dict[str, Path]:
+    """`NAME=USERS_FILE` pairs as a mapping; SystemExit naming a malformed one."""
+    found: dict[str, Path] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--realm {spec!r}: expected NAME=USERS_FILE")
+        found[name] = Path(path)
+    return found
 
 
 def main() -> None:
@@ -46,7 +65,7 @@ def main() -> None:
         code_ttl=args.code_ttl,
         refresh_ttl=args.refresh_ttl,
     )
-    asyncio.run(serve(build_app(config), args.host, args.port))
+    asyncio.run(serve(build_app(config, realms(args.realm)), args.host, args.port))
 
 
 if __name__ == "__main__":

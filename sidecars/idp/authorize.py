@@ -31,7 +31,6 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from sidecars.httpkit import read_form
-from sidecars.idp.config import REALM_PREFIX
 from sidecars.idp.context import CONFIG, DIRECTORY, NO_STORE
 from sidecars.idp.directory import Directory
 from sidecars.idp.grants import CODE, Grant
@@ -170,7 +169,7 @@ def _refusal(request: web.Request, exc: Refused) -> web.Response:
 
 def _login_action(request: web.Request) -> str:
     # Path-absolute, so the form works under whichever host the browser used.
-    return f"{REALM_PREFIX}/{LOGIN_PATH}?{request.query_string}"
+    return f"{request.app[CONFIG].realm_path}/{LOGIN_PATH}?{request.query_string}"
 
 
 async def authorize(request: web.Request) -> web.Response:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # Keycloak serves each realm under /realms/<name>; the dev stack has one realm, "strata".
 REALM = "strata"
@@ -40,6 +41,24 @@ class IdpConfig:
     audience: str = "strata"
     code_ttl: int = 60
     refresh_ttl: int = 1800
+    tenant_claim: str = "tenant_id"
+
+    @property
+    def realm_path(self) -> str:
+        """The realm's path on this host (`/realms/strata`), from the issuer."""
+        return urlsplit(self.issuer).path.rstrip("/")
+
+    def realm(self, name: str, users_file: Path, tenant_claim: str) -> IdpConfig:
+        """Another realm of this IdP (`/realms/<name>` beside this one): its own issuer, keys
+        and state under `data_dir/realms/<name>`, users, clients and tenant claim."""
+        base = self.issuer.rstrip("/").rpartition("/realms/")[0]
+        return replace(
+            self,
+            issuer=f"{base}/realms/{name}",
+            data_dir=self.data_dir / "realms" / name,
+            users_file=users_file,
+            tenant_claim=tenant_claim,
+        )
 
     @property
     def state_file(self) -> Path:

@@ -21,7 +21,8 @@ from sidecars.idp.tokens import KNOWN_SCOPES
 
 CERTS_PATH = "protocol/openid-connect/certs"
 TOKEN_PATH = "protocol/openid-connect/token"
-OIDC_DISCOVERY = f"{REALM_PREFIX}/.well-known/openid-configuration"
+DISCOVERY_PATH = ".well-known/openid-configuration"
+OIDC_DISCOVERY = f"{REALM_PREFIX}/{DISCOVERY_PATH}"
 OAUTH_METADATA = f"/.well-known/oauth-authorization-server{REALM_PREFIX}"
 
 

@@ -47,6 +47,14 @@ def _at_hash(access_token: str) -> str:
     return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
 
 
+def _put(claims: dict[str, Any], path: str, value: Any) -> None:
+    """Set a claim at a dotted path (`org.tenant`), as Keycloak's mappers nest a claim name."""
+    *parents, leaf = path.split(".")
+    for name in parents:
+        claims = claims.setdefault(name, {})
+    claims[leaf] = value
+
+
 class TokenMinter:
     """Builds and signs token responses; holds no mutable state."""
 
@@ -93,7 +101,7 @@ class TokenMinter:
         if user.email:
             identity["email"] = user.email
         if "tenant" in scopes:
-            identity["tenant_id"] = user.tenant_id
+            _put(identity, self._config.tenant_claim, user.tenant_id)
         claims = self._base(user.id, client, scopes)
         claims.update(identity, realm_access={"roles": list(user.roles)})
         access_token = self._keys.sign(claims, alg)
@@ -121,9 +129,9 @@ class TokenMinter:
         claims.update(
             preferred_username=f"service-account-{client.client_id}",
             client_id=client.client_id,
-            tenant_id=client.tenant_id,
             realm_access={"roles": list(client.roles)},
         )
+        _put(claims, self._config.tenant_claim, client.tenant_id)
         if client.agent_id:
             claims["agent_id"] = client.agent_id
         return self._response(self._keys.sign(claims, client.alg or "RS256"), scopes)

@@ -107,6 +107,26 @@ async def test_secret_is_write_only_and_sealed(gateway, alice, upstream, token_e
         assert status == 400 and body["field"] == "token_endpoint"
 
 
+async def test_urls_on_names_that_do_not_resolve_here_are_accepted(gateway, alice, upstream):
+    """Issue 22.1: a server URL or an `oauth_url` on a cluster-only name is stored; the
+    connection made later checks the address the name then resolves to."""
+    up = upstream()
+    offline = "http://mcp-tools.agents.svc.cluster.local:8080/mcp"
+    tools = [{"name": "echo", "description": "echo", "inputSchema": {"type": "object"}}]
+    async with gateway() as svc:
+        body = {**server_body(up, id="offline"), "url": offline, "tools": tools}
+        status, answer = await call(svc, "POST", "/v1/mcp/servers", alice, body)
+        assert status == 201, answer
+        put = {
+            **auth_body("strict", "https://sso.strata-test.invalid/token"),
+            "oauth_url": "https://sso.strata-test.invalid/authorize",
+        }
+        status, answer = await call(svc, "PUT", "/v1/mcp/servers/offline/auth", alice, put)
+        assert status == 200, answer
+        status, answer = await call(svc, "GET", "/v1/mcp/servers/offline/auth", alice)
+        assert answer["auth_config"]["oauth_url"] == "https://sso.strata-test.invalid/authorize"
+
+
 async def test_strict_sends_a_cached_client_credentials_token(
     gateway, alice, upstream, token_endpoint
 ):
@@ -163,6 +183,52 @@ async def test_permissive_calls_without_auth_and_optional_sends_none(
             last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
             assert "authorization" not in last.headers
             assert len(token_endpoint.requests) == asked + (1 if mode == "permissive" else 0)
+
+
+@pytest.mark.parametrize("mode", ["strict", "permissive", "optional"])
+async def test_a_server_without_client_or_endpoint_uses_the_platform_settings(
+    gateway, alice, upstream, token_endpoint, mode
+):
+    """Issue 22.2: the per-server config overrides the platform identity provider's settings,
+    so `{mode, client_secret, required_scopes}` alone is accepted for every mode; the token
+    then comes from the platform's endpoint with the platform's client."""
+    up = upstream()
+    platform = {"AGENT_MCP_CLIENT_ID": "mcp-client", "AGENT_MCP_TOKEN_ENDPOINT": token_endpoint.url}
+    async with gateway(**platform) as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id=f"global-{mode}"))
+        put = {"mode": mode, "client_secret": SECRET, "required_scopes": ["tools:call"]}
+        status, body = await call(svc, "PUT", f"/v1/mcp/servers/global-{mode}/auth", alice, put)
+        assert (status, body) == (
+            200,
+            {"status": "ok", "server_id": f"global-{mode}", "mode": mode},
+        )
+        _, body = await call(svc, "GET", f"/v1/mcp/servers/global-{mode}/auth", alice)
+        view = body["auth_config"]
+        assert (view["client_id"], view["token_endpoint"], view["oauth_url"]) == (None, None, None)
+        registry = registry_of(svc)
+        server = await registry.store.get(f"global-{mode}")
+        result = await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
+        assert not result.is_error
+        last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
+        if mode == "optional":
+            assert "authorization" not in last.headers and token_endpoint.issued == 0
+        else:
+            assert last.headers.get("authorization") == "Bearer tok-1"
+            assert token_endpoint.requests[-1]["client"] == f"mcp-client:{SECRET}"
+            assert token_endpoint.requests[-1]["scope"] == "tools:call"
+
+
+async def test_without_platform_settings_strict_names_the_missing_client(gateway, alice, upstream):
+    up = upstream()
+    async with gateway() as svc:
+        await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="noclient"))
+        for mode in ("strict", "permissive"):
+            put = {"mode": mode, "client_secret": SECRET, "required_scopes": []}
+            status, body = await call(svc, "PUT", "/v1/mcp/servers/noclient/auth", alice, put)
+            assert status == 400 and body["field"] == "client_id", body
+            assert "AGENT_MCP_CLIENT_ID" in body["message"]
+        put = {"mode": "optional", "client_secret": "", "required_scopes": []}
+        assert (await call(svc, "PUT", "/v1/mcp/servers/noclient/auth", alice, put))[0] == 200
 
 
 def legacy_sealed(secret: str, server_id: str, key_material: str) -> str:

@@ -63,6 +63,19 @@ async def test_endpoint_needs_credentials(gateway):
         assert status == 401
 
 
+async def test_a_message_not_sent_as_json_is_415(gateway, alice):
+    """Issue 22.7: MCP's transport posts JSON; another Content-Type is 415 naming the type to
+    send (a JSON-RPC error, as the official SDK's server answers), not a parse error."""
+    message = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    async with gateway() as svc, aiohttp.ClientSession() as http:
+        for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+            headers = {**alice, "Content-Type": content_type, "Accept": "application/json"}
+            async with http.post(f"{svc.http_url}/mcp", data=message, headers=headers) as r:
+                assert r.status == 415
+                error = (await r.json())["error"]
+            assert content_type in error["message"] and "application/json" in error["message"]
+
+
 async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
     gateway, alice, upstream, kv
 ):

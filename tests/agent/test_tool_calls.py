@@ -269,7 +269,12 @@ async def test_the_execute_body_is_checked_and_the_path_names_the_session(
         server = await registered(svc, alice, up)
         sid = await session(svc, alice, ["add"])
         path = f"/v1/sessions/{sid}/execute"
-        base = {"server_id": server, "tool_name": "add", "arguments": {"a": 2, "b": 3}}
+        base = {
+            "server_id": server,
+            "tool_name": "add",
+            "arguments": {"a": 2, "b": 3},
+            "tenant_id": "acme",  # required by the spec's table, as for a call
+        }
         cases = [
             (path, {**base, "extra": 1}, 400, "extra"),
             (path, {**base, "arguments": [1, 2]}, 400, "arguments"),

@@ -187,12 +187,40 @@ async def test_malformed_json_is_400_invalid_request_error(ai) -> None:
         aiohttp.ClientSession() as http,
         http.post(
             f"{ai.http_url}/v1/chat/completions",
-            headers={"Authorization": f"Bearer {MASTER_KEY}", "x-tenant-id": tenant()},
+            headers={
+                "Authorization": f"Bearer {MASTER_KEY}",
+                "x-tenant-id": tenant(),
+                "Content-Type": "application/json",
+            },
             data=b"{not json",
         ) as resp,
     ):
         assert resp.status == 400
         assert (await resp.json())["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+async def test_a_chat_body_that_is_not_json_by_its_type_is_415(ai, content_type) -> None:
+    """Issue 22.7: a chat sent as text/plain is not served, nor a form read as malformed
+    JSON: 415 in OpenAI's envelope, naming the type the endpoint takes."""
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "hi"}]}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(
+            f"{ai.http_url}/v1/chat/completions",
+            headers={
+                "Authorization": f"Bearer {MASTER_KEY}",
+                "x-tenant-id": tenant(),
+                "Content-Type": content_type,
+            },
+            data=json.dumps(body).encode(),
+        ) as resp,
+    ):
+        assert resp.status == 415
+        error = (await resp.json())["error"]
+    assert error["type"] == "unsupported_media_type"
+    assert error["expected"] == "application/json"
+    assert content_type in error["message"] and "application/json" in error["message"]
 
 
 async def test_unknown_model_with_the_sdk(ai) -> None:

@@ -36,8 +36,10 @@ async def test_retries_503_twice_then_success(gateway, scripted) -> None:
     first, second = (
         b.at - a.at for a, b in zip(scripted.attempts, scripted.attempts[1:], strict=False)
     )
-    assert 0.05 <= first < 0.2  # 100 ms initial, jitter in [50, 100] ms
-    assert 0.1 <= second < 0.35  # then [100, 200] ms
+    # the spec's 100 ms initial delay, then 200 ms: jitter adds to them, never takes away
+    # (each interval also holds an answer's round trip, so only the lower bound is exact)
+    assert first >= 0.1, first
+    assert second >= 0.2, second
 
 
 async def test_a_4xx_is_not_retried(gateway, scripted) -> None:

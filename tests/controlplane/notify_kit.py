@@ -104,7 +104,10 @@ async def call(
         http.request(
             method,
             path,
-            headers=headers if headers is not None else ADMIN,
+            headers={
+                **({} if body is None else {"Content-Type": "application/json"}),
+                **(headers if headers is not None else ADMIN),
+            },
             data=None if body is None else (body if isinstance(body, str) else json.dumps(body)),
         ) as resp,
     ):

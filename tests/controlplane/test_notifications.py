@@ -269,6 +269,29 @@ async def test_private_and_loopback_targets_only_in_development(start) -> None:
             assert status == 200
 
 
+async def test_names_that_do_not_resolve_here_are_stored(cp) -> None:
+    """Issue 22.1: a cluster-only or offline name is accepted at configuration time (the
+    delivery's connection checks the address it resolves to)."""
+    acme = tenant()
+    urls = {
+        "webhook_url": "https://hooks.strata-test.invalid/T000/B000",
+        "slack_url": "http://notify.ops.svc.cluster.local:8080/slack",
+    }
+    status, body = await call(
+        cp, "PUT", "/api/notifications/preferences", body={"tenant_id": acme, **urls}
+    )
+    assert status == 200, body
+    _, body = await call(cp, "GET", f"/api/notifications/preferences?tenant_id={acme}")
+    assert {k: body[k] for k in urls} == urls
+    status, body = await call(
+        cp,
+        "POST",
+        "/api/webhooks",
+        body={"tenant_id": acme, "url": urls["webhook_url"], "event_types": ["key_approved"]},
+    )
+    assert status in (200, 201), body
+
+
 async def test_create_over_grpc_with_the_master_key(cp, kv) -> None:
     """The gateways raise budget_warning / hitl_pending / ... this way."""
     acme = tenant()

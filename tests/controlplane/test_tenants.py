@@ -260,7 +260,7 @@ async def test_unknown_tenant_is_404_everywhere(cp: Serving) -> None:
         ({"name": "X", "plan": "free", "id": "x" * 65}, "id"),
         ({"name": "X", "plan": "free", "id": ""}, "id"),
         ({"name": "X", "plan": "free", "admin_email": "nope"}, "admin_email"),
-        ({"name": "X", "plan": "free", "realm_name": "other-realm"}, "realm_name"),
+        ({"name": "X", "plan": "free", "realm_name": "no realm!"}, "realm_name"),
         ({"name": "X", "plan": "free", "claim_path": "a..b"}, "claim_path"),
         ({"name": "X", "plan": "free", "color": "red"}, "color"),
     ],

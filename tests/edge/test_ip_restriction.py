@@ -87,9 +87,13 @@ def test_matcher_parses_once_and_matches() -> None:
 
 
 def test_schema_and_defaults() -> None:
-    assert problem({}) == "value should match only one schema, but matches none"
+    assert problem({}) == (
+        "value should match only one schema, but matches none: "
+        'property "whitelist" or "blacklist" is required'
+    )
     assert problem({"whitelist": ["10.0.0.1"], "blacklist": ["10.0.0.2"]}) == (
-        "value should match only one schema, but matches both schemas 1 and 2"
+        "value should match only one schema, but matches both schemas 1 and 2: "
+        'only one of "whitelist", "blacklist" may be given'
     )
     assert problem({"whitelist": ["10.0.0.0/33"]}) == ("invalid ip address: 10.0.0.0/33")
     assert problem({"blacklist": ["2001:db8:::1"]}) is not None

@@ -184,9 +184,20 @@ def test_schema_and_defaults() -> None:
         {"remove": ["X-A"], "other": 1},
     ]
     for headers in bad_headers:
-        assert problem({"headers": headers}) == (
+        assert problem({"headers": headers}).startswith(
             'property "headers" validation failed: '
-            "value should match only one schema, but matches none"
+            "value should match only one schema, but matches none: "
         ), headers
+    # which field is wrong, inside the alternative the value meant (issue 22.8)
+    assert problem({"headers": {"set": {"Bad:Name": "v"}}}) == (
+        'property "headers" validation failed: '
+        "value should match only one schema, but matches none: "
+        'property "set" validation failed: failed to match pattern "^[!-9;-~]+$" with "Bad:Name"'
+    )
+    assert problem({"headers": {"X-A": "line\r\nbreak"}}).startswith(
+        'property "headers" validation failed: '
+        "value should match only one schema, but matches none: "
+        'property "X-A" validation failed: failed to match pattern'
+    )
     for headers in [{"remove": ["X-A"]}, {"X-A": 1}, {"add": {"X-A": ["1", 2]}}, {"add": "x"}]:
         assert problem({"headers": headers}) is None, headers

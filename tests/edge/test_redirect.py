@@ -107,9 +107,14 @@ def test_schema_and_defaults() -> None:
         "encode_uri": False,
         "append_query_string": False,
     }
-    assert problem({}) == "value should match only one schema, but matches none"
+    # APISIX's wording, then which field is missing or wrong (issue 22.8)
+    assert problem({}) == (
+        "value should match only one schema, but matches none: "
+        'property "uri" or "regex_uri" or "http_to_https" is required'
+    )
     assert problem({"uri": "/x", "regex_uri": ["a", "b"]}) == (
-        "value should match only one schema, but matches both schemas 1 and 2"
+        "value should match only one schema, but matches both schemas 1 and 2: "
+        'only one of "uri", "regex_uri" may be given'
     )
     assert problem({"http_to_https": True, "append_query_string": True}) == (
         "only one of `http_to_https` and `append_query_string` can be configured."

@@ -205,7 +205,8 @@ def test_schema() -> None:
     assert check(SCHEMA, {"rules": [{"match": [{"vars": "uri"}]}]}) is not None
     assert check(SCHEMA, {"rules": [{"weighted_upstreams": [{"upstream_id": "a b"}]}]}) == (
         'property "rules" validation failed: property "weighted_upstreams" validation failed: '
-        'property "upstream_id" validation failed: object matches none of the required'
+        'property "upstream_id" validation failed: object matches none of the required: '
+        'failed to match pattern "^[a-zA-Z0-9\\-_.]+$" with "a b"'
     )
     # an inline upstream is checked as the Admin API checks an upstream
     no_nodes = {"rules": [{"weighted_upstreams": [{"upstream": {"type": "roundrobin"}}]}]}

@@ -241,6 +241,26 @@ async def test_apisix_errors(platform: Platform) -> None:
         assert (await resp.json())["error_msg"].startswith("invalid request body: ")
 
 
+async def test_a_schema_error_names_the_field_in_apisix_envelope(platform: Platform) -> None:
+    """Issue 22.8: APISIX answers `value should match only one schema, but matches none` and
+    stops; the same envelope and words, then which field is missing or wrong."""
+    cases = [
+        ("/upstreams/1", {"type": "roundrobin"},
+         "invalid configuration: value should match only one schema, but matches none: "
+         'property "nodes" or ("service_name" and "discovery_type") is required'),
+        ("/routes/1", {"plugins": {}},
+         "invalid configuration: value should match only one schema, but matches none: "
+         'property "uri" or "uris" is required'),
+        ("/routes/1", {"uri": "/a", "plugins": {"redirect": {"ret_code": 302}}},
+         "failed to check the configuration of plugin redirect err: value should match only "
+         'one schema, but matches none: property "uri" or "regex_uri" or "http_to_https" is '
+         "required"),
+    ]  # fmt: skip
+    for path, body, message in cases:
+        status, answer, _ = await platform.admin("PUT", path, body)
+        assert (status, answer) == (400, {"error_msg": message}), answer
+
+
 async def test_consumers_groups_global_rules_plugin_configs_services(platform: Platform) -> None:
     # APISIX's key-auth consumer example, with the test auth plugin standing in.
     status, body, _ = await platform.admin(

@@ -290,7 +290,8 @@ async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSes
             "is not set" in unresolved.stderr
         ), unresolved.stderr
         # a refusal stops apply at the resource, with the API's answer (the MCP server's URL
-        # does not resolve: only the agent gateway can tell); what came before it is applied
+        # is a cloud metadata address: only the agent gateway refuses it); what came before it
+        # is applied
         refused = tmp_path / "refused.yaml"
         refused.write_text(
             "apiVersion: strata/v1\nkind: Platform\n"
@@ -299,7 +300,7 @@ async def test_round_trip(tmp_path: Path, demo_url: str, http: aiohttp.ClientSes
             "  upstreams: [{id: nowhere, nodes: {127.0.0.1:1: 1}, type: roundrobin}]\n"
             "  routes: [{id: later, uri: /later, upstream_id: nowhere}]\n"
             "mcp_servers: [{id: unlisted, tenant_id: later, name: x,"
-            " url: 'http://unresolvable.invalid/mcp'}]\n"
+            " url: 'http://169.254.169.254/mcp'}]\n"
         )
         stopped = strata("config", "apply", "--data-dir", str(second), str(refused), env=env)
         assert stopped.returncode == 1, stopped

@@ -173,7 +173,8 @@ def test_export_writes_references_for_every_secret_it_cannot_show() -> None:
                    {"id": "p2", "key_source": {"type": "env_var", "var_name": "P2_KEY"}}],
         edge={"consumers": [{"username": "u", "plugins": {"key-auth": {"key": REDACTED}}}]},
         mcp_servers=[{"id": "s", "auth": {**DEFAULT_MCP_AUTH, "client_id": "c", "mode": "strict"}},
-                     {"id": "t", "auth": {**DEFAULT_MCP_AUTH, "mode": "permissive"}}],
+                     {"id": "t", "auth": {**DEFAULT_MCP_AUTH, "mode": "permissive"}},
+                     {"id": "o", "auth": {**DEFAULT_MCP_AUTH, "mode": "optional"}}],
     )  # fmt: skip
     exported = with_references(live)
     assert exported["settings"]["notification_config"] == {
@@ -189,7 +190,11 @@ def test_export_writes_references_for_every_secret_it_cannot_show() -> None:
     assert (
         exported["mcp_servers"][0]["auth"]["client_secret"] == "${env:STRATA_MCP_S_CLIENT_SECRET}"
     )
-    assert "client_secret" not in exported["mcp_servers"][1]["auth"]  # no client: no secret
+    # permissive without a client of its own: the platform's client, with this secret
+    assert (
+        exported["mcp_servers"][1]["auth"]["client_secret"] == "${env:STRATA_MCP_T_CLIENT_SECRET}"
+    )
+    assert "client_secret" not in exported["mcp_servers"][2]["auth"]  # sends no auth: none
 
 
 # --- plan ------------------------------------------------------------------------------------
@@ -327,6 +332,22 @@ def test_an_mcp_server_without_tools_in_the_file_keeps_those_it_was_registered_w
     desired["mcp_servers"][0]["tools"] = [{"name": "sum"}]
     (change,) = make_plan(desired, live).changes
     assert change.details[0].startswith('tools: [{"description": "", "inputSchema"')
+
+
+def test_an_auth_configuration_gets_the_fields_the_api_requires() -> None:
+    """The API requires `client_secret` and `required_scopes` (issue 22.3); a file may leave
+    them out: no scopes, and the empty secret, which keeps the stored one."""
+    live = copy.deepcopy(LIVE)
+    live["mcp_servers"] = [{"id": "s", "tenant_id": "t", "name": "S", "url": "http://h/mcp",
+                            "protocol": "auto", "tools": []}]  # fmt: skip
+    server = {"id": "s", "tenant_id": "t", "name": "S", "url": "http://h/mcp"}
+    desired = doc(mcp_servers=[{**server, "auth": {"mode": "permissive"}}])
+    (change,) = make_plan(desired, live).changes
+    assert change.calls[0].body == {
+        "client_secret": "",
+        "required_scopes": [],
+        "mode": "permissive",
+    }
 
 
 def test_a_resource_missing_one_of_its_alternatives_is_told_which() -> None:

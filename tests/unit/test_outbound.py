@@ -179,3 +179,61 @@ async def test_the_session_does_not_use_proxies_from_the_environment(
     ):
         assert resp.status == 200
         assert isinstance(http, aiohttp.ClientSession)
+
+
+UNRESOLVABLE_NAMES = [
+    "https://hooks.example.com/T000/B000",  # may or may not resolve here: never looked up
+    "http://nothing.invalid/",
+    "http://mcp-tools.agents.svc.cluster.local:8080/mcp",  # a Kubernetes service name
+    "http://billing-internal:9000/oauth/token",  # a host reachable only from the cluster
+]
+
+
+@pytest.mark.parametrize("url", UNRESOLVABLE_NAMES)
+def test_configuration_time_accepts_names_it_does_not_resolve(url: str, monkeypatch) -> None:
+    """Issue 22.1: the policy is enforced on every connection, by address; storing a URL
+    checks its syntax, scheme, literal addresses and metadata names only."""
+
+    async def must_not_resolve(host: str, port: int) -> list[outbound.IPAddress]:
+        raise AssertionError(f"resolved {host} at configuration time")
+
+    monkeypatch.setattr(outbound, "resolve_host", must_not_resolve)
+    for development in (True, False):
+        assert str(outbound.check_configured_url(url, development=development)) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/latest/",
+        "http://[fe80::1%25eth0]/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://METADATA.GOOGLE.INTERNAL./",
+        "http://2852039166/",  # 169.254.169.254 as one number
+        "http://0xa9.0xfe.0xa9.0xfe/",  # the same in hexadecimal parts
+        "http://[::ffff:169.254.169.254]/",
+        "http://0.0.0.0:4001/",
+        "gopher://127.0.0.1:6379/_INFO",
+        "http://exa mple.com/",
+        "",
+    ],
+)
+def test_configuration_time_still_refuses_literals_metadata_and_syntax(url: str) -> None:
+    with pytest.raises(OutboundRefused) as info:
+        outbound.check_configured_url(url, development=True, field="webhook_url")
+    assert info.value.body()["field"] == "webhook_url"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080/hook", "http://localhost:9/", "http://0x7f.1/", "http://[::1]/"]
+)
+def test_configuration_time_loopback_depends_on_the_environment(url: str) -> None:
+    assert outbound.check_configured_url(url, development=True)
+    with pytest.raises(OutboundRefused, match="loopback"):
+        outbound.check_configured_url(url, development=False)
+
+
+async def test_the_connection_time_check_still_refuses_a_name_that_does_not_resolve() -> None:
+    with pytest.raises(OutboundRefused, match="does not resolve"):
+        await check_outbound_url("http://nothing.invalid/", development=True)

@@ -30,7 +30,7 @@ from runtime.access import current_caller
 from runtime.context import respond
 from runtime.errors import AlreadyExists, NotFound, UpstreamError
 from runtime.fields import identifier, invalid, now_iso
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 from runtime.protojson import plain_json, to_json
 from runtime.stores.kv_errors import kv_unavailable, store_errors
 from strata.agent.v1 import a2a_pb2, a2a_pb2_grpc
@@ -79,7 +79,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         agent_id = identifier(request.id, "id")
         if len(request.capabilities) > MAX_CAPABILITIES:
             raise invalid("capabilities", f"at most {MAX_CAPABILITIES} capabilities")
-        await check_outbound_url(request.url, development=self.forwarder.development, field="url")
+        check_configured_url(request.url, development=self.forwarder.development, field="url")
         card = AgentCard(
             id=agent_id,
             name=_text(request.name, "name", required=True),

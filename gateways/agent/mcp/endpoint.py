@@ -234,6 +234,10 @@ class McpEndpoint:
         except Unauthenticated as exc:
             return self.resource.challenge(request, exc)
         session_id = headers.get(SESSION_HEADER) or request.query.get("session_id")
+        if "content-type" in headers and not json_codec.is_json_media_type(request.content_type):
+            # MCP's Streamable HTTP transport posts JSON only (the official SDK's server: 415)
+            message = f"unsupported Content-Type {request.content_type!r}: send application/json"
+            return _rpc_error(None, -32600, message, status=415)
         try:  # the codec's limits: no deep nesting, no lone surrogates
             message = json_codec.loads(await request.read())
         except ValueError as exc:

@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 
 from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.auth_config import AuthSettings, settings
+from gateways.agent.mcp.auth_config import AuthSettings, PlatformClient, settings
 from gateways.agent.mcp.errors import UpstreamAuthFailed
 from gateways.agent.mcp.secrets import SecretBox
 from runtime.outbound import OutboundRefused, check_outbound_url, outbound_session
@@ -37,9 +37,18 @@ class TokenError(Exception):
 
 
 class OAuthTokens:
-    def __init__(self, kv: Redis, box: SecretBox, *, development: bool, timeout: float) -> None:
+    def __init__(
+        self,
+        kv: Redis,
+        box: SecretBox,
+        platform: PlatformClient,
+        *,
+        development: bool,
+        timeout: float,
+    ) -> None:
         self.kv = kv
         self.box = box
+        self.platform = platform
         self.development = development
         self.timeout = timeout
         self._fetching: dict[str, asyncio.Future[str]] = {}  # one fetch per server at a time
@@ -66,7 +75,7 @@ class OAuthTokens:
                 return {"Authorization": f"Bearer {token}"}
             except ValueError:
                 pass  # sealed under a key no longer listed (or in clear, before): fetch again
-        config = settings(raw_config, self.box, server_id)
+        config = settings(raw_config, self.box, server_id, self.platform)
         if config is None:
             return {}
         try:
@@ -111,19 +120,28 @@ class OAuthTokens:
             raise TokenError("no client_id or token endpoint configured")
         if config.client_secret is None:
             raise TokenError("no client secret stored (or it no longer decrypts)")
+        # The platform's own identity provider is the operator's configuration, not a URL a
+        # tenant stored: it is not held to the outbound guard (it is often a cluster address).
+        guarded = config.token_endpoint != self.platform.token_endpoint
         try:
-            await check_outbound_url(
-                config.token_endpoint, development=self.development, field="token_endpoint"
-            )
+            if guarded:
+                await check_outbound_url(
+                    config.token_endpoint, development=self.development, field="token_endpoint"
+                )
         except OutboundRefused as exc:
             raise TokenError(exc.message) from exc
+        session = (
+            outbound_session(development=self.development, timeout=self.timeout)
+            if guarded
+            else aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+        )
         form = {"grant_type": "client_credentials"}
         if config.required_scopes:
             form["scope"] = " ".join(config.required_scopes)
         body: Any = None
         try:
             async with (
-                outbound_session(development=self.development, timeout=self.timeout) as http,
+                session as http,
                 http.post(
                     config.token_endpoint,
                     data=form,

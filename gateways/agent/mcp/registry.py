@@ -23,7 +23,7 @@ from google.protobuf import json_format
 
 from gateways.agent.changes import announce, changed_here
 from gateways.agent.mcp import keys
-from gateways.agent.mcp.auth_config import redacted, stored_config
+from gateways.agent.mcp.auth_config import PlatformClient, redacted, stored_config
 from gateways.agent.mcp.errors import ServerNotFound
 from gateways.agent.mcp.fingerprint import Tool, fingerprint, normalize_tools
 from gateways.agent.mcp.forwarder import McpForwarder
@@ -34,7 +34,7 @@ from gateways.agent.mcp.upstream import PROTOCOLS, UpstreamPool
 from gateways.agent.tenancy import acting_tenant, visible_tenant
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
-from runtime.outbound import check_outbound_url
+from runtime.outbound import check_configured_url
 from runtime.stores.kv_errors import kv_unavailable
 from strata.agent.v1 import registry_pb2 as pb
 from strata.agent.v1 import registry_pb2_grpc
@@ -65,6 +65,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         pool: UpstreamPool,
         watch: ToolSetWatch,
         box: SecretBox,
+        platform: PlatformClient,
         *,
         development: bool,
         now: Any,
@@ -74,6 +75,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         self.pool = pool
         self.watch = watch
         self.box = box
+        self.platform = platform
         self.development = development
         self.now = now
 
@@ -108,7 +110,7 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         protocol = request.protocol if request.HasField("protocol") else "auto"
         if protocol not in PROTOCOLS:
             raise _invalid("protocol", f"protocol must be one of {', '.join(PROTOCOLS)}")
-        await check_outbound_url(request.url, development=self.development, field="url")
+        check_configured_url(request.url, development=self.development, field="url")
         record: Record = {
             "id": server_id,
             "name": name,
@@ -159,7 +161,9 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         with kv_unavailable():
             raw = await self.kv.get(keys.auth_config(server_id))
         previous = json.loads(raw) if raw is not None else None
-        stored = await stored_config(request, previous, self.box, development=self.development)
+        stored = stored_config(
+            request, previous, self.box, self.platform, development=self.development
+        )
         stored["updated_at"] = self.now()
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:

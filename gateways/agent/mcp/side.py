@@ -10,6 +10,7 @@ from redis.exceptions import RedisError
 
 from gateways.agent.audit import AuditTrail
 from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.mcp.auth_config import PlatformClient
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
 from gateways.agent.mcp.oauth import OAuthTokens
@@ -42,8 +43,13 @@ class McpSide:
         self.box = SecretBox(keyring_of(config), config.secrets_key or config.master_key)
         self.store = ServerStore(stores.kv)
         self.pool = UpstreamPool(config.mcp_timeout_secs, development=config.development)
+        platform = PlatformClient(config.mcp_client_id, config.mcp_token_endpoint_url)
         self.tokens = OAuthTokens(
-            stores.kv, self.box, development=config.development, timeout=config.mcp_timeout_secs
+            stores.kv,
+            self.box,
+            platform,
+            development=config.development,
+            timeout=config.mcp_timeout_secs,
         )
         self.forwarder = McpForwarder(
             self.pool, self.tokens, max_result_bytes=config.mcp_max_result_bytes
@@ -64,6 +70,7 @@ class McpSide:
             self.pool,
             self.watch,
             self.box,
+            platform,
             development=config.development,
             now=now_iso,
         )

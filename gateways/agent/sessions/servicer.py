@@ -1,12 +1,15 @@
 """`strata.agent.v1.SessionService`: create, list, read and terminate agent sessions, and list
 the tools a session may call.
 
-A session needs an explicit, non-empty `tool_allowlist` (spec: every session needs one;
-whatever is not on it is denied) and a positive `token_budget`. Creating one beyond the
-tenant policy's `max_concurrent_sessions` is 429 `session_limit_exceeded`; the check holds
-across replicas (`store.CREATE`). Sessions of another tenant answer 404 like unknown ones.
-Termination writes a `session_terminate` audit row; terminating again answers the same body
-and writes nothing.
+A session needs an explicit `tool_allowlist` (spec: every session needs one; whatever is not
+on it is denied) and a positive `token_budget`. An empty allowlist is explicit too: the session
+may call no tool. Whether the field was given at all only JSON can tell (proto3 has no
+presence for a repeated field): the front door answers a body without it 400
+(`HttpRule.required`); over gRPC an empty list is that explicit empty allowlist. Creating one
+beyond the tenant policy's `max_concurrent_sessions` is 429 `session_limit_exceeded`; the
+check holds across replicas (`store.CREATE`). Sessions of another tenant answer 404 like
+unknown ones. Termination writes a `session_terminate` audit row; terminating again answers
+the same body and writes nothing.
 """
 
 from __future__ import annotations
@@ -37,11 +40,6 @@ def session_not_found() -> NotFound:
 
 
 def _allowlist(values: Any) -> list[str]:
-    if not values:
-        raise invalid(
-            "tool_allowlist",
-            "tool_allowlist is required: name every tool the session may call (default deny)",
-        )
     if len(values) > MAX_ALLOWLIST:
         raise invalid("tool_allowlist", f"tool_allowlist has more than {MAX_ALLOWLIST} entries")
     for name in values:

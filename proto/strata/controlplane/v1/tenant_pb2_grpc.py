@@ -129,7 +129,8 @@ class TenantServiceServicer:
         budget at the AI gateway (`strata.ai.v1.BudgetService/SetBudget`), (d) the edge consumer
         group `{id}` (plugins `tenant-rate-limit`, and `ip-restriction` for the allowlist or a
         suspension), (e) with `org_name` or `realm_name`, the organization `{id}` at the identity
-        provider (when its admin API is configured). The id, given or generated (`<slug of
+        provider (when its admin API is configured); a `realm_name` other than the platform's
+        realm is bound to the tenant first (`cp:tenant-realms`). The id, given or generated (`<slug of
         name>-<6 hex>`), matches `[A-Za-z0-9._-]{1,64}` (it names the edge consumer group).
         Errors: ALREADY_EXISTS (409) {error:'Tenant already exists'} when the id is taken (of two
         concurrent creates of one id, exactly one succeeds); INVALID_ARGUMENT (400) naming the
