@@ -124,6 +124,7 @@ class Prepared:
     pii_detected: bool = False
     cache_lookup: bool = True  # may answer from the cache
     cache_store: bool = True  # may store its answer in the cache
+    wording: str | None = None  # the last user message before the tenant's prefix and suffix
 
 
 @dataclass
@@ -233,6 +234,13 @@ def validate(
         max_tokens = int(value)
     params = {k: _plain(v) for k, v in body.items() if k not in ("model", "messages", "stream")}
     return model, clean, params, max_tokens
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
+    """The text of the last message when a user wrote it (what the semantic cache compares)."""
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    return content if last.get("role") == "user" and isinstance(content, str) else None
 
 
 def _trace(headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
@@ -345,14 +353,16 @@ class ChatPipeline:
         if redaction_enabled(config):
             messages, pii = await self._redact(messages)
         outcome.pii_detected = pii
+        wording = _last_user_text(messages)
         messages = apply_prompt_config(config, messages)
         headers = {k.lower(): v for k, v in context.invocation_metadata() or ()}
         trace_id, propagated = _trace(headers)
         outcome.trace_id = trace_id
         lookup, store = _cache_policy(cache_enabled(config), headers.get("cache-control", ""))
         return Prepared(
-            tenant, model, messages, params, propagated, trace_id, max_tokens, pii, lookup, store
-        )
+            tenant, model, messages, params, propagated, trace_id, max_tokens, pii, lookup, store,
+            wording,
+        )  # fmt: skip
 
     async def _redact(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Every message with its PII replaced by `<TYPE>` placeholders (earlier turns reach
@@ -415,7 +425,11 @@ class ChatPipeline:
         try:
             async with asyncio.timeout(self.config.cache_lookup_timeout_ms / 1000):
                 return await self.cache.lookup(
-                    prepared.tenant, prepared.model, prepared.messages, prepared.params
+                    prepared.tenant,
+                    prepared.model,
+                    prepared.messages,
+                    prepared.params,
+                    prepared.wording,
                 )
         except TimeoutError:
             self.metrics.cache_lookup_timeouts.inc()
@@ -430,7 +444,12 @@ class ChatPipeline:
     async def _cache_store(self, prepared: Prepared, completion: dict[str, Any]) -> None:
         assert self.cache is not None
         await self.cache.store(
-            prepared.tenant, prepared.model, prepared.messages, prepared.params, completion
+            prepared.tenant,
+            prepared.model,
+            prepared.messages,
+            prepared.params,
+            completion,
+            prepared.wording,
         )
 
     def _estimate(self, prepared: Prepared) -> int:

@@ -222,3 +222,20 @@ async def test_two_gateway_processes_share_the_exact_tier(scripted, valkey_url, 
         await asyncio.sleep(0.5)
         assert await ask(urls[1], t) == "HIT"
     assert len(scripted.attempts) == 1
+
+
+async def test_a_tenants_suffix_does_not_keep_rewordings_from_hitting(
+    gateway, scripted, kv
+) -> None:
+    """The prompt configuration glues its suffix to the user's last word ("year?ref-3f9a"):
+    the guard compares what the user wrote, so a rewording is still a SEMANTIC_HIT."""
+    t = tenant()
+    await kv.set(f"cp:prompt-config:{t}", json.dumps({"suffix": "ref-3f9a1c2e"}))
+    try:
+        async with gateway() as ai:
+            assert await ask(ai.http_url, t, ASKED) == "MISS"
+            await asyncio.sleep(0.3)
+            assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
+    finally:
+        await kv.delete(f"cp:prompt-config:{t}")
+    assert len(scripted.attempts) == 1

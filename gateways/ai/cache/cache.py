@@ -113,11 +113,21 @@ class ResponseCache:
         return self._semantic
 
     async def lookup(
-        self, tenant: str, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+        self,
+        tenant: str,
+        model: str,
+        messages: list[dict[str, Any]],
+        params: dict[str, Any],
+        wording: str | None = None,
     ) -> tuple[str, dict[str, Any]] | None:
         """(`"HIT"`, completion) from the exact tier, else (`"SEMANTIC_HIT"`, completion)
         from a similar enough last user message in the same tenant, model, conversation
-        prefix and parameters, else None (a miss, or a store that failed)."""
+        prefix and parameters, else None (a miss, or a store that failed).
+
+        `wording`: the last user message as the user wrote it, when the tenant's prompt
+        configuration wraps it (prefix, suffix). The guard compares wordings: a suffix glued
+        to the last word ("year?owner-3f9a") would otherwise read as an identifier that
+        differs between any two prompts."""
         key = keys.exact_key(tenant, model, messages, params)
         try:
             semantic = await self._semantic_tier()
@@ -133,7 +143,7 @@ class ResponseCache:
             for candidate in nearest:
                 if candidate.similarity < self.anchored_threshold:
                     break  # closest first: the rest are further still
-                if not self._acceptable(candidate, text):
+                if not self._acceptable(candidate, wording or text):
                     continue
                 # The answer lives once, under the exact key the vector points at; gone
                 # (expired or evicted) means that candidate is no answer.
@@ -175,6 +185,7 @@ class ResponseCache:
         messages: list[dict[str, Any]],
         params: dict[str, Any],
         completion: dict[str, Any],
+        wording: str | None = None,
     ) -> None:
         """Store a fresh answer in both tiers (the pipeline calls it off the request path).
         The exact tier first: a vector row must never point at an answer not stored."""
@@ -188,7 +199,7 @@ class ResponseCache:
                 return
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
-            await semantic.add(tenant, model, scope, prompt_hash, vector, key, text)
+            await semantic.add(tenant, model, scope, prompt_hash, vector, key, wording or text)
         except self._store_errors as error:
             if isinstance(error, RedisError):
                 self.reachability.failed(error)
