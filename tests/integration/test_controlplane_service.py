@@ -164,7 +164,8 @@ async def test_identity_provider_tokens_are_accepted(cp: Serving, idp: str) -> N
 
 
 async def test_bad_input_is_a_clear_json_error(cp: Serving) -> None:
-    status, body, _ = await get(cp, "/api/tenants", BEARER, "POST", "{not json")
+    as_json = {**BEARER, "Content-Type": "application/json"}
+    status, body, _ = await get(cp, "/api/tenants", as_json, "POST", "{not json")
     assert status == 400
     assert body["error"] == "invalid_request" and "malformed JSON" in body["message"]
     status, body, _ = await get(cp, "/api/tenants", BEARER, "POST", '{"name": "a", "colr": 1}')

@@ -67,6 +67,7 @@ class Layers:
                                        "messages": [{"role": "user", "content": f"row {n}"}]}),
             await http.call("POST", f"{st.agent}/v1/mcp/tools/call", token=tenant.token,
                             json_body={"server_id": server, "tool_name": "echo",
+                                       "tenant_id": tenant.id,
                                        "arguments": {"text": f"row {n}"}}),
         ]  # fmt: skip
 
