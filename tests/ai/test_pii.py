@@ -7,7 +7,7 @@ import pytest
 
 from gateways.ai.pii import Redactor, default_redactor
 from gateways.ai.pii.patterns import luhn_valid
-from tests.ai.pii_eval.scoring import load, score
+from tests.ai.pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +115,19 @@ def test_a_resent_conversation_is_redacted_from_memory(monkeypatch) -> None:
     assert first[0][0]["content"] == "I am <PERSON>, <EMAIL>"
     assert all("Sofia" not in str(v) for v in redactor._memo.values())
     assert redactor.remembered([*turns, {"role": "user", "content": "and Ivan?"}]) is None
+
+
+def test_the_independent_set_is_frozen_with_its_held_out_split() -> None:
+    rows = load(INDEPENDENT)
+    spans = [span for row in rows for span in row["spans"]]
+    assert len(spans) >= 1000
+    assert sum(1 for row in rows if not row["spans"]) >= 300
+    assert len({row["locale"] for row in rows if row["source"].startswith("template")}) >= 20
+    held = load(INDEPENDENT, "heldout")
+    assert {span["type"] for row in held for span in row["spans"]} == set(TYPES)
+    # a template's sentences all sit on one side: held-out shapes are never tuned on
+    sides: dict[str, set[str]] = {}
+    for row in rows:
+        sides.setdefault(row["source"], set()).add(row["split"])
+    assert all(len(side) == 1 for side in sides.values())
+    assert all(row["text"][s["start"] : s["end"]].strip() for row in rows for s in row["spans"])
