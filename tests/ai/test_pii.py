@@ -3,9 +3,13 @@ alone, every message redacted, and the labelled set's accuracy targets."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.pii.patterns import luhn_valid
 from tests.ai.pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
@@ -131,3 +135,44 @@ def test_the_independent_set_is_frozen_with_its_held_out_split() -> None:
         sides.setdefault(row["source"], set()).add(row["split"])
     assert all(len(side) == 1 for side in sides.values())
     assert all(row["text"][s["start"] : s["end"]].strip() for row in rows for s in row["spans"])
+
+
+async def test_texts_waiting_for_the_model_go_through_it_together(redactor: Redactor) -> None:
+    redactor._memo.clear()
+    batches: list[int] = []
+    release = threading.Event()
+    real = redactor.redact_many
+
+    def counted(texts: list[str]) -> list[tuple[str, frozenset[str]]]:
+        batches.append(len(texts))
+        release.wait(10)  # the first batch holds the worker while the burst queues
+        return real(texts)
+
+    queue = RedactionQueue(redactor, workers=1)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(redactor, "redact_many", counted)
+            burst = [f"Please call Ingrid Johansson about order {n}." for n in range(32)]
+
+            def send(text: str) -> asyncio.Task[tuple[list[dict[str, str]], bool]]:
+                message = {"role": "user", "content": text}
+                return asyncio.create_task(queue.redact_messages([message]))
+
+            tasks = [send(burst[0])]
+            while not batches:  # noqa: ASYNC110 (the worker is another thread)
+                await asyncio.sleep(0.01)
+            tasks += [send(text) for text in burst[1:]]
+            while queue._jobs.qsize() < 31:  # noqa: ASYNC110 (a queue of another thread)
+                await asyncio.sleep(0.01)
+            release.set()
+            results = await asyncio.gather(*tasks)
+    finally:
+        queue.close()
+    assert batches == [1, 31]
+    assert [r[0][0]["content"] for r in results] == [
+        f"Please call <PERSON> about order {n}." for n in range(32)
+    ]
+    assert all(found for _, found in results)
+    # a resent text is answered from the memo, without a model pass
+    again = await queue.redact_messages([{"role": "user", "content": burst[0]}])
+    assert again == results[0] and batches == [1, 31]
