@@ -201,3 +201,42 @@ def test_street_addresses_outside_the_us_and_uk_forms(redactor: Redactor, addres
 )
 def test_a_capitalised_word_and_numbers_are_not_an_address(redactor: Redactor, text: str) -> None:
     assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ring me on 06 12 34 56 78 tonight.",
+        "Her number: (030) 1234567.",
+        "Please call 0171 2345678 after lunch.",
+        "Mobile 912 345 678, ask for the manager.",
+        "Text me at 8123 4567 when you land.",
+    ],
+)
+def test_phone_numbers_in_national_layouts(redactor: Redactor, text: str) -> None:
+    redacted, kinds = redactor.redact(text)
+    assert kinds == {"PHONE"} and not any(ch.isdigit() for ch in redacted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call support about order 7291514 today.",
+        "Barcode 4006381333931 does not scan.",
+        "The phone was released on 2024-10-16.",
+        "The host 192.168.10.20 is down.",
+        "ISBN 978-3-16-148410-0 is out of print.",
+        "The total came to 3,098.85 EUR.",
+        "Card 502023972890 expired.",  # 12 digits failing Luhn
+    ],
+)
+def test_numbers_that_are_not_phones_or_cards(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+def test_a_twelve_digit_card_after_the_word_card(redactor: Redactor) -> None:
+    assert luhn_valid("502023972891")
+    assert redactor.redact("Charge my card 502023972891 today.") == (
+        "Charge my card <CREDIT_CARD> today.",
+        frozenset({"CREDIT_CARD"}),
+    )

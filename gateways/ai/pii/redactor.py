@@ -10,7 +10,13 @@ from typing import Any
 from gateways.ai.pii.addresses import find_addresses
 from gateways.ai.pii.addresses_world import find_world_addresses
 from gateways.ai.pii.names import NameFinder
-from gateways.ai.pii.patterns import find_cards, find_emails, find_phones, find_ssns
+from gateways.ai.pii.patterns import (
+    find_cards,
+    find_emails,
+    find_phones,
+    find_ssns,
+    find_written_phones,
+)
 from gateways.ai.pii.spans import Found, replace, resolve
 
 MEMO_SIZE = 4096  # texts whose redaction is remembered
@@ -20,6 +26,7 @@ PATTERNS: tuple[Callable[[str], list[Found]], ...] = (
     find_ssns,
     find_cards,
     find_phones,
+    find_written_phones,
     find_addresses,
     find_world_addresses,
 )
