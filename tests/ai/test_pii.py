@@ -240,3 +240,24 @@ def test_a_twelve_digit_card_after_the_word_card(redactor: Redactor) -> None:
         "Charge my card <CREDIT_CARD> today.",
         frozenset({"CREDIT_CARD"}),
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Could you ask Ingeborg about the keys?", "Could you ask <PERSON> about the keys?"),
+        ("Dear Nguyễn Thị Lan, your order shipped.", "Dear <PERSON>, your order shipped."),
+        ("Forward this to Mette Sørensen before noon.", "Forward this to <PERSON> before noon."),
+    ],
+)
+def test_names_from_many_cultures_after_prepositions(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text) == (redacted, frozenset({"PERSON"}))
+
+
+@pytest.mark.parametrize(
+    "text", ["The Hilton near the station is full.", "Thanks to the whole Berger GmbH team."]
+)
+def test_institutions_and_companies_named_after_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())

