@@ -261,3 +261,24 @@ def test_names_from_many_cultures_after_prepositions(
 )
 def test_institutions_and_companies_named_after_people(redactor: Redactor, text: str) -> None:
     assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "Payment from Olli Virtanen with card 4111 1111 1111 1111 was declined.",
+            "Payment from <PERSON> with card <CREDIT_CARD> was declined.",
+        ),
+        ("How do I get from Tveit to Andreassen by train?", None),
+        ("The conference moves from Wieringerwaard to Assen next year.", None),
+        ("Plan a three-day trip to Teresa Ville next week.", None),
+        ("Our office in Santa Rosa closes at five on Fridays.", None),
+    ],
+)
+def test_from_is_a_person_unless_the_sentence_travels(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    """ "from" and "to" lead to a person unless the words around say a journey; "in", "at"
+    and "on" lead to a place."""
+    assert redactor.redact(text)[0] == (redacted or text)

@@ -103,7 +103,7 @@ def _from_model(text: str, doc: Any) -> list[Found]:
         if not is_street_name(text[f.start : f.end])
         and not COMPANY_AFTER.match(text, f.end)
         and not COMPANY_BEFORE.search(text, 0, f.start)
-        and not PLACE_BEFORE.search(text, 0, f.start)
+        and not _place_context(text, f.start, f.end)
         and not any(w.rstrip("'s\u2019") in COMPANY_WORDS for w in text[f.start : f.end].split())
         and not INSTITUTION.search(text, f.start, f.end)
     ]
@@ -118,12 +118,35 @@ INSTITUTION = re.compile(
 
 
 COMPANY_WORDS = {"SA", "SARL", "GmbH", "AG", "Ltd", "LLC", "Inc", "SPA", "SpA", "Group", "Nyrt"}
-# Vietnamese administrative units and street words, travel between places: what follows is
-# a place ("phường An Bình", "from Tarnowskie Góry to ...").
+# Vietnamese administrative units and street words, prepositions of place: what follows is
+# a place ("phường An Bình", "our office in Santa Rosa", "the camera on Ertaş Ridge").
 PLACE_BEFORE = re.compile(
     r"(?:\b(?:xã|phường|tỉnh|quận|huyện|thành phố|thị trấn|đường|phố|ngõ|Xã|Phường|Tỉnh|Quận"
-    r"|Huyện|Thành phố|Đường|Phố|Ngõ|near|from|Mont-|Saint-|Sainte-)\s*)$"
+    r"|Huyện|Thành phố|Đường|Phố|Ngõ|near|in|at|on|via|across|around|outside|inside|Mont-"
+    r"|Saint-|Sainte-)\s*)$"
 )
+# Travel: "from X to Y", "a trip to X", "fly to X", "to X by train": both ends are places.
+# ("Payment from X", "send it to X" say nothing of the kind: the words around decide.)
+TRAVEL_BEFORE = re.compile(
+    r"\b(?:trip|travel\w*|fl(?:y|ies|ew|ight)|mov(?:e|es|ed|ing)|relocat\w*|driv\w*|journey"
+    r"|commut\w*|route|train|bus|ferry|holiday|vacation)\s+(?:back\s+)?(?:from|to)\s+$",
+    re.IGNORECASE,
+)
+FROM_BEFORE = re.compile(r"\bfrom\s+$")
+TO_AFTER = re.compile(r"(?:\s+[A-Z]\S*){0,3}\s+to\s+[A-Z]")
+TO_BEFORE = re.compile(r"\bfrom\s+[A-Z][^.!?]*?\s+to\s+$")
+BY_VEHICLE_AFTER = re.compile(r"\s+by\s+(?:train|car|bus|plane|air|ferry|road|rail|boat|coach)\b")
+
+
+def _place_context(text: str, start: int, end: int) -> bool:
+    window = max(0, start - 60)
+    return bool(
+        PLACE_BEFORE.search(text, window, start)
+        or TRAVEL_BEFORE.search(text, window, start)
+        or (FROM_BEFORE.search(text, window, start) and TO_AFTER.match(text, end))
+        or TO_BEFORE.search(text, max(0, start - 80), start)
+        or BY_VEHICLE_AFTER.match(text, end)
+    )
 
 
 # "Royer SA", "Bakke, Abrahamsen og Olsen team", "PT Natsir": a name inside a company's.
