@@ -282,3 +282,23 @@ def test_from_is_a_person_unless_the_sentence_travels(
     """ "from" and "to" lead to a person unless the words around say a journey; "in", "at"
     and "on" lead to a place."""
     assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Ship it to 12 Hollis Camp, Brackley, NN13 7AB today.", "Ship it to <ADDRESS> today."),
+        ("Go to Calle 7 N° 12, Santa Fe 3000, Santa Fe.", "Go to <ADDRESS>."),
+        ("Deliver to 5 Soi Ari 4, Phaya Thai, Bangkok 10400.", "Deliver to <ADDRESS>."),
+        ("Write to Petőfi utca 7., H-7482 Hátberény soon.", "Write to <ADDRESS> soon."),
+    ],
+)
+def test_an_address_runs_on_over_its_city_region_and_postal_code(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text)[0] == redacted
+
+
+def test_a_phone_after_an_address_stays_a_phone(redactor: Redactor) -> None:
+    redacted = redactor.redact("Deliver to 5 Soi Ari 4, Bangkok 10400, +66 2 123 4567.")[0]
+    assert redacted == "Deliver to <ADDRESS>, <PHONE>."

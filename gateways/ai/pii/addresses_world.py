@@ -178,3 +178,37 @@ _STREET_END = re.compile(
 
 def is_street_name(text: str) -> bool:
     return bool(_STREET_END.search(text))
+
+
+# What may follow a street line and still be the address: postal codes with letters
+# ("S49 4AZ", "V2T6P8"), numbers ("Piso 1", "222."), capitalised place words, region codes
+# ("(MI)", "QC"), the linking words of place names ("Lenart v Slovenskih"). A lower-case word,
+# or a full stop not followed by a number or comma, ends it.
+_TAIL_SEP = r"(?:\s*,\s*|\s+-\s+|\s*/\s*|[ \t]+)"
+_TAIL_TOKEN = (
+    rf"(?:\d[^\W_]*(?:[-/][^\W_]+)*|N°|Nº|No\.|#|{_UP}[^\W_]*(?:[-'\u2019]+[^\W_]*)*"
+    rf"|\({_UP}{{2,3}}\)|{_LINK}(?=\s+(?:{_UP}|\d|[^\W\d_]+\s*,))"
+    # a lower-case word inside the tail, a comma and more of it after ("los bajos, CHIS")
+    rf"|[^\W\d_]+(?=\s*,\s*(?:{_UP}|\d)))(?:\.(?=\s*[,\d]))?"
+)
+_TAIL = re.compile(rf"{_TAIL_SEP}{_TAIL_TOKEN}(?!\w)")
+# The rest of a word the street line stopped inside ("S" of "S49 4AZ"), and an "Apto." dot
+_RESUME = re.compile(r"(?<=\w)[^\W_]*(?:[-'\u2019]+[^\W_]+)*(?:\.(?=\s*[,\d]))?")
+
+
+def extend_addresses(text: str, found: list[Found]) -> list[Found]:
+    """Each ADDRESS carried on over the rest of its tail (city, region, postal code) up to
+    the next other finding: a phone or e-mail after an address stays what it is."""
+    stops = sorted(f.start for f in found if f.kind != "ADDRESS")
+    out = []
+    for f in found:
+        if f.kind == "ADDRESS":
+            limit = next((s for s in stops if s >= f.end), len(text))
+            end = f.end
+            if (rest := _RESUME.match(text, end, limit)) is not None:
+                end = rest.end()
+            while (part := _TAIL.match(text, end, limit)) is not None:
+                end = part.end()
+            f = Found(f.start, end, f.kind)
+        out.append(f)
+    return out

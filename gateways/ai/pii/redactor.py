@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateways.ai.pii.addresses import find_addresses
-from gateways.ai.pii.addresses_world import find_world_addresses
+from gateways.ai.pii.addresses_world import extend_addresses, find_world_addresses
 from gateways.ai.pii.names import NameFinder
 from gateways.ai.pii.patterns import (
     find_cards,
@@ -51,7 +51,7 @@ class Redactor:
         """`find` of each text, the name model running over them as one batch."""
         names = self._names.find_many(texts)
         return [
-            resolve([item for detect in PATTERNS for item in detect(text)] + named)
+            resolve(extend_addresses(text, _patterns(text)) + named)
             for text, named in zip(texts, names, strict=True)
         ]
 
@@ -93,6 +93,10 @@ class Redactor:
         if memo is None:
             raise LookupError(text[:0])  # never carries the text
         return _outcome(text, memo)
+
+
+def _patterns(text: str) -> list[Found]:
+    return [item for detect in PATTERNS for item in detect(text)]
 
 
 def _outcome(text: str, memo: tuple[str | None, frozenset[str]]) -> tuple[str, frozenset[str]]:
