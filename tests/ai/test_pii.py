@@ -302,3 +302,42 @@ def test_an_address_runs_on_over_its_city_region_and_postal_code(
 def test_a_phone_after_an_address_stays_a_phone(redactor: Redactor) -> None:
     redacted = redactor.redact("Deliver to 5 Soi Ari 4, Bangkok 10400, +66 2 123 4567.")[0]
     assert redacted == "Deliver to <ADDRESS>, <PHONE>."
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Please remind Zolisa about the form.", "Please remind <PERSON> about the form."),
+        ("Send it to Mbeki Ntuli by Monday.", "Send it to <PERSON> by Monday."),
+        ("Contact: Vuyo Mkhize, ext 12", "Contact: <PERSON>, ext 12"),
+        ("'Dear Siyabonga Dlamini, thanks.'", "'Dear <PERSON>, thanks.'"),
+        (
+            "Dear Mrs. Okonkwo,\nYour visit is confirmed.",
+            "Dear Mrs. <PERSON>,\nYour visit is confirmed.",
+        ),
+        ("Thanks! Reply to the thread.", None),
+        ("Please convert the sum to Celsius.", None),
+    ],
+)
+def test_names_no_list_knows_after_a_word_that_says_a_person_follows(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our tester left for Kovalenko d.o.o. last month.",
+        "Give me a summary of Heller & Scheiber GmbH's annual report.",
+        "Our buyer left for Somogyi és Horváth Kht. last month.",
+        "Compare Okafor, Mbatha and Dube on revenue growth.",
+    ],
+)
+def test_family_names_in_a_firms_name_are_not_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+def test_a_name_beside_a_found_name_in_a_list(redactor: Redactor) -> None:
+    text = "Attendees: Demola Bakare, Kayode Adebisi, Funmi Ogunbiyi."
+    assert redactor.redact(text)[0] == "Attendees: <PERSON>, <PERSON>, <PERSON>."

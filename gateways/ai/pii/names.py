@@ -97,14 +97,20 @@ def _from_model(text: str, doc: Any) -> list[Found]:
         and _is_name(m.group())
     ]
     found += _from_gazetteer(text, found)
+    found += _after_a_cue(text, doc, found)
+    found += _beside_a_name(text, found)
     return [
         f
         for f in found
         if not is_street_name(text[f.start : f.end])
         and not COMPANY_AFTER.match(text, f.end)
+        and not _in_a_firms_list(text, f.start, f.end)
         and not COMPANY_BEFORE.search(text, 0, f.start)
         and not _place_context(text, f.start, f.end)
-        and not any(w.rstrip("'s\u2019") in COMPANY_WORDS for w in text[f.start : f.end].split())
+        and not any(
+            w.rstrip("'s\u2019") in COMPANY_WORDS or FIRM_WORD.match(w.rstrip("'s\u2019"))
+            for w in text[f.start : f.end].split()
+        )
         and not INSTITUTION.search(text, f.start, f.end)
     ]
 
@@ -150,13 +156,53 @@ def _place_context(text: str, start: int, end: int) -> bool:
 
 
 # "Royer SA", "Bakke, Abrahamsen og Olsen team", "PT Natsir": a name inside a company's.
-COMPANY_AFTER = re.compile(
-    r"(?:,?\s+(?:SA|SAS|SARL|GmbH|AG|KG|Ltd|LLC|Inc|PLC|SpA|SPA|S\.p\.A\.|Srl|s\.p\.|d\.o\.o\.|"
-    r"a\.s\.|s\.r\.o\.|Nyrt|Kft|Oy|AB|AS|ASA|ApS|BV|NV|ME|Ltda|EIRELI|S\.A\.|e Hijos|y Asociados"
-    r"|and Sons|& Sons|Group|Holding|Holdings|team|Team)\b)"
-    r"|\s*(?:,\s*[A-Z][^\W\d_]*)*,?\s+(?:and|og|och|og|und|et|e|y|i|és|a)\s+[A-Z][^\W\d_-]*(?:-[A-Z]\w*)?"
-    r"\s+(?:team|Team|SA|SARL|GmbH|Ltd|Inc|SPA|AS|ASA|Oy|AB)\b"
+# The legal forms of companies the world over (ISO 20275's commonest abbreviations) and the
+# words that close a firm's name ("et Fils", "és társa", "Công ty").
+LEGAL_FORM = (
+    r"(?:S\.?A\.?(?:\s+de\s+C\.?V\.?)?|S\.?A\.?S\.?|SARL|EURL|SNC|SCI|GmbH|mbH|AG|KG|KGaA|OHG|GbR"
+    r"|e\.\s?V\.|UG|Ltd\.?|Limited|LLC|LLP|LP|Inc\.?|Corp\.?|Corporation|Co\.|Company|PLC|plc"
+    r"|Pty|Pvt|SpA|SPA|S\.p\.A\.|Srl|S\.r\.l\.|s\.r\.l\.|s\.p\.|d\.o\.o\.|d\.d\.|a\.s\.|s\.r\.o\."
+    r"|v\.o\.s\.|k\.s\.|spol\.|Sp\.|S\.C\.|S\.L\.(?:L\.|U\.)?|SL|A\.C\.|Ltda\.?|EIRELI|ME|EPP"
+    r"|S/A|Nyrt\.?|Zrt\.?|Kft\.?|Bt\.?|Kht\.?|Oyj?|Ky|AB|HB|KB|AS|ASA|A/S|ApS|I/S|IVS|B\.?V\.?"
+    r"|N\.?V\.?|VOF|Tbk|Sdn\.? Bhd\.?|Bhd|KK|Cie\.?|Cía\.?|Sons|Söhne|Fils|Filhos|Hijos|Hermanos"
+    r"|Brothers|Bros\.?|társa|Partners|Associates|Asociados|Associados|Group|Holdings?|Sociedad"
+    r"|Limitada|Công ty|Doanh nghiệp|team|Team)(?![\w/])"
 )
+_JOIN = r"(?:,\s*|\s*&\s*|\s+-\s+|\s+(?:and|et|e|y|und|og|och|és|và|i|a|en)\s+|\s+)"
+_FIRM_WORD = r"[A-Z][^\W\d_]*(?:-[A-Z][^\W\d_]*)*"
+# "Royer SA", "Heller & Scheiber GmbH", "Somogyi és Horváth Kht.", "Bakke, Abrahamsen og
+# Olsen team": a name inside a company's.
+COMPANY_AFTER = re.compile(rf"(?:{_JOIN}{_FIRM_WORD}){{0,3}}{_JOIN}{LEGAL_FORM}")
+# "Fontaine, Germain and Simard": three or more family names in a list are a firm's name
+# when none of them is a given name (see _in_a_firms_list).
+SURNAME_LIST = re.compile(
+    rf"{_FIRM_WORD}(?:(?:,\s+|,?\s+(?:and|et|e|y|und|og|och|és|i|&)\s+){_FIRM_WORD}){{2,}}"
+)
+TITLES = {
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Miss",
+    "Mx",
+    "Dr",
+    "Prof",
+    "Sir",
+    "Madam",
+    "Frau",
+    "Herr",
+    "Sr",
+    "Sra",
+}
+
+
+def _in_a_firms_list(text: str, start: int, end: int) -> bool:
+    for m in SURNAME_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
+        if m.start() < end and start < m.end():
+            words = re.findall(_FIRM_WORD, m.group())
+            return not any(is_given_name(w) for w in words)
+    return False
+
+
 COMPANY_BEFORE = re.compile(
     r"(?:\b(?:PT|CV|UD|Perum|Proyectos|Grupo|Industrias|Hermanos)\s+|\bthe\s+(?:whole\s+|entire\s+)?"
     r"(?:[A-Z][^\W\d_]*,?\s+(?:and\s+)?)*)$"
@@ -276,6 +322,109 @@ def _from_gazetteer(text: str, found: list[Found]) -> list[Found]:
             and (PERSON_CUE.search(text, max(0, start - 30), start) or _paired(text, start, end))
         ):
             out.append(Found(start, end, "PERSON"))
+    return out
+
+
+# What the model files under these is not a person whatever the words before it say
+NOT_A_PERSON = {
+    "GPE",
+    "LOC",
+    "FAC",
+    "DATE",
+    "TIME",
+    "MONEY",
+    "QUANTITY",
+    "PRODUCT",
+    "EVENT",
+    "LANGUAGE",
+    "LAW",
+    "WORK_OF_ART",
+    "PERCENT",
+    "CARDINAL",
+    "ORDINAL",
+}
+
+
+# The cue right before the name: only a space, a colon or comma, a quote or bracket between
+# ("Thanks! Reply to" is not "Thanks, Olly"). After a weak cue a single word is not enough.
+CUE_BEFORE = re.compile(
+    r"\b(to|ask|asked|call|called|tell|told|email|e-mail|message|text|remind|meet|met|with"
+    r"|for|dear|hi|hello|hey|cc|thanks|thank|invite|pay|paid|let|help|by|of"
+    r"|attendees|contact|name|customer|applicant|patient|tenant|employee|colleague|manager"
+    r"|neighbour|neighbor|verify|identity|behalf)[ \t]*[:,]?[ \t]*['\"(]?$",
+    re.IGNORECASE,
+)
+WEAK_CUES = {"to", "by", "of", "for", "with"}
+
+
+def _after_a_cue(text: str, doc: Any, found: list[Found]) -> list[Found]:
+    """Names no list knows ("call Zehnia", "to Mandla Gigaba", "Dear Nomathemba Mncube"):
+    one to three capitalised words right after a word that says a person follows, which the
+    model does not file as a place, a date or a thing."""
+    labelled = [(e.start_char, e.end_char) for e in doc.ents if e.label_ in NOT_A_PERSON]
+    out = []
+    for run in _runs(text):
+        while run and (
+            run[0].group() in PARTICLES
+            or run[0].group() in TITLES
+            or run[0].group().lower() in COMMON_WORDS
+        ):
+            run = run[1:]
+        while run and run[-1].group() in PARTICLES:
+            run = run[:-1]
+        if not run or len(run) > 3 or any(ACRONYM.fullmatch(w.group()) for w in run):
+            continue
+        start, end = run[0].start(), run[-1].end()
+        cue = CUE_BEFORE.search(text, max(0, start - 30), start)
+        if (
+            cue
+            and (len(run) > 1 or cue.group(1).lower() not in WEAK_CUES)
+            and not ARTICLE.search(text, 0, start)
+            and not any(f.start < end and start < f.end for f in found)
+            # (a label that takes in the cue too, "Dear Siyabonga Dlamini", says nothing)
+            and not any(start <= a < end for a, _ in labelled)
+        ):
+            out.append(Found(start, end, "PERSON"))
+    return out
+
+
+LIST_JOIN = re.compile(r"(?:[ \t]*,[ \t]*|,?[ \t]+(?:and|or|und|et|y|e|og|och|i|és|&)[ \t]+)")
+FIRM_WORD = re.compile(rf"{LEGAL_FORM}$")
+
+
+def _beside_a_name(text: str, found: list[Found]) -> list[Found]:
+    """ "Salman and Abyasa", "attendees: Demilade Bakare, Kikelomo Adebisi": one to three
+    capitalised words in a list beside a name already found are names too."""
+    names = sorted(found, key=lambda f: f.start)
+    out: list[Found] = []
+    for _ in range(3):  # a list grows from its first known name, one neighbour a round
+        added = []
+        for run in _runs(text):
+            while run and (
+                run[0].group() in PARTICLES
+                or run[0].group() in TITLES
+                or run[0].group().lower() in COMMON_WORDS
+            ):
+                run = run[1:]
+            if (
+                not run
+                or len(run) > 3
+                or any(ACRONYM.fullmatch(w.group()) or FIRM_WORD.match(w.group()) for w in run)
+            ):
+                continue
+            start, end = run[0].start(), run[-1].end()
+            if any(f.start < end and start < f.end for f in names + out + added):
+                continue
+            # a full name beside a name; a single word only beside a known given name
+            if any(
+                (LIST_JOIN.fullmatch(text, f.end, start) or LIST_JOIN.fullmatch(text, end, f.start))
+                and (len(run) > 1 or is_given_name(text[f.start : f.end]))
+                for f in names + out
+            ):
+                added.append(Found(start, end, "PERSON"))
+        if not added:
+            break
+        out += added
     return out
 
 
