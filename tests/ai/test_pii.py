@@ -372,3 +372,19 @@ def test_a_given_name_that_speaks_or_is_asked_about(
     redactor: Redactor, text: str, redacted: str
 ) -> None:
     assert redactor.redact(text)[0] == redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "We moved to 8 Dunmore Footway, Port Lillian, NSW, 2617 in May.",
+            "We moved to <ADDRESS> in May.",
+        ),
+        ("Buy 3 Apples, Pears today.", None),
+    ],
+)
+def test_a_numbered_street_of_an_unknown_type_before_a_town_and_a_code(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    assert redactor.redact(text)[0] == (redacted or text)

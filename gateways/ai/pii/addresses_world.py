@@ -116,6 +116,9 @@ _STREET = re.compile(
     rf"|(?<![\w.]){_IN_WORD}\s+{_NUMBER}\b"
     # Contrada Danilo, 87 / rue Tristan Ribeiro / Intrarea Ene (a postal code must follow)
     rf"|(?<![\w.]){_TYPE_BEFORE}\s+(?:{_LINK}\s+)?{_NAME_WORDS}(?:,\s*{_NUMBER}\b)?"
+    # 8 Denise Footway, 92347 Anna Extensions: a street type no list here knows (then a
+    # town and a postal code must follow, see below)
+    rf"|(?P<bare>\b\d{{1,6}}[A-Za-z]?\s+{_CAP}(?:\s+{_CAP}){{0,2}})"
     r")"
 )
 _PART = re.compile(
@@ -157,12 +160,17 @@ def find_world_addresses(text: str) -> list[Found]:
         coded = bool(_HAS_POSTCODE.search(text, m.end(), end))
         # A street type and a number; a postal code after the street line; a typed street
         # with two more parts (a city and a region); a numbered one with three
-        if not digit_run and (
-            (typed and numbered)
-            or (coded and (numbered or typed))
-            or (typed and parts >= 2)
-            or (numbered and parts >= 3)
-        ):
+        if m.group("bare") and not typed:
+            # a number and capitalised words are a street only before a town and a code
+            accepted = coded and parts >= 2 and not digit_run
+        else:
+            accepted = not digit_run and (
+                (typed and numbered)
+                or (coded and (numbered or typed))
+                or (typed and parts >= 2)
+                or (numbered and parts >= 3)
+            )
+        if accepted:
             found.append(Found(m.start(), end, "ADDRESS"))
             at = end
         else:
