@@ -458,7 +458,7 @@ def _beside_a_name(text: str, found: list[Found]) -> list[Found]:
     names = sorted(found, key=lambda f: f.start)
     out: list[Found] = []
     for _ in range(3):  # a list grows from its first known name, one neighbour a round
-        added = []
+        added: list[Found] = []
         for run in _runs(text):
             while run and (
                 run[0].group() in PARTICLES
