@@ -388,3 +388,15 @@ def test_a_numbered_street_of_an_unknown_type_before_a_town_and_a_code(
     redactor: Redactor, text: str, redacted: str | None
 ) -> None:
     assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Please ask Bhekizizwe about the keys.", "Remind me to call Zehnia at noon."],
+)
+def test_after_a_strong_cue_the_models_place_label_does_not_veto(
+    redactor: Redactor, text: str
+) -> None:
+    """The small model files names it does not know as places (GPE); after "call" or "ask"
+    that is no evidence against a person."""
+    assert "<PERSON>" in redactor.redact(text)[0]
