@@ -54,7 +54,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -70,7 +69,8 @@ from gateways.ai.keys import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.model_loading import EMBEDDING_MODEL, PII_MODEL, load_logged, pii_model_dir
-from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.pii import default_redactor
+from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
@@ -309,8 +309,7 @@ class ChatPipeline:
         self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()
         self._lookup_timeout_logged = -10.0
-        self._redactor: Redactor | None = None
-        self._pii_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pii")
+        self._redaction: RedactionQueue | None = None  # started with the model, by start()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -318,7 +317,8 @@ class ChatPipeline:
         await self.table.start()
         await self.budgets.start()
         # The models load off the loop, before the first request needs them.
-        self._redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
+        redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
+        self._redaction = RedactionQueue(redactor)
         embedder = await load_logged(
             "semantic cache", EMBEDDING_MODEL, bundled_model_dir, default_embedder
         )
@@ -338,7 +338,8 @@ class ChatPipeline:
         await self.budgets.stop()
         if self.cache is not None:
             await self.cache.close()
-        self._pii_thread.shutdown(wait=False, cancel_futures=True)
+        if self._redaction is not None:
+            self._redaction.close()
         self.http.close()
 
     # --- steps 1 to 3 -----------------------------------------------------------------------
@@ -367,15 +368,11 @@ class ChatPipeline:
     async def _redact(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Every message with its PII replaced by `<TYPE>` placeholders (earlier turns reach
         the provider too), and whether there was any. The NER model takes milliseconds per
-        new text, so it runs on its own thread, never on the loop."""
-        if self._redactor is None:  # not started (start() loads it)
-            self._redactor = await asyncio.to_thread(default_redactor)
-        redactor = self._redactor
-        known = redactor.remembered(messages)  # a resent conversation: no thread hop
-        if known is not None:
-            return known
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pii_thread, redactor.redact_messages, messages)
+        new text, so it runs on the redaction workers (batched), never on the loop; a resent
+        conversation is answered from the memo on the loop."""
+        if self._redaction is None:  # not started (start() loads it)
+            self._redaction = RedactionQueue(await asyncio.to_thread(default_redactor))
+        return await self._redaction.redact_messages(messages)
 
     # --- step 4: routing -------------------------------------------------------------------
 

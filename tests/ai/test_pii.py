@@ -3,11 +3,15 @@ alone, every message redacted, and the labelled set's accuracy targets."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 
 from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.pii.patterns import luhn_valid
-from tests.ai.pii_eval.scoring import load, score
+from tests.ai.pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +119,284 @@ def test_a_resent_conversation_is_redacted_from_memory(monkeypatch) -> None:
     assert first[0][0]["content"] == "I am <PERSON>, <EMAIL>"
     assert all("Sofia" not in str(v) for v in redactor._memo.values())
     assert redactor.remembered([*turns, {"role": "user", "content": "and Ivan?"}]) is None
+
+
+def test_the_independent_set_is_frozen_with_its_held_out_split() -> None:
+    rows = load(INDEPENDENT)
+    spans = [span for row in rows for span in row["spans"]]
+    assert len(spans) >= 1000
+    assert sum(1 for row in rows if not row["spans"]) >= 300
+    assert len({row["locale"] for row in rows if row["source"].startswith("template")}) >= 20
+    held = load(INDEPENDENT, "heldout")
+    assert {span["type"] for row in held for span in row["spans"]} == set(TYPES)
+    # a template's sentences all sit on one side: held-out shapes are never tuned on
+    sides: dict[str, set[str]] = {}
+    for row in rows:
+        sides.setdefault(row["source"], set()).add(row["split"])
+    assert all(len(side) == 1 for side in sides.values())
+    assert all(row["text"][s["start"] : s["end"]].strip() for row in rows for s in row["spans"])
+
+
+async def test_texts_waiting_for_the_model_go_through_it_together(redactor: Redactor) -> None:
+    redactor._memo.clear()
+    batches: list[int] = []
+    release = threading.Event()
+    real = redactor.redact_many
+
+    def counted(texts: list[str]) -> list[tuple[str, frozenset[str]]]:
+        batches.append(len(texts))
+        release.wait(10)  # the first batch holds the worker while the burst queues
+        return real(texts)
+
+    queue = RedactionQueue(redactor, workers=1)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(redactor, "redact_many", counted)
+            burst = [f"Please call Ingrid Johansson about order {n}." for n in range(32)]
+
+            def send(text: str) -> asyncio.Task[tuple[list[dict[str, str]], bool]]:
+                message = {"role": "user", "content": text}
+                return asyncio.create_task(queue.redact_messages([message]))
+
+            tasks = [send(burst[0])]
+            while not batches:  # noqa: ASYNC110 (the worker is another thread)
+                await asyncio.sleep(0.01)
+            tasks += [send(text) for text in burst[1:]]
+            while queue._jobs.qsize() < 31:  # noqa: ASYNC110 (a queue of another thread)
+                await asyncio.sleep(0.01)
+            release.set()
+            results = await asyncio.gather(*tasks)
+    finally:
+        queue.close()
+    assert batches == [1, 31]
+    assert [r[0][0]["content"] for r in results] == [
+        f"Please call <PERSON> about order {n}." for n in range(32)
+    ]
+    assert all(found for _, found in results)
+    # a resent text is answered from the memo, without a model pass
+    again = await queue.redact_messages([{"role": "user", "content": burst[0]}])
+    assert again == results[0] and batches == [1, 31]
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "Calle Mayor 12, 28013 Madrid",
+        "Jl. Merdeka No. 7, Bandung 40111",
+        "Keizersgracht 123, 1015 CJ Amsterdam",
+        "Storgatan 5, 411 38 Göteborg",
+        "Carrera 7 # 32-16, Bogotá",
+    ],
+)
+def test_street_addresses_outside_the_us_and_uk_forms(redactor: Redactor, address: str) -> None:
+    assert redactor.redact(f"Please send the parcel to {address} by Friday.") == (
+        "Please send the parcel to <ADDRESS> by Friday.",
+        frozenset({"ADDRESS"}),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Room 101 is booked for the Release 6 review.", "Version 4111 1111 ships today."],
+)
+def test_a_capitalised_word_and_numbers_are_not_an_address(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ring me on 06 12 34 56 78 tonight.",
+        "Her number: (030) 1234567.",
+        "Please call 0171 2345678 after lunch.",
+        "Mobile 912 345 678, ask for the manager.",
+        "Text me at 8123 4567 when you land.",
+    ],
+)
+def test_phone_numbers_in_national_layouts(redactor: Redactor, text: str) -> None:
+    redacted, kinds = redactor.redact(text)
+    assert kinds == {"PHONE"} and not any(ch.isdigit() for ch in redacted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call support about order 7291514 today.",
+        "Barcode 4006381333931 does not scan.",
+        "The phone was released on 2024-10-16.",
+        "The host 192.168.10.20 is down.",
+        "ISBN 978-3-16-148410-0 is out of print.",
+        "The total came to 3,098.85 EUR.",
+        "Card 502023972890 expired.",  # 12 digits failing Luhn
+    ],
+)
+def test_numbers_that_are_not_phones_or_cards(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+def test_a_twelve_digit_card_after_the_word_card(redactor: Redactor) -> None:
+    assert luhn_valid("502023972891")
+    assert redactor.redact("Charge my card 502023972891 today.") == (
+        "Charge my card <CREDIT_CARD> today.",
+        frozenset({"CREDIT_CARD"}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Could you ask Ingeborg about the keys?", "Could you ask <PERSON> about the keys?"),
+        ("Dear Nguyễn Thị Lan, your order shipped.", "Dear <PERSON>, your order shipped."),
+        ("Forward this to Mette Sørensen before noon.", "Forward this to <PERSON> before noon."),
+    ],
+)
+def test_names_from_many_cultures_after_prepositions(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text) == (redacted, frozenset({"PERSON"}))
+
+
+@pytest.mark.parametrize(
+    "text", ["The Hilton near the station is full.", "Thanks to the whole Berger GmbH team."]
+)
+def test_institutions_and_companies_named_after_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "Payment from Olli Virtanen with card 4111 1111 1111 1111 was declined.",
+            "Payment from <PERSON> with card <CREDIT_CARD> was declined.",
+        ),
+        ("How do I get from Tveit to Andreassen by train?", None),
+        ("The conference moves from Wieringerwaard to Assen next year.", None),
+        ("Plan a three-day trip to Teresa Ville next week.", None),
+        ("Our office in Santa Rosa closes at five on Fridays.", None),
+    ],
+)
+def test_from_is_a_person_unless_the_sentence_travels(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    """ "from" and "to" lead to a person unless the words around say a journey; "in", "at"
+    and "on" lead to a place."""
+    assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Ship it to 12 Hollis Camp, Brackley, NN13 7AB today.", "Ship it to <ADDRESS> today."),
+        ("Go to Calle 7 N° 12, Santa Fe 3000, Santa Fe.", "Go to <ADDRESS>."),
+        ("Deliver to 5 Soi Ari 4, Phaya Thai, Bangkok 10400.", "Deliver to <ADDRESS>."),
+        ("Write to Petőfi utca 7., H-7482 Hátberény soon.", "Write to <ADDRESS> soon."),
+    ],
+)
+def test_an_address_runs_on_over_its_city_region_and_postal_code(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text)[0] == redacted
+
+
+def test_a_phone_after_an_address_stays_a_phone(redactor: Redactor) -> None:
+    redacted = redactor.redact("Deliver to 5 Soi Ari 4, Bangkok 10400, +66 2 123 4567.")[0]
+    assert redacted == "Deliver to <ADDRESS>, <PHONE>."
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Please remind Zolisa about the form.", "Please remind <PERSON> about the form."),
+        ("Send it to Mbeki Ntuli by Monday.", "Send it to <PERSON> by Monday."),
+        ("Contact: Vuyo Mkhize, ext 12", "Contact: <PERSON>, ext 12"),
+        ("'Dear Siyabonga Dlamini, thanks.'", "'Dear <PERSON>, thanks.'"),
+        (
+            "Dear Mrs. Okonkwo,\nYour visit is confirmed.",
+            "Dear Mrs. <PERSON>,\nYour visit is confirmed.",
+        ),
+        ("Thanks! Reply to the thread.", None),
+        ("Please convert the sum to Celsius.", None),
+    ],
+)
+def test_names_no_list_knows_after_a_word_that_says_a_person_follows(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Our tester left for Kovalenko d.o.o. last month.",
+        "Give me a summary of Heller & Scheiber GmbH's annual report.",
+        "Our buyer left for Somogyi és Horváth Kht. last month.",
+        "Compare Okafor, Mbatha and Dube on revenue growth.",
+    ],
+)
+def test_family_names_in_a_firms_name_are_not_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+def test_a_name_beside_a_found_name_in_a_list(redactor: Redactor) -> None:
+    text = "Attendees: Demola Bakare, Kayode Adebisi, Funmi Ogunbiyi."
+    assert redactor.redact(text)[0] == "Attendees: <PERSON>, <PERSON>, <PERSON>."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hotels are cheaper in San Pedro de Cartago.",
+        "The mayor of Marie-Louise Ville resigned.",
+        "Traffic on avenue Olivier is heavy today.",
+        "Best cafés near Jl. Tubagus Ismail?",
+        "Dương và Đặng Công ty TNHH is hiring.",
+        "The Gill, Morrison and Okafor warehouse is closed.",
+        "You can reach the desk after six. She knows.",
+    ],
+)
+def test_places_streets_firms_and_pronouns_are_not_people(redactor: Redactor, text: str) -> None:
+    assert redactor.redact(text) == (text, frozenset())
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Gérard said the printer is broken.", "<PERSON> said the printer is broken."),
+        ("Is Lucie coming to the party?", "Is <PERSON> coming to the party?"),
+        ("Has Ágatha Machado signed yet?", "Has <PERSON> signed yet?"),
+        ("Thank you, Dustin, for your help.", "Thank you, <PERSON>, for your help."),
+    ],
+)
+def test_a_given_name_that_speaks_or_is_asked_about(
+    redactor: Redactor, text: str, redacted: str
+) -> None:
+    assert redactor.redact(text)[0] == redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            "We moved to 8 Dunmore Footway, Port Lillian, NSW, 2617 in May.",
+            "We moved to <ADDRESS> in May.",
+        ),
+        ("Buy 3 Apples, Pears today.", None),
+    ],
+)
+def test_a_numbered_street_of_an_unknown_type_before_a_town_and_a_code(
+    redactor: Redactor, text: str, redacted: str | None
+) -> None:
+    assert redactor.redact(text)[0] == (redacted or text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Please ask Bhekizizwe about the keys.", "Remind me to call Zehnia at noon."],
+)
+def test_after_a_strong_cue_the_models_place_label_does_not_veto(
+    redactor: Redactor, text: str
+) -> None:
+    """The small model files names it does not know as places (GPE); after "call" or "ask"
+    that is no evidence against a person."""
+    assert "<PERSON>" in redactor.redact(text)[0]

@@ -8,8 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 from gateways.ai.pii.addresses import find_addresses
+from gateways.ai.pii.addresses_world import extend_addresses, find_world_addresses
 from gateways.ai.pii.names import NameFinder
-from gateways.ai.pii.patterns import find_cards, find_emails, find_phones, find_ssns
+from gateways.ai.pii.patterns import (
+    find_cards,
+    find_emails,
+    find_phones,
+    find_ssns,
+    find_written_phones,
+)
 from gateways.ai.pii.spans import Found, replace, resolve
 
 MEMO_SIZE = 4096  # texts whose redaction is remembered
@@ -19,7 +26,9 @@ PATTERNS: tuple[Callable[[str], list[Found]], ...] = (
     find_ssns,
     find_cards,
     find_phones,
+    find_written_phones,
     find_addresses,
+    find_world_addresses,
 )
 
 
@@ -36,23 +45,33 @@ class Redactor:
         self._memo_lock = threading.Lock()
 
     def find(self, text: str) -> list[Found]:
-        found = [item for detect in PATTERNS for item in detect(text)]
-        found += self._names.find(text)
-        return resolve(found)
+        return self.find_many([text])[0]
+
+    def find_many(self, texts: list[str]) -> list[list[Found]]:
+        """`find` of each text, the name model running over them as one batch."""
+        names = self._names.find_many(texts)
+        return [
+            resolve(extend_addresses(text, _patterns(text)) + named)
+            for text, named in zip(texts, names, strict=True)
+        ]
 
     def redact(self, text: str) -> tuple[str, frozenset[str]]:
-        digest = _digest(text)
-        memo = self._memo.get(digest)
-        if memo is None:
-            found = self.find(text)
+        return self.redact_many([text])[0]
+
+    def redact_many(self, texts: list[str]) -> list[tuple[str, frozenset[str]]]:
+        """`redact` of each text; the ones not remembered go through the model together."""
+        digests = [_digest(text) for text in texts]
+        known = {d: memo for d in digests if (memo := self._memo.get(d)) is not None}
+        new = [i for i, d in enumerate(digests) if d not in known]
+        for i, found in zip(new, self.find_many([texts[i] for i in new]), strict=True):
             # None: the text is clean and passes as is (so no text at all is remembered).
-            redacted = replace(text, found) if found else None
-            memo = (redacted, frozenset(f.kind for f in found))
+            memo = (replace(texts[i], found) if found else None, frozenset(f.kind for f in found))
+            known[digests[i]] = memo
             with self._memo_lock:
                 if len(self._memo) >= MEMO_SIZE:
-                    self._memo.pop(next(iter(self._memo)))
-                self._memo[digest] = memo
-        return (text if memo[0] is None else memo[0]), memo[1]
+                    self._memo.pop(next(iter(self._memo)), None)
+                self._memo[digests[i]] = memo
+        return [_outcome(text, known[d]) for text, d in zip(texts, digests, strict=True)]
 
     def remembered(
         self, messages: list[dict[str, Any]]
@@ -60,23 +79,31 @@ class Redactor:
         """`redact_messages` when every text was redacted before (no model call: cheap
         enough for the event loop), else None."""
         try:
-            return _each_text(messages, self._recalled)
+            return each_text(messages, self._recalled)
         except LookupError:
             return None
 
     def redact_messages(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Every message's string `content` redacted, in new dicts (other keys kept); True when
         any message held PII. Earlier turns are redacted too: they reach the provider as well."""
-        return _each_text(messages, self.redact)
+        return each_text(messages, self.redact)
 
     def _recalled(self, text: str) -> tuple[str, frozenset[str]]:
         memo = self._memo.get(_digest(text))
         if memo is None:
             raise LookupError(text[:0])  # never carries the text
-        return (text if memo[0] is None else memo[0]), memo[1]
+        return _outcome(text, memo)
 
 
-def _each_text(
+def _patterns(text: str) -> list[Found]:
+    return [item for detect in PATTERNS for item in detect(text)]
+
+
+def _outcome(text: str, memo: tuple[str | None, frozenset[str]]) -> tuple[str, frozenset[str]]:
+    return (text if memo[0] is None else memo[0]), memo[1]
+
+
+def each_text(
     messages: list[dict[str, Any]], redact: Callable[[str], tuple[str, frozenset[str]]]
 ) -> tuple[list[dict[str, Any]], bool]:
     out, any_pii = [], False
