@@ -168,7 +168,7 @@ async def test_bad_input_is_a_clear_json_error(cp: Serving) -> None:
     status, body, _ = await get(cp, "/api/tenants", as_json, "POST", "{not json")
     assert status == 400
     assert body["error"] == "invalid_request" and "malformed JSON" in body["message"]
-    status, body, _ = await get(cp, "/api/tenants", BEARER, "POST", '{"name": "a", "colr": 1}')
+    status, body, _ = await get(cp, "/api/tenants", as_json, "POST", '{"name": "a", "colr": 1}')
     assert status == 400 and "colr" in body["message"]
     status, body, _ = await get(cp, "/api/tenants", BEARER, "POST", b"x" * (1024 * 1024 + 1))
     assert status == 413 and body["error"] == "payload_too_large"
