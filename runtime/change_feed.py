@@ -140,7 +140,9 @@ class ChangeWatch:
             finally:
                 self._subscribed = False
                 self._lost()
-                with contextlib.suppress(RedisError, OSError):
+                # RuntimeError: a feed never stopped is closed by the garbage collector
+                # after its loop has ended; there is nothing left to close it on.
+                with contextlib.suppress(RedisError, OSError, RuntimeError):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
