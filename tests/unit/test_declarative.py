@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cli.main import cli
 from controlplane.declarative import format as fmt
 from controlplane.declarative.export import with_references
 from controlplane.declarative.live import DEFAULT_MCP_AUTH, REDACTED
@@ -22,7 +23,6 @@ from controlplane.declarative.references import (
 )
 from controlplane.declarative.stack import NoStack, find_target
 from controlplane.declarative.validate import validate
-from runtime.launcher.cli import cli
 
 EXAMPLE = Path(__file__).parents[2] / "controlplane" / "declarative" / "example.yaml"
 

@@ -7,9 +7,9 @@ import signal
 import sys
 from pathlib import Path
 
-from runtime.launcher import commands
-from runtime.launcher.ports import COLLIDING
-from runtime.launcher.up import up
+from cli.launcher import commands
+from cli.launcher.ports import COLLIDING
+from cli.launcher.up import up
 
 UP = """Run the whole platform locally: the embedded key-value store (Valkey), the dev identity
 provider, the mock backend, the echo LLM and the four services. Checks every port first,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.launcher.state import Stack
+from cli.launcher.state import Stack
 
 
 def check(path: Path) -> dict[str, Any] | None:
