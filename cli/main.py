@@ -144,7 +144,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def config_command(args: argparse.Namespace) -> int:
-    from controlplane.declarative import commands as config  # the launcher starts without it
+    from cli.declarative import commands as config  # the launcher starts without it
 
     if args.config_command == "validate":
         return config.validate_file(args.file)

@@ -12,7 +12,7 @@ Modules: `plan` (the processes and their environment), `secrets_file` (secrets.j
 `ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
 `state` (stack.json), `banner` (what is printed), `up`, `config_file` (`up --config`: a
 declarative configuration applied once up), `commands` (the other verbs). The command line
-itself is `cli.main` (`strata config` lives in controlplane/declarative).
+itself is `cli.main` (`strata config` lives in cli/declarative).
 """
 
 from cli.launcher.plan import SERVICES, SIDECAR_PORTS, Child, layout, plan

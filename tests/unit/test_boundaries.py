@@ -63,8 +63,7 @@ controlplane -> gateways.edge (resources, resource_schemas, schema, plugins.REGI
 plugins._grpc, plugins.grpc_transcode, credentials): edge-model (gateways.edge.model);
 gateways.edge.admin_http_rules -> controlplane.edge_config (schemas, servicer): edge-model;
 controlplane.providers -> gateways.ai (provider_table, providers, providers.base): providers
-(the ProbeProvider RPC); controlplane.declarative -> gateways.agent (mcp.fingerprint,
-policies) and -> cli.launcher (secrets_file, state): not yet owned."""
+(the ProbeProvider RPC)."""
 
 
 @pytest.mark.xfail(strict=True, reason=REMAINING)
