@@ -41,7 +41,7 @@ gen:
 	$(PY) proto/generate.py
 
 docs:
-	$(PY) -m runtime.docs
+	$(PY) -m cli.docs
 
 # buf breaking compares the protos with the latest release tag, once there is one.
 lint: install

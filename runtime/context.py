@@ -1,9 +1,11 @@
 """A servicer's context on both transports.
 
-`LocalContext` is the subset of `grpc.aio.ServicerContext` a servicer uses, for in-process
-calls from the front door. `respond(context, status=, headers=)` sets the HTTP status and
-response headers of a call through either context: they are trailing metadata (the status as
-`strata-http-status`), which gRPC callers read and the front door turns into its response.
+`ServicerContext` is the part of `grpc.aio.ServicerContext` a servicer uses, as a Protocol:
+servicers and runtime type their `context` with it, so one signature serves both transports.
+`LocalContext` implements it for in-process calls from the front door.
+`respond(context, status=, headers=)` sets the HTTP status and response headers of a call
+through either context: they are trailing metadata (the status as `strata-http-status`),
+which gRPC callers read and the front door turns into its response.
 `time_left()` is the deadline of the call being served, which peer calls inherit.
 """
 
@@ -11,24 +13,49 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn, Protocol
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import grpc
 
 HTTP_STATUS_KEY = "strata-http-status"
 
 
-class Context(Protocol):
-    """What `respond` needs of a servicer context (grpc.aio's or `LocalContext`)."""
+Metadatum = tuple[str, str | bytes]  # a metadata entry: `-bin` names carry bytes
 
-    def trailing_metadata(self) -> Any: ...
 
-    def set_trailing_metadata(self, metadata: Sequence[tuple[str, Any]]) -> None: ...
+class ServicerContext(Protocol):
+    """What a servicer may use of its context: `grpc.aio.ServicerContext` and `LocalContext`
+    both are one (checked below). Setters take their argument by position, as both name it
+    differently."""
+
+    def invocation_metadata(self) -> Collection[Metadatum] | None: ...
+
+    def peer(self) -> str: ...
+
+    def time_remaining(self) -> float | None: ...
+
+    async def abort(
+        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Sequence[Metadatum] = ()
+    ) -> NoReturn: ...
+
+    def set_code(self, code: grpc.StatusCode, /) -> None: ...
+
+    def code(self) -> grpc.StatusCode | None: ...
+
+    def set_details(self, details: str, /) -> None: ...
+
+    def details(self) -> str | None: ...
+
+    def set_trailing_metadata(self, metadata: Sequence[Metadatum], /) -> None: ...
+
+    def trailing_metadata(self) -> Collection[Metadatum] | None: ...
+
+    def cancelled(self) -> bool: ...
 
 
 def respond(
-    context: Context, *, status: int | None = None, headers: Mapping[str, str] = {}
+    context: ServicerContext, *, status: int | None = None, headers: Mapping[str, str] = {}
 ) -> None:
     """Set this call's HTTP status (e.g. 202 for a pending approval, 201 for a created object)
     and response headers (`x-cache`, `X-RateLimit-*`, `Location`). Repeated calls add up."""
@@ -125,3 +152,11 @@ class LocalContext:
 
     def cancelled(self) -> bool:
         return False
+
+
+if TYPE_CHECKING:  # mypy holds both transports' contexts to the Protocol
+
+    def _both_are_servicer_contexts(
+        served: grpc.aio.ServicerContext[Any, Any], local: LocalContext
+    ) -> tuple[ServicerContext, ServicerContext]:
+        return served, local

@@ -26,7 +26,7 @@ from google.protobuf import descriptor_pool
 
 from runtime.access import RpcRule, authorize, bind_caller, rules_for
 from runtime.auth import Authenticator, Principal
-from runtime.context import bind_deadline
+from runtime.context import ServicerContext, bind_deadline
 from runtime.errors import StrataError, trailing_metadata
 from runtime.telemetry import Metrics
 
@@ -136,7 +136,7 @@ class GuardInterceptor(grpc.aio.ServerInterceptor):
         self,
         rule: RpcRule,
         metadata: Mapping[str, str],
-        context: grpc.aio.ServicerContext[Any, Any],
+        context: ServicerContext,
         request: Any,
     ) -> AsyncIterator[None]:
         guard = self.guard

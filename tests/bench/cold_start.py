@@ -43,7 +43,7 @@ def one_run(data: Path) -> tuple[float, dict[str, float]]:
             break
     up = float(re.search(r"up in ([\d.]+)s", "".join(lines)).group(1))  # type: ignore[union-attr]
     time.sleep(5)  # idle, then read RSS as the launcher measures it
-    from runtime.launcher.supervise import rss_mb
+    from cli.launcher.supervise import rss_mb
 
     rss = {}
     for line in lines:

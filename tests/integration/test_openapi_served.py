@@ -27,6 +27,7 @@ from identity_kit import Sts, registered_agents
 from jsonschema import Draft202012Validator
 from support import ADMIN_API_KEY, MASTER_KEY, free_port, running, user_token, valkey_server
 
+from cli.docs import API_DIR, api_documents
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.servicer import PATCHABLE, POSTABLE
@@ -38,7 +39,6 @@ from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
 from gateways.edge.resources import KINDS
 from runtime.config import ServiceConfig
-from runtime.docs import API_DIR, api_documents
 from runtime.openapi import operations
 from runtime.serve import start as start_service
 from runtime.stores import Stores

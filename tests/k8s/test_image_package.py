@@ -33,7 +33,7 @@ def test_wheel_carries_every_package(tmp_path: Path) -> None:
         "strata/controlplane/v1/tenant_pb2.py",
         "strata/edge/v1/admin_pb2_grpc.py",
         "runtime/frontdoor.py",
-        "runtime/launcher/__init__.py",
+        "cli/launcher/__init__.py",
         "sidecars/echo_llm/provider.py",
         "controlplane/__main__.py",
         "gateways/ai/__main__.py",

@@ -47,6 +47,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests")]
 
 from support import free_port  # noqa: E402
 
+from cli.launcher.supervise import descendants, rss_mb  # noqa: E402
 from reliability.kit import (  # noqa: E402 - after the path is set
     STACK_ENV,
     Agent,
@@ -63,7 +64,6 @@ from reliability.kit import (  # noqa: E402 - after the path is set
     sidecar,
     unique,
 )
-from runtime.launcher.supervise import descendants, rss_mb  # noqa: E402
 
 SERVICES = ("controlplane", "ai-gateway", "agent-gateway", "edge-proxy")
 RSS_EVERY_SECS = 10

@@ -19,8 +19,8 @@ import pytest
 import redis.asyncio as redis
 from support import STRATA, launch_stack, stop_stack, user_token
 
+from cli.launcher.state import alive, read_state
 from controlplane.identity import IdentityAdmin
-from runtime.launcher.state import alive, read_state
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 

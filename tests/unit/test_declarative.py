@@ -10,21 +10,21 @@ from typing import Any
 
 import pytest
 
-from controlplane.declarative import format as fmt
-from controlplane.declarative.export import with_references
-from controlplane.declarative.live import DEFAULT_MCP_AUTH, REDACTED
-from controlplane.declarative.plan import make_plan, render
-from controlplane.declarative.references import (
+from cli.declarative import format as fmt
+from cli.declarative.export import with_references
+from cli.declarative.live import DEFAULT_MCP_AUTH, REDACTED
+from cli.declarative.plan import make_plan, render
+from cli.declarative.references import (
     UnresolvedReferences,
     env_reference,
     resolve,
     secret_name,
 )
-from controlplane.declarative.stack import NoStack, find_target
-from controlplane.declarative.validate import validate
-from runtime.launcher.cli import cli
+from cli.declarative.stack import NoStack, find_target
+from cli.declarative.validate import validate
+from cli.main import cli
 
-EXAMPLE = Path(__file__).parents[2] / "controlplane" / "declarative" / "example.yaml"
+EXAMPLE = Path(__file__).parents[2] / "cli" / "declarative" / "example.yaml"
 
 
 def doc(**sections: Any) -> dict[str, Any]:

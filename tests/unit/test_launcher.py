@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 from support import STRATA
 
+from cli.launcher import SERVICES, Child, layout, plan
+from cli.launcher.banner import session_help
+from cli.launcher.commands import env_lines, log_files
+from cli.launcher.ports import COLLIDING, busy, offset_problem
+from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
+from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
+from cli.launcher.supervise import Restarts, describe_model
+from cli.launcher.up import start_all
 from runtime.keyring import parse_keys
-from runtime.launcher import SERVICES, Child, layout, plan
-from runtime.launcher.banner import session_help
-from runtime.launcher.commands import env_lines, log_files
-from runtime.launcher.ports import COLLIDING, busy, offset_problem
-from runtime.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
-from runtime.launcher.state import Process, Stack, alive, read_state, start_time, write_state
-from runtime.launcher.supervise import Restarts, describe_model
-from runtime.launcher.up import start_all
 from sidecars.echo_llm.provider import echo_provider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
 
 
 def test_both_commands_take_the_same_options() -> None:
-    for argv in ([STRATA, "up", "--help"], [sys.executable, "-m", "runtime.launcher", "--help"]):
+    for argv in ([STRATA, "up", "--help"], [sys.executable, "-m", "cli.launcher", "--help"]):
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)
         assert "--edge-workers" in result.stdout and "--port-offset" in result.stdout
 
@@ -272,7 +272,7 @@ def test_cli_in_process_keeps_pythons_sigpipe_handling(tmp_path: Path) -> None:
     (CI died of SIGPIPE in test_http_client once test_declarative had called it)."""
     import signal
 
-    from runtime.launcher import cli
+    from cli.main import cli
 
     before = signal.getsignal(signal.SIGPIPE)
     assert cli(["version"]) == 0

@@ -9,7 +9,7 @@ import json
 import pytest
 from openapi_spec_validator import validate
 
-from runtime.docs import API_DIR, api_documents
+from cli.docs import API_DIR, api_documents
 from runtime.openapi import comments
 
 DOCUMENTS = api_documents()

@@ -16,16 +16,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controlplane.declarative.apply import ApplyStopped, apply_plan
-from controlplane.declarative.client import PlatformClient, Refused
-from controlplane.declarative.export import with_references
-from controlplane.declarative.format import FormatError, dump, load
-from controlplane.declarative.live import read_live
-from controlplane.declarative.normalize import Invalid
-from controlplane.declarative.plan import Plan, make_plan, render
-from controlplane.declarative.references import UnresolvedReferences, resolve
-from controlplane.declarative.stack import NoStack, Target, find_target
-from controlplane.declarative.validate import validate
+from cli.declarative.apply import ApplyStopped, apply_plan
+from cli.declarative.client import PlatformClient, Refused
+from cli.declarative.export import with_references
+from cli.declarative.format import FormatError, dump, load
+from cli.declarative.live import read_live
+from cli.declarative.normalize import Invalid
+from cli.declarative.plan import Plan, make_plan, render
+from cli.declarative.references import UnresolvedReferences, resolve
+from cli.declarative.stack import NoStack, Target, find_target
+from cli.declarative.validate import validate
 
 CHANGES, TROUBLE = 1, 2  # diff's exit codes (diff(1)'s): something would change; it failed
 

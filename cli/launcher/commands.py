@@ -15,11 +15,11 @@ from pathlib import Path
 import aiohttp
 
 import sidecars.idp
+from cli.launcher.banner import session_help
+from cli.launcher.secrets_file import read_secrets
+from cli.launcher.state import Process, Stack, alive, read_state
+from cli.launcher.supervise import grpc_serving, port_open, rss_mb
 from runtime.config import VERSION
-from runtime.launcher.banner import session_help
-from runtime.launcher.secrets_file import read_secrets
-from runtime.launcher.state import Process, Stack, alive, read_state
-from runtime.launcher.supervise import grpc_serving, port_open, rss_mb
 
 DEV_USERS = Path(sidecars.idp.__file__).parent / "dev-users.json"
 

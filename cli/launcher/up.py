@@ -15,14 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from runtime.config import ConfigError
-from runtime.launcher import config_file, ports
-from runtime.launcher.banner import session_help
-from runtime.launcher.bootstrap import bootstrap
-from runtime.launcher.plan import Child, layout, plan
-from runtime.launcher.secrets_file import read_secrets
-from runtime.launcher.state import Stack, clear_state, read_state, write_state
-from runtime.launcher.supervise import (
+from cli.launcher import config_file, ports
+from cli.launcher.banner import session_help
+from cli.launcher.bootstrap import bootstrap
+from cli.launcher.plan import Child, layout, plan
+from cli.launcher.secrets_file import read_secrets
+from cli.launcher.state import Stack, clear_state, read_state, write_state
+from cli.launcher.supervise import (
     RESTARTED,
     RESTARTS_PER_MINUTE,
     ModelLines,
@@ -35,6 +34,7 @@ from runtime.launcher.supervise import (
     tail,
     wait_healthy,
 )
+from runtime.config import ConfigError
 from runtime.logs import FLUSH_SECS
 
 FIRST = ("valkey", "idp")  # the services need these from their first call

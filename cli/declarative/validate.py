@@ -23,9 +23,9 @@ from typing import Any
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
 
-from controlplane.declarative import normalize
-from controlplane.declarative.format import AGENT, DOCUMENT, EDGE_ID, EDGE_KINDS, items
-from controlplane.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
+from cli.declarative import normalize
+from cli.declarative.format import AGENT, DOCUMENT, EDGE_ID, EDGE_KINDS, items
+from cli.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
 from controlplane.edge_config.schemas import SCHEMAS
 from controlplane.edge_config.seed import SEED_PLUGINS
 from gateways.edge.plugins import REGISTRY

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.launcher.secrets_file import read_secrets
-from runtime.launcher.state import read_state
+from cli.launcher.secrets_file import read_secrets
+from cli.launcher.state import read_state
 
 URLS = ("CP_URL", "ADMIN_URL", "AGENT_URL")
 KEYS = ("MASTER_KEY", "ADMIN_API_KEY")

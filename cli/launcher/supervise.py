@@ -16,7 +16,7 @@ import aiohttp
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from runtime.launcher.plan import Child
+from cli.launcher.plan import Child
 
 TAIL_LINES = 20
 

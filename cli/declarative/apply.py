@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.declarative.client import PlatformClient, Refused
-from controlplane.declarative.plan import SIGNS, Call, Change, Plan
+from cli.declarative.client import PlatformClient, Refused
+from cli.declarative.plan import SIGNS, Call, Change, Plan
 
 PAST = {"create": "created", "update": "updated", "delete": "deleted"}
 

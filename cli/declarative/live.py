@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from controlplane.declarative.client import PlatformClient
-from controlplane.declarative.format import EDGE_ID, EDGE_KINDS, empty
+from cli.declarative.client import PlatformClient
+from cli.declarative.format import EDGE_ID, EDGE_KINDS, empty
 
 REDACTED = "***REDACTED***"
 # What GET /v1/mcp/servers/{id}/auth shows for a server without an auth configuration.

@@ -25,9 +25,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.declarative import normalize
-from controlplane.declarative.format import EDGE_ID, EDGE_KINDS, edge_items, items
-from controlplane.declarative.live import DEFAULT_MCP_AUTH, REDACTED
+from cli.declarative import normalize
+from cli.declarative.format import EDGE_ID, EDGE_KINDS, edge_items, items
+from cli.declarative.live import DEFAULT_MCP_AUTH, REDACTED
 
 PROTECTED_TENANTS = ("platform",)
 TENANT_PARTS = ("ip_allowlist", "prompt_config", "branding", "policy", "notifications")

@@ -7,9 +7,9 @@ import signal
 import sys
 from pathlib import Path
 
-from runtime.launcher import commands
-from runtime.launcher.ports import COLLIDING
-from runtime.launcher.up import up
+from cli.launcher import commands
+from cli.launcher.ports import COLLIDING
+from cli.launcher.up import up
 
 UP = """Run the whole platform locally: the embedded key-value store (Valkey), the dev identity
 provider, the mock backend, the echo LLM and the four services. Checks every port first,
@@ -144,7 +144,7 @@ def cli(argv: list[str] | None = None) -> int:
 
 
 def config_command(args: argparse.Namespace) -> int:
-    from controlplane.declarative import commands as config  # the launcher starts without it
+    from cli.declarative import commands as config  # the launcher starts without it
 
     if args.config_command == "validate":
         return config.validate_file(args.file)

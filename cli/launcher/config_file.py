@@ -1,4 +1,4 @@
-"""`strata up --config FILE`: a declarative configuration (controlplane/declarative) applied
+"""`strata up --config FILE`: a declarative configuration (cli/declarative) applied
 once the stack is up, so a repository can hold a whole local environment.
 
 The file is checked before anything starts (a problem or an unresolvable `${env:…}` stops
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runtime.launcher.state import Stack
+from cli.launcher.state import Stack
 
 
 def check(path: Path) -> dict[str, Any] | None:
     """The file's document, references resolved; None after printing its problems."""
-    from controlplane.declarative.commands import resolved_document
+    from cli.declarative.commands import resolved_document
 
     return resolved_document(path)
 
@@ -26,11 +26,11 @@ def check(path: Path) -> dict[str, Any] | None:
 async def apply(
     path: Path, stack: Stack, secrets: dict[str, str], say: Callable[[str], None]
 ) -> bool:
-    from controlplane.declarative.apply import ApplyStopped
-    from controlplane.declarative.client import Refused
-    from controlplane.declarative.commands import apply_document, err
-    from controlplane.declarative.normalize import Invalid
-    from controlplane.declarative.stack import Target
+    from cli.declarative.apply import ApplyStopped
+    from cli.declarative.client import Refused
+    from cli.declarative.commands import apply_document, err
+    from cli.declarative.normalize import Invalid
+    from cli.declarative.stack import Target
 
     desired = check(path)
     if desired is None:

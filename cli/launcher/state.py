@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runtime.launcher.plan import Child
+from cli.launcher.plan import Child
 
 FILE = "stack.json"
 

@@ -1,4 +1,4 @@
-"""`python -m runtime.docs` (`make docs`): write the README's generated tables between their
+"""`python -m cli.docs` (`make docs`): write the README's generated tables between their
 marker comments: the configuration table, from the services' config classes, and the edge
 plugin table, from the plugin modules (`gateways/edge/plugins/`); and the four front doors'
 OpenAPI documents under docs/api/ (`runtime.openapi`).
@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from cli.launcher import SERVICES
 from runtime.config import markdown_table
-from runtime.launcher import SERVICES
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 API_DIR = Path(__file__).resolve().parents[1] / "docs" / "api"

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 
-from controlplane.declarative.stack import Target
+from cli.declarative.stack import Target
 
 
 class Refused(Exception):

