@@ -20,7 +20,8 @@
    (`isError: true`, 200), a transport failure is 502;
 9. an `agent_audit_log` row (arguments and result hashed) — refusals too, with the refusal
    as status;
-10. counters (the session's tokens: about 4 JSON characters per token, arguments and result);
+10. counters (the session's tokens: about 4 JSON characters per token, arguments and result),
+    settled when the call leaves its `CallTicket` (`call_ticket.py`);
 11. metrics.
 
 Store round trips (`admission.py`): the server record comes from a cache checked against the
