@@ -20,7 +20,8 @@
    (`isError: true`, 200), a transport failure is 502;
 9. an `agent_audit_log` row (arguments and result hashed) — refusals too, with the refusal
    as status;
-10. counters (the session's tokens: about 4 JSON characters per token, arguments and result);
+10. counters (the session's tokens: about 4 JSON characters per token, arguments and result),
+    settled when the call leaves its `CallTicket` (`call_ticket.py`);
 11. metrics.
 
 Store round trips (`admission.py`): the server record comes from a cache checked against the
@@ -38,7 +39,6 @@ approval that released it stays usable.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,15 +51,16 @@ from prometheus_client import Counter, Histogram
 from redis.asyncio import Redis
 
 from gateways.agent import admission
-from gateways.agent.admission import Admission, PendingApproval, Released, ToolCall
+from gateways.agent.admission import Admission, PendingApproval, ToolCall
 from gateways.agent.admission_cache import AdmissionCache
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import AuditTrail
+from gateways.agent.call_ticket import CallTicket
 from gateways.agent.changes import ChangeWatch
 from gateways.agent.hop_identity import Hop, HopVerifier
-from gateways.agent.mcp.errors import McpUpstreamError, ServerNotFound
-from gateways.agent.mcp.forwarder import McpForwarder, ToolResult
+from gateways.agent.mcp.errors import ServerNotFound
+from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.server_cache import ServerCache
 from gateways.agent.mcp.store import ServerStore
 from gateways.agent.mcp.tool_sets import is_callable
@@ -67,14 +68,12 @@ from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import acting_tenant
 from runtime.access import IDENTIFIER, authorize, bind_caller, current_caller, rule_of
 from runtime.context import respond
-from runtime.errors import InvalidRequest, NotFound, StrataError
+from runtime.errors import InvalidRequest, NotFound
 from runtime.protojson import merge_json, plain_json
-from runtime.stores.kv_errors import kv_unavailable
 from runtime.telemetry import Metrics
 from strata.agent.v1 import tool_call_pb2, tool_call_pb2_grpc
 
 PENDING = "pending_approval"
-UNKNOWN = "unknown"  # the label of a server or tool not (yet) found in the registry
 TRACER = trace.get_tracer("strata.agent")
 
 
@@ -206,121 +205,84 @@ class ToolCallPipeline:
         session_id: str | None,
         sts_token: str | None = None,
     ) -> Ran | PendingApproval:
-        labels = (tenant, UNKNOWN, UNKNOWN)
-        hop: Hop | None = None
         if session_id is not None and not IDENTIFIER.fullmatch(session_id):
             raise InvalidRequest("session_id must match [A-Za-z0-9._:-]{1,128}", field="session_id")
         call = ToolCall(tenant, tool_name, arguments, session_id)
         # Tokens matter to a session's budget only (outside one, nothing counts them).
         argument_chars = admission.json_chars(arguments) if session_id is not None else 0
         want = admission.tokens_for(argument_chars) + self.result_reserve_tokens
-        entry: Admission | None = None
-        taken, reserved = False, 0
-        grant: Released | None = None
-        answer: ToolResult | None = None
-        sent = False  # the request may have reached the upstream: the call counts
-        forwarding = False
-        generation = self.watch.generation  # what is read from here on may be kept
-        try:
-            while True:
-                found = await self._server_and_tool(tenant, server_id, tool_name)  # 1
-                server, tool, version = found
-                labels = (tenant, server_id, tool_name)
-                if hop is None and self.hops is not None:  # the hop token, its acting agent
-                    hop = await self.hops.check(sts_token, tenant, tool=tool_name)
-                if session_id is None:  # nothing changed since last read: no round trip
-                    entry = self.admissions.get(tenant, server_id)
-                    if entry is not None:
-                        break
-                try:  # 2, 3, 4 (a call slot taken), 6 unless HITL is due: one round trip
-                    entry = await admission.admit(
-                        self.kv, call, server_id=server_id, version=version, want=want
-                    )
-                except admission.Stale:  # the registry changed: read the server again
-                    self.servers.invalidate()
-                    continue
-                if session_id is None:
-                    self.admissions.put(tenant, server_id, entry, generation)
-                break
+        async with CallTicket(
+            self.kv, self.approvals, call, argument_chars, self._refused
+        ) as ticket:
+            server, tool, entry = await self._admit(ticket, server_id, sts_token, want)  # 1-4, 6
             if entry.refusal is not None:
                 raise entry.refusal
-            taken = entry.session is not None  # a call slot, and `reserved` tokens
-            reserved = entry.reserved
+            ticket.holds(entry)
             held = await admission.admit_hitl(self.approvals, self.events, entry.policy, call)  # 5
             if isinstance(held, PendingApproval):
-                self._refused(labels, call, entry, PENDING, hop)
+                self._refused(ticket, PENDING)
                 return held
-            grant = held
+            ticket.grant = held
             if entry.hitl and entry.session is not None:
-                taken = False  # refused, the script gives the slot back
-                reserved = await admission.reserve_budget(self.kv, entry.session, want)  # 6
-                taken = True
+                await ticket.reserve(want)  # 6
             self.validators.check(server, tool, arguments)  # 7
             auth = await self.forwarder.tokens.headers_from(
                 server_id, entry.auth_config, entry.auth_token
             )
-            forwarding = True
+            ticket.forwarding = True
             with TRACER.start_as_current_span("mcp.tools_call"):  # the upstream call, a child
                 answer = await self.forwarder.call_tool(  # 8
                     server, tool_name, arguments, timeout=self.timeout_secs, auth=auth
                 )
-            sent = True
+            ticket.ran(answer)
             outcome = "tool_error" if answer.is_error else "ok"
-            session = entry.session
+            hop = ticket.hop
             self.audit.record(  # 9
                 tenant,
                 "tool_call",
                 outcome,
                 session_id=session_id or "",
-                agent_id=_agent(session, hop),
+                agent_id=_agent(entry.session, hop),
                 tool_name=tool_name,
                 inputs=arguments,
                 outputs=answer.result,
                 act_chain=hop.act_chain if hop else None,
             )
-        except StrataError as exc:
-            if isinstance(exc, McpUpstreamError):
-                sent = exc.sent
-            self._refused(labels, call, entry, exc.error or "error", hop)
-            raise
-        except asyncio.CancelledError:  # the caller left: a call on its way out may have run
-            sent = forwarding
-            raise
-        finally:  # 10, also for a refused, held, failed or cancelled call
-            session = entry.session if taken and entry is not None else None
-            await self._settle(session, call, reserved, grant, sent, answer, argument_chars)
-        self.metrics.calls.labels(*labels, outcome).inc()  # 11
-        self.metrics.latency.labels(*labels).observe(answer.latency_ms / 1000)
+        # 10: leaving the ticket settled the session's counters
+        self.metrics.calls.labels(*ticket.labels, outcome).inc()  # 11
+        self.metrics.latency.labels(*ticket.labels).observe(answer.latency_ms / 1000)
         return Ran(answer.result, answer.latency_ms, server_id, tool_name)
 
-    async def _settle(
-        self,
-        session: SessionRecord | None,
-        call: ToolCall,
-        reserved: int,
-        grant: Released | None,
-        sent: bool,
-        answer: ToolResult | None,
-        argument_chars: int,
-    ) -> None:
-        """10: the session's counters. A call that reached the upstream keeps its slot and is
-        charged its tokens (arguments, and the result when one came); a call stopped before
-        gives its slot and reservation back, and the approval that released it stays usable.
-        `session`: the session whose slot the call holds (None: none taken)."""
-        if session is not None:
-            used = 0
-            if sent:
-                result_chars = admission.json_chars(answer.result) if answer is not None else 0
-                used = admission.tokens_for(argument_chars + result_chars)
-            await admission.settle(
-                self.kv, session.id, reserved=reserved, used=used, keep_slot=sent
-            )
-        if grant is not None and not sent:
-            with kv_unavailable():
-                await self.approvals.restore_grant(
-                    grant.approval_id, call.tenant_id, call.session_id, call.tool_name,
-                    call.arguments,
-                )  # fmt: skip
+    async def _admit(
+        self, ticket: CallTicket, server_id: str, sts_token: str | None, want: int
+    ) -> tuple[dict[str, Any], dict[str, Any], Admission]:
+        """Steps 1 to 4 (a call slot taken) and 6 unless HITL is due: the server, the tool and
+        the admission (one round trip, none for a call outside a session while nothing
+        changed since last read)."""
+        call = ticket.call
+        tenant, tool_name = call.tenant_id, call.tool_name
+        generation = self.watch.generation  # what is read from here on may be kept
+        while True:
+            server, tool, version = await self._server_and_tool(tenant, server_id, tool_name)
+            ticket.labels = (tenant, server_id, tool_name)
+            if ticket.hop is None and self.hops is not None:  # the hop token, its acting agent
+                ticket.hop = await self.hops.check(sts_token, tenant, tool=tool_name)
+            if call.session_id is None:  # nothing changed since last read: no round trip
+                entry = self.admissions.get(tenant, server_id)
+                if entry is not None:
+                    ticket.entry = entry
+                    return server, tool, entry
+            try:
+                entry = await admission.admit(
+                    self.kv, call, server_id=server_id, version=version, want=want
+                )
+            except admission.Stale:  # the registry changed: read the server again
+                self.servers.invalidate()
+                continue
+            ticket.entry = entry
+            if call.session_id is None:
+                self.admissions.put(tenant, server_id, entry, generation)
+            return server, tool, entry
 
     async def _server_and_tool(
         self, tenant: str, server_id: str, tool_name: str
@@ -341,16 +303,10 @@ class ToolCallPipeline:
             )
         return cached.record, tool, cached.version
 
-    def _refused(
-        self,
-        labels: tuple[str, str, str],
-        call: ToolCall,
-        entry: Admission | None,
-        reason: str,
-        hop: Hop | None = None,
-    ) -> None:
+    def _refused(self, ticket: CallTicket, reason: str) -> None:
+        call, entry, hop = ticket.call, ticket.entry, ticket.hop
         session = entry.session if entry is not None else None
-        self.metrics.denied.labels(*labels, reason).inc()
+        self.metrics.denied.labels(*ticket.labels, reason).inc()
         self.audit.record(
             call.tenant_id,
             "tool_call",

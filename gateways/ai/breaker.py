@@ -2,7 +2,7 @@
 
 Keys (per provider id):
 - `ai:breaker:{id}:failures`: consecutive failed attempts that say the provider is unavailable
-  (connection errors, timeouts, 429, 5xx, a broken answer: `pipeline.counts_against_availability`;
+  (connection errors, timeouts, 429, 5xx, a broken answer: `failover.counts_against_availability`;
   never a routing miss nor another 4xx, which are the request's or the configuration's),
   counted within AI_BREAKER_WINDOW_SECS; a success deletes it;
 - `ai:breaker:{id}:open`: present (TTL AI_BREAKER_OPEN_SECS) while the breaker is open;

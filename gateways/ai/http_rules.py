@@ -7,7 +7,7 @@ flag: the unary `CreateChatCompletion`, or, for `stream: true`, its `when_stream
 In process, the front door hands chat bodies to the servicer's `complete_json` /
 `stream_json` as parsed (`json_method`: the same pipeline, no protobuf round trip on the hot
 path). Over gRPC, the request's `body` Struct carries the whole OpenAI body (`passthrough`).
-The pipeline validates the body (`pipeline.validate`), answering 400 `invalid_request_error`
+The pipeline validates the body (`validation.validate`), answering 400 `invalid_request_error`
 naming the field. Chat errors use OpenAI's `invalid_request_error` type for every bad request,
 a malformed JSON body included (`chat_error`). The servicer sets the `x-cache` and
 `x-tenant-id` headers through its context (`runtime.context.respond`).

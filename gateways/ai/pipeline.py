@@ -5,7 +5,7 @@
    tenant than the claim: 403 before this runs); none → 401 `unauthorized`;
 2. validate — `model`, non-empty `messages`, roles system|user|assistant|tool, content a
    string or text content parts (joined), `max_tokens` a positive integer → 400
-   `invalid_request_error` naming the field (`param`);
+   `invalid_request_error` naming the field (`param`) (`validation.py`);
 3. the tenant's chat configuration (`prompt_config.py`): PII redaction of every message
    (`pii/`, unless the tenant turned it off; on its own thread), then the system prompt,
    prefix and suffix;
@@ -16,10 +16,11 @@
 5. the two-tier response cache (`cache/`), non-stream only, unless the tenant turned it off
    or the request says `Cache-Control: no-cache` / `no-store`: a hit answers at once with
    `x-cache: HIT` or `SEMANTIC_HIT`, reserving no budget;
-6. budget — reserve the estimate (`budget_reservation.py`), 429 `budget_exceeded`;
-7. call — per provider of the chain: key (`keys.py`), breaker (`breaker.py`), the adapter's
-   attempt with retries (`retry.py`); open breaker → next provider; all open → 503
-   `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`. Only
+6. budget — reserve the estimate (`usage.py`, `budget_reservation.py`), 429 `budget_exceeded`;
+   `metering.py`'s `metered(...)` holds the reservation and the outcome of steps 6 to 9;
+7. call (`failover.py`) — per provider of the chain: key (`keys.py`), breaker (`breaker.py`),
+   the adapter's attempt with retries (`retry.py`); open breaker → next provider; all open →
+   503 `all_providers_unavailable`; retries exhausted everywhere → 502 `provider_error`. Only
    availability failures (no answer, timeouts, 429, 5xx, a broken answer) count toward a
    breaker and are retried: a provider's 400/404/413/422 is the caller's 400 (404:
    `model_not_found`), and its other 4xx (401, 403: the gateway's key or account is wrong)
@@ -53,20 +54,25 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace
 
 from gateways.ai.background import Background
-from gateways.ai.breaker import PROBE, SKIP, Breakers, BreakerSettings
-from gateways.ai.budget_reservation import Budgets, Reservation, estimate_prompt_tokens
+from gateways.ai.breaker import Breakers, BreakerSettings
+from gateways.ai.budget_reservation import Budgets
 from gateways.ai.cache import ResponseCache, default_embedder
 from gateways.ai.cache.embedding import bundled_model_dir
+from gateways.ai.completions import Chunks, renewed
+from gateways.ai.completions import completion as completion_of
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.failover import Failover
 from gateways.ai.keys import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
+from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.model_loading import EMBEDDING_MODEL, PII_MODEL, load_logged, pii_model_dir
 from gateways.ai.pii import default_redactor
@@ -76,12 +82,13 @@ from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import Adapter, ChatCall, Delta, ProviderError, ProviderTarget
-from gateways.ai.retry import backoff
 from gateways.ai.routing import NoRoute, chain, local_provider, model_not_found, route
+from gateways.ai.usage import Streamed, answered, reserved
+from gateways.ai.validation import Prepared, validate
 from runtime.access import current_caller
 from runtime.config import VERSION
-from runtime.context import respond, time_left
-from runtime.errors import InvalidRequest, ResourceExhausted, Unavailable, UpstreamError
+from runtime.context import respond
+from runtime.errors import InvalidRequest
 from runtime.http1.client import HttpClient
 from runtime.keyring import keyring_of
 from runtime.outbound import guarded_resolve
@@ -90,41 +97,10 @@ from strata.ai.v1 import chat_pb2
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-INVALID = "invalid_request_error"
-ROLES = frozenset({"system", "user", "assistant", "tool"})
-# A provider's answer to these says the request itself is wrong: the client hears it as 400
-# (no retry, no fallback: another provider would refuse it too).
-CLIENT_FAULTS = frozenset({400, 404, 413, 422})
 LISTED_LOCAL_MODELS = 20  # named in a model_not_found message at most
 
 
-def counts_against_availability(exc: ProviderError) -> bool:
-    """Whether a failed attempt says the provider is unavailable (no answer, a timeout, 429,
-    5xx, an answer it broke off or garbled). Any other 4xx is about the request or the
-    gateway's own configuration (key, account, model): never a breaker's business."""
-    return exc.retryable or exc.status is None or exc.status >= 500
-
-
 PROPAGATED = ("traceparent", "tracestate", "x-request-id")
-
-
-@dataclass
-class Prepared:
-    """A validated request, ready to route."""
-
-    tenant: str
-    model: str
-    messages: list[dict[str, Any]]
-    params: dict[str, Any]  # the other OpenAI fields, forwarded as sent
-    headers: dict[str, str]  # propagated to the provider
-    trace_id: str
-    max_tokens: int | None
-    pii_detected: bool = False
-    cache_lookup: bool = True  # may answer from the cache
-    cache_store: bool = True  # may store its answer in the cache
-    wording: str | None = None  # the last user message before the tenant's prefix and suffix
 
 
 @dataclass
@@ -135,105 +111,6 @@ class Answer:
     completion: dict[str, Any]
     cache: str
     tenant: str
-
-
-@dataclass
-class Outcome:
-    """What one request did, for its log row and metrics."""
-
-    started: float = field(default_factory=time.perf_counter)
-    tenant: str = ""
-    model: str = ""
-    provider: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hit: bool = False
-    pii_detected: bool = False
-    trace_id: str = ""
-    result: str = "error"
-
-
-def _bad(message: str, param: str) -> InvalidRequest:
-    return InvalidRequest(message, error=INVALID, param=param)
-
-
-def _plain(value: Any) -> Any:
-    """A Struct value as JSON would carry it (whole numbers as integers)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _content(value: Any, param: str, role: str) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None and role == "assistant":  # an assistant turn with tool_calls only
-        return ""
-    if isinstance(value, list):
-        texts = []
-        for index, part in enumerate(value):
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise _bad(
-                    f"{param}[{index}]: only content parts of type 'text' are supported",
-                    f"{param}[{index}]",
-                )
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise _bad(f"{param}[{index}].text must be a string", f"{param}[{index}].text")
-            texts.append(text)
-        return "\n".join(texts)
-    raise _bad(f"{param} must be a string or an array of text content parts", param)
-
-
-def validate(
-    body: Mapping[str, Any],
-) -> tuple[str, list[dict[str, Any]], dict[str, Any], int | None]:
-    """(model, messages, other params, max_tokens) of an OpenAI chat body, or 400."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise _bad("you must provide a model parameter: 'model' is required (a string)", "model")
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise _bad("'messages' is required: an array of {role, content}", "messages")
-    if not messages:
-        raise _bad("'messages' must not be empty", "messages")
-    clean: list[dict[str, Any]] = []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict):
-            raise _bad(f"{where} must be an object with 'role' and 'content'", where)
-        role = message.get("role")
-        if not isinstance(role, str) or role not in ROLES:
-            raise _bad(
-                f"{where}.role must be one of system, user, assistant, tool; got {role!r}",
-                f"{where}.role",
-            )
-        if "content" not in message and role != "assistant":
-            raise _bad(f"{where}.content is required", f"{where}.content")
-        content = _content(message.get("content"), f"{where}.content", role)
-        clean.append({**_plain(message), "role": role, "content": content})
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool) and stream is not None:
-        raise _bad("'stream' must be a boolean", "stream")
-    max_tokens = None
-    for name in ("max_tokens", "max_completion_tokens"):
-        value = body.get(name)
-        if value is None:
-            continue
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value != int(value)
-            or value < 1
-        ):
-            raise _bad(f"'{name}' must be a positive integer", name)
-        max_tokens = int(value)
-    params = {k: _plain(v) for k, v in body.items() if k not in ("model", "messages", "stream")}
-    return model, clean, params, max_tokens
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:
@@ -305,6 +182,7 @@ class ChatPipeline:
             resolve=guarded_resolve(development=True), user_agent=f"strata-ai-gateway/{VERSION}"
         )
         self.local_models = LocalModels(self.http, adapters, development=config.development)
+        self.failover = Failover(config, adapters, self.breakers, self.http)
         self.kv = kv
         self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()
@@ -449,174 +327,43 @@ class ChatPipeline:
             prepared.wording,
         )
 
-    def _estimate(self, prepared: Prepared) -> int:
-        completion = prepared.max_tokens or self.config.completion_estimate
-        return estimate_prompt_tokens(prepared.messages) + completion
-
-    async def _reserve(self, prepared: Prepared, outcome: Outcome) -> Reservation:
-        try:
-            return await self.budgets.reserve(prepared.tenant, self._estimate(prepared))
-        except ResourceExhausted:
-            self.metrics.budget_exceeded.inc()
-            outcome.result = "budget_exceeded"
-            raise
-
-    # --- step 7: the call, with retries, breakers and fallbacks ----------------------------
-
-    async def _attempts(
-        self,
-        snapshot: Snapshot,
-        providers: list[Provider],
-        prepared: Prepared,
-        outcome: Outcome,
-        context: Any,
-        op: Callable[[Adapter, HttpClient, ProviderTarget, ChatCall], Awaitable[T]],
-    ) -> tuple[Provider, T]:
-        config = self.config
-        timeout = config.provider_timeout_secs
-        left = time_left()
-        if left is not None:
-            timeout = max(0.001, min(timeout, left))
-        messages: list[Mapping[str, Any]] = list(prepared.messages)
-        call = ChatCall(
-            model=prepared.model,
-            messages=messages,
-            params=prepared.params,
-            headers=prepared.headers,
-            timeout=timeout,
-        )
-        skipped_open, attempted, last_error = 0, False, "no provider could be called"
-        unavailable = False  # some attempt failed for want of availability (not configuration)
-        for provider in providers:
-            outcome.provider = outcome.provider or provider.id
-            adapter = self.adapters.get(provider.type)
-            if adapter is None:
-                last_error = f"provider {provider.id!r}: type {provider.type!r} has no adapter"
-                continue
-            try:
-                key = resolve_key(provider, snapshot, development=config.development)
-            except KeyUnavailable as exc:
-                last_error = str(exc)
-                continue
-            decision = await self.breakers.allow(provider.id)
-            if decision == SKIP:
-                skipped_open += 1
-                last_error = f"provider {provider.id!r}: circuit breaker open"
-                continue
-            attempted = True
-            outcome.provider = provider.id
-            target = ProviderTarget(
-                provider.id, provider.type, provider.base_url, provider.auth_type, key
-            )
-            http = self.http
-            for retry in range(config.retry_max + 1):
-                try:
-                    result = await op(adapter, http, target, call)
-                except ProviderError as exc:
-                    last_error = exc.message
-                    if not counts_against_availability(exc):
-                        if decision == PROBE:
-                            await self.breakers.success(provider.id)  # it answered
-                        if exc.status in CLIENT_FAULTS:
-                            raise _refused(provider, prepared.model, exc) from exc
-                        # 401, 403, ...: this provider's key or account; another may serve
-                        last_error = (
-                            f"provider {provider.id!r} refused the gateway's request "
-                            f"(check its key and account): {exc.message}"
-                        )
-                        break
-                    unavailable = True
-                    opened = await self.breakers.failure(provider.id)
-                    if not exc.retryable or opened or decision == PROBE:
-                        break
-                    if retry == config.retry_max:
-                        break
-                    await asyncio.sleep(backoff(retry, config.retry_initial_ms / 1000))
-                    continue
-                await self.breakers.success(provider.id)
-                return provider, result
-        if not attempted and skipped_open:
-            raise Unavailable(
-                "all providers of this model's chain are unavailable (circuit breakers open)",
-                error="all_providers_unavailable",
-            )
-        if attempted and not unavailable and not skipped_open:
-            # Only configuration faults: sending it again cannot help (OpenAI SDKs honour this).
-            respond(context, headers={"x-should-retry": "false"})
-        raise UpstreamError(last_error, error="provider_error")
-
     # --- non-stream -------------------------------------------------------------------------
 
     async def complete(self, body: Mapping[str, Any], context: Any) -> Answer:
         """One chat completion for the OpenAI `body`; the `x-cache` and `x-tenant-id` headers
         go on `context` (`respond`)."""
-        outcome = Outcome()
-        self.metrics.active.inc()
-        reservation: Reservation | None = None
-        try:
-            prepared = await self.prepare(body, context, outcome)
-            snapshot = await self.table.current()  # 4
-            providers = await self._route(snapshot, prepared.model)
-            outcome.provider = providers[0].id
+        async with self._metered() as meter:
+            outcome = meter.outcome
+            prepared, snapshot, providers = await self._ready(body, context, outcome)
             cached = await self._cache_lookup(prepared)  # 5
             if cached is not None:
                 tier, completion = cached
                 self.metrics.cache_hits.inc()
                 outcome.cache_hit, outcome.result = True, "ok"
                 respond(context, headers={"x-cache": tier, "x-tenant-id": prepared.tenant})
-                # The stored answer under a new id: two answers never share one.
-                completion = {
-                    **completion,
-                    "id": f"chatcmpl-{os.urandom(12).hex()}",
-                    "created": int(time.time()),
-                }
-                return Answer(completion, tier, prepared.tenant)
+                return Answer(renewed(completion), tier, prepared.tenant)
             self.metrics.cache_misses.inc()
-            reservation = await self._reserve(prepared, outcome)  # 6
+            await self._reserve(meter, prepared)  # 6
 
             async def one(
-                adapter: Adapter,
-                http: HttpClient,
-                target: ProviderTarget,
-                call: ChatCall,
+                adapter: Adapter, http: HttpClient, target: ProviderTarget, call: ChatCall
             ) -> Any:
                 return await adapter.complete(http, target, call)
 
-            _, answer = await self._attempts(snapshot, providers, prepared, outcome, context, one)
-            usage = answer.usage
-            prompt = usage.prompt_tokens or estimate_prompt_tokens(prepared.messages)
-            produced = usage.completion_tokens or (len(answer.content) + 3) // 4
-            outcome.prompt_tokens, outcome.completion_tokens = prompt, produced
-            held, reservation = reservation, None
-            await self._settle(held, prompt + produced)  # 8
-            completion = {
-                "id": answer.id or f"chatcmpl-{os.urandom(12).hex()}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": prepared.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": answer.content},
-                        "finish_reason": answer.finish_reason or "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": produced,
-                    "total_tokens": prompt + produced,
-                },
-            }
+            _, answer = await self.failover.run(  # 7
+                snapshot, providers, prepared, outcome, context, one
+            )
+            prompt, produced = answered(answer.usage, prepared.messages, answer.content)
+            meter.charge(prompt, produced)
+            await meter.settle()  # 8
+            completion = completion_of(
+                answer.id, prepared.model, answer.content, answer.finish_reason, prompt, produced
+            )
             if prepared.cache_store and self.cache is not None and not self.reachability.down:
                 self.background.spawn(self._cache_store(prepared, completion), "cache-store")
             respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})  # 9
             outcome.result = "ok"
             return Answer(completion, "MISS", prepared.tenant)
-        finally:
-            if reservation is not None:  # failed or cancelled before an answer: give it back
-                self.background.spawn(self._settle(reservation, 0), "budget-settle")
-            self.metrics.active.dec()
-            self._record(outcome)
 
     # --- stream -----------------------------------------------------------------------------
 
@@ -625,134 +372,53 @@ class ChatPipeline:
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The `chat.completion.chunk` objects of one streamed completion; the headers go on
         `context` before the first."""
-        outcome = Outcome()
-        self.metrics.active.inc()
-        reservation: Reservation | None = None
-        upstream: AsyncIterator[Delta] | None = None
-        produced: list[str] = []
-        reported = None
-        prepared: Prepared | None = None
-        finished = False
-        try:
-            prepared = await self.prepare(body, context, outcome)
-            snapshot = await self.table.current()
-            providers = await self._route(snapshot, prepared.model)
-            outcome.provider = providers[0].id
+        async with self._metered() as meter:
+            outcome = meter.outcome
+            prepared, snapshot, providers = await self._ready(body, context, outcome)
             # Streaming bypasses the cache (spec): no lookup, no store.
-            reservation = await self._reserve(prepared, outcome)
-
-            async def opened(
-                adapter: Adapter,
-                http: HttpClient,
-                target: ProviderTarget,
-                call: ChatCall,
-            ) -> tuple[AsyncIterator[Delta], Delta | None]:
-                deltas = aiter(adapter.stream(http, target, call))
-                try:
-                    return deltas, await anext(deltas)
-                except StopAsyncIteration:
-                    return deltas, None
-                except BaseException:
-                    await deltas.aclose()  # type: ignore[attr-defined]
-                    raise
-
-            provider, (upstream, delta) = await self._attempts(
-                snapshot, providers, prepared, outcome, context, opened
+            await self._reserve(meter, prepared)
+            provider, (upstream, delta) = await self.failover.run(
+                snapshot, providers, prepared, outcome, context, _opened
             )
-            respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
-            chunk_id, created, first = f"chatcmpl-{os.urandom(12).hex()}", int(time.time()), True
-            while delta is not None:
-                if delta.usage is not None:
-                    reported = delta.usage
-                if delta.content or delta.finish_reason:
-                    produced.append(delta.content)
-                    piece: dict[str, Any] = {"content": delta.content} if delta.content else {}
-                    if first:
-                        piece = {"role": "assistant", **piece}
-                    yield {
-                        "id": chunk_id,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": prepared.model,
-                        "choices": [
-                            {"index": 0, "delta": piece, "finish_reason": delta.finish_reason}
-                        ],
-                    }
-                    first = False
-                try:
-                    delta = await anext(upstream, None)
-                except ProviderError as exc:
-                    if counts_against_availability(exc):
-                        await self.breakers.failure(provider.id)
-                    raise UpstreamError(
-                        f"provider {provider.id!r} failed mid-stream: {exc.message}",
-                        error="provider_error",
-                    ) from exc
-            outcome.result = "ok"
-            finished = True
-        finally:
-            if upstream is not None:
+            streamed = Streamed()
+            try:
+                respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
+                chunks = Chunks(prepared.model)
+                while delta is not None:
+                    streamed.heard(delta)
+                    if delta.content or delta.finish_reason:
+                        yield chunks.chunk(delta.content, delta.finish_reason)
+                    try:
+                        delta = await anext(upstream, None)
+                    except ProviderError as exc:
+                        raise await self.failover.broke_off(provider, exc) from exc
+                outcome.result = "ok"
+            finally:
                 # Closing the adapter's generator closes its HTTP response: on a client
                 # disconnect, this is what cancels the upstream call.
                 await upstream.aclose()  # type: ignore[attr-defined]
-            if prepared is not None and (upstream is not None or reservation is not None):
-                prompt = (reported.prompt_tokens if reported else 0) or estimate_prompt_tokens(
-                    prepared.messages
-                )
-                completion = (reported.completion_tokens if reported else 0) or (
-                    (sum(len(p) for p in produced) + 3) // 4 if produced else 0
-                )
-                if upstream is not None:
-                    outcome.prompt_tokens, outcome.completion_tokens = prompt, completion
-                used = prompt + completion if upstream is not None else 0
-                if reservation is not None:
-                    if finished:
-                        await self._settle(reservation, used)
-                    else:  # an error or a disconnect: never await in a closing generator
-                        self.background.spawn(self._settle(reservation, used), "budget-settle")
-            if not finished and outcome.result == "error" and upstream is not None:
-                outcome.result = "incomplete"
-            self.metrics.active.dec()
-            self._record(outcome)
+                meter.charge(*streamed.tokens(prepared.messages))
+                if outcome.result == "error":
+                    outcome.result = "incomplete"
 
-    # --- steps 8 and 9 ----------------------------------------------------------------------
+    # --- around the call --------------------------------------------------------------------
 
-    async def _settle(self, reservation: Reservation, used: int) -> None:
-        try:
-            settled = await self.budgets.settle(reservation, used)
-        except Exception as exc:  # the answer is out; a lost settlement only leaves it reserved
-            log.warning("budget of %s not settled: %s", reservation.tenant_id, exc)
-            return
-        if settled.warn and settled.remaining is not None:
-            self.background.budget_warning(reservation.tenant_id, settled.remaining, None)
+    def _metered(self) -> AbstractAsyncContextManager[Meter]:
+        return metered(self.budgets, self.metrics, self.background)
 
-    def _record(self, outcome: Outcome) -> None:
-        elapsed = time.perf_counter() - outcome.started
-        provider = outcome.provider or "none"
-        self.metrics.requests_of(provider, outcome.result).inc()
-        self.metrics.latency_of(provider).observe(elapsed)
-        if outcome.prompt_tokens:
-            self.metrics.tokens_of(provider, "prompt").inc(outcome.prompt_tokens)
-        if outcome.completion_tokens:
-            self.metrics.tokens_of(provider, "completion").inc(outcome.completion_tokens)
-        if outcome.pii_detected:
-            self.metrics.pii_detected.inc()
-        if not outcome.tenant or not outcome.model:
-            return  # refused before it was a request of a tenant for a model (401, 400)
-        self.background.log_row(
-            {
-                "timestamp": time.time(),
-                "tenant_id": outcome.tenant,
-                "model": outcome.model,
-                "provider": outcome.provider,
-                "tokens_prompt": outcome.prompt_tokens,
-                "tokens_completion": outcome.completion_tokens,
-                "cache_hit": outcome.cache_hit,
-                "pii_detected": outcome.pii_detected,
-                "latency_ms": round(elapsed * 1000, 3),
-                "trace_id": outcome.trace_id,
-            }
-        )
+    async def _ready(
+        self, body: Mapping[str, Any], context: Any, outcome: Outcome
+    ) -> tuple[Prepared, Snapshot, list[Provider]]:
+        """Steps 1 to 4: the request prepared, and the providers to try for it."""
+        prepared = await self.prepare(body, context, outcome)
+        snapshot = await self.table.current()  # 4
+        providers = await self._route(snapshot, prepared.model)
+        outcome.provider = providers[0].id
+        return prepared, snapshot, providers
+
+    async def _reserve(self, meter: Meter, prepared: Prepared) -> None:
+        estimate = reserved(prepared.messages, prepared.max_tokens, self.config.completion_estimate)
+        await meter.reserve(prepared.tenant, estimate)
 
     # --- GET /v1/models ---------------------------------------------------------------------
 
@@ -795,16 +461,18 @@ class ChatPipeline:
         return chat_pb2.ListModelsResponse(object="list", data=data)
 
 
-def _refused(provider: Provider, model: str, exc: ProviderError) -> InvalidRequest:
-    """A provider's 400/404/413/422: the caller's 400 (a 404 means it does not know the model:
-    `model_not_found`)."""
-    if exc.status == 404:
-        return model_not_found(
-            model, f"provider {provider.id!r} answered that it does not know it ({exc.message})"
-        )
-    return InvalidRequest(
-        f"provider {provider.id!r} refused the request: {exc.message}", error=INVALID
-    )
+async def _opened(
+    adapter: Adapter, http: HttpClient, target: ProviderTarget, call: ChatCall
+) -> tuple[AsyncIterator[Delta], Delta | None]:
+    """A stream's attempt: opened once its first delta came (a failure before it fails over)."""
+    deltas = aiter(adapter.stream(http, target, call))
+    try:
+        return deltas, await anext(deltas)
+    except StopAsyncIteration:
+        return deltas, None
+    except BaseException:
+        await deltas.aclose()  # type: ignore[attr-defined]
+        raise
 
 
 def _local_miss(model: str, provider: Provider, listing: Listing) -> str:

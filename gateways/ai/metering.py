@@ -1,0 +1,134 @@
+"""Steps 6, 8 and 9 of the chat pipeline around its call: `metered(...)` holds a request's
+budget reservation and its outcome — reserve (429 `budget_exceeded`), settle against the
+tokens charged (80% crossed → `budget_warning`, off the path), and on the way out one
+`ai_request_log` row and the metrics, written without delaying the answer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from gateways.ai.background import Background
+from gateways.ai.budget_reservation import Budgets, Reservation
+from gateways.ai.metrics import AiMetrics
+from runtime.errors import ResourceExhausted
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What one request did, for its log row and metrics."""
+
+    started: float = field(default_factory=time.perf_counter)
+    tenant: str = ""
+    model: str = ""
+    provider: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hit: bool = False
+    pii_detected: bool = False
+    trace_id: str = ""
+    result: str = "error"
+
+
+class Meter:
+    """One request's reservation and outcome. A reservation still held when the request ends
+    is settled then against what was charged (nothing unless `charge` was called)."""
+
+    def __init__(self, budgets: Budgets, metrics: AiMetrics, background: Background) -> None:
+        self.budgets = budgets
+        self.metrics = metrics
+        self.background = background
+        self.outcome = Outcome()
+        self.reservation: Reservation | None = None
+        self.used = 0
+
+    async def reserve(self, tenant: str, estimate: int) -> None:
+        try:
+            self.reservation = await self.budgets.reserve(tenant, estimate)
+        except ResourceExhausted:
+            self.metrics.budget_exceeded.inc()
+            self.outcome.result = "budget_exceeded"
+            raise
+
+    def charge(self, prompt: int, completion: int) -> None:
+        """The tokens the request is billed (and logged) for."""
+        self.outcome.prompt_tokens, self.outcome.completion_tokens = prompt, completion
+        self.used = prompt + completion
+
+    async def settle(self) -> None:
+        """Settle the reservation now (on the request's path)."""
+        held, self.reservation = self.reservation, None
+        if held is not None:
+            await self._settle(held, self.used)
+
+    def settle_later(self) -> None:
+        """Settle off the path: a failed, cancelled or closing request never awaits it."""
+        held, self.reservation = self.reservation, None
+        if held is not None:
+            self.background.spawn(self._settle(held, self.used), "budget-settle")
+
+    async def _settle(self, reservation: Reservation, used: int) -> None:
+        try:
+            settled = await self.budgets.settle(reservation, used)
+        except Exception as exc:  # the answer is out; a lost settlement only leaves it reserved
+            log.warning("budget of %s not settled: %s", reservation.tenant_id, exc)
+            return
+        if settled.warn and settled.remaining is not None:
+            self.background.budget_warning(reservation.tenant_id, settled.remaining, None)
+
+    def record(self) -> None:
+        outcome = self.outcome
+        metrics = self.metrics
+        elapsed = time.perf_counter() - outcome.started
+        provider = outcome.provider or "none"
+        metrics.requests_of(provider, outcome.result).inc()
+        metrics.latency_of(provider).observe(elapsed)
+        if outcome.prompt_tokens:
+            metrics.tokens_of(provider, "prompt").inc(outcome.prompt_tokens)
+        if outcome.completion_tokens:
+            metrics.tokens_of(provider, "completion").inc(outcome.completion_tokens)
+        if outcome.pii_detected:
+            metrics.pii_detected.inc()
+        if not outcome.tenant or not outcome.model:
+            return  # refused before it was a request of a tenant for a model (401, 400)
+        self.background.log_row(
+            {
+                "timestamp": time.time(),
+                "tenant_id": outcome.tenant,
+                "model": outcome.model,
+                "provider": outcome.provider,
+                "tokens_prompt": outcome.prompt_tokens,
+                "tokens_completion": outcome.completion_tokens,
+                "cache_hit": outcome.cache_hit,
+                "pii_detected": outcome.pii_detected,
+                "latency_ms": round(elapsed * 1000, 3),
+                "trace_id": outcome.trace_id,
+            }
+        )
+
+
+@asynccontextmanager
+async def metered(
+    budgets: Budgets, metrics: AiMetrics, background: Background
+) -> AsyncIterator[Meter]:
+    """`async with metered(...) as meter:` one request, counted active while inside; on the
+    way out its reservation is settled (awaited when it ended well, else off the path) and
+    its outcome recorded."""
+    meter = Meter(budgets, metrics, background)
+    metrics.active.inc()
+    ended_well = False
+    try:
+        yield meter
+        ended_well = True
+    finally:
+        if ended_well:
+            await meter.settle()
+        else:
+            meter.settle_later()
+        metrics.active.dec()
+        meter.record()
