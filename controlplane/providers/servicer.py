@@ -3,16 +3,16 @@
 Validation and rendering are in `records.py`, the store (layout, built-ins, transactions) in
 `store.py`.
 
-Test: resolves the key where the test runs, in the control plane (so an `env_var` key must be
-set in both the control plane's and the AI gateway's environment), calls the provider's
-models endpoint (anthropic: a minimal `/v1/messages` call) with a 10 s timeout, and records
-`status`, `last_tested` and, when valid, `discovered_models`.
+Test: the AI gateway probes the provider (`ProbeProvider`, `gateways/ai/probe.py`: its
+environment holds the `env_var` keys, its outbound guard and adapters apply) with a 10 s
+timeout; the control plane records `status`, `last_tested` and, when valid,
+`discovered_models`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,9 +20,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from controlplane.kv_errors import kv_unavailable
 from controlplane.providers.records import (
-    MASK,
     MODELS_KEPT,
     check_id,
     connection,
@@ -35,24 +33,18 @@ from controlplane.providers.records import (
 )
 from controlplane.providers.store import SECRETS_KEY, ProviderStore, Write
 from gateways.ai.provider_table import secret_context
-from gateways.ai.providers import ADAPTERS
-from gateways.ai.providers.base import ProviderError, ProviderTarget
 from runtime.errors import NotFound
-from runtime.http1.client import HttpClient
 from runtime.keyring import Keyring, SealError
-from runtime.outbound import (
-    OutboundRefused,
-    check_configured_url,
-    check_outbound_url,
-    guarded_resolve,
-)
+from runtime.outbound import check_configured_url
+from runtime.peers import Peer
+from strata.ai.v1 import probe_pb2, probe_pb2_grpc
 from strata.controlplane.v1 import provider_pb2 as pb
 from strata.controlplane.v1 import provider_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 TEST_TIMEOUT_SECS = 10.0  # spec "Limits": provider test timeout
-TESTABLE = ("env_var", "manual", "none")
+PROBE_MARGIN_SECS = 5.0  # the AI gateway answers a timed-out probe as an error, not silence
 
 
 @dataclass(frozen=True)
@@ -69,13 +61,13 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
         kv: Redis,
         development: bool,
         keyring: Keyring,
-        environ: Mapping[str, str] | None = None,
+        ai: Peer,
         timeout_secs: float = TEST_TIMEOUT_SECS,
     ) -> None:
         self.kv = kv
         self.keyring = keyring
         self.development = development  # ENVIRONMENT=development: manual keys, private URLs
-        self.environ = os.environ if environ is None else environ
+        self.ai = ai  # the AI gateway: ProbeProvider
         self.timeout_secs = timeout_secs
         self.store = ProviderStore(kv, keyring)
 
@@ -197,60 +189,22 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                 answer.http_status = outcome.http_status
         return answer
 
-    async def resolve_key(self, provider: Mapping[str, Any]) -> tuple[str | None, str | None]:
-        """The key for a test (None for `none`), or why there is none to test with."""
-        source = provider.get("key_source") or {"type": "none"}
-        kind = source.get("type")
-        if kind not in TESTABLE:
-            return None, (
-                f"key source {kind!r} cannot be tested: only env_var, manual and none can"
-            )
-        if kind == "env_var":
-            name = str(source.get("var_name"))
-            key = self.environ.get(name)
-            if not key:
-                return None, (
-                    f"environment variable {name} is not set for the control plane (an env_var "
-                    "key must be set for both the control plane and the AI gateway)"
-                )
-            return key, None
-        if kind == "manual":
-            if not self.development:
-                return None, "key source `manual` is allowed only when ENVIRONMENT=development"
-            with kv_unavailable():
-                stored = await self.kv.hget(SECRETS_KEY, str(provider["id"]))
-            if stored is None:
-                return None, "no key is stored for this provider"
-            try:
-                return self.keyring.reveal(str(stored), secret_context(str(provider["id"]))), None
-            except SealError as exc:
-                return None, f"the stored key does not open: {exc}"
-        return None, None
-
     async def probe(self, provider: Mapping[str, Any]) -> Outcome:
-        key, problem = await self.resolve_key(provider)
-        if problem is not None:
-            return Outcome("error", problem)
-        base_url = str(provider.get("base_url", ""))
-        try:
-            await check_outbound_url(base_url, development=self.development, field="base_url")
-            target = ProviderTarget(
-                id=str(provider["id"]),
-                type=str(provider.get("type")),
-                base_url=base_url.rstrip("/"),
-                auth_type=str(provider.get("auth_type", "none")),
-                api_key=key,
-            )
-            http = HttpClient(resolve=guarded_resolve(development=self.development))
-            try:
-                models = await ADAPTERS[target.type].list_models(http, target, self.timeout_secs)
-            finally:
-                http.close()
-        except OutboundRefused as exc:
-            return Outcome("error", exc.message)
-        except ProviderError as exc:
-            message = exc.message.replace(key, MASK) if key else exc.message
-            if exc.status in (401, 403):
-                return Outcome("invalid", message, http_status=exc.status)
-            return Outcome("error", message)
-        return Outcome("valid", models=models)
+        """The AI gateway probes the provider (its environment, keys, guard and adapters)."""
+        request = probe_pb2.ProbeProviderRequest(
+            provider_json=json.dumps(dict(provider)), timeout_secs=self.timeout_secs
+        )
+        reply = await self.ai.call(
+            self.ai.stub(probe_pb2_grpc.ProbeServiceStub).ProbeProvider,
+            request,
+            deadline_secs=self.timeout_secs + PROBE_MARGIN_SECS,
+        )
+        return Outcome(
+            reply.status,
+            reply.message,
+            http_status=reply.http_status if reply.HasField("http_status") else None,
+            models=list(reply.models),
+        )
+
+    async def close(self) -> None:
+        await self.ai.close()
