@@ -31,8 +31,8 @@ from controlplane.providers.records import (
     ordered,
     to_message,
 )
-from controlplane.providers.store import SECRETS_KEY, ProviderStore, Write
-from gateways.ai.provider_table import secret_context
+from controlplane.providers.store import ProviderStore, Write
+from gateways.ai.providers.keys import SECRETS, secret_context
 from runtime.errors import NotFound
 from runtime.keyring import Keyring, SealError
 from runtime.outbound import check_configured_url
@@ -111,7 +111,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
                     write.put_secrets[provider_id] = sealed
                     provider["key_source"]["masked_value"] = mask(secret)
                 else:
-                    kept = await pipe.hget(SECRETS_KEY, provider_id)
+                    kept = await pipe.hget(SECRETS, provider_id)
                     if kept is None:
                         raise invalid(
                             "key_source.value", "is required: no key is stored for this provider"

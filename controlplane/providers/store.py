@@ -32,16 +32,13 @@ from redis.exceptions import WatchError
 
 from controlplane.kv_errors import kv_unavailable
 from controlplane.providers.records import builtins, parse_stored
-from gateways.ai.provider_table import secret_context
+from gateways.ai.providers import keys
+from gateways.ai.providers.keys import secret_context
 from runtime.errors import Unavailable
 from runtime.keyring import Keyring, SealError
 
 log = logging.getLogger(__name__)
 
-KEY = "platform:providers"
-SECRETS_KEY = "platform:provider-secrets"
-VERSION_KEY = "platform:providers:version"
-CHANNEL = "platform:providers:changed"
 TRANSACTION_ATTEMPTS = 20
 
 
@@ -66,7 +63,7 @@ class ProviderStore:
 
     async def stored(self) -> dict[str, dict[str, Any]]:
         with kv_unavailable():
-            return parse_stored(await self.kv.hgetall(KEY))
+            return parse_stored(await self.kv.hgetall(keys.PROVIDERS))
 
     async def current(self) -> dict[str, dict[str, Any]]:
         """The providers in effect: the stored ones, or the built-ins while none are stored."""
@@ -80,8 +77,8 @@ class ProviderStore:
             async with self.kv.pipeline(transaction=True) as pipe:
                 for _ in range(TRANSACTION_ATTEMPTS):
                     try:
-                        await pipe.watch(KEY, SECRETS_KEY)
-                        stored = parse_stored(await pipe.hgetall(KEY))
+                        await pipe.watch(keys.PROVIDERS, keys.SECRETS)
+                        stored = parse_stored(await pipe.hgetall(keys.PROVIDERS))
                         effective = stored or builtins()
                         write = await plan(effective, pipe)
                         if write is None:
@@ -95,17 +92,17 @@ class ProviderStore:
                         pipe.multi()
                         if put:
                             pipe.hset(
-                                KEY,
+                                keys.PROVIDERS,
                                 mapping={k: json.dumps(v) for k, v in put.items()},  # type: ignore[arg-type]
                             )
                         if write.delete:
-                            pipe.hdel(KEY, *write.delete)
+                            pipe.hdel(keys.PROVIDERS, *write.delete)
                         if write.put_secrets:
-                            pipe.hset(SECRETS_KEY, mapping=dict(write.put_secrets))  # type: ignore[arg-type]
+                            pipe.hset(keys.SECRETS, mapping=dict(write.put_secrets))  # type: ignore[arg-type]
                         if write.delete_secrets:
-                            pipe.hdel(SECRETS_KEY, *write.delete_secrets)
-                        pipe.incr(VERSION_KEY)
-                        pipe.publish(CHANNEL, write.notify)
+                            pipe.hdel(keys.SECRETS, *write.delete_secrets)
+                        pipe.incr(keys.VERSION)
+                        pipe.publish(keys.CHANGED, write.notify)
                         await pipe.execute()
                         return write
                     except WatchError:
@@ -123,8 +120,8 @@ class ProviderStore:
             async with self.kv.pipeline(transaction=True) as pipe:
                 for _ in range(TRANSACTION_ATTEMPTS):
                     try:
-                        await pipe.watch(SECRETS_KEY)
-                        stored = await pipe.hgetall(SECRETS_KEY)
+                        await pipe.watch(keys.SECRETS)
+                        stored = await pipe.hgetall(keys.SECRETS)
                         resealed = {}
                         for raw_id, value in stored.items():
                             provider_id, text = _text(raw_id), _text(value)
@@ -140,7 +137,7 @@ class ProviderStore:
                             await pipe.unwatch()
                             return 0
                         pipe.multi()
-                        pipe.hset(SECRETS_KEY, mapping=resealed)  # type: ignore[arg-type]
+                        pipe.hset(keys.SECRETS, mapping=resealed)  # type: ignore[arg-type]
                         await pipe.execute()
                         log.info("manual provider keys sealed", extra={"count": len(resealed)})
                         return len(resealed)

@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from gateways.edge.keys import rate_limit_override
 from runtime import json_codec
 from runtime.errors import InvalidRequest
 
@@ -26,7 +27,7 @@ TENANTS = "cp:tenants"  # hash: tenant id → record JSON
 
 def rl_config_key(tenant_id: str) -> str:
     """The edge's tenant-rate-limit override (its JSON `{"limit", "window"}`)."""
-    return f"rl:config:{tenant_id}"
+    return rate_limit_override(tenant_id)
 
 
 def allowlist_key(tenant_id: str) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from gateways.ai.provider_table import SECRETS_KEY, secret_context
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ProviderError, ProviderTarget
+from gateways.ai.providers.keys import SECRETS, secret_context
 from runtime.errors import InvalidRequest, Unavailable
 from runtime.http1.client import HttpClient
 from runtime.keyring import Keyring, SealError
@@ -101,7 +101,7 @@ class ProbeServicer(probe_pb2_grpc.ProbeServiceServicer):
             if not self.development:
                 return None, "key source `manual` is allowed only when ENVIRONMENT=development"
             try:
-                stored = await self.kv.hget(SECRETS_KEY, str(provider["id"]))
+                stored = await self.kv.hget(SECRETS, str(provider["id"]))
             except (RedisError, OSError) as exc:
                 raise Unavailable(
                     "the key-value store is unreachable", error="store_unavailable"
