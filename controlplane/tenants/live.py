@@ -21,6 +21,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from controlplane.tenants.records import rate_limit_of, rl_config_key
+from gateways.ai.budget_keys import budget_key
 from gateways.edge.keys import ALL_WINDOWS, rate_limit_windows
 from runtime.stores.analytics import Analytics
 
@@ -32,11 +33,6 @@ FROM gateway.request_log
 WHERE tenant_id IN {tenants:Array(String)} AND timestamp >= now64(3) - INTERVAL 24 HOUR
 GROUP BY tenant_id
 """
-
-
-def budget_key(tenant_id: str) -> str:
-    """The AI gateway's budget counter of a tenant (the spec's key)."""
-    return f"{tenant_id}:budget:tokens"
 
 
 async def live_figures(
