@@ -31,7 +31,6 @@ import contextlib
 import ipaddress
 import json
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -68,6 +67,7 @@ from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailabl
 from runtime.peers import Peer
 from runtime.protojson import plain_json
 from runtime.stores import Stores
+from runtime.stores.lock import StoreLock
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 from strata.controlplane.v1 import tenant_pb2 as pb
 from strata.controlplane.v1 import tenant_pb2_grpc
@@ -98,11 +98,6 @@ else
 end
 return 1
 """
-# Release a lock only if it is still ours.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
@@ -122,7 +117,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self._bind_realm = self.kv.register_script(realms.BIND)
         self._unbind_realm = self.kv.register_script(realms.UNBIND)
         self._cas = self.kv.register_script(_CAS)
-        self._release = self.kv.register_script(_RELEASE)
+        self.lock = StoreLock(self.kv, LOCK_TTL_MS)
 
     async def close(self) -> None:
         await self.ai.close()
@@ -506,21 +501,18 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     @asynccontextmanager
     async def _locked(self, tenant: str) -> AsyncIterator[None]:
         """One change of the tenant at a time, across every control plane replica."""
-        key, token = rec.lock_key(tenant), secrets.token_hex(8)
-        deadline = time.monotonic() + LOCK_WAIT_SECS
+        key = rec.lock_key(tenant)
         with kv_unavailable():
-            while not await self.kv.set(key, token, nx=True, px=LOCK_TTL_MS):
-                if time.monotonic() >= deadline:
-                    raise AlreadyExists(
-                        "the tenant is being changed by another request; try again",
-                        error="conflict",
-                    )
-                await asyncio.sleep(0.05)
+            token = await self.lock.acquire(key, wait_secs=LOCK_WAIT_SECS)
+        if token is None:
+            raise AlreadyExists(
+                "the tenant is being changed by another request; try again", error="conflict"
+            )
         try:
             yield
         finally:
             try:
-                await self._release(keys=[key], args=[token])
+                await self.lock.release(key, token)
             except (RedisError, OSError):  # it expires after LOCK_TTL_MS
                 log.warning("tenant lock not released", extra={"tenant_id": tenant})
 
