@@ -47,6 +47,7 @@ from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
 from controlplane.tenancy import visible_tenant
 from controlplane.tenants import records as rec
+from controlplane.tenants.budget import TenantBudget
 from controlplane.tenants.edge import TenantEdge
 from controlplane.tenants.live import live_figures
 from controlplane.tenants.owned import remove_owned
@@ -68,7 +69,6 @@ from runtime.peers import Peer
 from runtime.protojson import plain_json
 from runtime.stores import Stores
 from runtime.stores.lock import StoreLock
-from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 from strata.controlplane.v1 import tenant_pb2 as pb
 from strata.controlplane.v1 import tenant_pb2_grpc
 
@@ -107,7 +107,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self.kv: Redis = stores.kv
         self.analytics = stores.analytics
         self.edge = TenantEdge(edge)
-        self.ai = Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
+        self.budget = TenantBudget(
+            Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
+        )
         self.idp: IdentityAdmin | None = None
         if config.idp_admin_url and config.idp_admin_token:
             self.idp = IdentityAdmin(config.idp_admin_url, config.idp_admin_token)
@@ -120,7 +122,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self.lock = StoreLock(self.kv, LOCK_TTL_MS)
 
     async def close(self) -> None:
-        await self.ai.close()
+        await self.budget.close()
         if self.idp is not None:
             await self.idp.close()
 
@@ -202,8 +204,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         )
         await steps.run(
             TOKEN_BUDGET,
-            lambda: self._set_budget(tenant, int(record["token_budget"])),
-            lambda _: self._delete_budget(tenant),
+            lambda: self.budget.set(tenant, int(record["token_budget"])),
+            lambda _: self.budget.delete(tenant),
         )
         await steps.run(
             EDGE,
@@ -317,11 +319,11 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     lambda previous: self.edge.restore_group(tenant, previous),
                 )
             if "token_budget" in changes:
-                before = await steps.run(TOKEN_BUDGET, lambda: self._get_budget(tenant))
+                before = await steps.run(TOKEN_BUDGET, lambda: self.budget.get(tenant))
                 await steps.run(
                     TOKEN_BUDGET,
-                    lambda: self._set_budget(tenant, changes["token_budget"]),
-                    lambda _: self._restore_budget(tenant, before),
+                    lambda: self.budget.set(tenant, changes["token_budget"]),
+                    lambda _: self.budget.restore(tenant, before),
                 )
 
             async def write() -> None:
@@ -351,7 +353,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             record = await self._load(tenant, stale_claims=True)
             steps = Steps("deletion")
             removed = await steps.run(EDGE, lambda: self.edge.remove(tenant))
-            await steps.run(TOKEN_BUDGET, lambda: self._delete_budget(tenant))
+            await steps.run(TOKEN_BUDGET, lambda: self.budget.delete(tenant))
             idp = self.idp
             if record.get("idp_org"):
                 if idp is not None:
@@ -515,31 +517,6 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 await self.lock.release(key, token)
             except (RedisError, OSError):  # it expires after LOCK_TTL_MS
                 log.warning("tenant lock not released", extra={"tenant_id": tenant})
-
-    # The AI gateway's BudgetService, over gRPC with the master key.
-
-    def _budgets(self) -> Any:
-        return budget_pb2_grpc.BudgetServiceStub(self.ai.channel)
-
-    async def _set_budget(self, tenant: str, tokens: int) -> None:
-        request = budget_pb2.SetBudgetRequest(tenant_id=tenant, tokens=tokens)
-        await self.ai.call(self._budgets().SetBudget, request)
-
-    async def _get_budget(self, tenant: str) -> int | None:
-        reply = await self.ai.call(
-            self._budgets().GetBudget, budget_pb2.GetBudgetRequest(tenant_id=tenant)
-        )
-        return int(reply.remaining_tokens) if reply.HasField("remaining_tokens") else None
-
-    async def _delete_budget(self, tenant: str) -> None:
-        request = budget_pb2.DeleteBudgetRequest(tenant_id=tenant)
-        await self.ai.call(self._budgets().DeleteBudget, request)
-
-    async def _restore_budget(self, tenant: str, tokens: int | None) -> None:
-        if tokens is None:
-            await self._delete_budget(tenant)
-        else:
-            await self._set_budget(tenant, tokens)
 
 
 def normalized_cidrs(entries: list[str]) -> list[str]:
