@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import time
@@ -60,9 +59,8 @@ from controlplane.tenants.steps import (
     Steps,
     layer_error,
 )
-from runtime import json_codec
 from runtime import tenant_realms as realms
-from runtime.access import IDENTIFIER, current_caller
+from runtime.access import current_caller
 from runtime.change_feed import changed_here
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
 from runtime.peers import Peer
@@ -79,10 +77,6 @@ T = TypeVar("T")
 STALE_CLAIM_SECS = 300.0  # a create still provisioning after this long has died
 LOCK_TTL_MS = 60_000
 LOCK_WAIT_SECS = 5.0
-MAX_CIDRS = 256
-PROMPT_FIELDS = ("system_prompt", "prefix", "suffix")
-PROMPT_SWITCHES = ("pii_redaction", "cache_enabled")  # the AI gateway's, on unless false
-MAX_PROMPT_CHARS = 32_768
 NOT_FOUND = "Tenant not found"
 _RUNNING: set[asyncio.Task[Any]] = set()
 
@@ -140,7 +134,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 raw = [one] if one is not None else []
             else:  # a token without a tenant acts for none
                 raw = []
-        records = [r for r in map(_parse, raw) if r is not None and _shown(r)]
+        records = [r for r in map(rec.parse_record, raw) if r is not None and rec.shown(r)]
         records.sort(key=lambda r: (float(r.get("created_ts", 0)), str(r["id"])))
         return pb.ListTenantsResponse(tenants=await self._views(records))
 
@@ -226,7 +220,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 "identity provider admin API not configured: organization not created",
                 extra={"tenant_id": tenant},
             )
-        final = _dump(record)
+        final = rec.dump_record(record)
 
         async def activate() -> None:
             if not await self._cas(keys=[rec.TENANTS], args=[tenant, claim, final]):
@@ -258,7 +252,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         A generated id that happens to be taken is generated again."""
         for _ in range(5):
             tenant = given or rec.generated_id(str(record["name"]))
-            claim = _dump({**record, "id": tenant, "provisioning": time.time()})
+            claim = rec.dump_record({**record, "id": tenant, "provisioning": time.time()})
             try:
                 if await self.kv.hsetnx(rec.TENANTS, tenant, claim):
                     return tenant, claim
@@ -271,8 +265,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         raise AlreadyExists("Tenant already exists")  # five generated ids taken: not reached
 
     async def _take_over_stale(self, tenant: str, claim: str) -> bool:
-        current = _text(await self.kv.hget(rec.TENANTS, tenant))
-        record = _parse(current)
+        current = rec.text_of(await self.kv.hget(rec.TENANTS, tenant))
+        record = rec.parse_record(current)
         if record is None or "provisioning" not in record:
             return False
         if time.time() - float(record["provisioning"]) < STALE_CLAIM_SECS:
@@ -285,7 +279,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     async def UpdateTenant(
         self, request: pb.UpdateTenantRequest, context: Any
     ) -> pb.UpdateTenantResponse:
-        tenant = _path_id(request.id)
+        tenant = rec.path_id(request.id)
         changes: dict[str, Any] = {}
         if request.HasField("plan"):
             changes["plan"] = rec.check_plan(request.plan)
@@ -329,10 +323,10 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             async def write() -> None:
                 limit = None
                 if "rate_limit_max" in changes:
-                    previous = _text(await self.kv.get(rec.rl_config_key(tenant)))
+                    previous = rec.text_of(await self.kv.get(rec.rl_config_key(tenant)))
                     limit = rec.rl_config_value(changes["rate_limit_max"], previous)
                 async with self.kv.pipeline(transaction=True) as pipe:
-                    pipe.hset(rec.TENANTS, tenant, _dump(updated))
+                    pipe.hset(rec.TENANTS, tenant, rec.dump_record(updated))
                     if limit is not None:
                         pipe.set(rec.rl_config_key(tenant), limit)
                     await pipe.execute()
@@ -344,7 +338,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     async def DeleteTenant(
         self, request: pb.DeleteTenantRequest, context: Any
     ) -> pb.DeleteTenantResponse:
-        tenant = _path_id(request.id)
+        tenant = rec.path_id(request.id)
         await _shielded(self._delete(tenant))
         return pb.DeleteTenantResponse(status="deleted")
 
@@ -392,7 +386,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self, request: pb.PutIpAllowlistRequest, context: Any
     ) -> pb.PutIpAllowlistResponse:
         _own_or_admin(request.id)
-        cidrs = normalized_cidrs(list(request.cidrs))
+        cidrs = rec.normalized_cidrs(list(request.cidrs))
         await _shielded(self._put_allowlist(request.id, cidrs))
         return pb.PutIpAllowlistResponse(status="updated", tenant_id=request.id, cidrs=cidrs)
 
@@ -441,7 +435,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self, request: pb.PutPromptConfigRequest, context: Any
     ) -> pb.PutPromptConfigResponse:
         _own_or_admin(request.id)
-        config = prompt_config(plain_json(request.config))
+        config = rec.prompt_config(plain_json(request.config))
         await _shielded(self._put_prompt_config(request.id, config))
         response = pb.PutPromptConfigResponse()
         response.config.SetInParent()
@@ -466,10 +460,10 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             raise NotFound(NOT_FOUND)
         with kv_unavailable():
             raw = await self.kv.hget(rec.TENANTS, tenant)
-        record = _parse(raw) if raw is not None else None
+        record = rec.parse_record(raw) if raw is not None else None
         if record is None:
             raise NotFound(NOT_FOUND)
-        if not _shown(record):
+        if not rec.shown(record):
             stale = time.time() - float(record["provisioning"]) >= STALE_CLAIM_SECS
             if not (stale_claims and stale):
                 raise NotFound(NOT_FOUND)
@@ -519,50 +513,6 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 log.warning("tenant lock not released", extra={"tenant_id": tenant})
 
 
-def normalized_cidrs(entries: list[str]) -> list[str]:
-    """Each entry parsed as an IPv4 or IPv6 network (a bare address is its /32 or /128; host
-    bits are cleared: `10.1.2.3/8` → `10.0.0.0/8`), duplicates dropped, order kept."""
-    if len(entries) > MAX_CIDRS:
-        raise rec.bad(f"'cidrs' holds at most {MAX_CIDRS} entries, got {len(entries)}")
-    networks: list[str] = []
-    for index, entry in enumerate(entries):
-        try:
-            network = str(ipaddress.ip_network(entry.strip(), strict=False))
-        except ValueError:
-            raise rec.bad(
-                f"'cidrs[{index}]': {entry[:100]!r} is not an IPv4 or IPv6 address or CIDR"
-            ) from None
-        if network not in networks:
-            networks.append(network)
-    return networks
-
-
-def prompt_config(value: Any) -> dict[str, Any]:
-    """The chat configuration as stored: `system_prompt`, `prefix`, `suffix` (strings) and
-    the switches `pii_redaction`, `cache_enabled` (booleans, on when absent); null or absent:
-    not set."""
-    if not isinstance(value, dict):
-        raise rec.bad("the prompt configuration must be a JSON object")
-    config: dict[str, Any] = {}
-    for field, item in value.items():
-        if field not in PROMPT_FIELDS and field not in PROMPT_SWITCHES:
-            raise rec.bad(
-                f"unknown field {str(field)[:100]!r} in the prompt configuration; known fields: "
-                f"{', '.join(PROMPT_FIELDS + PROMPT_SWITCHES)}"
-            )
-        if item is None:
-            continue
-        if field in PROMPT_SWITCHES:
-            if not isinstance(item, bool):
-                raise rec.bad(f"'{field}' must be a boolean")
-        elif not isinstance(item, str):
-            raise rec.bad(f"'{field}' must be a string")
-        elif len(item) > MAX_PROMPT_CHARS:
-            raise rec.bad(f"'{field}' must be at most {MAX_PROMPT_CHARS} characters")
-        config[field] = item
-    return config
-
-
 def _own_or_admin(tenant: str) -> None:
     """A tenant's token reaches only its own tenant (`controlplane.tenancy.visible_tenant`)."""
     own = visible_tenant(tenant)
@@ -570,44 +520,6 @@ def _own_or_admin(tenant: str) -> None:
         raise PermissionDenied(
             f"this token acts for tenant {own!r}, not {tenant[:140]!r}", error="forbidden"
         )
-
-
-def _path_id(tenant: str) -> str:
-    if not IDENTIFIER.fullmatch(tenant):
-        raise rec.bad(f"tenant id {tenant[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}")
-    return tenant
-
-
-def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
-    """A stored tenant record; fields a record lacks (one written by an older version or by
-    hand) take the defaults of its plan, so one short record cannot break the list."""
-    try:
-        value = json_codec.loads(raw) if raw else None  # orjson: a list reads 1,000 of these
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or "id" not in value:
-        return None
-    plan = str(value.get("plan")) if value.get("plan") in rec.PLANS else "free"
-    defaults = {
-        "name": str(value["id"]),
-        "plan": plan,
-        "status": "active",
-        "token_budget": rec.PLANS[plan].token_budget,
-        "created_at": "",
-    }
-    return {**defaults, **value}
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _shown(record: dict[str, Any]) -> bool:
-    return "provisioning" not in record
-
-
-def _dump(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), sort_keys=True)
 
 
 async def _forget_org(idp: IdentityAdmin, org: str) -> None:
