@@ -37,11 +37,6 @@ def allowlist_key(tenant_id: str) -> str:
     return f"cp:ip-allowlist:{tenant_id}"
 
 
-def prompt_config_key(tenant_id: str) -> str:
-    """The tenant's prompt configuration, which the AI gateway applies (JSON object)."""
-    return f"cp:prompt-config:{tenant_id}"
-
-
 def lock_key(tenant_id: str) -> str:
     """Held while one request changes the tenant (patch, delete, allowlist)."""
     return f"cp:tenant-lock:{tenant_id}"

@@ -59,6 +59,7 @@ from controlplane.tenants.steps import (
     Steps,
     layer_error,
 )
+from gateways.ai.tenant_keys import prompt_config_key
 from runtime import tenant_realms as realms
 from runtime.access import current_caller
 from runtime.change_feed import changed_here
@@ -425,7 +426,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         _own_or_admin(request.id)
         await self._load(request.id)
         with kv_unavailable():
-            raw = await self.kv.get(rec.prompt_config_key(request.id))
+            raw = await self.kv.get(prompt_config_key(request.id))
         response = pb.GetPromptConfigResponse()
         response.config.SetInParent()  # `{}`, not null, when nothing is stored
         response.config.update(json.loads(raw) if raw else {})
@@ -447,9 +448,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             await self._load(tenant)
             with kv_unavailable():
                 if config:
-                    await self.kv.set(rec.prompt_config_key(tenant), json.dumps(config))
+                    await self.kv.set(prompt_config_key(tenant), json.dumps(config))
                 else:
-                    await self.kv.delete(rec.prompt_config_key(tenant))
+                    await self.kv.delete(prompt_config_key(tenant))
 
     # --- helpers -------------------------------------------------------------------------
 
