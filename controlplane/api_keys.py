@@ -83,6 +83,7 @@ from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, digest
 from runtime.issued_keys import VERSION as KEYS_VERSION
 from runtime.stores.analytics import Analytics
+from runtime.stores.lock import StoreLock
 from strata.controlplane.v1 import api_key_pb2, api_key_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -195,11 +196,6 @@ end
 return changed
 """
 )
-# KEYS: the decision lock. ARGV: the holder's token.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class StateConflict(StrataError):
@@ -241,7 +237,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
         self._file = kv.register_script(_FILE)
         self._decide = kv.register_script(_DECIDE)
         self._revoke = kv.register_script(_REVOKE)
-        self._release = kv.register_script(_RELEASE)
+        self.decisions = StoreLock(kv, DECISION_TTL_MS)
         self._project_all = kv.register_script(_PROJECT_ALL)
 
     async def project_all(self) -> int:
@@ -458,8 +454,9 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
     @asynccontextmanager
     async def _deciding(self, request_id: str) -> AsyncIterator[None]:
         """One decision at a time per request, across control plane processes."""
-        lock, token = DECISION + request_id, secrets.token_hex(16)
-        if not await self.kv.set(lock, token, nx=True, px=DECISION_TTL_MS):
+        lock = DECISION + request_id
+        token = await self.decisions.acquire(lock)
+        if token is None:
             if not await self.kv.hexists(REQUESTS, request_id):
                 raise request_not_found()
             raise StateConflict("Key request is being decided")
@@ -467,7 +464,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
             yield
         finally:
             try:
-                await self._release(keys=[lock], args=[token])
+                await self.decisions.release(lock, token)
             except Exception:  # the TTL frees it
                 log.warning("could not release a key decision lock", exc_info=True)
 

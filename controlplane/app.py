@@ -39,6 +39,7 @@ from runtime.background import RowWriter
 from runtime.config import VERSION
 from runtime.errors import Unavailable
 from runtime.keyring import keyring_of
+from runtime.peers import Peer
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status
@@ -114,7 +115,12 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     )
     portal = Portal.build(config, stores, authenticator)
     api_keys = ApiKeyServicer(stores.kv, edge_config.servicer, stores.analytics)
-    providers = ProviderServicer(stores.kv, config.development, keyring_of(config))
+    providers = ProviderServicer(
+        stores.kv,
+        config.development,
+        keyring_of(config),
+        Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs),
+    )
     implemented = {
         b.name: b
         for b in (
@@ -210,6 +216,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         await edge_config.stop()
         await health_servicer.close()
         await tenants.close()
+        await providers.close()
         await portal.close()
         await realms.stop()
         await stores.close()

@@ -37,6 +37,7 @@ from controlplane.tenancy import (
     tenant_not_found,
     visible_tenant,
 )
+from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.resources import ROUTES
 from runtime.errors import NotFound, PermissionDenied
 from strata.controlplane.v1 import rate_limit_pb2, rate_limit_pb2_grpc
@@ -59,7 +60,7 @@ return 1
 
 
 def config_key(tenant_id: str, route_id: str | None = None) -> str:
-    return f"rl:config:{tenant_id}" + (f":{route_id}" if route_id else "")
+    return rate_limit_override(tenant_id, route_id)
 
 
 def window_secs(window: str, field: str = "window") -> int:
@@ -147,7 +148,8 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
         ordered = sorted(wanted)
         async with self.kv.pipeline(transaction=False) as pipe:
             for route, span in ordered:
-                pipe.zcount(f"rl:{tenant}:{route}:{span}", f"({now - span * 1_000_000}", "+inf")
+                since = f"({now - span * 1_000_000}"
+                pipe.zcount(rate_limit_window(tenant, route, span), since, "+inf")
             counted = dict(zip(ordered, await pipe.execute(), strict=True))
 
         def tenant_wide(window: str) -> int:

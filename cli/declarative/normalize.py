@@ -15,11 +15,11 @@ from google.protobuf import json_format
 
 from controlplane import branding
 from controlplane import platform_settings as settings_rules
-from controlplane import providers as provider_rules
 from controlplane.agent_identity.registry import registration
+from controlplane.providers import records as provider_rules
 from controlplane.rate_limits import window_secs
 from controlplane.tenants import records
-from controlplane.tenants.servicer import normalized_cidrs, prompt_config
+from controlplane.tenants.records import normalized_cidrs, prompt_config
 from gateways.agent.mcp.fingerprint import normalize_tools
 from gateways.agent.policies import policy_from_request
 from runtime.errors import InvalidRequest

@@ -65,6 +65,7 @@ from runtime.hop_tokens import (
     MAX_CHAIN,
     REGISTRY_KEY,
     HopClaims,
+    deleg_key,
     parse_registration,
     peek_issuer,
     verify_hop_token,
@@ -87,9 +88,10 @@ MAX_CACHED_TOKENS = 10_000
 # KEYS: registry, credential index. ARGV: audience, then the caller's candidate names (agent
 # ids or credential refs), most specific first. Returns caller id, its registration, the
 # audience's registration, and whether the audience is in the caller's delegation set.
-# (`svc:deleg:{caller}` is found here, so it is not among KEYS: single-node store only.)
+# (`deleg_key(caller)` is found here, so it is not among KEYS: single-node store only.)
 # Through the store client's batcher (`kv_pipeline`): concurrent exchanges share one write.
-RESOLVE = PipelinedScript("""
+RESOLVE = PipelinedScript(
+    """
 local caller, record = false, false
 for i = 2, #ARGV do
   record = redis.call('HGET', KEYS[1], ARGV[i])
@@ -102,9 +104,12 @@ for i = 2, #ARGV do
 end
 local audience = redis.call('HGET', KEYS[1], ARGV[1])
 local allowed = 0
-if caller then allowed = redis.call('SISMEMBER', 'svc:deleg:' .. caller, ARGV[1]) end
+if caller then allowed = redis.call('SISMEMBER', '"""
+    + deleg_key("")  # the delegation sets' prefix (runtime/hop_tokens.py owns the layout)
+    + """' .. caller, ARGV[1]) end
 return {caller, record, audience, allowed}
-""")
+"""
+)
 
 
 def denied(cls: type[StrataError], text: str, error: str, detail: str = "") -> StrataError:

@@ -21,6 +21,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from controlplane.tenants.records import rate_limit_of, rl_config_key
+from gateways.ai.tenant_keys import budget_key
+from gateways.edge.keys import ALL_WINDOWS, rate_limit_windows
 from runtime.stores.analytics import Analytics
 
 log = logging.getLogger(__name__)
@@ -31,11 +33,6 @@ FROM gateway.request_log
 WHERE tenant_id IN {tenants:Array(String)} AND timestamp >= now64(3) - INTERVAL 24 HOUR
 GROUP BY tenant_id
 """
-
-
-def budget_key(tenant_id: str) -> str:
-    """The AI gateway's budget counter of a tenant (the spec's key)."""
-    return f"{tenant_id}:budget:tokens"
 
 
 async def live_figures(
@@ -76,7 +73,7 @@ async def live_figures(
 async def _usage(kv: Redis, ids: list[str], now_us: int) -> dict[str, int]:
     """Requests in the current window per tenant, from the edge's sorted sets."""
     wanted = set(ids)
-    match = f"rl:{ids[0]}:*" if len(ids) == 1 else "rl:*"
+    match = rate_limit_windows(ids[0]) if len(ids) == 1 else ALL_WINDOWS
     keys: list[tuple[str, str, int]] = []  # (tenant, key, window seconds)
     async for key in kv.scan_iter(match=match, count=1000, _type="zset"):
         parts = key.split(":")

@@ -27,6 +27,8 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from controlplane.agent_identity.registry import TenantAgents
+from gateways.ai.tenant_keys import prompt_config_key
+from gateways.edge.keys import rate_limit_override, rate_limit_windows
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,11 @@ Owned = Key | Pattern | HashEntries | TenantAgents
 OWNED: tuple[Owned, ...] = (
     # Tenants (this part): IP allowlist, prompt configuration.
     Key("cp:ip-allowlist:{tenant}"),
-    Key("cp:prompt-config:{tenant}"),
+    Key(prompt_config_key("{tenant}")),
     # Rate limits: the tenant override, route overrides, the edge's sliding windows.
-    Key("rl:config:{tenant}"),
-    Pattern("rl:config:{tenant}:*", type="string"),
-    Pattern("rl:{tenant}:*", type="zset"),
+    Key(rate_limit_override("{tenant}")),
+    Pattern(rate_limit_override("{tenant}", "*"), type="string"),
+    Pattern(rate_limit_windows("{tenant}"), type="zset"),
     # API keys and key requests (JSON records carrying tenant_id).
     HashEntries("cp:api-keys"),
     HashEntries("cp:key-requests"),

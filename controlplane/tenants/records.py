@@ -11,6 +11,7 @@ record is not shown). The live fields (`rate_limit_usage`, `token_budget_used`,
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import secrets
@@ -18,7 +19,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from gateways.edge.keys import rate_limit_override
 from runtime import json_codec
+from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
 
 TENANTS = "cp:tenants"  # hash: tenant id → record JSON
@@ -26,17 +29,12 @@ TENANTS = "cp:tenants"  # hash: tenant id → record JSON
 
 def rl_config_key(tenant_id: str) -> str:
     """The edge's tenant-rate-limit override (its JSON `{"limit", "window"}`)."""
-    return f"rl:config:{tenant_id}"
+    return rate_limit_override(tenant_id)
 
 
 def allowlist_key(tenant_id: str) -> str:
     """The tenant's IP allowlist: a JSON array of CIDRs (absent: no restriction)."""
     return f"cp:ip-allowlist:{tenant_id}"
-
-
-def prompt_config_key(tenant_id: str) -> str:
-    """The tenant's prompt configuration, which the AI gateway applies (JSON object)."""
-    return f"cp:prompt-config:{tenant_id}"
 
 
 def lock_key(tenant_id: str) -> str:
@@ -161,3 +159,97 @@ def rl_config_value(limit: int, previous: str | None = None) -> str:
         if isinstance(conf, dict) and conf.get("window") is not None:
             window = conf["window"]
     return json.dumps({"limit": limit, "window": window}, separators=(",", ":"))
+
+
+# --- validators ----------------------------------------------------------------------------
+
+MAX_CIDRS = 256
+PROMPT_FIELDS = ("system_prompt", "prefix", "suffix")
+PROMPT_SWITCHES = ("pii_redaction", "cache_enabled")  # the AI gateway's, on unless false
+MAX_PROMPT_CHARS = 32_768
+
+
+def normalized_cidrs(entries: list[str]) -> list[str]:
+    """Each entry parsed as an IPv4 or IPv6 network (a bare address is its /32 or /128; host
+    bits are cleared: `10.1.2.3/8` → `10.0.0.0/8`), duplicates dropped, order kept."""
+    if len(entries) > MAX_CIDRS:
+        raise bad(f"'cidrs' holds at most {MAX_CIDRS} entries, got {len(entries)}")
+    networks: list[str] = []
+    for index, entry in enumerate(entries):
+        try:
+            network = str(ipaddress.ip_network(entry.strip(), strict=False))
+        except ValueError:
+            raise bad(
+                f"'cidrs[{index}]': {entry[:100]!r} is not an IPv4 or IPv6 address or CIDR"
+            ) from None
+        if network not in networks:
+            networks.append(network)
+    return networks
+
+
+def prompt_config(value: Any) -> dict[str, Any]:
+    """The chat configuration as stored: `system_prompt`, `prefix`, `suffix` (strings) and
+    the switches `pii_redaction`, `cache_enabled` (booleans, on when absent); null or absent:
+    not set."""
+    if not isinstance(value, dict):
+        raise bad("the prompt configuration must be a JSON object")
+    config: dict[str, Any] = {}
+    for field, item in value.items():
+        if field not in PROMPT_FIELDS and field not in PROMPT_SWITCHES:
+            raise bad(
+                f"unknown field {str(field)[:100]!r} in the prompt configuration; known fields: "
+                f"{', '.join(PROMPT_FIELDS + PROMPT_SWITCHES)}"
+            )
+        if item is None:
+            continue
+        if field in PROMPT_SWITCHES:
+            if not isinstance(item, bool):
+                raise bad(f"'{field}' must be a boolean")
+        elif not isinstance(item, str):
+            raise bad(f"'{field}' must be a string")
+        elif len(item) > MAX_PROMPT_CHARS:
+            raise bad(f"'{field}' must be at most {MAX_PROMPT_CHARS} characters")
+        config[field] = item
+    return config
+
+
+def path_id(tenant: str) -> str:
+    if not IDENTIFIER.fullmatch(tenant):
+        raise bad(f"tenant id {tenant[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}")
+    return tenant
+
+
+# --- the record codec --------------------------------------------------------------------
+
+
+def parse_record(raw: bytes | str | None) -> dict[str, Any] | None:
+    """A stored tenant record; fields a record lacks (one written by an older version or by
+    hand) take the defaults of its plan, so one short record cannot break the list."""
+    try:
+        value = json_codec.loads(raw) if raw else None  # orjson: a list reads 1,000 of these
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or "id" not in value:
+        return None
+    plan = str(value.get("plan")) if value.get("plan") in PLANS else "free"
+    defaults = {
+        "name": str(value["id"]),
+        "plan": plan,
+        "status": "active",
+        "token_budget": PLANS[plan].token_budget,
+        "created_at": "",
+    }
+    return {**defaults, **value}
+
+
+def text_of(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def shown(record: dict[str, Any]) -> bool:
+    """Listed and readable: a tenant still being created is not."""
+    return "provisioning" not in record
+
+
+def dump_record(record: dict[str, Any]) -> str:
+    return json.dumps(record, separators=(",", ":"), sort_keys=True)

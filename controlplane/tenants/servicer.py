@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
-import secrets
 import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -48,6 +46,7 @@ from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
 from controlplane.tenancy import visible_tenant
 from controlplane.tenants import records as rec
+from controlplane.tenants.budget import TenantBudget
 from controlplane.tenants.edge import TenantEdge
 from controlplane.tenants.live import live_figures
 from controlplane.tenants.owned import remove_owned
@@ -60,15 +59,15 @@ from controlplane.tenants.steps import (
     Steps,
     layer_error,
 )
-from runtime import json_codec
+from gateways.ai.tenant_keys import prompt_config_key
 from runtime import tenant_realms as realms
-from runtime.access import IDENTIFIER, current_caller
+from runtime.access import current_caller
 from runtime.change_feed import changed_here
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
 from runtime.peers import Peer
 from runtime.protojson import plain_json
 from runtime.stores import Stores
-from strata.ai.v1 import budget_pb2, budget_pb2_grpc
+from runtime.stores.lock import StoreLock
 from strata.controlplane.v1 import tenant_pb2 as pb
 from strata.controlplane.v1 import tenant_pb2_grpc
 
@@ -79,10 +78,6 @@ T = TypeVar("T")
 STALE_CLAIM_SECS = 300.0  # a create still provisioning after this long has died
 LOCK_TTL_MS = 60_000
 LOCK_WAIT_SECS = 5.0
-MAX_CIDRS = 256
-PROMPT_FIELDS = ("system_prompt", "prefix", "suffix")
-PROMPT_SWITCHES = ("pii_redaction", "cache_enabled")  # the AI gateway's, on unless false
-MAX_PROMPT_CHARS = 32_768
 NOT_FOUND = "Tenant not found"
 _RUNNING: set[asyncio.Task[Any]] = set()
 
@@ -98,11 +93,6 @@ else
 end
 return 1
 """
-# Release a lock only if it is still ours.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
@@ -112,7 +102,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self.kv: Redis = stores.kv
         self.analytics = stores.analytics
         self.edge = TenantEdge(edge)
-        self.ai = Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
+        self.budget = TenantBudget(
+            Peer(config.ai_gateway_grpc, config.master_key, config.grpc_deadline_secs)
+        )
         self.idp: IdentityAdmin | None = None
         if config.idp_admin_url and config.idp_admin_token:
             self.idp = IdentityAdmin(config.idp_admin_url, config.idp_admin_token)
@@ -122,10 +114,10 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self._bind_realm = self.kv.register_script(realms.BIND)
         self._unbind_realm = self.kv.register_script(realms.UNBIND)
         self._cas = self.kv.register_script(_CAS)
-        self._release = self.kv.register_script(_RELEASE)
+        self.lock = StoreLock(self.kv, LOCK_TTL_MS)
 
     async def close(self) -> None:
-        await self.ai.close()
+        await self.budget.close()
         if self.idp is not None:
             await self.idp.close()
 
@@ -143,7 +135,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 raw = [one] if one is not None else []
             else:  # a token without a tenant acts for none
                 raw = []
-        records = [r for r in map(_parse, raw) if r is not None and _shown(r)]
+        records = [r for r in map(rec.parse_record, raw) if r is not None and rec.shown(r)]
         records.sort(key=lambda r: (float(r.get("created_ts", 0)), str(r["id"])))
         return pb.ListTenantsResponse(tenants=await self._views(records))
 
@@ -207,8 +199,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         )
         await steps.run(
             TOKEN_BUDGET,
-            lambda: self._set_budget(tenant, int(record["token_budget"])),
-            lambda _: self._delete_budget(tenant),
+            lambda: self.budget.set(tenant, int(record["token_budget"])),
+            lambda _: self.budget.delete(tenant),
         )
         await steps.run(
             EDGE,
@@ -229,7 +221,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 "identity provider admin API not configured: organization not created",
                 extra={"tenant_id": tenant},
             )
-        final = _dump(record)
+        final = rec.dump_record(record)
 
         async def activate() -> None:
             if not await self._cas(keys=[rec.TENANTS], args=[tenant, claim, final]):
@@ -261,7 +253,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         A generated id that happens to be taken is generated again."""
         for _ in range(5):
             tenant = given or rec.generated_id(str(record["name"]))
-            claim = _dump({**record, "id": tenant, "provisioning": time.time()})
+            claim = rec.dump_record({**record, "id": tenant, "provisioning": time.time()})
             try:
                 if await self.kv.hsetnx(rec.TENANTS, tenant, claim):
                     return tenant, claim
@@ -274,8 +266,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         raise AlreadyExists("Tenant already exists")  # five generated ids taken: not reached
 
     async def _take_over_stale(self, tenant: str, claim: str) -> bool:
-        current = _text(await self.kv.hget(rec.TENANTS, tenant))
-        record = _parse(current)
+        current = rec.text_of(await self.kv.hget(rec.TENANTS, tenant))
+        record = rec.parse_record(current)
         if record is None or "provisioning" not in record:
             return False
         if time.time() - float(record["provisioning"]) < STALE_CLAIM_SECS:
@@ -288,7 +280,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     async def UpdateTenant(
         self, request: pb.UpdateTenantRequest, context: Any
     ) -> pb.UpdateTenantResponse:
-        tenant = _path_id(request.id)
+        tenant = rec.path_id(request.id)
         changes: dict[str, Any] = {}
         if request.HasField("plan"):
             changes["plan"] = rec.check_plan(request.plan)
@@ -322,20 +314,20 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     lambda previous: self.edge.restore_group(tenant, previous),
                 )
             if "token_budget" in changes:
-                before = await steps.run(TOKEN_BUDGET, lambda: self._get_budget(tenant))
+                before = await steps.run(TOKEN_BUDGET, lambda: self.budget.get(tenant))
                 await steps.run(
                     TOKEN_BUDGET,
-                    lambda: self._set_budget(tenant, changes["token_budget"]),
-                    lambda _: self._restore_budget(tenant, before),
+                    lambda: self.budget.set(tenant, changes["token_budget"]),
+                    lambda _: self.budget.restore(tenant, before),
                 )
 
             async def write() -> None:
                 limit = None
                 if "rate_limit_max" in changes:
-                    previous = _text(await self.kv.get(rec.rl_config_key(tenant)))
+                    previous = rec.text_of(await self.kv.get(rec.rl_config_key(tenant)))
                     limit = rec.rl_config_value(changes["rate_limit_max"], previous)
                 async with self.kv.pipeline(transaction=True) as pipe:
-                    pipe.hset(rec.TENANTS, tenant, _dump(updated))
+                    pipe.hset(rec.TENANTS, tenant, rec.dump_record(updated))
                     if limit is not None:
                         pipe.set(rec.rl_config_key(tenant), limit)
                     await pipe.execute()
@@ -347,7 +339,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     async def DeleteTenant(
         self, request: pb.DeleteTenantRequest, context: Any
     ) -> pb.DeleteTenantResponse:
-        tenant = _path_id(request.id)
+        tenant = rec.path_id(request.id)
         await _shielded(self._delete(tenant))
         return pb.DeleteTenantResponse(status="deleted")
 
@@ -356,7 +348,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             record = await self._load(tenant, stale_claims=True)
             steps = Steps("deletion")
             removed = await steps.run(EDGE, lambda: self.edge.remove(tenant))
-            await steps.run(TOKEN_BUDGET, lambda: self._delete_budget(tenant))
+            await steps.run(TOKEN_BUDGET, lambda: self.budget.delete(tenant))
             idp = self.idp
             if record.get("idp_org"):
                 if idp is not None:
@@ -395,7 +387,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self, request: pb.PutIpAllowlistRequest, context: Any
     ) -> pb.PutIpAllowlistResponse:
         _own_or_admin(request.id)
-        cidrs = normalized_cidrs(list(request.cidrs))
+        cidrs = rec.normalized_cidrs(list(request.cidrs))
         await _shielded(self._put_allowlist(request.id, cidrs))
         return pb.PutIpAllowlistResponse(status="updated", tenant_id=request.id, cidrs=cidrs)
 
@@ -434,7 +426,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         _own_or_admin(request.id)
         await self._load(request.id)
         with kv_unavailable():
-            raw = await self.kv.get(rec.prompt_config_key(request.id))
+            raw = await self.kv.get(prompt_config_key(request.id))
         response = pb.GetPromptConfigResponse()
         response.config.SetInParent()  # `{}`, not null, when nothing is stored
         response.config.update(json.loads(raw) if raw else {})
@@ -444,7 +436,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self, request: pb.PutPromptConfigRequest, context: Any
     ) -> pb.PutPromptConfigResponse:
         _own_or_admin(request.id)
-        config = prompt_config(plain_json(request.config))
+        config = rec.prompt_config(plain_json(request.config))
         await _shielded(self._put_prompt_config(request.id, config))
         response = pb.PutPromptConfigResponse()
         response.config.SetInParent()
@@ -456,9 +448,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             await self._load(tenant)
             with kv_unavailable():
                 if config:
-                    await self.kv.set(rec.prompt_config_key(tenant), json.dumps(config))
+                    await self.kv.set(prompt_config_key(tenant), json.dumps(config))
                 else:
-                    await self.kv.delete(rec.prompt_config_key(tenant))
+                    await self.kv.delete(prompt_config_key(tenant))
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -469,10 +461,10 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             raise NotFound(NOT_FOUND)
         with kv_unavailable():
             raw = await self.kv.hget(rec.TENANTS, tenant)
-        record = _parse(raw) if raw is not None else None
+        record = rec.parse_record(raw) if raw is not None else None
         if record is None:
             raise NotFound(NOT_FOUND)
-        if not _shown(record):
+        if not rec.shown(record):
             stale = time.time() - float(record["provisioning"]) >= STALE_CLAIM_SECS
             if not (stale_claims and stale):
                 raise NotFound(NOT_FOUND)
@@ -506,92 +498,20 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     @asynccontextmanager
     async def _locked(self, tenant: str) -> AsyncIterator[None]:
         """One change of the tenant at a time, across every control plane replica."""
-        key, token = rec.lock_key(tenant), secrets.token_hex(8)
-        deadline = time.monotonic() + LOCK_WAIT_SECS
+        key = rec.lock_key(tenant)
         with kv_unavailable():
-            while not await self.kv.set(key, token, nx=True, px=LOCK_TTL_MS):
-                if time.monotonic() >= deadline:
-                    raise AlreadyExists(
-                        "the tenant is being changed by another request; try again",
-                        error="conflict",
-                    )
-                await asyncio.sleep(0.05)
+            token = await self.lock.acquire(key, wait_secs=LOCK_WAIT_SECS)
+        if token is None:
+            raise AlreadyExists(
+                "the tenant is being changed by another request; try again", error="conflict"
+            )
         try:
             yield
         finally:
             try:
-                await self._release(keys=[key], args=[token])
+                await self.lock.release(key, token)
             except (RedisError, OSError):  # it expires after LOCK_TTL_MS
                 log.warning("tenant lock not released", extra={"tenant_id": tenant})
-
-    # The AI gateway's BudgetService, over gRPC with the master key.
-
-    def _budgets(self) -> Any:
-        return budget_pb2_grpc.BudgetServiceStub(self.ai.channel)
-
-    async def _set_budget(self, tenant: str, tokens: int) -> None:
-        request = budget_pb2.SetBudgetRequest(tenant_id=tenant, tokens=tokens)
-        await self.ai.call(self._budgets().SetBudget, request)
-
-    async def _get_budget(self, tenant: str) -> int | None:
-        reply = await self.ai.call(
-            self._budgets().GetBudget, budget_pb2.GetBudgetRequest(tenant_id=tenant)
-        )
-        return int(reply.remaining_tokens) if reply.HasField("remaining_tokens") else None
-
-    async def _delete_budget(self, tenant: str) -> None:
-        request = budget_pb2.DeleteBudgetRequest(tenant_id=tenant)
-        await self.ai.call(self._budgets().DeleteBudget, request)
-
-    async def _restore_budget(self, tenant: str, tokens: int | None) -> None:
-        if tokens is None:
-            await self._delete_budget(tenant)
-        else:
-            await self._set_budget(tenant, tokens)
-
-
-def normalized_cidrs(entries: list[str]) -> list[str]:
-    """Each entry parsed as an IPv4 or IPv6 network (a bare address is its /32 or /128; host
-    bits are cleared: `10.1.2.3/8` → `10.0.0.0/8`), duplicates dropped, order kept."""
-    if len(entries) > MAX_CIDRS:
-        raise rec.bad(f"'cidrs' holds at most {MAX_CIDRS} entries, got {len(entries)}")
-    networks: list[str] = []
-    for index, entry in enumerate(entries):
-        try:
-            network = str(ipaddress.ip_network(entry.strip(), strict=False))
-        except ValueError:
-            raise rec.bad(
-                f"'cidrs[{index}]': {entry[:100]!r} is not an IPv4 or IPv6 address or CIDR"
-            ) from None
-        if network not in networks:
-            networks.append(network)
-    return networks
-
-
-def prompt_config(value: Any) -> dict[str, Any]:
-    """The chat configuration as stored: `system_prompt`, `prefix`, `suffix` (strings) and
-    the switches `pii_redaction`, `cache_enabled` (booleans, on when absent); null or absent:
-    not set."""
-    if not isinstance(value, dict):
-        raise rec.bad("the prompt configuration must be a JSON object")
-    config: dict[str, Any] = {}
-    for field, item in value.items():
-        if field not in PROMPT_FIELDS and field not in PROMPT_SWITCHES:
-            raise rec.bad(
-                f"unknown field {str(field)[:100]!r} in the prompt configuration; known fields: "
-                f"{', '.join(PROMPT_FIELDS + PROMPT_SWITCHES)}"
-            )
-        if item is None:
-            continue
-        if field in PROMPT_SWITCHES:
-            if not isinstance(item, bool):
-                raise rec.bad(f"'{field}' must be a boolean")
-        elif not isinstance(item, str):
-            raise rec.bad(f"'{field}' must be a string")
-        elif len(item) > MAX_PROMPT_CHARS:
-            raise rec.bad(f"'{field}' must be at most {MAX_PROMPT_CHARS} characters")
-        config[field] = item
-    return config
 
 
 def _own_or_admin(tenant: str) -> None:
@@ -601,44 +521,6 @@ def _own_or_admin(tenant: str) -> None:
         raise PermissionDenied(
             f"this token acts for tenant {own!r}, not {tenant[:140]!r}", error="forbidden"
         )
-
-
-def _path_id(tenant: str) -> str:
-    if not IDENTIFIER.fullmatch(tenant):
-        raise rec.bad(f"tenant id {tenant[:140]!r} must match [A-Za-z0-9._:-]{{1,128}}")
-    return tenant
-
-
-def _parse(raw: bytes | str | None) -> dict[str, Any] | None:
-    """A stored tenant record; fields a record lacks (one written by an older version or by
-    hand) take the defaults of its plan, so one short record cannot break the list."""
-    try:
-        value = json_codec.loads(raw) if raw else None  # orjson: a list reads 1,000 of these
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or "id" not in value:
-        return None
-    plan = str(value.get("plan")) if value.get("plan") in rec.PLANS else "free"
-    defaults = {
-        "name": str(value["id"]),
-        "plan": plan,
-        "status": "active",
-        "token_budget": rec.PLANS[plan].token_budget,
-        "created_at": "",
-    }
-    return {**defaults, **value}
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _shown(record: dict[str, Any]) -> bool:
-    return "provisioning" not in record
-
-
-def _dump(record: dict[str, Any]) -> str:
-    return json.dumps(record, separators=(",", ":"), sort_keys=True)
 
 
 async def _forget_org(idp: IdentityAdmin, org: str) -> None:

@@ -16,16 +16,18 @@ from gateways.ai.envelope import openai_error
 from gateways.ai.http_rules import API_DOCS, HTTP_RULES
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.pipeline import ChatPipeline
+from gateways.ai.probe import ProbeServicer
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
 from runtime.issued_keys import IssuedKeys
+from runtime.keyring import keyring_of
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.vectors import open_vectors
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
-from strata.ai.v1 import budget_pb2_grpc, chat_pb2_grpc
+from strata.ai.v1 import budget_pb2_grpc, chat_pb2_grpc, probe_pb2_grpc
 
 SERVICE = "ai-gateway"
 ENGINE = "strata"
@@ -56,14 +58,19 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     async def health() -> dict[str, Any]:
         return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
 
+    probe = ProbeServicer(stores.kv, development=config.development, keyring=keyring_of(config))
     implemented = {
         b.name: b
         for b in (
             bind(budget_pb2_grpc, BudgetServicer(stores.kv)),
             bind(chat_pb2_grpc, ChatServicer(pipeline)),
+            bind(probe_pb2_grpc, probe),
         )
     }
-    bindings = [implemented.get(b.name, b) for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc)]
+    bindings = [
+        implemented.get(b.name, b)
+        for b in unimplemented(chat_pb2_grpc, budget_pb2_grpc, probe_pb2_grpc)
+    ]
     return ServiceDefinition(
         name=SERVICE,
         bindings=bindings,

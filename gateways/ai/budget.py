@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateways.ai import no_budget
+from gateways.ai.tenant_keys import budget_key, limit_key, warned_key
 from runtime.access import IDENTIFIER
 from runtime.change_feed import changed_here
 from runtime.errors import InvalidRequest, Unavailable
@@ -36,11 +37,6 @@ from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
 INVALID = "invalid_request"  # the spec's `type` of a bad budget POST
 MAX_TOKENS = 2**53 - 1  # stays exact in every JSON reader
-
-
-def budget_key(tenant_id: str) -> str:
-    """The spec's key of a tenant's budget counter."""
-    return f"{tenant_id}:budget:tokens"
 
 
 def _tenant(tenant_id: str) -> str:
@@ -80,8 +76,8 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         try:
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.set(budget_key(tenant), request.tokens)
-                pipe.set(f"{tenant}:budget:limit", request.tokens)
-                pipe.delete(f"{tenant}:budget:warned")
+                pipe.set(limit_key(tenant), request.tokens)
+                pipe.delete(warned_key(tenant))
                 _announce(pipe, tenant)
                 await pipe.execute()
         except (RedisError, OSError) as exc:
@@ -97,7 +93,7 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         try:
             async with self.kv.pipeline(transaction=True) as pipe:
                 pipe.delete(budget_key(tenant))
-                pipe.delete(f"{tenant}:budget:limit", f"{tenant}:budget:warned")
+                pipe.delete(limit_key(tenant), warned_key(tenant))
                 _announce(pipe, tenant)
                 removed, *_ = await pipe.execute()
         except (RedisError, OSError) as exc:

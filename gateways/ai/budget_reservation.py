@@ -33,8 +33,8 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from gateways.ai.budget import budget_key
 from gateways.ai.no_budget import NoBudgetTenants
+from gateways.ai.tenant_keys import budget_key, limit_key, warned_key
 from runtime.errors import ResourceExhausted, Unavailable
 from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.stores.kv_reachability import reachability
@@ -64,14 +64,6 @@ if limit and limit > 0 and left <= limit * (1 - tonumber(ARGV[2])) then
 end
 return {left, warn}
 """)
-
-
-def limit_key(tenant_id: str) -> str:
-    return f"{tenant_id}:budget:limit"
-
-
-def warned_key(tenant_id: str) -> str:
-    return f"{tenant_id}:budget:warned"
 
 
 def estimate_prompt_tokens(messages: Sequence[Mapping[str, Any]]) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateways.ai.tenant_keys import prompt_config_key
 from runtime.errors import Unavailable
 from runtime.stores.kv_pipeline import hot_command
 from runtime.stores.kv_reachability import reachability
@@ -30,10 +31,6 @@ TTL_SECS = 1.0
 MAX_TENANTS = 100_000  # configurations kept; the least recently read leaves first
 TEXTS = ("system_prompt", "prefix", "suffix")
 SWITCHES = ("pii_redaction", "cache_enabled")
-
-
-def prompt_config_key(tenant_id: str) -> str:
-    return f"cp:prompt-config:{tenant_id}"
 
 
 class PromptConfigs:

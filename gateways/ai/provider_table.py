@@ -27,16 +27,14 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateways.ai.providers import keys
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from gateways.ai.providers.keys import secret_context
 from runtime.errors import Unavailable
 from runtime.keyring import Keyring, SealError
 
 log = logging.getLogger(__name__)
 
-PROVIDERS_KEY = "platform:providers"
-SECRETS_KEY = "platform:provider-secrets"
-VERSION_KEY = "platform:providers:version"
-CHANGED_CHANNEL = "platform:providers:changed"
 POLL_SECS = 1.0
 
 
@@ -93,16 +91,11 @@ def parse(rows: Mapping[str, str]) -> tuple[Provider, ...]:
             raw = json.loads(rows[provider_id])
             providers.append(Provider.of({**raw, "id": raw.get("id") or provider_id}))
         except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("provider %r: unreadable entry in %s, skipped", provider_id, PROVIDERS_KEY)
+            log.warning("provider %r: unreadable entry in %s, skipped", provider_id, keys.PROVIDERS)
     return tuple(providers)
 
 
 BUILTIN = tuple(Provider.of(p) for p in BUILTIN_PROVIDERS)
-
-
-def secret_context(provider_id: str) -> str:
-    """What a provider's sealed manual key is bound to."""
-    return f"{SECRETS_KEY}:{provider_id}"
 
 
 def open_secrets(rows: Mapping[Any, Any], keyring: Keyring) -> dict[str, str]:
@@ -138,10 +131,10 @@ class ProviderTable:
     async def load(self) -> None:
         try:
             async with self.kv.pipeline(transaction=False) as pipe:
-                pipe.get(VERSION_KEY)
-                pipe.hgetall(PROVIDERS_KEY)
+                pipe.get(keys.VERSION)
+                pipe.hgetall(keys.PROVIDERS)
                 if self.development:
-                    pipe.hgetall(SECRETS_KEY)
+                    pipe.hgetall(keys.SECRETS)
                 results = await pipe.execute()
         except (RedisError, OSError) as exc:
             if self._snapshot is None:
@@ -178,7 +171,7 @@ class ProviderTable:
         while True:
             await asyncio.sleep(POLL_SECS)
             try:
-                version = await self.kv.get(VERSION_KEY)
+                version = await self.kv.get(keys.VERSION)
             except (RedisError, OSError):
                 continue
             if version != self._version or self._snapshot is None:
@@ -189,7 +182,7 @@ class ProviderTable:
         while True:
             pubsub = self.kv.pubsub()
             try:
-                await pubsub.subscribe(CHANGED_CHANNEL)
+                await pubsub.subscribe(keys.CHANGED)
                 delay = 0.1
                 async for message in pubsub.listen():
                     if message.get("type") == "message":

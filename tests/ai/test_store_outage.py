@@ -35,7 +35,7 @@ from support import MASTER_KEY, running, user_token, valkey_server
 
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.pipeline import ChatPipeline
-from gateways.ai.provider_table import CHANGED_CHANNEL as PROVIDERS_CHANGED
+from gateways.ai.providers.keys import CHANGED as PROVIDERS_CHANGED
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, VERSION, digest
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv

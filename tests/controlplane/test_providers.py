@@ -10,20 +10,27 @@ import copy
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from aiohttp import web
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
+from misc_support import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
 from support import free_port, keyring_for_tests
 
+from controlplane.app import build as build_cp
+from controlplane.config import ControlPlaneConfig
+from gateways.ai.app import build as build_ai
+from gateways.ai.config import AiGatewayConfig
 from gateways.ai.provider_table import open_secrets
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
+from runtime.config import ServiceConfig
 from runtime.keyring import is_sealed
+from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
-from runtime.testing import Serving
+from runtime.testing import Serving, serving
 
 KEYS = ("platform:providers", "platform:provider-secrets", "platform:providers:version")
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -84,6 +91,25 @@ async def version(valkey_url: str) -> int:
         return int(await kv.get("platform:providers:version") or 0)
     finally:
         await kv.aclose()
+
+
+@pytest.fixture(name="start")
+def start_fixture(
+    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+) -> Start:
+    """`async with start(**env) as cp`: a control plane wired to an AI gateway (which probes
+    providers: `POST /api/providers/{id}/test`), both with the same ENVIRONMENT."""
+
+    @asynccontextmanager
+    async def make(**env: str) -> AsyncIterator[Serving]:
+        shared = {k: v for k, v in env.items() if k == "ENVIRONMENT"}
+        ai_config = config_for(AiGatewayConfig, **shared)
+        async with serving(build_ai(ai_config, stores_for(ai_config))) as ai:
+            config = config_for(ControlPlaneConfig, AI_GATEWAY_GRPC=ai.grpc_target, **env)
+            async with serving(build_cp(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+                yield svc
+
+    return make
 
 
 @pytest.fixture

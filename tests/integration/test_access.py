@@ -265,7 +265,7 @@ def test_every_declared_rpc_has_a_rule_and_the_spec_ones_are_as_the_spec_says() 
         for package, _ in PACKAGES.values()
         for rpc, r in declared_rules(package).items()
     }
-    assert len(rules) == 94  # + McpRegistryService/ApproveServerTools (issue 11)
+    assert len(rules) == 95  # + ApproveServerTools (issue 11), ProbeProvider (issue 23)
     cp = "strata.controlplane.v1"
     spec = {  # the spec's Authentication table
         f"{cp}.TokenExchangeService/ExchangeToken": Access.ACCESS_PUBLIC,

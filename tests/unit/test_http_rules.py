@@ -28,7 +28,10 @@ TABLES = {
     "ai": (*AI, STREAM_CHAT),
     "edge": EDGE,
 }
-INTERNAL_RPCS = {"strata.controlplane.v1.LogIngestService/WriteLogBatch"}
+INTERNAL_RPCS = {
+    "strata.controlplane.v1.LogIngestService/WriteLogBatch",
+    "strata.ai.v1.ProbeService/ProbeProvider",
+}
 
 # Spec endpoints (method, path) per service, with `:param` written as `{param}`.
 SPEC_ENDPOINTS = {

@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 
 from redis.exceptions import RedisError
 
+from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
 from runtime.stores.kv_pipeline import PipelinedScript
@@ -191,11 +192,11 @@ class TenantRateLimit(Plugin):
         if kv is None or time.monotonic() < self.down_until:
             self._fail_open()
             return None
-        prefix = f"rl:{tenant}:{route_id}:"
+        prefix = rate_limit_window(tenant, route_id)
         keys_and_args = (
-            f"rl:config:{tenant}",
+            rate_limit_override(tenant),
             prefix + self.window_arg,
-            f"rl:config:{tenant}:{route_id}",
+            rate_limit_override(tenant, route_id),
             prefix,
             self.count,
             self.window_arg,
