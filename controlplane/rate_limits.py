@@ -37,7 +37,7 @@ from controlplane.tenancy import (
     tenant_not_found,
     visible_tenant,
 )
-from gateways.edge.resources import ROUTES
+from gateways.edge.model import ROUTES
 from runtime.errors import NotFound, PermissionDenied
 from strata.controlplane.v1 import rate_limit_pb2, rate_limit_pb2_grpc
 

@@ -18,10 +18,7 @@ from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
 from gateways.edge.credentials import Refused, duplicate_holder, stored_plugins
 from gateways.edge.credentials import shown as shown_credentials
-from gateways.edge.plugins import REGISTRY
-from gateways.edge.plugins._grpc import ProtoError, load_proto
-from gateways.edge.plugins.grpc_transcode import bind
-from gateways.edge.resources import (
+from gateways.edge.model import (
     CONSUMER_GROUPS,
     CONSUMERS,
     GLOBAL_RULES,
@@ -32,6 +29,9 @@ from gateways.edge.resources import (
     SERVICES,
     UPSTREAMS,
 )
+from gateways.edge.plugins import REGISTRY
+from gateways.edge.plugins._grpc import ProtoError, load_proto
+from gateways.edge.plugins.grpc_transcode import bind
 from runtime.context import respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
 from runtime.keyring import Keyring

@@ -181,7 +181,7 @@ class PluginEnv:
     # While a configuration version compiles (plugin constructors only): the snapshot, and
     # `upstream(id_or_conf, owner)` → a compiled Upstream shared with the routes of that
     # version (so passive health and keep-alive pools are shared).
-    snapshot: Any = None  # gateways.edge.resources.Snapshot
+    snapshot: Any = None  # gateways.edge.model.resources.Snapshot
     upstream: Any = None  # Callable[[str | Mapping, str], Upstream]
     # The process's node-level settings (gateways.edge.config.EdgeConfig), e.g. the external
     # processor's address; None when the data plane runs without one (some tests).

@@ -36,7 +36,7 @@ from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
-from gateways.edge.resources import KINDS
+from gateways.edge.model.resources import KINDS
 from runtime.config import ServiceConfig
 from runtime.docs import API_DIR, api_documents
 from runtime.openapi import operations

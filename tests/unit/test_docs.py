@@ -1,7 +1,7 @@
 """The README's generated tables are what the code generates (`make docs`)."""
 
+from gateways.edge.model.resources import ENABLED_PLUGINS
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ENABLED_PLUGINS
 from runtime.docs import README, with_table
 
 

@@ -13,8 +13,8 @@ import pkgutil
 from types import ModuleType
 
 from gateways.edge import batch
+from gateways.edge.model.resources import ENABLED_PLUGINS
 from gateways.edge.plugin import Plugin
-from gateways.edge.resources import ENABLED_PLUGINS
 
 log = logging.getLogger(__name__)
 

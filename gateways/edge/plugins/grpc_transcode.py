@@ -54,6 +54,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
+from gateways.edge.model.resources import PROTOS, ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins._grpc import (
     HTTP_STATUS,
@@ -64,7 +65,6 @@ from gateways.edge.plugins._grpc import (
     metadata_headers,
     start_call,
 )
-from gateways.edge.resources import PROTOS, ConfigRejected
 from runtime import json_codec
 
 log = logging.getLogger(__name__)
