@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from gateways.edge.model import MissingReference, Snapshot
 from runtime.idp_tokens import DEFAULT_AUDIENCES
 
 
@@ -211,6 +212,9 @@ class Plugin:
     secret_fields: ClassVar[Mapping[str, str]] = {}
     # For the README's plugin table when the phases are chosen by configuration.
     phases_doc: ClassVar[str | None] = None
+    # Configuration fields that name another resource, and its kind (grpc-transcode's
+    # `proto_id` → "protos"): the Admin API checks they exist and refuses to delete one in use.
+    references: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         self.conf = conf
@@ -242,6 +246,23 @@ class Plugin:
         expression), as APISIX's `check_schema` words it, or None. `conf` has the schema's
         defaults; the Admin API refuses the configuration with this message (400) and the data
         plane rejects it, as for a schema error."""
+        return None
+
+    @classmethod
+    def check_references(cls, conf: Mapping[str, Any], snapshot: Snapshot) -> str | None:
+        """What `conf` needs of the resources it names, checked against `snapshot` (the
+        configuration it is written into): raises `MissingReference` for a named resource that
+        does not exist, returns the problem when one does not fit (a proto without the
+        configured method), else None. The data plane would refuse the configuration too."""
+        for name, kind in cls.references.items():
+            if name in conf and str(conf[name]) not in snapshot.of(kind):
+                raise MissingReference(kind, conf[name])
+        return None
+
+    @classmethod
+    def check_resource(cls, kind: str, value: Mapping[str, Any]) -> str | None:
+        """What this plugin requires of a resource of a kind it owns (grpc-transcode: a
+        `protos` resource's content compiles), as the Admin API's message, or None."""
         return None
 
     @classmethod

@@ -17,6 +17,7 @@ from gateways.edge.model.resources import (
     SERVICES,
     UPSTREAMS,
     ConfigRejected,
+    MissingReference,
     Resource,
     Snapshot,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "SERVICES",
     "UPSTREAMS",
     "ConfigRejected",
+    "MissingReference",
     "Resource",
     "Snapshot",
     "check",
