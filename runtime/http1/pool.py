@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import httptools
 
+from runtime.http1.flow import FlowControl
+
 
 class Receiver(Protocol):
     """Who gets an upstream response, as it arrives."""
@@ -37,8 +39,9 @@ class UpstreamError(Exception):
         self.fresh = fresh  # nothing of a response arrived: the request may go elsewhere
 
 
-class UpstreamConnection(asyncio.Protocol):
+class UpstreamConnection(FlowControl):
     def __init__(self, pool: Pool) -> None:
+        super().__init__()
         self.pool = pool
         self.transport: Any = None
         self.parser = httptools.HttpResponseParser(self)
@@ -47,13 +50,10 @@ class UpstreamConnection(asyncio.Protocol):
         self.status = 0
         self.head_request = False
         self.got_bytes = False  # any byte of the current response
-        self.closed = False
         self.reusable = False
         self.requests = 0
         self.idle_since = 0.0
         self.last_read = 0.0
-        self.write_paused = False
-        self._drain: asyncio.Future[None] | None = None
         self.tunnel: Any = None  # after a WebSocket upgrade: the client connection
 
     def connection_made(self, transport: Any) -> None:
@@ -85,30 +85,15 @@ class UpstreamConnection(asyncio.Protocol):
             self._fail(UpstreamError(f"invalid response from upstream: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
+        super().connection_lost(exc)
         self.pool.forget(self)
         if self.tunnel is not None:
             self.tunnel.close()
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
         if self.receiver is not None:
             self._fail(
                 UpstreamError("upstream closed the connection", fresh=not self.got_bytes),
                 close=False,
             )
-
-    def pause_writing(self) -> None:
-        self.write_paused = True
-
-    def resume_writing(self) -> None:
-        self.write_paused = False
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
-
-    async def drain(self) -> None:
-        if self.write_paused and not self.closed:
-            self._drain = asyncio.get_running_loop().create_future()
-            await self._drain
 
     # httptools callbacks
     def on_message_begin(self) -> None:
