@@ -156,6 +156,11 @@ class RequestContext:
         self.body = b"".join(chunks)
         return self.body
 
+    def stream_body_from(self, source: Any) -> None:
+        """Where `read_body` reads the request body from (the server's streaming body, set
+        by the data plane before the phases run)."""
+        self._body_source = source
+
     def set_body(self, body: bytes) -> None:
         """Replace what is sent upstream (content-length follows)."""
         self.body = body

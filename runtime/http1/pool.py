@@ -82,7 +82,7 @@ class UpstreamConnection(FlowControl):
             if receiver is not None:
                 receiver.upgraded(data[upgrade.args[0] :])
         except httptools.HttpParserError as exc:
-            self._fail(UpstreamError(f"invalid response from upstream: {exc}"))
+            self.fail(UpstreamError(f"invalid response from upstream: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -90,7 +90,7 @@ class UpstreamConnection(FlowControl):
         if self.tunnel is not None:
             self.tunnel.close()
         if self.receiver is not None:
-            self._fail(
+            self.fail(
                 UpstreamError("upstream closed the connection", fresh=not self.got_bytes),
                 close=False,
             )
@@ -132,7 +132,7 @@ class UpstreamConnection(FlowControl):
         if receiver is not None:
             receiver.response_end()
 
-    def _fail(self, exc: UpstreamError, close: bool = True) -> None:
+    def fail(self, exc: UpstreamError, close: bool = True) -> None:
         receiver, self.receiver = self.receiver, None
         if close:
             self.close()
@@ -140,7 +140,7 @@ class UpstreamConnection(FlowControl):
             receiver.response_failed(exc)
 
     def timed_out(self) -> None:
-        self._fail(UpstreamError("upstream timed out", timeout=True, fresh=not self.got_bytes))
+        self.fail(UpstreamError("upstream timed out", timeout=True, fresh=not self.got_bytes))
 
     def close(self) -> None:
         self.reusable = False
