@@ -19,17 +19,20 @@ priority, ties broken by name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from gateways.edge.model import MissingReference, Snapshot
+from gateways.edge.model import MissingReference, Snapshot, with_defaults
 from runtime.idp_tokens import DEFAULT_AUDIENCES
 
 
 class BodyTooLarge(ValueError):
     """The request body exceeds what a plugin may buffer (the client gets 413)."""
 
+
+Conf = TypeVar("Conf")
 
 PHASES = ("rewrite", "access", "before_proxy", "header_filter", "body_filter", "log")
 
@@ -281,3 +284,12 @@ class Plugin:
         """The phases the data plane calls for this instance: those its class overrides, unless
         its configuration picks fewer (a serverless function runs in its configured phase)."""
         return self.phases()
+
+
+def parse_conf(conf_type: type[Conf], schema: Mapping[str, Any], conf: Mapping[str, Any]) -> Conf:
+    """A plugin's configuration as its frozen, typed dataclass `conf_type`, parsed once when
+    the plugin is built: each field from the key of the same name, the schema's defaults
+    filled in (so a plugin reads `self.settings.header_name`, never `conf.get(key, default)`)."""
+    filled = with_defaults(schema, conf)
+    names = {f.name for f in dataclasses.fields(conf_type)}  # type: ignore[arg-type]
+    return conf_type(**{name: value for name, value in filled.items() if name in names})
