@@ -76,7 +76,7 @@ from controlplane.tenancy import (
     tenant_not_found,
     visible_tenant,
 )
-from gateways.edge.resources import CONSUMER_GROUPS, CONSUMERS, ROUTES
+from gateways.edge.model import CONSUMER_GROUPS, CONSUMERS, ROUTES
 from runtime.context import respond
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, StrataError
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED

@@ -26,7 +26,7 @@ from opentelemetry import trace
 
 from controlplane.edge_config.servicer import FORBIDDEN, EdgeConfigServicer
 from controlplane.kv_errors import kv_unavailable
-from gateways.edge.resources import ROUTES, UPSTREAMS
+from gateways.edge.model import ROUTES, UPSTREAMS
 from runtime.access import IDENTIFIER, current_caller
 from runtime.errors import InvalidRequest, NotFound, Unavailable
 from runtime.protojson import plain_json

@@ -38,7 +38,7 @@ from controlplane.tenancy import (
     visible_tenant,
 )
 from gateways.edge.keys import rate_limit_override, rate_limit_window
-from gateways.edge.resources import ROUTES
+from gateways.edge.model import ROUTES
 from runtime.errors import NotFound, PermissionDenied
 from strata.controlplane.v1 import rate_limit_pb2, rate_limit_pb2_grpc
 

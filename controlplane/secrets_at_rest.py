@@ -28,7 +28,7 @@ from controlplane.notifications import store as notifications
 from controlplane.platform_settings import SettingsServicer
 from controlplane.providers import ProviderServicer
 from gateways.edge.credentials import digests_by_key, needs_migration
-from gateways.edge.resources import CONSUMERS
+from gateways.edge.model import CONSUMERS
 from runtime.errors import StrataError
 
 log = logging.getLogger(__name__)

@@ -186,7 +186,7 @@ async def start_edge(env: Mapping[str, str], workers: int = 2) -> asyncio.subpro
 def edge_snapshot(revision: int = 1, **resources: Any) -> Any:
     """An edge configuration `Snapshot` from lists of resources by kind
     (`routes=[...]`, `consumers=[...]` keyed by username, the others by id)."""
-    from gateways.edge.resources import Snapshot
+    from gateways.edge.model.resources import Snapshot
 
     by_id = {}
     for kind, items in resources.items():

@@ -26,10 +26,9 @@ from jsonschema.exceptions import ValidationError
 from cli.declarative import normalize
 from cli.declarative.format import AGENT, DOCUMENT, EDGE_ID, EDGE_KINDS, items
 from cli.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
-from controlplane.edge_config.schemas import SCHEMAS
 from controlplane.edge_config.seed import SEED_PLUGINS
+from gateways.edge.model import SCHEMAS, with_defaults
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import with_defaults
 
 
 def join(path: Iterable[Any]) -> str:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.servicer import check
 from controlplane.edge_config.store import SEEDED, Conflict, EdgeConfigStore, Entry, Op
-from gateways.edge.resources import GLOBAL_RULES, ROUTES, UPSTREAMS
+from gateways.edge.model import GLOBAL_RULES, ROUTES, UPSTREAMS
 
 log = logging.getLogger(__name__)
 

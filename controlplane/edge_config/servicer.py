@@ -18,10 +18,7 @@ from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
 from gateways.edge.credentials import Refused, duplicate_holder, stored_plugins
 from gateways.edge.credentials import shown as shown_credentials
-from gateways.edge.plugins import REGISTRY
-from gateways.edge.plugins._grpc import ProtoError, load_proto
-from gateways.edge.plugins.grpc_transcode import bind
-from gateways.edge.resources import (
+from gateways.edge.model import (
     CONSUMER_GROUPS,
     CONSUMERS,
     GLOBAL_RULES,
@@ -31,7 +28,10 @@ from gateways.edge.resources import (
     ROUTES,
     SERVICES,
     UPSTREAMS,
+    MissingReference,
+    Snapshot,
 )
+from gateways.edge.plugins import REGISTRY
 from runtime.context import respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
 from runtime.keyring import Keyring
@@ -67,9 +67,11 @@ IN_USE = {
     CONSUMER_GROUPS: "can not delete this consumer group",
     PROTOS: "can not delete this proto",
 }
-# Resources whose plugins may name a proto (grpc-transcode's `proto_id`), in the order a
-# refused delete names them (APISIX checks routes, then services).
-PROTO_USERS = (ROUTES, SERVICES, PLUGIN_CONFIGS, GLOBAL_RULES, CONSUMER_GROUPS, CONSUMERS)
+# Resources holding plugins, whose configurations may name another resource (`Plugin.
+# references`), in the order a refused delete names them (APISIX checks routes, then services).
+PLUGIN_HOLDERS = (ROUTES, SERVICES, PLUGIN_CONFIGS, GLOBAL_RULES, CONSUMER_GROUPS, CONSUMERS)
+# The kinds plugin configurations name.
+REFERENCED = frozenset(kind for plugin in REGISTRY.values() for kind in plugin.references.values())
 FORBIDDEN = ("create_time", "update_time")
 V3 = {"X-API-VERSION": "v3"}
 RETRIES = 50
@@ -405,20 +407,20 @@ def check(
     if kind == ROUTES and "host" in value and "hosts" in value:
         raise bad("only one of host or hosts is allowed")
     check_resource(kind, value)
-    if kind == PROTOS:
-        try:
-            load_proto(value["content"])
-        except ProtoError as exc:
-            raise bad(f"invalid content: {exc}") from None
-        for holder, other_id, conf in _proto_users(state, id_):  # an update keeps them working
-            try:
-                bind(conf, value["content"])
-            except ValueError as exc:
-                problem = f"{SINGULAR[holder]} [{other_id}] needs it: {exc}"
-                raise bad(f"invalid content: {problem}") from None
+    for plugin in REGISTRY.values():
+        problem = plugin.check_resource(kind, value)
+        if problem is not None:
+            raise bad(problem)
+    if kind in REFERENCED:  # an update keeps the resources naming it working
+        updated = _with(state.snapshot(), kind, id_, value)
+        for holder, other_id, name, conf in _users(state, kind, id_):
+            problem = REGISTRY[name].check_references(conf, updated)
+            if problem is not None:
+                problem = f"{SINGULAR[holder]} [{other_id}] needs it: {problem}"
+                raise bad(f"invalid content: {problem}")  # protos: their one field
     plugins = value.get("plugins") or {}
     check_plugins(plugins, consumer=kind == CONSUMERS, unchecked=unchecked)
-    _check_proto_reference(state, plugins)
+    _check_plugin_references(state, plugins)
     for field, target in REFERENCES.get(kind, ()):
         if field in value and str(value[field]) not in state.of(target):
             name = SINGULAR[target]
@@ -434,21 +436,30 @@ def check(
                     raise bad(f"plugin '{name}' already exists in global rule with id '{other_id}'")
 
 
-def _check_proto_reference(state: State, plugins: dict[str, Any]) -> None:
-    """grpc-transcode's proto exists and defines its service, method and detail type (the
-    data plane would refuse the whole configuration otherwise)."""
-    conf = plugins.get("grpc-transcode")
-    if not isinstance(conf, dict) or "proto_id" not in conf:
-        return
-    proto = state.of(PROTOS).get(str(conf["proto_id"]))
-    if proto is None:
-        name = conf["proto_id"]
-        raise bad(f"failed to fetch proto info by proto id [{name}], response code: 404")
-    try:
-        bind(conf, str(proto.value.get("content", "")))
-    except ValueError as exc:
-        message = f"failed to check the configuration of plugin grpc-transcode err: {exc}"
-        raise bad(message) from None
+def _check_plugin_references(state: State, plugins: dict[str, Any]) -> None:
+    """The resources plugins name exist and fit them (grpc-transcode's proto defines its
+    service, method and detail type): the data plane would refuse the whole configuration
+    otherwise."""
+    snapshot: Snapshot | None = None
+    for name, conf in plugins.items():
+        plugin = REGISTRY.get(name)
+        if plugin is None or not plugin.references or not isinstance(conf, dict):
+            continue
+        snapshot = snapshot or state.snapshot()
+        try:
+            problem = plugin.check_references(conf, snapshot)
+        except MissingReference as exc:
+            what = SINGULAR[exc.kind]
+            message = f"failed to fetch {what} info by {what} id [{exc.id}], response code: 404"
+            raise bad(message) from None
+        if problem is not None:
+            raise bad(f"failed to check the configuration of plugin {name} err: {problem}")
+
+
+def _with(snapshot: Snapshot, kind: str, id_: str, value: dict[str, Any]) -> Snapshot:
+    """`snapshot` with `value` stored as `kind`/`id_`."""
+    resources = {**snapshot.resources, kind: {**snapshot.of(kind), id_: value}}
+    return Snapshot(snapshot.revision, resources)
 
 
 def shown(kind: str, value: dict[str, Any]) -> dict[str, Any]:
@@ -481,21 +492,25 @@ def _first_user(state: State, kind: str, id_: str) -> tuple[str, str] | None:
             ):
                 if str(entry.value.get(field, "")) == id_:
                     return holder, other_id
-    if kind == PROTOS:
-        for holder, other_id, _ in _proto_users(state, id_):
-            return holder, other_id
+    for holder, other_id, _, _ in _users(state, kind, id_):
+        return holder, other_id
     return None
 
 
-def _proto_users(state: State, id_: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(kind, id, grpc-transcode conf) of each resource whose grpc-transcode uses proto `id_`."""
-    for holder in PROTO_USERS:
+def _users(state: State, kind: str, id_: str) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+    """(kind, id, plugin, conf) of each plugin configuration that names `kind`/`id_`
+    (`Plugin.references`), in the order a refused delete names them."""
+    for holder in PLUGIN_HOLDERS:
         for other_id, entry in sorted(
             state.of(holder).items(), key=lambda item: item[1].created_index
         ):
-            conf = (entry.value.get("plugins") or {}).get("grpc-transcode")
-            if isinstance(conf, dict) and str(conf.get("proto_id", "")) == id_:
-                yield holder, other_id, conf
+            for name, conf in (entry.value.get("plugins") or {}).items():
+                plugin = REGISTRY.get(name)
+                if plugin is None or not isinstance(conf, dict):
+                    continue
+                for field, target in plugin.references.items():
+                    if target == kind and str(conf.get(field, "")) == id_:
+                        yield holder, other_id, name, conf
 
 
 def _kind(kind: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateways.edge.resources import KINDS, Snapshot
+from gateways.edge.model import KINDS, Snapshot
 
 PREFIX = "edge:config"
 REVISION = f"{PREFIX}:revision"

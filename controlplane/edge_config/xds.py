@@ -26,7 +26,7 @@ from prometheus_client import Counter
 
 from controlplane.edge_config.servicer import struct
 from controlplane.edge_config.store import CHANNEL, EdgeConfigStore, State
-from gateways.edge.resources import KINDS
+from gateways.edge.model import KINDS
 from runtime.errors import InvalidRequest
 from runtime.telemetry import Metrics
 from strata.edge.v1 import config_pb2

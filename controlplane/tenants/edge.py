@@ -25,7 +25,7 @@ from typing import Any
 
 from controlplane.edge_config.servicer import EdgeConfigServicer, check
 from controlplane.edge_config.store import Entry, Op, State
-from gateways.edge.resources import CONSUMER_GROUPS, CONSUMERS
+from gateways.edge.model import CONSUMER_GROUPS, CONSUMERS
 
 MANAGED = ("tenant-rate-limit", "ip-restriction")
 EVERYONE = ["0.0.0.0/0", "::/0"]

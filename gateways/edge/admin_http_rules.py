@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gateways.edge.resources import ENABLED_PLUGINS, KINDS
+from gateways.edge.model import ENABLED_PLUGINS, KINDS, SCHEMAS
 from runtime.errors import StrataError, Unauthenticated
 from runtime.http_rules import HttpRule
 from runtime.openapi import ApiDocs, Schema, describe_envelope, ref
@@ -80,8 +80,6 @@ HTTP_RULES: tuple[HttpRule, ...] = (
 
 def _resource_schemas() -> dict[str, Schema]:
     """The Admin API's resource schemas, as the control plane checks them."""
-    from controlplane.edge_config.schemas import SCHEMAS  # the one copy of APISIX's schemas
-
     schemas = {}
     for kind in KINDS:
         stored = copy.deepcopy(SCHEMAS[kind])

@@ -19,16 +19,20 @@ priority, ties broken by name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from gateways.edge.model import MissingReference, Snapshot, with_defaults
 from runtime.idp_tokens import DEFAULT_AUDIENCES
 
 
 class BodyTooLarge(ValueError):
     """The request body exceeds what a plugin may buffer (the client gets 413)."""
 
+
+Conf = TypeVar("Conf")
 
 PHASES = ("rewrite", "access", "before_proxy", "header_filter", "body_filter", "log")
 
@@ -155,6 +159,11 @@ class RequestContext:
         self.body = b"".join(chunks)
         return self.body
 
+    def stream_body_from(self, source: Any) -> None:
+        """Where `read_body` reads the request body from (the server's streaming body, set
+        by the data plane before the phases run)."""
+        self._body_source = source
+
     def set_body(self, body: bytes) -> None:
         """Replace what is sent upstream (content-length follows)."""
         self.body = body
@@ -181,7 +190,7 @@ class PluginEnv:
     # While a configuration version compiles (plugin constructors only): the snapshot, and
     # `upstream(id_or_conf, owner)` → a compiled Upstream shared with the routes of that
     # version (so passive health and keep-alive pools are shared).
-    snapshot: Any = None  # gateways.edge.resources.Snapshot
+    snapshot: Any = None  # gateways.edge.model.resources.Snapshot
     upstream: Any = None  # Callable[[str | Mapping, str], Upstream]
     # The process's node-level settings (gateways.edge.config.EdgeConfig), e.g. the external
     # processor's address; None when the data plane runs without one (some tests).
@@ -211,6 +220,9 @@ class Plugin:
     secret_fields: ClassVar[Mapping[str, str]] = {}
     # For the README's plugin table when the phases are chosen by configuration.
     phases_doc: ClassVar[str | None] = None
+    # Configuration fields that name another resource, and its kind (grpc-transcode's
+    # `proto_id` → "protos"): the Admin API checks they exist and refuses to delete one in use.
+    references: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         self.conf = conf
@@ -245,6 +257,23 @@ class Plugin:
         return None
 
     @classmethod
+    def check_references(cls, conf: Mapping[str, Any], snapshot: Snapshot) -> str | None:
+        """What `conf` needs of the resources it names, checked against `snapshot` (the
+        configuration it is written into): raises `MissingReference` for a named resource that
+        does not exist, returns the problem when one does not fit (a proto without the
+        configured method), else None. The data plane would refuse the configuration too."""
+        for name, kind in cls.references.items():
+            if name in conf and str(conf[name]) not in snapshot.of(kind):
+                raise MissingReference(kind, conf[name])
+        return None
+
+    @classmethod
+    def check_resource(cls, kind: str, value: Mapping[str, Any]) -> str | None:
+        """What this plugin requires of a resource of a kind it owns (grpc-transcode: a
+        `protos` resource's content compiles), as the Admin API's message, or None."""
+        return None
+
+    @classmethod
     def phases(cls) -> frozenset[str]:
         """The phases this plugin overrides (the data plane calls no others)."""
         return frozenset(
@@ -255,3 +284,12 @@ class Plugin:
         """The phases the data plane calls for this instance: those its class overrides, unless
         its configuration picks fewer (a serverless function runs in its configured phase)."""
         return self.phases()
+
+
+def parse_conf(conf_type: type[Conf], schema: Mapping[str, Any], conf: Mapping[str, Any]) -> Conf:
+    """A plugin's configuration as its frozen, typed dataclass `conf_type`, parsed once when
+    the plugin is built: each field from the key of the same name, the schema's defaults
+    filled in (so a plugin reads `self.settings.header_name`, never `conf.get(key, default)`)."""
+    filled = with_defaults(schema, conf)
+    names = {f.name for f in dataclasses.fields(conf_type)}  # type: ignore[arg-type]
+    return conf_type(**{name: value for name, value in filled.items() if name in names})

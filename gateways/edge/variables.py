@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qs
 
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import RequestContext
-from gateways.edge.resources import ConfigRejected
 
 Condition = Callable[[RequestContext], bool]
 TEMPLATE_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")

@@ -27,7 +27,7 @@ from typing import Any
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from google.rpc import status_pb2
 
-from gateways.edge.resources import ConfigRejected, Resource, Snapshot
+from gateways.edge.model.resources import ConfigRejected, Resource, Snapshot
 from runtime.config import ServiceConfig
 from runtime.peers import Peer
 from runtime.protojson import plain_json

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import httptools
 
+from runtime.http1.flow import FlowControl
+
 
 class Receiver(Protocol):
     """Who gets an upstream response, as it arrives."""
@@ -37,8 +39,9 @@ class UpstreamError(Exception):
         self.fresh = fresh  # nothing of a response arrived: the request may go elsewhere
 
 
-class UpstreamConnection(asyncio.Protocol):
+class UpstreamConnection(FlowControl):
     def __init__(self, pool: Pool) -> None:
+        super().__init__()
         self.pool = pool
         self.transport: Any = None
         self.parser = httptools.HttpResponseParser(self)
@@ -47,13 +50,10 @@ class UpstreamConnection(asyncio.Protocol):
         self.status = 0
         self.head_request = False
         self.got_bytes = False  # any byte of the current response
-        self.closed = False
         self.reusable = False
         self.requests = 0
         self.idle_since = 0.0
         self.last_read = 0.0
-        self.write_paused = False
-        self._drain: asyncio.Future[None] | None = None
         self.tunnel: Any = None  # after a WebSocket upgrade: the client connection
 
     def connection_made(self, transport: Any) -> None:
@@ -82,33 +82,18 @@ class UpstreamConnection(asyncio.Protocol):
             if receiver is not None:
                 receiver.upgraded(data[upgrade.args[0] :])
         except httptools.HttpParserError as exc:
-            self._fail(UpstreamError(f"invalid response from upstream: {exc}"))
+            self.fail(UpstreamError(f"invalid response from upstream: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
+        super().connection_lost(exc)
         self.pool.forget(self)
         if self.tunnel is not None:
             self.tunnel.close()
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
         if self.receiver is not None:
-            self._fail(
+            self.fail(
                 UpstreamError("upstream closed the connection", fresh=not self.got_bytes),
                 close=False,
             )
-
-    def pause_writing(self) -> None:
-        self.write_paused = True
-
-    def resume_writing(self) -> None:
-        self.write_paused = False
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
-
-    async def drain(self) -> None:
-        if self.write_paused and not self.closed:
-            self._drain = asyncio.get_running_loop().create_future()
-            await self._drain
 
     # httptools callbacks
     def on_message_begin(self) -> None:
@@ -147,7 +132,7 @@ class UpstreamConnection(asyncio.Protocol):
         if receiver is not None:
             receiver.response_end()
 
-    def _fail(self, exc: UpstreamError, close: bool = True) -> None:
+    def fail(self, exc: UpstreamError, close: bool = True) -> None:
         receiver, self.receiver = self.receiver, None
         if close:
             self.close()
@@ -155,7 +140,7 @@ class UpstreamConnection(asyncio.Protocol):
             receiver.response_failed(exc)
 
     def timed_out(self) -> None:
-        self._fail(UpstreamError("upstream timed out", timeout=True, fresh=not self.got_bytes))
+        self.fail(UpstreamError("upstream timed out", timeout=True, fresh=not self.got_bytes))
 
     def close(self) -> None:
         self.reusable = False

@@ -32,9 +32,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests"), str(ROOT / 
 from helpers import request  # noqa: E402
 
 from gateways.edge.credentials import DigestIndex  # noqa: E402
+from gateways.edge.model.schema import with_defaults  # noqa: E402
 from gateways.edge.plugin import PluginEnv  # noqa: E402
 from gateways.edge.plugins import REGISTRY  # noqa: E402
-from gateways.edge.schema import with_defaults  # noqa: E402
 from runtime.keyring import Keyring, new_key, parse_keys  # noqa: E402
 
 

@@ -15,9 +15,9 @@ from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import check, with_defaults
 
 
 def make_plugin(name: str, conf: dict[str, Any], env: PluginEnv | None = None) -> Any:

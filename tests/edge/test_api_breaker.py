@@ -13,8 +13,8 @@ from aiohttp import web
 from helpers import route, serve_edge, upstream
 from support import free_port
 
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, api_breaker
-from gateways.edge.schema import check, with_defaults
 
 
 class Clock:

@@ -15,9 +15,9 @@ from joserfc.jwk import ECKey, OctKey
 from support import edge_snapshot, keyring_for_tests
 
 from gateways.edge.dataplane.compile import _consumers
+from gateways.edge.model.schema import check
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import check
 
 
 def env_with(plugin: str, consumers: dict[str, dict]) -> PluginEnv:

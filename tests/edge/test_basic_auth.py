@@ -17,9 +17,9 @@ from support import keyring_for_tests
 
 from controlplane.edge_config.store import PREFIX
 from gateways.edge.credentials import stored_plugins
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, basic_auth
 from gateways.edge.plugins.basic_auth import credentials
-from gateways.edge.schema import check, with_defaults
 from runtime.hashing import is_hash, verify_secret
 from runtime.keyring import MASKED
 from runtime.stores.kv import connect_kv

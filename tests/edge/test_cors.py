@@ -9,9 +9,9 @@ from aiohttp import web
 from helpers import conf_problem, route, serve_edge, upstream
 from integration.test_edge_config import Platform, makers, platform  # noqa: F401
 
+from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.plugins.cors import EVERY_METHOD
-from gateways.edge.schema import with_defaults
 
 SCHEMA = REGISTRY["cors"].schema
 

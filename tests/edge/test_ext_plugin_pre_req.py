@@ -16,8 +16,8 @@ from google.protobuf.json_format import MessageToDict
 from helpers import route, serve_edge, upstream
 from support import free_port
 
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, _ext_proc
-from gateways.edge.schema import check, with_defaults
 
 CONF = [{"name": "ext-plugin-A", "value": '{"enable":"feature"}'}]  # APISIX's doc example
 BUFFERED = processing_mode_pb2.ProcessingMode.BUFFERED

@@ -26,9 +26,9 @@ from helpers import Edge, serve_edge
 from integration.test_edge_config import Platform, makers, platform  # noqa: F401
 from support import free_port
 
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check
 from gateways.edge.plugins import REGISTRY, _grpc
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check
 
 GREETER = {"proto_id": "1", "service": "helloworld.Greeter"}
 

@@ -13,8 +13,8 @@ import pytest
 from grpc_upstream import Greeter, HelloReply, HelloRequest, grpc_server
 from helpers import Edge, serve_edge
 
+from gateways.edge.model.schema import check
 from gateways.edge.plugins import REGISTRY, _grpc
-from gateways.edge.schema import check
 
 BINARY = "application/grpc-web+proto"
 TEXT = "application/grpc-web-text"

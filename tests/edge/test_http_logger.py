@@ -20,8 +20,8 @@ from integration.test_edge_config import Platform, makers, platform  # noqa: F40
 from support import free_port
 
 from gateways.edge import batch
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, http_logger
-from gateways.edge.schema import check, with_defaults
 from runtime.config import VERSION
 
 

@@ -14,9 +14,9 @@ from aiohttp import web
 from helpers import make_plugin, request, route, serve_edge, upstream
 from support import free_port
 
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY, limit_conn
-from gateways.edge.schema import check, with_defaults
 from runtime.stores.kv import connect_kv
 
 

@@ -7,9 +7,9 @@ import uuid
 from helpers import make_plugin, request
 from support import free_port
 
+from gateways.edge.model.schema import check
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import check
 from runtime.stores.kv import connect_kv
 
 

@@ -11,10 +11,10 @@ import pytest
 from helpers import make_plugin, request, route, serve_edge, upstream
 from support import free_port
 
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY, limit_req
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check, with_defaults
 from runtime.stores.kv import connect_kv
 
 

@@ -18,9 +18,9 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from gateways.edge.config import EdgeConfig
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, opentelemetry
 from gateways.edge.plugins.opentelemetry import trace_id_of
-from gateways.edge.schema import check, with_defaults
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from helpers import conf_problem, route, serve_edge, upstream
 
+from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.plugins.real_ip import parse_address
-from gateways.edge.schema import with_defaults
 
 SCHEMA = REGISTRY["real-ip"].schema
 

@@ -8,8 +8,8 @@ from typing import Any
 from aiohttp import web
 from helpers import conf_problem, route, serve_edge, upstream
 
+from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import with_defaults
 
 SCHEMA = REGISTRY["redirect"].schema
 

@@ -13,9 +13,9 @@ from helpers import route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
 from gateways.edge.dataplane.chain import plugin_conf
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check, with_defaults
 from runtime.errors import InvalidRequest
 
 SCHEMA = REGISTRY["response-rewrite"].schema

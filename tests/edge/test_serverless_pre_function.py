@@ -17,10 +17,10 @@ from controlplane.edge_config.schemas import check_plugins
 from gateways.edge import functions
 from gateways.edge.dataplane.chain import Chain
 from gateways.edge.functions import edge_function
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import Reply, RequestContext
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check, with_defaults
 from runtime.errors import InvalidRequest
 
 HERE = __name__  # this module, as the functions' module path names it

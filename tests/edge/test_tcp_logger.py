@@ -17,8 +17,8 @@ from helpers import route, serve_edge, upstream
 from support import self_signed
 
 from gateways.edge import batch
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.schema import check, with_defaults
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ from helpers import make_plugin, request, route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
 from gateways.edge.dataplane.upstream import Timeouts
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check
 from runtime.errors import InvalidRequest
 
 SCHEMA = REGISTRY["traffic-split"].schema

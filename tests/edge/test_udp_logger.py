@@ -16,9 +16,9 @@ from helpers import route, serve_edge, upstream
 
 from gateways.edge import batch
 from gateways.edge.log_entry import encode
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY
 from gateways.edge.plugins.udp_logger import datagrams
-from gateways.edge.schema import check, with_defaults
 
 
 @pytest.fixture(autouse=True)

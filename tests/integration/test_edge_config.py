@@ -21,9 +21,9 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.store import PREFIX, SEEDED
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
+from gateways.edge.model.resources import ConfigRejected, Snapshot
 from gateways.edge.plugin import Plugin
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected, Snapshot
 from gateways.edge.xds import XdsSubscription
 from runtime.config import ServiceConfig
 from runtime.serve import start

@@ -18,9 +18,9 @@ from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot, free_port
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -37,7 +37,7 @@ from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
-from gateways.edge.resources import KINDS
+from gateways.edge.model.resources import KINDS
 from runtime.config import ServiceConfig
 from runtime.openapi import operations
 from runtime.serve import start as start_service

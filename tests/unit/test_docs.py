@@ -1,8 +1,8 @@
 """The README's generated tables are what the code generates (`make docs`)."""
 
 from cli.docs import README, with_table
+from gateways.edge.model.resources import ENABLED_PLUGINS
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ENABLED_PLUGINS
 
 
 def test_readme_generated_tables_are_fresh() -> None:

@@ -20,8 +20,8 @@ from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane.compile import Compiled, compile_snapshot
 from gateways.edge.dataplane.proxy import handle
 from gateways.edge.dataplane.server import serve
+from gateways.edge.model.resources import ConfigRejected, Snapshot
 from gateways.edge.plugin import PluginEnv
-from gateways.edge.resources import ConfigRejected, Snapshot
 from runtime.http1.pool import Pools
 from runtime.keyring import keyring_of
 

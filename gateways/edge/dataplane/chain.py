@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import PHASES, Plugin, PluginEnv
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import ConfigRejected
-from gateways.edge.schema import check, with_defaults
 
 
 def plugin_conf(name: str, conf: Any, schema_key: str = "schema") -> dict[str, Any]:

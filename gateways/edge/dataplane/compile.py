@@ -20,9 +20,7 @@ from gateways.edge.dataplane.chain import (
 )
 from gateways.edge.dataplane.router import Route, Router
 from gateways.edge.dataplane.upstream import Timeouts, Upstream
-from gateways.edge.plugin import PluginEnv
-from gateways.edge.plugins import REGISTRY
-from gateways.edge.resources import (
+from gateways.edge.model.resources import (
     CONSUMER_GROUPS,
     CONSUMERS,
     GLOBAL_RULES,
@@ -33,6 +31,8 @@ from gateways.edge.resources import (
     ConfigRejected,
     Snapshot,
 )
+from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugins import REGISTRY
 from runtime.http1.pool import Pools
 from runtime.keyring import Keyring
 

@@ -13,9 +13,9 @@ from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane
 from gateways.edge.dataplane.standalone import load
 from gateways.edge.metrics import process_metrics
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import close_plugins
-from gateways.edge.resources import ConfigRejected
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
 from runtime.service import Lifecycle, Listener

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import RequestContext
-from gateways.edge.resources import ConfigRejected
 from gateways.edge.variables import compile_vars
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import httptools
 
+from runtime.http1.flow import FlowControl
 from runtime.http_parse_errors import MAX_FIELD_BYTES as HTTP_MAX_FIELD_BYTES
 
 log = logging.getLogger(__name__)
@@ -220,11 +221,12 @@ class Exchange:
 Handler = Callable[[Exchange], Awaitable[None]]
 
 
-class Connection(asyncio.Protocol):
+class Connection(FlowControl):
     """One client connection. The handler runs one exchange at a time; an exception in it is
     logged and closes this connection only."""
 
     def __init__(self, handler: Handler, max_body: int) -> None:
+        super().__init__()
         self.handler = handler
         self.max_body = max_body
         self.loop = asyncio.get_running_loop()
@@ -237,11 +239,8 @@ class Connection(asyncio.Protocol):
         self.tunnel: Any = None  # after a WebSocket upgrade: the upstream transport
         self.upgrade_tail = b""  # bytes after an upgrade request's headers
         self.local_port = 0
-        self.closed = False
         self.reading_paused = False
-        self.write_paused = False
         self.on_drain: Callable[[], None] | None = None  # called when the client drains
-        self._drain: asyncio.Future[None] | None = None
         # httptools hands a header over once it is complete: an unterminated one is bounded by
         # counting what arrives while a request's head is incomplete.
         self._in_head = False
@@ -283,7 +282,7 @@ class Connection(asyncio.Protocol):
             self._bad_request(self._error)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
+        super().connection_lost(exc)
         if self.tunnel is not None:
             self.tunnel.close()
         if self._body is not None and not self._body.done:
@@ -292,16 +291,9 @@ class Connection(asyncio.Protocol):
             self.current.body.finish(ConnectionResetError("client closed the connection"))
         if self.task is not None and not self.task.done():
             self.task.cancel()
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
-
-    def pause_writing(self) -> None:
-        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self.write_paused = False
-        if self._drain is not None and not self._drain.done():
-            self._drain.set_result(None)
+        super().resume_writing()
         if self.on_drain is not None:
             self.on_drain()
 
@@ -434,11 +426,6 @@ class Connection(asyncio.Protocol):
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.transport.write(data)
-
-    async def drain(self) -> None:
-        if self.write_paused and not self.closed:
-            self._drain = self.loop.create_future()
-            await self._drain
 
     def pause_reading(self) -> None:
         if not self.reading_paused and not self.closed:

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from gateways.edge.resources import CONSUMERS, KINDS, ConfigRejected, Snapshot
+from gateways.edge.model.resources import CONSUMERS, KINDS, ConfigRejected, Snapshot
 
 
 def load(path: str) -> Snapshot:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import RequestContext
-from gateways.edge.resources import ConfigRejected
 from gateways.edge.variables import cookie, variable
 from runtime.http1.pool import Pool, Pools
 

@@ -1,55 +1,98 @@
-"""The edge's plugins, one module each. `REGISTRY` maps a plugin name to its class: every
-module of this package that defines a `Plugin` subclass named in the spec's enabled list.
-The Admin API validates configurations against `schema`; the data plane builds chains.
-A module that holds per-worker resources (batches, channels, sessions) defines
-`async def close()`; `close_plugins()` runs them all when a worker stops."""
+"""The edge's plugins, one module each. `PLUGINS` is the registry: every implemented plugin,
+each named in the spec's enabled list; `REGISTRY` maps a plugin name to its class. The
+Admin API validates configurations against `schema`; the data plane builds chains. A plugin
+module imports what its phases need (gRPC, OpenTelemetry, HTTP clients) inside them, so
+loading the registry stays cheap. A module that holds per-worker resources (batches,
+channels, sessions) defines `async def close()`; `close_plugins()` runs those loaded when a
+worker stops."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
-import pkgutil
-from types import ModuleType
+import sys
 
 from gateways.edge import batch
+from gateways.edge.model import ENABLED_PLUGINS
 from gateways.edge.plugin import Plugin
-from gateways.edge.resources import ENABLED_PLUGINS
+from gateways.edge.plugins.analytics_logger import AnalyticsLogger
+from gateways.edge.plugins.api_breaker import ApiBreaker
+from gateways.edge.plugins.basic_auth import BasicAuth
+from gateways.edge.plugins.cors import Cors
+from gateways.edge.plugins.ext_plugin_post_resp import ExtPluginPostResp
+from gateways.edge.plugins.ext_plugin_pre_req import ExtPluginPreReq
+from gateways.edge.plugins.grpc_transcode import GrpcTranscode
+from gateways.edge.plugins.grpc_web import GrpcWeb
+from gateways.edge.plugins.http_logger import HttpLogger
+from gateways.edge.plugins.ip_restriction import IpRestriction
+from gateways.edge.plugins.jwt_auth import JwtAuth
+from gateways.edge.plugins.key_auth import KeyAuth
+from gateways.edge.plugins.limit_conn import LimitConn
+from gateways.edge.plugins.limit_count import LimitCount
+from gateways.edge.plugins.limit_req import LimitReq
+from gateways.edge.plugins.openid_connect import OpenidConnect
+from gateways.edge.plugins.opentelemetry import OpenTelemetry
+from gateways.edge.plugins.prometheus import Prometheus
+from gateways.edge.plugins.proxy_rewrite import ProxyRewrite
+from gateways.edge.plugins.real_ip import RealIp
+from gateways.edge.plugins.redirect import Redirect
+from gateways.edge.plugins.request_id import RequestId
+from gateways.edge.plugins.response_rewrite import ResponseRewrite
+from gateways.edge.plugins.serverless_post_function import ServerlessPostFunction
+from gateways.edge.plugins.serverless_pre_function import ServerlessPreFunction
+from gateways.edge.plugins.tcp_logger import TcpLogger
+from gateways.edge.plugins.tenant_rate_limit import TenantRateLimit
+from gateways.edge.plugins.traffic_split import TrafficSplit
+from gateways.edge.plugins.udp_logger import UdpLogger
 
 log = logging.getLogger(__name__)
 
-
-_MODULES: list[ModuleType] = []
-
-
-def _discover() -> dict[str, type[Plugin]]:
-    found: dict[str, type[Plugin]] = {}
-    for module in pkgutil.iter_modules(__path__, f"{__name__}."):
-        loaded = importlib.import_module(module.name)
-        _MODULES.append(loaded)
-        for value in vars(loaded).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Plugin)
-                and value is not Plugin
-                and value.__module__ == loaded.__name__
-            ):
-                if value.name not in ENABLED_PLUGINS:
-                    raise LookupError(f"plugin {value.name!r} is not in the spec's enabled list")
-                found[value.name] = value
-    return found
-
-
-REGISTRY: dict[str, type[Plugin]] = _discover()
+PLUGINS: tuple[type[Plugin], ...] = (
+    AnalyticsLogger,
+    ApiBreaker,
+    BasicAuth,
+    Cors,
+    ExtPluginPostResp,
+    ExtPluginPreReq,
+    GrpcTranscode,
+    GrpcWeb,
+    HttpLogger,
+    IpRestriction,
+    JwtAuth,
+    KeyAuth,
+    LimitConn,
+    LimitCount,
+    LimitReq,
+    OpenidConnect,
+    OpenTelemetry,
+    Prometheus,
+    ProxyRewrite,
+    RealIp,
+    Redirect,
+    RequestId,
+    ResponseRewrite,
+    ServerlessPostFunction,
+    ServerlessPreFunction,
+    TcpLogger,
+    TenantRateLimit,
+    TrafficSplit,
+    UdpLogger,
+)
+REGISTRY: dict[str, type[Plugin]] = {plugin.name: plugin for plugin in PLUGINS}
+for _name in REGISTRY:
+    if _name not in ENABLED_PLUGINS:
+        raise LookupError(f"plugin {_name!r} is not in the spec's enabled list")
 
 
 async def close_plugins() -> None:
-    """Every plugin module's `close()` (then the loggers' batch processors)."""
-    for module in _MODULES:
+    """Every loaded plugin module's `close()` (then the loggers' batch processors)."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(f"{__name__}.") or module is None:
+            continue
         close = getattr(module, "close", None)
         if inspect.iscoroutinefunction(close):
             try:
                 await close()
             except Exception:
-                log.exception("closing %s failed", module.__name__)
+                log.exception("closing %s failed", name)
     await batch.close()

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.variables import interpolate, variable
 
 MAX_TRACKED = 100_000
@@ -62,6 +63,16 @@ def _statuses(minimum: int, maximum: int, default: int) -> dict[str, Any]:
         "uniqueItems": True,
         "default": [default],
     }
+
+
+@dataclass(frozen=True, slots=True)
+class ApiBreakerConf:
+    break_response_code: int
+    max_breaker_sec: int
+    unhealthy: Mapping[str, Any]  # http_statuses, failures (defaults filled in)
+    healthy: Mapping[str, Any]  # http_statuses, successes
+    break_response_body: str | None = None
+    break_response_headers: list[Mapping[str, str]] | None = None
 
 
 class ApiBreaker(Plugin):
@@ -109,19 +120,19 @@ class ApiBreaker(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.code = conf["break_response_code"]
-        body = conf.get("break_response_body")
+        settings = parse_conf(ApiBreakerConf, self.schema, conf)
+        self.code = settings.break_response_code
+        body = settings.break_response_body
         self.body = None if body is None else body.encode()
         self.headers = [
-            (h["key"], interpolate(h["value"])) for h in conf.get("break_response_headers") or ()
+            (h["key"], interpolate(h["value"])) for h in settings.break_response_headers or ()
         ]
-        self.max_seconds = conf.get("max_breaker_sec", 300)
-        unhealthy = conf.get("unhealthy") or {}
-        healthy = conf.get("healthy") or {}
-        self.unhealthy_statuses = frozenset(unhealthy.get("http_statuses", [500]))
-        self.failures = unhealthy.get("failures", 3)
-        self.healthy_statuses = frozenset(healthy.get("http_statuses", [200]))
-        self.successes = healthy.get("successes", 3)
+        self.max_seconds = settings.max_breaker_sec
+        unhealthy, healthy = settings.unhealthy, settings.healthy
+        self.unhealthy_statuses = frozenset(unhealthy["http_statuses"])
+        self.failures: int = unhealthy["failures"]
+        self.healthy_statuses = frozenset(healthy["http_statuses"])
+        self.successes: int = healthy["successes"]
 
     async def access(self, ctx: RequestContext) -> Reply | None:
         state = _states.get(_key(ctx))

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 
 ORIGINS = r"^(\*|\*\*|null|\w+://[^,]+(,\w+://[^,]+)*)$"
 EVERY_METHOD = "GET,POST,PUT,DELETE,PATCH,HEAD,OPTIONS,CONNECT,TRACE"
@@ -64,6 +65,19 @@ class OriginRule:
         if self.value == "**":
             return origin or "*"
         return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class CorsConf:
+    allow_origins: str
+    allow_methods: str
+    allow_headers: str
+    max_age: int
+    allow_credential: bool
+    expose_headers: str | None = None
+    allow_origins_by_regex: list[str] | None = None
+    timing_allow_origins: str | None = None
+    timing_allow_origins_by_regex: list[str] | None = None
 
 
 class Cors(Plugin):
@@ -107,24 +121,26 @@ class Cors(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        origins, regexes = conf.get("allow_origins", "*"), conf.get("allow_origins_by_regex")
-        self.origins = OriginRule(origins, regexes)
-        timing = conf.get("timing_allow_origins")
-        timing_regexes = conf.get("timing_allow_origins_by_regex")
+        settings = parse_conf(CorsConf, self.schema, conf)
+        self.origins = OriginRule(settings.allow_origins, settings.allow_origins_by_regex)
+        timing, timing_regexes = (
+            settings.timing_allow_origins,
+            settings.timing_allow_origins_by_regex,
+        )
         self.timing = OriginRule(timing, timing_regexes) if timing or timing_regexes else None
-        methods = conf.get("allow_methods", "*")
-        allow_headers = conf.get("allow_headers", "*")
+        methods = settings.allow_methods
+        allow_headers = settings.allow_headers
         self.echo_request_headers = allow_headers == "**"
         # the headers every allowed response gets, computed once
         self.headers = {
             "access-control-allow-methods": EVERY_METHOD if methods == "**" else methods,
-            "access-control-max-age": str(conf.get("max_age", 5)),
+            "access-control-max-age": str(settings.max_age),
         }
-        if conf.get("expose_headers"):
-            self.headers["access-control-expose-headers"] = conf["expose_headers"]
+        if settings.expose_headers:
+            self.headers["access-control-expose-headers"] = settings.expose_headers
         if not self.echo_request_headers:
             self.headers["access-control-allow-headers"] = allow_headers
-        if conf.get("allow_credential"):
+        if settings.allow_credential:
             self.headers["access-control-allow-credentials"] = "true"
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:

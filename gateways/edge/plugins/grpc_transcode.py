@@ -54,17 +54,18 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
+from gateways.edge.model.resources import PROTOS, ConfigRejected, Snapshot
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
 from gateways.edge.plugins._grpc import (
     HTTP_STATUS,
     Proto,
+    ProtoError,
     UpstreamFailed,
     error_reply,
     load_proto,
     metadata_headers,
     start_call,
 )
-from gateways.edge.resources import PROTOS, ConfigRejected
 from runtime import json_codec
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,32 @@ class GrpcTranscode(Plugin):
         },
         "required": ["proto_id", "service", "method"],
     }
+
+    references: ClassVar[Mapping[str, str]] = {"proto_id": PROTOS}
+
+    @classmethod
+    def check_references(cls, conf: Mapping[str, Any], snapshot: Snapshot) -> str | None:
+        """The proto exists and defines the service, method and detail type."""
+        super().check_references(conf, snapshot)
+        if "proto_id" not in conf:
+            return None
+        proto = snapshot.of(PROTOS)[str(conf["proto_id"])]
+        try:
+            bind(conf, str(proto.get("content", "")))
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    @classmethod
+    def check_resource(cls, kind: str, value: Mapping[str, Any]) -> str | None:
+        """A `protos` resource's content compiles (or is a FileDescriptorSet)."""
+        if kind != PROTOS:
+            return None
+        try:
+            load_proto(value["content"])
+        except ProtoError as exc:
+            return f"invalid content: {exc}"
+        return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)

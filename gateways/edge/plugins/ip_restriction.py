@@ -10,9 +10,10 @@ IPv6, parsed once per configuration. A refused request gets `response_code` (403
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._ip import IpMatcher, invalid_address
 
 ADDRESSES: dict[str, Any] = {
@@ -20,6 +21,14 @@ ADDRESSES: dict[str, Any] = {
     "items": {"type": "string"},
     "minItems": 1,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class IpRestrictionConf:
+    message: str
+    response_code: int
+    whitelist: list[str] | None = None  # exactly one of the two lists (the schema's oneOf)
+    blacklist: list[str] | None = None
 
 
 class IpRestriction(Plugin):
@@ -50,10 +59,11 @@ class IpRestriction(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.allowed = "whitelist" in conf
-        self.matcher = IpMatcher(conf["whitelist"] if self.allowed else conf["blacklist"])
-        self.status = conf.get("response_code", 403)
-        self.body = {"message": conf.get("message", "Your IP address is not allowed")}
+        settings = parse_conf(IpRestrictionConf, self.schema, conf)
+        self.allowed = settings.whitelist is not None
+        self.matcher = IpMatcher(settings.whitelist or settings.blacklist or [])
+        self.status = settings.response_code
+        self.body = {"message": settings.message}
 
     async def access(self, ctx: RequestContext) -> Reply | None:
         if self.matcher.match(ctx.client_ip) == self.allowed:

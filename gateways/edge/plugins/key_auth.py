@@ -10,13 +10,23 @@ no store round trip. The header beats the query.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer, drop_query_arg, query_arg
 
 MISSING = {"message": "Missing API key in request"}
 INVALID = {"message": "Invalid API key in request"}
+
+
+@dataclass(frozen=True, slots=True)
+class KeyAuthConf:
+    header: str
+    query: str
+    hide_credentials: bool
+    realm: str
+    anonymous_consumer: str | None = None
 
 
 class KeyAuth(Plugin):
@@ -44,11 +54,12 @@ class KeyAuth(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.header = conf.get("header", "apikey").lower()
-        self.query = conf.get("query", "apikey")
-        self.hide = conf.get("hide_credentials", False)
-        self.anonymous = conf.get("anonymous_consumer")
-        self.challenge = {"WWW-Authenticate": f'apikey realm="{conf.get("realm", "key")}"'}
+        settings = parse_conf(KeyAuthConf, self.schema, conf)
+        self.header = settings.header.lower()
+        self.query = settings.query
+        self.hide = settings.hide_credentials
+        self.anonymous = settings.anonymous_consumer
+        self.challenge = {"WWW-Authenticate": f'apikey realm="{settings.realm}"'}
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         key = ctx.headers.get(self.header)

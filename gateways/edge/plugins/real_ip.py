@@ -21,9 +21,10 @@ import functools
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._ip import IpMatcher, invalid_address, parse_ip
 from gateways.edge.variables import variable
 
@@ -51,6 +52,13 @@ def parse_address(text: str) -> str | None:
     return None if address is None else str(address)
 
 
+@dataclass(frozen=True, slots=True)
+class RealIpConf:
+    source: str
+    recursive: bool
+    trusted_addresses: list[str] | None = None
+
+
 class RealIp(Plugin):
     """Sets the client address from a header or variable when the peer is trusted."""
 
@@ -76,11 +84,12 @@ class RealIp(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.source = conf["source"]
-        trusted = conf.get("trusted_addresses")
+        settings = parse_conf(RealIpConf, self.schema, conf)
+        self.source = settings.source
+        trusted = settings.trusted_addresses
         self.trusted = IpMatcher(trusted) if trusted else None
         self.forwarded_for = self.source == "http_x_forwarded_for"
-        self.recursive = bool(conf.get("recursive")) and self.trusted is not None
+        self.recursive = settings.recursive and self.trusted is not None
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         if self.trusted is not None and not self.trusted.match(ctx.client_ip):

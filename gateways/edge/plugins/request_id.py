@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, Reply, RequestContext
+from gateways.edge.plugin import Plugin, Reply, RequestContext, parse_conf
+
+
+@dataclass(frozen=True, slots=True)
+class RequestIdConf:
+    header_name: str
+    include_in_response: bool
+    algorithm: str
+    range_id: Mapping[str, Any]  # char_set, length
 
 
 class RequestId(Plugin):
@@ -46,15 +56,13 @@ class RequestId(Plugin):
 
     def __init__(self, conf: Any, env: Any) -> None:
         super().__init__(conf, env)
-        self.header = conf.get("header_name", "X-Request-Id")
+        settings = parse_conf(RequestIdConf, self.schema, conf)
+        self.header = settings.header_name
         self.lower = self.header.lower()
-        self.echo = conf.get("include_in_response", True)
-        self.algorithm = conf.get("algorithm", "uuid")
-        range_id = conf.get("range_id") or {}
-        self.chars = range_id.get(
-            "char_set", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-        )
-        self.length = range_id.get("length", 16)
+        self.echo = settings.include_in_response
+        self.algorithm = settings.algorithm
+        self.chars: str = settings.range_id["char_set"]
+        self.length: int = settings.range_id["length"]
 
     def _new_id(self) -> str:
         if self.algorithm == "uuid":

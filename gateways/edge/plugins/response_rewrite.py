@@ -31,9 +31,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
 from gateways.edge.plugins._rewrite import parse_template
-from gateways.edge.resources import ConfigRejected
 from gateways.edge.variables import compile_vars, interpolate
 
 HEADER_VALUE = {"oneOf": [{"type": "string"}, {"type": "number"}]}

@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from gateways.edge import functions
+from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.plugin import BodyTooLarge, Plugin, PluginEnv, Reply, RequestContext
-from gateways.edge.resources import ConfigRejected
 
 log = logging.getLogger(__name__)
 

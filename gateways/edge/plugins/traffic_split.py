@@ -28,9 +28,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from gateways.edge.model.resource_schemas import ID, UPSTREAM
+from gateways.edge.model.resources import UPSTREAMS, ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
-from gateways.edge.resource_schemas import ID, UPSTREAM
-from gateways.edge.resources import UPSTREAMS, ConfigRejected
 from gateways.edge.variables import compile_vars
 
 log = logging.getLogger(__name__)

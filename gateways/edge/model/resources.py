@@ -53,3 +53,12 @@ class Snapshot:
 class ConfigRejected(Exception):
     """A data-plane worker cannot apply a configuration (it keeps its last good one). Over
     xDS this is the NACK's `error_detail`."""
+
+
+class MissingReference(LookupError):
+    """A configuration names a resource that does not exist (grpc-transcode's `proto_id`)."""
+
+    def __init__(self, kind: str, id_: Any) -> None:
+        super().__init__(f"{kind} {id_} not found")
+        self.kind = kind
+        self.id = id_
