@@ -52,16 +52,31 @@ def gateway(
 
 
 @pytest.fixture
-async def control_plane(
+def control_plane_with(
     kv: Redis,
     config_for: Callable[..., ServiceConfig],
     stores_for: Callable[[ServiceConfig], Stores],
-) -> AsyncIterator[Serving]:
-    """A control plane on the session's stores, with no provider stored yet (the built-ins
-    apply until the first write copies them in)."""
-    await kv.delete(PROVIDERS, "platform:provider-secrets")
-    config = config_for(ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off")
-    async with serving(build_controlplane(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+) -> Gateway:
+    """`async with control_plane_with(**env) as cp:` a control plane on the session's stores,
+    with no provider stored yet (the built-ins apply until the first write copies them in).
+    Its provider test asks the AI gateway named by AI_GATEWAY_GRPC."""
+
+    @asynccontextmanager
+    async def start(**env: str) -> AsyncIterator[Serving]:
+        await kv.delete(PROVIDERS, "platform:provider-secrets")
+        config = config_for(
+            ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off", **env
+        )
+        async with serving(build_controlplane(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+            yield svc
+
+    return start
+
+
+@pytest.fixture
+async def control_plane(control_plane_with: Gateway) -> AsyncIterator[Serving]:
+    """A control plane on the session's stores, with no provider stored yet."""
+    async with control_plane_with() as svc:
         yield svc
 
 

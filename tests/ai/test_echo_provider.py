@@ -18,13 +18,13 @@ HELLO = [{"role": "user", "content": "hello there"}]
 
 
 async def test_echo_registered_like_the_launcher_answers_the_sdk(
-    control_plane, gateway, echo, monkeypatch
+    control_plane_with, gateway, echo, monkeypatch
 ) -> None:
     monkeypatch.setenv("ECHO_LLM_API_KEY", ECHO_KEY)
     for var in KEY_VARS:
         monkeypatch.delenv(var, raising=False)
-    cp = control_plane.http_url
-    async with gateway() as ai:
+    async with gateway() as ai, control_plane_with(AI_GATEWAY_GRPC=ai.grpc_target) as plane:
+        cp = plane.http_url
         # A fresh development stack: the built-ins, none with a key, and no local model server
         # (the local provider pointed where nothing listens): nothing to list.
         await save_provider(
