@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from opentelemetry.util.types import Attributes
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.plugin import PluginEnv, RequestContext
-from gateways.edge.plugins.opentelemetry import matched_uri, trace_id_of
+from gateways.edge.plugins.opentelemetry import OpenTelemetryConf, matched_uri, trace_id_of
 from gateways.edge.variables import variable
 
 SPAN = "opentelemetry.span"  # the request's span in ctx.vars (not a variable name)
@@ -150,30 +151,30 @@ async def shutdown() -> None:
     _TRACING.clear()
 
 
-def sampler_of(conf: Any) -> Sampler:
-    name = conf.get("name", "always_off")
-    options = conf.get("options") or {}
+def sampler_of(conf: Mapping[str, Any]) -> Sampler:
+    """The route's `sampler` (or its `options.root`), the schema's defaults filled in."""
+    name, options = conf["name"], conf["options"]
     if name == "always_on":
         return ALWAYS_ON
     if name == "trace_id_ratio":
-        return TraceIdRatioBased(min(max(float(options.get("fraction", 0)), 0.0), 1.0))
+        return TraceIdRatioBased(min(max(float(options["fraction"]), 0.0), 1.0))
     if name == "parent_base":
-        return ParentBased(root=sampler_of(options.get("root") or {}))
+        return ParentBased(root=sampler_of(options["root"]))
     return ALWAYS_OFF
 
 
 class RouteTracing:
     """One plugin instance's phases: its sampler, attributes and the worker's tracer."""
 
-    def __init__(self, conf: Any, env: PluginEnv) -> None:
+    def __init__(self, conf: OpenTelemetryConf, env: PluginEnv) -> None:
         settings = Settings.of(env.config)
         self.tracing = tracing(settings)
         self.ids_from_request = settings.trace_id_source == "x-request-id"
-        self.sampler = sampler_of(conf.get("sampler") or {})
-        self.variables: list[str] = conf.get("additional_attributes") or []
+        self.sampler = sampler_of(conf.sampler)
+        self.variables: list[str] = conf.additional_attributes or []
         self.exact_headers: list[tuple[str, str]] = []
         self.header_prefixes: list[str] = []
-        for key in conf.get("additional_header_prefix_attributes") or []:
+        for key in conf.additional_header_prefix_attributes or []:
             if len(key) >= 2 and key.endswith("*"):
                 self.header_prefixes.append(key[:-1].lower())
             else:

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 
 HEX_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 TRACING = "gateways.edge.plugins._tracing"  # the SDK side, imported by the first instance
@@ -70,6 +72,14 @@ def matched_uri(ctx: RequestContext) -> str:
         if uri == ctx.path or (uri.endswith("*") and ctx.path.startswith(uri[:-1])):
             return str(uri)
     return str(uris[0])
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTelemetryConf:
+    # name, options: {fraction, root: {name, options: {fraction}}}, the defaults filled in
+    sampler: Mapping[str, Any]
+    additional_attributes: list[str] | None = None
+    additional_header_prefix_attributes: list[str] | None = None
 
 
 class OpenTelemetry(Plugin):
@@ -128,7 +138,7 @@ class OpenTelemetry(Plugin):
         super().__init__(conf, env)
         from gateways.edge.plugins._tracing import RouteTracing
 
-        self.tracing = RouteTracing(conf, env)
+        self.tracing = RouteTracing(parse_conf(OpenTelemetryConf, self.schema, conf), env)
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         self.tracing.rewrite(ctx)

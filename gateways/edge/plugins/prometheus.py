@@ -11,11 +11,17 @@ leaves in `ctx.vars["upstream_addr"]` (empty when none).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
 
 MAX_CHILDREN = 10_000  # label sets cached per plugin instance
+
+
+@dataclass(frozen=True, slots=True)
+class PrometheusConf:
+    prefer_name: bool
 
 
 class Prometheus(Plugin):
@@ -31,7 +37,7 @@ class Prometheus(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.prefer_name = conf.get("prefer_name", False)
+        self.prefer_name = parse_conf(PrometheusConf, self.schema, conf).prefer_name
         self._children: dict[tuple[str, int, str, str], tuple[Any, ...]] = {}
 
     def log(self, ctx: RequestContext) -> None:

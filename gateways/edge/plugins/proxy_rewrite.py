@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._rewrite import (
     escape_lax,
     escape_uri,
@@ -91,6 +92,16 @@ def compile_value(value: Any) -> Render:
     return render
 
 
+@dataclass(frozen=True, slots=True)
+class ProxyRewriteConf:
+    use_real_request_uri_unsafe: bool
+    uri: str | None = None
+    method: str | None = None
+    regex_uri: list[str] | None = None
+    host: str | None = None
+    headers: dict[str, Any] | None = None  # {add, set, remove} or the legacy flat map
+
+
 class ProxyRewrite(Plugin):
     """Rewrites the request sent upstream: URI (template or regex), host, method, headers."""
 
@@ -138,18 +149,19 @@ class ProxyRewrite(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.unsafe = conf.get("use_real_request_uri_unsafe", False)
+        settings = parse_conf(ProxyRewriteConf, self.schema, conf)
+        self.unsafe = settings.use_real_request_uri_unsafe
         self.uri_path: Callable[[RequestContext], str] | None = None
         self.uri_query: Callable[[RequestContext], str] | None = None
-        if "uri" in conf:
+        if settings.uri is not None:
             # split the template, not its result: a variable's "?" must not start a query
-            path, mark, query = conf["uri"].partition("?")
+            path, mark, query = settings.uri.partition("?")
             self.uri_path = interpolate(path)
             self.uri_query = interpolate(query) if mark else None
-        self.substitutions = substitutions(conf.get("regex_uri") or [])
-        self.host = conf.get("host")
-        self.method = conf.get("method")
-        headers = conf.get("headers") or {}
+        self.substitutions = substitutions(settings.regex_uri or [])
+        self.host = settings.host
+        self.method = settings.method
+        headers = settings.headers or {}
         if not any(isinstance(headers.get(verb), dict | list) for verb in ("add", "set", "remove")):
             headers = {"set": headers}  # the legacy flat map: headers to set
         self.add = [(k.lower(), compile_value(v)) for k, v in headers.get("add", {}).items()]

@@ -23,11 +23,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._rewrite import Substitution, escape_uri, header_safe
 from gateways.edge.variables import interpolate, variable
+
+
+@dataclass(frozen=True, slots=True)
+class RedirectConf:
+    ret_code: int
+    encode_uri: bool
+    append_query_string: bool
+    uri: str | None = None
+    regex_uri: list[str] | None = None
+    http_to_https: bool = False
 
 
 class Redirect(Plugin):
@@ -74,13 +85,14 @@ class Redirect(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.ret_code = conf.get("ret_code", 302)
-        self.to_https = bool(conf.get("http_to_https"))
-        self.uri = interpolate(conf["uri"]) if "uri" in conf else None
-        regex_uri = conf.get("regex_uri")
+        settings = parse_conf(RedirectConf, self.schema, conf)
+        self.ret_code = settings.ret_code
+        self.to_https = settings.http_to_https
+        self.uri = interpolate(settings.uri) if settings.uri is not None else None
+        regex_uri = settings.regex_uri
         self.substitution = Substitution(regex_uri[0], regex_uri[1]) if regex_uri else None
-        self.encode = conf.get("encode_uri", False)
-        self.append_query = conf.get("append_query_string", False)
+        self.encode = settings.encode_uri
+        self.append_query = settings.append_query_string
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         status = self.ret_code

@@ -29,10 +29,11 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gateways.edge.model.resources import ConfigRejected
-from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
 from gateways.edge.plugins._rewrite import parse_template
 from gateways.edge.variables import compile_vars, interpolate
 
@@ -125,6 +126,17 @@ def _find(headers: dict[str, str], lower: str) -> list[str]:
     return [key for key in headers if key.lower() == lower]
 
 
+@dataclass(frozen=True, slots=True)
+class ResponseRewriteConf:
+    body_base64: bool
+    max_resp_body_size: int
+    headers: dict[str, Any] | None = None  # {add, set, remove} or the legacy flat map
+    body: str | None = None
+    status_code: int | None = None
+    vars: list[Any] | None = None
+    filters: list[dict[str, Any]] | None = None  # each compiled by `Substitution`
+
+
 class ResponseRewrite(Plugin):
     """Rewrites the status, headers and body of the upstream's or a plugin's response."""
 
@@ -215,19 +227,20 @@ class ResponseRewrite(Plugin):
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)  # (`check_conf` has passed: chain.plugin_conf)
         self.key = f"{self.name}#{id(self)}"  # this instance's state in ctx.vars
-        self.condition = compile_vars(conf["vars"]) if conf.get("vars") else None
-        self.status = conf.get("status_code")
-        body = conf.get("body")
+        settings = parse_conf(ResponseRewriteConf, self.schema, conf)
+        self.condition = compile_vars(settings.vars) if settings.vars else None
+        self.status = settings.status_code
+        body = settings.body
         self.body: bytes | None = None
         if body is not None:
-            self.body = base64.b64decode(body) if conf.get("body_base64") else body.encode()
-        self.filters = [Substitution(entry) for entry in conf.get("filters") or ()]
-        self.max_size = int(conf.get("max_resp_body_size", 64 << 20))
+            self.body = base64.b64decode(body) if settings.body_base64 else body.encode()
+        self.filters = [Substitution(entry) for entry in settings.filters or ()]
+        self.max_size = int(settings.max_resp_body_size)
         self.rewrites_body = self.body is not None or bool(self.filters)
         self.add: list[tuple[str, Template]] = []
         self.set: list[tuple[str, Template]] = []
         self.remove: list[str] = []
-        headers = conf.get("headers") or {}
+        headers = settings.headers or {}
         if _is_operations(headers):
             for line in headers.get("add") or ():
                 found = ADD_ENTRY.match(line)

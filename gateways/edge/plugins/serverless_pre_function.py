@@ -29,11 +29,19 @@ import inspect
 import logging
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gateways.edge import functions
 from gateways.edge.model.resources import ConfigRejected
-from gateways.edge.plugin import BodyTooLarge, Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import (
+    BodyTooLarge,
+    Plugin,
+    PluginEnv,
+    Reply,
+    RequestContext,
+    parse_conf,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +91,13 @@ def load(conf: Mapping[str, Any]) -> list[tuple[str, Callable[..., Any]]]:
     return loaded
 
 
+@dataclass(frozen=True, slots=True)
+class ServerlessFunctionConf:
+    # the functions' own parameters are the conf's other keys: they receive `self.conf`
+    phase: str
+    functions: list[str]
+
+
 class ServerlessPreFunction(Plugin):
     """Runs installed Python functions, named in `functions`, at the start of `phase`."""
 
@@ -93,9 +108,9 @@ class ServerlessPreFunction(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.phase = conf.get("phase", "access")
+        self.phase = parse_conf(ServerlessFunctionConf, self.schema, conf).phase
         try:
-            self.functions = load(conf)
+            self.functions = load(conf)  # (shared with check_conf)
         except LookupError as exc:
             raise ConfigRejected(
                 f"failed to check the configuration of plugin {self.name} err: {exc}"

@@ -14,11 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gateways.edge.batch import batch_properties
 from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
-from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugin import PluginEnv, parse_conf
+
+
+@dataclass(frozen=True, slots=True)
+class TcpLoggerConf:
+    # the log entry's and the batch's settings are LoggerPlugin's
+    host: str
+    port: int
+    tls: bool
+    timeout: int
+    tls_options: str | None = None
 
 
 class TcpLogger(LoggerPlugin):
@@ -42,16 +53,17 @@ class TcpLogger(LoggerPlugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.host: str = conf["host"]
-        self.port: int = conf["port"]
-        self.timeout: float = conf.get("timeout", 1000) / 1000
+        settings = parse_conf(TcpLoggerConf, self.schema, conf)
+        self.host = settings.host
+        self.port = settings.port
+        self.timeout = settings.timeout / 1000
         self.tls: ssl.SSLContext | None = None
         self.server_name: str | None = None
-        if conf.get("tls"):
+        if settings.tls:
             self.tls = ssl.create_default_context()
             self.tls.check_hostname = False
             self.tls.verify_mode = ssl.CERT_NONE
-            self.server_name = conf.get("tls_options") or self.host
+            self.server_name = settings.tls_options or self.host
 
     async def send(self, entries: list[Any], batch_max_size: int) -> None:
         data = as_batch(entries, batch_max_size)

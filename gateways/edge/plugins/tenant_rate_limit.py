@@ -38,12 +38,13 @@ import itertools
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from redis.exceptions import RedisError
 
 from gateways.edge.keys import rate_limit_override, rate_limit_window
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
 from runtime.stores.kv_pipeline import PipelinedScript
 
@@ -94,6 +95,20 @@ LIMITER = PipelinedScript(SCRIPT)
 DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
 
 
+@dataclass(frozen=True, slots=True)
+class TenantRateLimitConf:
+    # redis_host, redis_port, redis_pool_size: accepted, unused (the worker's shared `env.kv`)
+    redis_timeout: int
+    default_count: int
+    time_window: int
+    rejected_code: int
+    rejected_msg: str
+    tenant_header: str
+    allow_missing_tenant: bool
+    missing_tenant_code: int
+    show_limit_header: bool
+
+
 class TenantRateLimit(Plugin):
     """Per-tenant sliding window in the key-value store, with overrides in `rl:config:{tenant}`
     (spec custom plugin)."""
@@ -130,16 +145,17 @@ class TenantRateLimit(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.timeout = conf.get("redis_timeout", 1000) / 1000
-        self.count = str(conf.get("default_count", 100))
-        self.window = conf.get("time_window", 60)
+        settings = parse_conf(TenantRateLimitConf, self.schema, conf)
+        self.timeout = settings.redis_timeout / 1000
+        self.count = str(settings.default_count)
+        self.window = settings.time_window
         self.window_arg = str(self.window)
-        self.rejected_code = conf.get("rejected_code", 429)
-        self.rejected = {"error_msg": conf.get("rejected_msg", "Rate limit exceeded for tenant")}
-        self.header = conf.get("tenant_header", "X-Tenant-ID").lower()
-        self.allow_missing = conf.get("allow_missing_tenant", False)
-        self.missing_code = conf.get("missing_tenant_code", 401)
-        self.show = conf.get("show_limit_header", True)
+        self.rejected_code = settings.rejected_code
+        self.rejected = {"error_msg": settings.rejected_msg}
+        self.header = settings.tenant_header.lower()
+        self.allow_missing = settings.allow_missing_tenant
+        self.missing_code = settings.missing_tenant_code
+        self.show = settings.show_limit_header
         self.down_until = 0.0
         # Members of the sorted set must be unique across processes: pid, a random part
         # (pids repeat across hosts) and a counter.

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gateways.edge.model.resource_schemas import ID, UPSTREAM
 from gateways.edge.model.resources import UPSTREAMS, ConfigRejected
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.variables import compile_vars
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,24 @@ def _condition(vars_expr: Any) -> Condition:
     return compile_vars(vars_expr)
 
 
+@dataclass(frozen=True, slots=True)
+class TrafficSplitConf:
+    rules: list[dict[str, Any]] | None = None  # each parsed as a RuleConf
+
+
+@dataclass(frozen=True, slots=True)
+class RuleConf:
+    weighted_upstreams: list[dict[str, Any]]  # each parsed as a WeightedUpstreamConf
+    match: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedUpstreamConf:
+    weight: int
+    upstream_id: str | int | None = None
+    upstream: dict[str, Any] | None = None  # inline, as written (UPSTREAM has no defaults)
+
+
 class TrafficSplit(Plugin):
     """Splits a route's traffic between upstreams by weight and request conditions."""
 
@@ -145,25 +164,30 @@ class TrafficSplit(Plugin):
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.rules = [self._rule(rule, env) for rule in conf.get("rules") or ()]
+        settings = parse_conf(TrafficSplitConf, self.schema, conf)
+        self.rules = [self._rule(rule, env) for rule in settings.rules or ()]
 
-    @staticmethod
-    def _rule(conf: Mapping[str, Any], env: PluginEnv) -> Rule:
+    def _rule(self, conf: Mapping[str, Any], env: PluginEnv) -> Rule:
+        # array items get no defaults from the plugin's schema: each is parsed with its own
+        rule_schema = self.schema["properties"]["rules"]["items"]
+        entry_schema = rule_schema["properties"]["weighted_upstreams"]["items"]
+        rule = parse_conf(RuleConf, rule_schema, conf)
         conditions = None
-        if "match" in conf:
-            conditions = [_condition(match.get("vars")) for match in conf["match"]]
+        if rule.match is not None:
+            conditions = [_condition(match.get("vars")) for match in rule.match]
         choices: list[tuple[Any, int]] = []
         missing = None
-        for entry in conf.get("weighted_upstreams") or [{"weight": 1}]:
-            weight = int(entry.get("weight", 1))
-            if "upstream_id" in entry:
-                ident = str(entry["upstream_id"])
+        for entry in rule.weighted_upstreams or [{"weight": 1}]:
+            weighted = parse_conf(WeightedUpstreamConf, entry_schema, entry)
+            weight = int(weighted.weight)
+            if weighted.upstream_id is not None:
+                ident = str(weighted.upstream_id)
                 if _known(env, ident):
                     choices.append((_resolve(env, ident), weight))
                 else:
                     missing = missing or ident
-            elif "upstream" in entry:
-                inline = {"timeout": INLINE_TIMEOUT, **entry["upstream"]}
+            elif weighted.upstream is not None:
+                inline = {"timeout": INLINE_TIMEOUT, **weighted.upstream}
                 choices.append((_resolve(env, inline), weight))
             else:
                 choices.append((None, weight))

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from gateways.edge.batch import batch_properties
 from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
-from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugin import PluginEnv, parse_conf
 
 log = logging.getLogger(__name__)
 MAX_DATAGRAM = 65_507  # the largest UDP payload over IPv4
@@ -62,6 +63,14 @@ class _Sender(asyncio.DatagramProtocol):
         self.error = exc
 
 
+@dataclass(frozen=True, slots=True)
+class UdpLoggerConf:
+    # the log entry's and the batch's settings are LoggerPlugin's
+    host: str
+    port: int
+    timeout: int
+
+
 class UdpLogger(LoggerPlugin):
     """Push request logs, in batches, to a UDP server as JSON."""
 
@@ -81,9 +90,10 @@ class UdpLogger(LoggerPlugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.host: str = conf["host"]
-        self.port: int = conf["port"]
-        self.timeout: float = conf.get("timeout", 3)
+        settings = parse_conf(UdpLoggerConf, self.schema, conf)
+        self.host = settings.host
+        self.port = settings.port
+        self.timeout: float = settings.timeout
 
     async def send(self, entries: list[Any], batch_max_size: int) -> None:
         loop = asyncio.get_running_loop()
