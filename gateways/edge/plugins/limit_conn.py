@@ -115,7 +115,7 @@ class LimitConn(Plugin):
         self.timeout = conf.get("redis_timeout", 1000) / 1000
         self.degrade = conf.get("allow_degradation", False)
         self.rejected_code = conf.get("rejected_code", 503)
-        self.rejected_body = rejected_body(conf)
+        self.rejected_body = rejected_body(conf.get("rejected_msg"))
         self.key_of = key_getter(conf.get("key_type", "var"), conf["key"])
         self.prefix = f"plugin-limit-conn:{conf_digest(conf)}:"
         # Sorted-set members are unique across processes and hosts: pid, random part, counter.

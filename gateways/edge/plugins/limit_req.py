@@ -112,7 +112,7 @@ class LimitReq(Plugin):
         self.timeout = conf.get("redis_timeout", 1000) / 1000
         self.degrade = conf.get("allow_degradation", False)
         self.rejected_code = conf.get("rejected_code", 503)
-        self.rejected_body = rejected_body(conf)
+        self.rejected_body = rejected_body(conf.get("rejected_msg"))
         self.key_of = key_getter(conf.get("key_type", "var"), conf["key"])
         self.prefix = f"plugin-limit-req:{conf_digest(conf)}:"
         # The store's arguments, in resty.limit.req's units; the bucket expires once drained.
