@@ -35,6 +35,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -97,9 +98,16 @@ class ProcessorError(Exception):
     """The processor broke the protocol (closed early, answered the wrong message)."""
 
 
-def metadata(plugin: str, conf: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True, slots=True)
+class ExtProcConf:
+    """Both ext-plugin plugins' configuration (they share `SCHEMA`)."""
+
+    allow_degradation: bool
+    conf: list[Mapping[str, str]] | None = None  # the entries sent to the processor
+
+
+def metadata(plugin: str, entries: list[Mapping[str, str]] | None) -> Any:
     """The `metadata_context` carrying the plugin's conf entries (None without any)."""
-    entries = conf.get("conf")
     if not entries:
         return None
     fields = struct_pb2.Struct()

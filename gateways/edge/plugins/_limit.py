@@ -65,9 +65,8 @@ def conf_digest(conf: Mapping[str, Any]) -> str:
     return hashlib.sha1(json.dumps(conf, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def rejected_body(conf: Mapping[str, Any]) -> Any:
+def rejected_body(msg: str | None) -> Any:
     """`{"error_msg": rejected_msg}` when the configuration has one, else no body."""
-    msg = conf.get("rejected_msg")
     return {"error_msg": msg} if msg else b""
 
 

@@ -25,27 +25,40 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
 
 log = logging.getLogger(__name__)
 MAX_BUFFERED = 100_000  # rows kept while the store is down, beyond which the oldest go
 
 
+@dataclass(frozen=True, slots=True)
+class AnalyticsLoggerConf:
+    table: str
+    timeout: int  # milliseconds
+    batch_max_size: int
+    inactive_timeout: int  # seconds
+    buffer_duration: int  # seconds
+    max_retry_count: int
+    retry_delay: int  # seconds
+    tenant_header: str
+
+
 class Batcher:
     """Rows of one worker for one table and one set of batch settings."""
 
-    def __init__(self, env: PluginEnv, conf: Any) -> None:
+    def __init__(self, env: PluginEnv, settings: AnalyticsLoggerConf) -> None:
         self.sink = env.sink
         self.metrics = env.metrics
-        self.table = conf.get("table", "request_log")
-        self.max_size = conf.get("batch_max_size", 100)
-        self.inactive = conf.get("inactive_timeout", 5)
-        self.buffer_duration = conf.get("buffer_duration", 60)
-        self.retries = conf.get("max_retry_count", 3)
-        self.retry_delay = conf.get("retry_delay", 1)
-        self.timeout = conf.get("timeout", 5000) / 1000
+        self.table = settings.table
+        self.max_size = settings.batch_max_size
+        self.inactive = settings.inactive_timeout
+        self.buffer_duration = settings.buffer_duration
+        self.retries = settings.max_retry_count
+        self.retry_delay = settings.retry_delay
+        self.timeout = settings.timeout / 1000
         self.rows: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
@@ -122,12 +135,12 @@ _SETTINGS = ("table", "batch_max_size", "inactive_timeout", "buffer_duration",
              "max_retry_count", "retry_delay", "timeout")  # fmt: skip
 
 
-def batcher_for(env: PluginEnv, conf: Any) -> Batcher:
+def batcher_for(env: PluginEnv, settings: AnalyticsLoggerConf) -> Batcher:
     """The worker's batcher for these settings (routes with the same settings share it)."""
-    key = (id(env.sink), *(conf.get(name) for name in _SETTINGS))
+    key = (id(env.sink), *(getattr(settings, name) for name in _SETTINGS))
     batcher = _BATCHERS.get(key)
     if batcher is None:
-        batcher = _BATCHERS[key] = Batcher(env, conf)
+        batcher = _BATCHERS[key] = Batcher(env, settings)
     return batcher
 
 
@@ -162,8 +175,9 @@ class AnalyticsLogger(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.tenant_header = conf.get("tenant_header", "X-Tenant-ID").lower()
-        self.batcher = batcher_for(env, conf)
+        settings = parse_conf(AnalyticsLoggerConf, self.schema, conf)
+        self.tenant_header = settings.tenant_header.lower()
+        self.batcher = batcher_for(env, settings)
 
     def log(self, ctx: RequestContext) -> None:
         headers = ctx.headers

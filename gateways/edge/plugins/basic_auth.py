@@ -27,9 +27,10 @@ import base64
 import hashlib
 import hmac
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer
 from runtime.hashing import is_hash, verify_secret
 
@@ -70,6 +71,13 @@ async def password_matches(username: str, password: str, stored: str) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class BasicAuthConf:
+    hide_credentials: bool
+    realm: str
+    anonymous_consumer: str | None = None
+
+
 class BasicAuth(Plugin):
     """Authenticates HTTP Basic credentials against the consumers' usernames and (hashed)
     passwords."""
@@ -94,9 +102,10 @@ class BasicAuth(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.hide = conf.get("hide_credentials", False)
-        self.anonymous = conf.get("anonymous_consumer")
-        self.challenge = {"WWW-Authenticate": f'Basic realm="{conf.get("realm", "basic")}"'}
+        settings = parse_conf(BasicAuthConf, self.schema, conf)
+        self.hide = settings.hide_credentials
+        self.anonymous = settings.anonymous_consumer
+        self.challenge = {"WWW-Authenticate": f'Basic realm="{settings.realm}"'}
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         header = ctx.headers.get("authorization")

@@ -39,9 +39,9 @@ from yarl import URL
 
 from gateways.edge.hop_by_hop import HOP_BY_HOP
 from gateways.edge.hop_by_hop import RESPONSE_SKIP as PROXY_RESPONSE_SKIP
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins import _ext_proc
-from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ProcessorError
+from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ExtProcConf, ProcessorError
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,9 @@ class ExtPluginPostResp(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.degrade = conf.get("allow_degradation", False)
-        self.metadata = _ext_proc.metadata(self.name, conf)
+        settings = parse_conf(ExtProcConf, self.schema, conf)
+        self.degrade = settings.allow_degradation
+        self.metadata = _ext_proc.metadata(self.name, settings.conf)
 
     async def before_proxy(self, ctx: RequestContext) -> Reply | None:
         up = ctx.upstream

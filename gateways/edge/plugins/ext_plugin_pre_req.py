@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 import grpc
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins import _ext_proc
-from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ProcessorError
+from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ExtProcConf, ProcessorError
 
 
 class ExtPluginPreReq(Plugin):
@@ -41,8 +41,9 @@ class ExtPluginPreReq(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.degrade = conf.get("allow_degradation", False)
-        self.metadata = _ext_proc.metadata(self.name, conf)
+        settings = parse_conf(ExtProcConf, self.schema, conf)
+        self.degrade = settings.allow_degradation
+        self.metadata = _ext_proc.metadata(self.name, settings.conf)
 
     async def rewrite(self, ctx: RequestContext) -> Reply | None:
         body = await ctx.read_body() if has_body(ctx) else None

@@ -55,7 +55,7 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
 from gateways.edge.model.resources import PROTOS, ConfigRejected, Snapshot
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._grpc import (
     HTTP_STATUS,
     Proto,
@@ -125,6 +125,15 @@ def bind(conf: Mapping[str, Any], content: str) -> Binding:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class GrpcTranscodeConf:
+    proto_id: str | int
+    deadline: float  # milliseconds
+    pb_option: list[str]
+    show_status_in_body: bool
+    max_resp_body_size: int
+
+
 class GrpcTranscode(Plugin):
     """Transcode HTTP/JSON requests to a unary gRPC method of a stored proto, and back."""
 
@@ -188,7 +197,8 @@ class GrpcTranscode(Plugin):
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)
-        proto_id = str(conf["proto_id"])
+        settings = parse_conf(GrpcTranscodeConf, self.schema, conf)
+        proto_id = str(settings.proto_id)
         stored = env.snapshot.of(PROTOS).get(proto_id) if env.snapshot is not None else None
         if stored is None:
             raise ConfigRejected(f"grpc-transcode: failed to find proto by id: {proto_id}")
@@ -196,10 +206,10 @@ class GrpcTranscode(Plugin):
             self.binding = bind(conf, str(stored.get("content", "")))
         except ValueError as exc:
             raise ConfigRejected(f"grpc-transcode: proto {proto_id}: {exc}") from None
-        self.deadline = float(conf.get("deadline", 0)) / 1000
-        self.show_status = bool(conf.get("show_status_in_body", False))
-        self.max_size = int(conf.get("max_resp_body_size", 64 << 20))
-        options = [*DEFAULT_PB_OPTIONS, *(conf.get("pb_option") or ())]
+        self.deadline = float(settings.deadline) / 1000
+        self.show_status = bool(settings.show_status_in_body)
+        self.max_size = int(settings.max_resp_body_size)
+        options = [*DEFAULT_PB_OPTIONS, *(settings.pb_option or ())]
         self.enums_as_numbers = _last(options, "enum_as_") == "enum_as_value"
         self.int64_as_numbers = _last(options, "int64_as_") == "int64_as_number"
         self.defaults = _last(options, "_default_")

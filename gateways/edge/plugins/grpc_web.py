@@ -40,12 +40,13 @@ import binascii
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import quote
 
 import grpc
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._grpc import (
     UpstreamFailed,
     error_reply,
@@ -67,6 +68,12 @@ UNIT_SECONDS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-
 MESSAGE_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if c != 0x25)
 
 
+@dataclass(frozen=True, slots=True)
+class GrpcWebConf:
+    cors_allow_headers: str
+    max_req_body_size: int
+
+
 class GrpcWeb(Plugin):
     """Serve gRPC-Web (binary and text) clients from a gRPC upstream, with CORS."""
 
@@ -86,8 +93,9 @@ class GrpcWeb(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.allow_headers = conf.get("cors_allow_headers", DEFAULT_ALLOW_HEADERS)
-        self.max_body = int(conf.get("max_req_body_size", 64 << 20))
+        settings = parse_conf(GrpcWebConf, self.schema, conf)
+        self.allow_headers = settings.cors_allow_headers
+        self.max_body = int(settings.max_req_body_size)
 
     async def access(self, ctx: RequestContext) -> Reply | None:
         if ctx.method == "OPTIONS":

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import aiohttp
 
 from gateways.edge.batch import batch_properties
 from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
-from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugin import PluginEnv, parse_conf
 
 # APISIX's core.schema.uri_def
 URI_PATTERN = r"^[^\/]+:\/\/([\da-zA-Z.-]+|\[[\da-fA-F:]+\])(:\d+)?"
@@ -47,6 +48,15 @@ async def close() -> None:
         await found.close()
 
 
+@dataclass(frozen=True, slots=True)
+class HttpLoggerConf:
+    uri: str
+    timeout: int  # seconds
+    concat_method: str
+    ssl_verify: bool
+    auth_header: str | None = None
+
+
 class HttpLogger(LoggerPlugin):
     """Push request logs, in batches, to an HTTP(S) server as JSON."""
 
@@ -68,15 +78,16 @@ class HttpLogger(LoggerPlugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.uri: str = conf["uri"]
-        self.concat_method = conf.get("concat_method", "json")
+        settings = parse_conf(HttpLoggerConf, self.schema, conf)
+        self.uri = settings.uri
+        self.concat_method = settings.concat_method
         self.headers = {
             "Content-Type": "application/json" if self.concat_method == "json" else "text/plain"
         }
-        if conf.get("auth_header"):
-            self.headers["Authorization"] = conf["auth_header"]
-        self.timeout = aiohttp.ClientTimeout(total=conf.get("timeout", 3))
-        self.ssl_verify: bool = conf.get("ssl_verify", False)
+        if settings.auth_header:
+            self.headers["Authorization"] = settings.auth_header
+        self.timeout = aiohttp.ClientTimeout(total=settings.timeout)
+        self.ssl_verify = settings.ssl_verify
 
     async def send(self, entries: list[Any], batch_max_size: int) -> None:
         if self.concat_method == "json":

@@ -19,12 +19,13 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import jwt
 from jwt.algorithms import get_default_algorithms
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer, cookie, drop_query_arg, query_arg
 
 ALGORITHMS = [
@@ -33,6 +34,18 @@ ALGORITHMS = [
 ]  # fmt: skip
 _IMPLS = get_default_algorithms()
 VERIFIED_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class JwtAuthConf:
+    header: str
+    query: str
+    cookie: str
+    hide_credentials: bool
+    key_claim_name: str
+    realm: str
+    claims_to_verify: list[str]
+    anonymous_consumer: str | None = None
 
 
 class JwtAuth(Plugin):
@@ -81,16 +94,17 @@ class JwtAuth(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.header = conf.get("header", "authorization").lower()
-        self.query = conf.get("query", "jwt")
-        self.cookie = conf.get("cookie", "jwt")
-        self.hide = conf.get("hide_credentials", False)
-        self.claim = conf.get("key_claim_name", "key")
-        self.anonymous = conf.get("anonymous_consumer")
-        verify = set(conf.get("claims_to_verify", ["exp", "nbf"]))
+        settings = parse_conf(JwtAuthConf, self.schema, conf)
+        self.header = settings.header.lower()
+        self.query = settings.query
+        self.cookie = settings.cookie
+        self.hide = settings.hide_credentials
+        self.claim = settings.key_claim_name
+        self.anonymous = settings.anonymous_consumer
+        verify = set(settings.claims_to_verify)
         self.options = {"verify_exp": "exp" in verify, "verify_nbf": "nbf" in verify,
                         "verify_aud": False, "verify_iat": False}  # fmt: skip
-        self.challenge = {"WWW-Authenticate": f'Bearer realm="{conf.get("realm", "jwt")}"'}
+        self.challenge = {"WWW-Authenticate": f'Bearer realm="{settings.realm}"'}
         # Prepared keys per consumer (and the configuration they came from): PEM parsing is
         # far dearer than verifying.
         self._keys: dict[str, tuple[Mapping[str, Any], Any]] = {}

@@ -41,9 +41,10 @@ import os
 import secrets
 import time
 from asyncio import sleep
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
     POLICY,
     REDIS_PROPERTIES,
@@ -78,6 +79,22 @@ _in_flight: dict[str, int] = {}
 _releasing: set[asyncio.Task[None]] = set()
 
 
+@dataclass(frozen=True, slots=True)
+class LimitConnConf:
+    conn: int
+    burst: int
+    default_conn_delay: float  # seconds
+    only_use_default_delay: bool
+    key_type: str
+    key: str
+    key_ttl: int  # seconds
+    policy: str
+    redis_timeout: int  # milliseconds
+    allow_degradation: bool
+    rejected_code: int
+    rejected_msg: str | None = None
+
+
 class LimitConn(Plugin):
     """At most `conn` concurrent requests per key: up to `burst` more are delayed, beyond that
     refused (local or in the key-value store)."""
@@ -106,17 +123,19 @@ class LimitConn(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.conn = conf["conn"]
-        self.limit = self.conn + conf["burst"]
-        self.unit_delay = float(conf["default_conn_delay"])
-        self.learn_delay = not conf.get("only_use_default_delay", False)
-        self.key_ttl = conf.get("key_ttl", 3600)
-        self.redis = conf.get("policy", "local") != "local"
-        self.timeout = conf.get("redis_timeout", 1000) / 1000
-        self.degrade = conf.get("allow_degradation", False)
-        self.rejected_code = conf.get("rejected_code", 503)
-        self.rejected_body = rejected_body(conf)
-        self.key_of = key_getter(conf.get("key_type", "var"), conf["key"])
+        settings = parse_conf(LimitConnConf, self.schema, conf)
+        self.conn = settings.conn
+        self.limit = self.conn + settings.burst
+        self.unit_delay = float(settings.default_conn_delay)
+        self.learn_delay = not settings.only_use_default_delay
+        self.key_ttl = settings.key_ttl
+        self.redis = settings.policy != "local"
+        self.timeout = settings.redis_timeout / 1000
+        self.degrade = settings.allow_degradation
+        self.rejected_code = settings.rejected_code
+        self.rejected_body = rejected_body(settings.rejected_msg)
+        self.key_of = key_getter(settings.key_type, settings.key)
+        # the counter's identity: the whole configuration as stored (not the parsed fields)
         self.prefix = f"plugin-limit-conn:{conf_digest(conf)}:"
         # Sorted-set members are unique across processes and hosts: pid, random part, counter.
         self.member_prefix = f"{os.getpid()}.{secrets.token_hex(4)}."

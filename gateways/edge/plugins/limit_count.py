@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
     POLICY,
     REDIS_PROPERTIES,
@@ -46,6 +47,21 @@ end
 return {redis.call('INCRBY', KEYS[1], -1), ttl}
 """)
 LOCAL_PRUNE_AT = 100_000  # keys kept by a local counter before expired ones are swept
+
+
+@dataclass(frozen=True, slots=True)
+class LimitCountConf:
+    count: int
+    time_window: int  # seconds
+    key_type: str
+    key: str
+    policy: str
+    redis_timeout: int  # milliseconds
+    allow_degradation: bool
+    show_limit_quota_header: bool
+    rejected_code: int
+    rejected_msg: str | None = None
+    group: str | None = None
 
 
 class LimitCount(Plugin):
@@ -81,16 +97,18 @@ class LimitCount(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.count = conf["count"]
-        self.window = conf["time_window"]
-        self.redis = conf.get("policy", "local") != "local"
-        self.timeout = conf.get("redis_timeout", 1000) / 1000
-        self.degrade = conf.get("allow_degradation", False)
-        self.show = conf.get("show_limit_quota_header", True)
-        self.rejected_code = conf.get("rejected_code", 503)
-        self.rejected_body = rejected_body(conf)
-        self.key_of = key_getter(conf.get("key_type", "var"), conf.get("key", "remote_addr"))
-        self.group = conf.get("group")
+        settings = parse_conf(LimitCountConf, self.schema, conf)
+        self.count = settings.count
+        self.window = settings.time_window
+        self.redis = settings.policy != "local"
+        self.timeout = settings.redis_timeout / 1000
+        self.degrade = settings.allow_degradation
+        self.show = settings.show_limit_quota_header
+        self.rejected_code = settings.rejected_code
+        self.rejected_body = rejected_body(settings.rejected_msg)
+        self.key_of = key_getter(settings.key_type, settings.key)
+        self.group = settings.group
+        # the counter's identity: the whole configuration as stored (not the parsed fields)
         self.prefix = f"plugin-limit-count:{conf_digest(conf)}:"
         self.limit_header = str(self.count)
         self._local: dict[str, list[float]] = {}  # key → [window end (monotonic), remaining]

@@ -31,9 +31,10 @@ import math
 import time
 from asyncio import sleep
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
     POLICY,
     REDIS_PROPERTIES,
@@ -79,6 +80,20 @@ _buckets: dict[str, list[float]] = {}
 _prune_at = LOCAL_PRUNE_AT
 
 
+@dataclass(frozen=True, slots=True)
+class LimitReqConf:
+    rate: float  # requests per second
+    burst: float
+    key_type: str
+    key: str
+    nodelay: bool
+    policy: str
+    redis_timeout: int  # milliseconds
+    allow_degradation: bool
+    rejected_code: int
+    rejected_msg: str | None = None
+
+
 class LimitReq(Plugin):
     """At most `rate` requests per second per key, leaky bucket: up to `burst` more are delayed
     to the rate, beyond that refused (local or in the key-value store)."""
@@ -105,15 +120,17 @@ class LimitReq(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        self.rate = float(conf["rate"])
-        self.burst = float(conf["burst"])
-        self.nodelay = conf.get("nodelay", False)
-        self.redis = conf.get("policy", "local") != "local"
-        self.timeout = conf.get("redis_timeout", 1000) / 1000
-        self.degrade = conf.get("allow_degradation", False)
-        self.rejected_code = conf.get("rejected_code", 503)
-        self.rejected_body = rejected_body(conf)
-        self.key_of = key_getter(conf.get("key_type", "var"), conf["key"])
+        settings = parse_conf(LimitReqConf, self.schema, conf)
+        self.rate = float(settings.rate)
+        self.burst = float(settings.burst)
+        self.nodelay = settings.nodelay
+        self.redis = settings.policy != "local"
+        self.timeout = settings.redis_timeout / 1000
+        self.degrade = settings.allow_degradation
+        self.rejected_code = settings.rejected_code
+        self.rejected_body = rejected_body(settings.rejected_msg)
+        self.key_of = key_getter(settings.key_type, settings.key)
+        # the counter's identity: the whole configuration as stored (not the parsed fields)
         self.prefix = f"plugin-limit-req:{conf_digest(conf)}:"
         # The store's arguments, in resty.limit.req's units; the bucket expires once drained.
         drained_ms = math.ceil((self.burst + 1) / self.rate * 1000) + 1000

@@ -22,17 +22,32 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import jwt
 from jwt.algorithms import get_default_algorithms
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from runtime.idp_tokens import ALGORITHMS, InvalidToken, TokenRules, verify
 
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 CACHE_SIZE = 10_000
 _IMPLS = get_default_algorithms()
+
+
+@dataclass(frozen=True, slots=True)
+class OpenidConnectConf:
+    realm: str
+    unauth_action: str
+    set_userinfo_header: bool
+    set_access_token_header: bool
+    access_token_in_authorization_header: bool
+    discovery: str = ""
+    required_scopes: list[str] | None = None
+    claim_validator: Mapping[str, Any] | None = None
+    token_signing_alg_values_expected: str | None = None
+    public_key: str | None = None
 
 
 class OpenidConnect(Plugin):
@@ -105,24 +120,24 @@ class OpenidConnect(Plugin):
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)
-        realm = conf.get("realm", "apisix")
-        self.challenge = f'Bearer realm="{realm}"'
-        self.passthrough = conf.get("unauth_action") == "pass"
-        self.userinfo = conf.get("set_userinfo_header", True)
-        self.access_token = conf.get("set_access_token_header", True)
-        self.in_authorization = conf.get("access_token_in_authorization_header", False)
-        self.required_scopes = frozenset(conf.get("required_scopes") or ())
-        issuers = (conf.get("claim_validator") or {}).get("issuer", {}).get("valid_issuers")
-        discovery = conf.get("discovery", "")
+        settings = parse_conf(OpenidConnectConf, self.schema, conf)
+        self.challenge = f'Bearer realm="{settings.realm}"'
+        self.passthrough = settings.unauth_action == "pass"
+        self.userinfo = settings.set_userinfo_header
+        self.access_token = settings.set_access_token_header
+        self.in_authorization = settings.access_token_in_authorization_header
+        self.required_scopes = frozenset(settings.required_scopes or ())
+        issuers = (settings.claim_validator or {}).get("issuer", {}).get("valid_issuers")
+        discovery = settings.discovery
         if not issuers and discovery.endswith(DISCOVERY_SUFFIX):
             issuers = [discovery.removesuffix(DISCOVERY_SUFFIX)]
-        expected = conf.get("token_signing_alg_values_expected")
+        expected = settings.token_signing_alg_values_expected
         self.rules = TokenRules(
             audiences=tuple(env.audiences),
             issuers=tuple(issuers) if issuers else None,
             algorithms=frozenset([expected] if expected else ALGORITHMS),
         )
-        self.static_keys = self._static_keys(conf.get("public_key"))
+        self.static_keys = self._static_keys(settings.public_key)
         # token → (exp, claims, X-Userinfo value)
         self._cache: OrderedDict[str, tuple[float, Mapping[str, Any], str]] = OrderedDict()
 
