@@ -26,6 +26,7 @@ from controlplane.analytics.common import (
     parse_instant,
     tenant_scope,
 )
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics
 from strata.controlplane.v1 import audit_pb2, audit_pb2_grpc
@@ -125,7 +126,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
         self.reader = Reader(analytics)
 
     async def QueryAudit(
-        self, request: audit_pb2.QueryAuditRequest, context: Any
+        self, request: audit_pb2.QueryAuditRequest, context: ServicerContext
     ) -> audit_pb2.QueryAuditResponse:
         answer = request.format if request.HasField("format") else "json"
         if answer not in FORMATS:
@@ -149,7 +150,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
         return audit_pb2.QueryAuditResponse(log=audit_pb2.AuditLog(data=records, rows=len(records)))
 
     async def ExportTable(
-        self, request: audit_pb2.ExportTableRequest, context: Any
+        self, request: audit_pb2.ExportTableRequest, context: ServicerContext
     ) -> audit_pb2.ExportTableResponse:
         columns = EXPORT_COLUMNS.get(request.table)
         if columns is None:
