@@ -82,7 +82,8 @@ def limit_of(request: Any, default_and_cap: tuple[int, int]) -> int:
         return default
     if request.limit < 1:
         raise bad("limit", f"must be a positive integer; got {request.limit}")
-    return min(request.limit, cap)
+    limit: int = request.limit
+    return min(limit, cap)
 
 
 def window_of(request: Any) -> Where:

@@ -124,7 +124,7 @@ def discovery_response(state: State) -> discovery_pb2.DiscoveryResponse:
     )
 
 
-class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
+class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):  # type: ignore[misc]  # envoy's generated modules have no stubs
     def __init__(self, watch: ConfigWatch, metrics: Metrics) -> None:
         self.watch = watch
         self.nacks = Counter(

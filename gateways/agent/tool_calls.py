@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 from google.protobuf import json_format
@@ -441,7 +441,13 @@ def _arguments(request: Any) -> dict[str, Any] | None:
     return arguments
 
 
-def _response(message: Any, outcome: Ran | PendingApproval) -> Any:
+# Both tool-call responses carry the same outcome fields.
+CallResponse = TypeVar(
+    "CallResponse", tool_call_pb2.CallToolResponse, tool_call_pb2.ExecuteSessionToolResponse
+)
+
+
+def _response(message: CallResponse, outcome: Ran | PendingApproval) -> CallResponse:
     if isinstance(outcome, PendingApproval):
         message.status = PENDING
         message.approval_id = outcome.approval_id

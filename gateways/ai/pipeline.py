@@ -74,9 +74,10 @@ from gateways.ai.keys import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics
-from gateways.ai.model_loading import EMBEDDING_MODEL, PII_MODEL, load_logged, pii_model_dir
+from gateways.ai.model_loading import EMBEDDING_MODEL, load_logged, pii_model_dir
 from gateways.ai.pii import default_redactor
 from gateways.ai.pii.batching import RedactionQueue
+from gateways.ai.pii.names import MODEL as PII_MODEL
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
