@@ -77,7 +77,7 @@ from controlplane.tenancy import (
     visible_tenant,
 )
 from gateways.edge.model import CONSUMER_GROUPS, CONSUMERS, ROUTES
-from runtime.context import respond
+from runtime.context import ServicerContext, respond
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, StrataError
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, digest
@@ -255,7 +255,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def RequestApiKey(
-        self, request: api_key_pb2.RequestApiKeyRequest, context: Any
+        self, request: api_key_pb2.RequestApiKeyRequest, context: ServicerContext
     ) -> api_key_pb2.RequestApiKeyResponse:
         name, routes = _checked_name(request.name), _checked_routes(request.routes)
         tenant = identifier(request.tenant_id, "tenant_id")
@@ -302,7 +302,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def ListKeyRequests(
-        self, request: api_key_pb2.ListKeyRequestsRequest, context: Any
+        self, request: api_key_pb2.ListKeyRequestsRequest, context: ServicerContext
     ) -> api_key_pb2.ListKeyRequestsResponse:
         tenant = visible_tenant(request.tenant_id if request.HasField("tenant_id") else None)
         pending = [
@@ -319,7 +319,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def ApproveKeyRequest(
-        self, request: api_key_pb2.ApproveKeyRequestRequest, context: Any
+        self, request: api_key_pb2.ApproveKeyRequestRequest, context: ServicerContext
     ) -> api_key_pb2.ApproveKeyRequestResponse:
         request_id = _request_id(request.id)
         async with self._deciding(request_id):
@@ -374,7 +374,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def DenyKeyRequest(
-        self, request: api_key_pb2.DenyKeyRequestRequest, context: Any
+        self, request: api_key_pb2.DenyKeyRequestRequest, context: ServicerContext
     ) -> api_key_pb2.DenyKeyRequestResponse:
         request_id = _request_id(request.id)
         async with self._deciding(request_id):
@@ -398,7 +398,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def ListApiKeys(
-        self, request: api_key_pb2.ListApiKeysRequest, context: Any
+        self, request: api_key_pb2.ListApiKeysRequest, context: ServicerContext
     ) -> api_key_pb2.ListApiKeysResponse:
         tenant = visible_tenant(request.tenant_id if request.HasField("tenant_id") else None)
         keys = [k for k in await self._all(KEYS) if tenant in (None, k.get("tenant_id"))]
@@ -413,7 +413,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
 
     @store_errors
     async def RevokeApiKey(
-        self, request: api_key_pb2.RevokeApiKeyRequest, context: Any
+        self, request: api_key_pb2.RevokeApiKeyRequest, context: ServicerContext
     ) -> api_key_pb2.RevokeApiKeyResponse:
         key_id = identifier(request.id, "id")
         if not key_id.startswith("k-"):

@@ -18,6 +18,7 @@ from redis.asyncio import Redis
 
 from controlplane.kv_errors import kv_unavailable
 from controlplane.tenancy import visible_tenant
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, NotFound
 from strata.controlplane.v1 import branding_pb2 as pb
 from strata.controlplane.v1 import branding_pb2_grpc
@@ -105,7 +106,7 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
         self._update = kv.register_script(_UPDATE)
 
     async def GetBranding(
-        self, request: pb.GetBrandingRequest, context: object
+        self, request: pb.GetBrandingRequest, context: ServicerContext
     ) -> pb.GetBrandingResponse:
         visible_tenant()  # a token without a tenant_id claim acts for none: 403
         with kv_unavailable():
@@ -118,7 +119,7 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
         return pb.GetBrandingResponse(branding=render(request.id, stored))
 
     async def UpdateBranding(
-        self, request: pb.UpdateBrandingRequest, context: object
+        self, request: pb.UpdateBrandingRequest, context: ServicerContext
     ) -> pb.UpdateBrandingResponse:
         visible_tenant()  # a token without a tenant_id claim acts for none: 403
         changes: list[str] = []

@@ -28,6 +28,7 @@ from controlplane.edge_config.servicer import FORBIDDEN, EdgeConfigServicer
 from controlplane.kv_errors import kv_unavailable
 from gateways.edge.model import ROUTES, UPSTREAMS
 from runtime.access import IDENTIFIER, current_caller
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, NotFound, Unavailable
 from runtime.protojson import plain_json
 from runtime.stores.analytics import AnalyticsSink
@@ -273,7 +274,7 @@ class RouteServicer(route_pb2_grpc.RouteServiceServicer):
         return tenant if isinstance(tenant, str) and IDENTIFIER.fullmatch(tenant) else ""
 
     async def UpdateRouteLifecycle(
-        self, request: pb.UpdateRouteLifecycleRequest, context: object
+        self, request: pb.UpdateRouteLifecycleRequest, context: ServicerContext
     ) -> pb.UpdateRouteLifecycleResponse:
         if request.lifecycle not in LIFECYCLES:
             raise InvalidRequest("Invalid lifecycle state")
@@ -289,7 +290,7 @@ class RouteServicer(route_pb2_grpc.RouteServiceServicer):
         )
 
     async def UpdateRouteCanary(
-        self, request: pb.UpdateRouteCanaryRequest, context: object
+        self, request: pb.UpdateRouteCanaryRequest, context: ServicerContext
     ) -> pb.UpdateRouteCanaryResponse:
         if not request.HasField("weight"):
             raise invalid("weight is required: the canary's share of traffic, 0..100")

@@ -29,8 +29,8 @@ class IdentityAdmin:
         self._session: aiohttp.ClientSession | None = None
 
     async def create_organization(self, org_id: str, name: str, tenant_id: str) -> dict[str, Any]:
-        return await self._send(
-            "POST", "organizations", {"id": org_id, "name": name, "tenant_id": tenant_id}
+        return await self._create(
+            "organizations", {"id": org_id, "name": name, "tenant_id": tenant_id}
         )
 
     async def create_user(
@@ -50,7 +50,7 @@ class IdentityAdmin:
         }
         if email:
             body["email"] = email
-        return await self._send("POST", "users", body)
+        return await self._create("users", body)
 
     async def create_client(
         self, client_id: str, client_secret: str, tenant_id: str, *, agent_id: str | None = None
@@ -58,11 +58,18 @@ class IdentityAdmin:
         body = {"client_id": client_id, "client_secret": client_secret, "tenant_id": tenant_id}
         if agent_id:
             body["agent_id"] = agent_id
-        return await self._send("POST", "clients", body)
+        return await self._create("clients", body)
 
     async def delete(self, kind: str, key: str) -> None:
         """Delete an organization, user or client by its id."""
         await self._send("DELETE", f"{kind}/{key}")
+
+    async def _create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a new record; the provider answers with it (201 and the record's JSON)."""
+        created = await self._send("POST", path, body)
+        if not isinstance(created, dict):
+            raise Unavailable(f"identity provider answered POST {path} without a JSON object")
+        return created
 
     async def _send(self, method: str, path: str, body: Any = None) -> Any:
         if self._session is None:

@@ -18,6 +18,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import load_der_public_key, load_pem_public_key
 
+from runtime.context import ServicerContext
 from strata.controlplane.v1 import license_pb2 as pb
 from strata.controlplane.v1 import license_pb2_grpc
 
@@ -94,6 +95,6 @@ class LicenseServicer(license_pb2_grpc.LicenseServiceServicer):
         return answer
 
     async def GetLicense(
-        self, request: pb.GetLicenseRequest, context: object
+        self, request: pb.GetLicenseRequest, context: ServicerContext
     ) -> pb.GetLicenseResponse:
         return self.current()

@@ -4,6 +4,7 @@ platform services (the master key) may write: the RPC's declared rule is ACCESS_
 
 from __future__ import annotations
 
+from runtime.context import ServicerContext
 from runtime.stores.analytics import AnalyticsSink, parse_rows
 from strata.controlplane.v1 import log_ingest_pb2, log_ingest_pb2_grpc
 
@@ -13,7 +14,7 @@ class LogIngestServicer(log_ingest_pb2_grpc.LogIngestServiceServicer):
         self.sink = sink
 
     async def WriteLogBatch(
-        self, request: log_ingest_pb2.WriteLogBatchRequest, context: object
+        self, request: log_ingest_pb2.WriteLogBatchRequest, context: ServicerContext
     ) -> log_ingest_pb2.WriteLogBatchResponse:
         rows = parse_rows(request.rows)  # all rows are checked before any is written
         written = await self.sink.write(request.table, rows)

@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from controlplane.notifications import raise_notification
+from runtime.context import ServicerContext
 from runtime.errors import StrataError
 from runtime.peers import Peer
 from runtime.stores.analytics import Analytics
@@ -265,7 +266,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
     # --- RPCs ------------------------------------------------------------------------------
 
     async def ListServiceHealth(
-        self, request: pb.ListServiceHealthRequest, context: object
+        self, request: pb.ListServiceHealthRequest, context: ServicerContext
     ) -> pb.ListServiceHealthResponse:
         layers, kv = await asyncio.gather(self._layers(), self._kv_status())
         # Recorded (and notified) as probed, without holding up the answer.
@@ -286,7 +287,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         return pb.ListServiceHealthResponse(services=shown)
 
     async def ListHealthAlerts(
-        self, request: pb.ListHealthAlertsRequest, context: object
+        self, request: pb.ListHealthAlertsRequest, context: ServicerContext
     ) -> pb.ListHealthAlertsResponse:
         layers, statuses, since = await self.observe()
         alerts = []

@@ -31,6 +31,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, WatchError
 
 from controlplane.kv_errors import kv_unavailable
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, StrataError, Unavailable
 from runtime.keyring import Keyring, SealError
 from runtime.outbound import check_configured_url
@@ -417,13 +418,13 @@ class SettingsServicer(settings_pb2_grpc.SettingsServiceServicer):
             log.warning("stored retention not applied at start", extra={"error": exc.message})
 
     async def GetSettings(
-        self, request: pb.GetSettingsRequest, context: object
+        self, request: pb.GetSettingsRequest, context: ServicerContext
     ) -> pb.GetSettingsResponse:
         settings, _ = await self.load()
         return pb.GetSettingsResponse(settings=to_message(masked(settings)))
 
     async def PutSettings(
-        self, request: pb.PutSettingsRequest, context: object
+        self, request: pb.PutSettingsRequest, context: ServicerContext
     ) -> pb.PutSettingsResponse:
         new = from_request(request.settings)
         before, _ = await self.load()

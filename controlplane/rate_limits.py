@@ -39,6 +39,7 @@ from controlplane.tenancy import (
 )
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.model import ROUTES
+from runtime.context import ServicerContext
 from runtime.errors import NotFound, PermissionDenied
 from strata.controlplane.v1 import rate_limit_pb2, rate_limit_pb2_grpc
 
@@ -120,7 +121,7 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
 
     @store_errors
     async def GetRateLimitHierarchy(
-        self, request: rate_limit_pb2.GetRateLimitHierarchyRequest, context: Any
+        self, request: rate_limit_pb2.GetRateLimitHierarchyRequest, context: ServicerContext
     ) -> rate_limit_pb2.GetRateLimitHierarchyResponse:
         tenant = identifier(request.tenant_id, "tenant_id")
         if visible_tenant(tenant) not in (None, tenant):  # the guard refuses this first
@@ -181,7 +182,7 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
 
     @store_errors
     async def PutTenantRateLimit(
-        self, request: rate_limit_pb2.PutTenantRateLimitRequest, context: Any
+        self, request: rate_limit_pb2.PutTenantRateLimitRequest, context: ServicerContext
     ) -> rate_limit_pb2.PutTenantRateLimitResponse:
         tenant = identifier(request.tenant_id, "tenant_id")
         limit = checked_limit(request)
@@ -192,7 +193,7 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
 
     @store_errors
     async def PutRouteRateLimit(
-        self, request: rate_limit_pb2.PutRouteRateLimitRequest, context: Any
+        self, request: rate_limit_pb2.PutRouteRateLimitRequest, context: ServicerContext
     ) -> rate_limit_pb2.PutRouteRateLimitResponse:
         tenant = identifier(request.tenant_id, "tenant_id")
         route = identifier(request.route_id, "route_id")

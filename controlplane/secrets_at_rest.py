@@ -18,6 +18,7 @@ When anything was rewritten, the store is asked to rewrite its append-only file
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
@@ -85,7 +86,7 @@ async def protect_secrets_at_rest(
     """Everything above; returns how many records were rewritten. Store failures are logged
     (the next start tries again)."""
     changed = 0
-    steps = (
+    steps: tuple[tuple[str, Callable[[], Awaitable[int]]], ...] = (
         ("edge consumers", lambda: protect_consumers(edge)),
         ("manual provider keys", providers.reseal_secrets),
         ("platform settings", settings.reseal_secrets),

@@ -143,7 +143,7 @@ class ChangeWatch:
                 # RuntimeError: a feed never stopped is closed by the garbage collector
                 # after its loop has ended; there is nothing left to close it on.
                 with contextlib.suppress(RedisError, OSError, RuntimeError):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 

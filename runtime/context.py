@@ -6,6 +6,7 @@ servicers and runtime type their `context` with it, so one signature serves both
 `respond(context, status=, headers=)` sets the HTTP status and response headers of a call
 through either context: they are trailing metadata (the status as `strata-http-status`),
 which gRPC callers read and the front door turns into its response.
+`text_metadata(context)` is its request headers.
 `time_left()` is the deadline of the call being served, which peer calls inherit.
 """
 
@@ -64,6 +65,13 @@ def respond(
     if status is not None:
         merged[HTTP_STATUS_KEY] = str(status)
     context.set_trailing_metadata(tuple(merged.items()))
+
+
+def text_metadata(context: ServicerContext) -> dict[str, str]:
+    """The call's request headers: its text metadata (`-bin` entries carry bytes, not text)."""
+    return {
+        name: value for name, value in context.invocation_metadata() or () if isinstance(value, str)
+    }
 
 
 def http_reply(metadata: Sequence[tuple[str, Any]]) -> tuple[int | None, dict[str, str]]:

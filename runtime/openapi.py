@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -44,11 +44,14 @@ REF = "#/components/schemas/"
 _ENVELOPES: dict[Envelope, tuple[str, Schema]] = {}
 
 
-def describe_envelope(name: str, schema: Schema) -> Callable[[Envelope], Envelope]:
+EnvelopeT = TypeVar("EnvelopeT", bound=Envelope)
+
+
+def describe_envelope(name: str, schema: Schema) -> Callable[[EnvelopeT], EnvelopeT]:
     """Declare the JSON Schema of an error envelope (a decorator on the envelope function);
     the documents name it `name` among their component schemas."""
 
-    def register(envelope: Envelope) -> Envelope:
+    def register(envelope: EnvelopeT) -> EnvelopeT:
         _ENVELOPES[envelope] = (name, schema)
         return envelope
 

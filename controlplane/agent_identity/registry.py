@@ -25,6 +25,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from runtime.access import IDENTIFIER
+from runtime.context import ServicerContext
 from runtime.errors import AlreadyExists, InvalidRequest, NotFound
 from runtime.fields import invalid
 from runtime.hop_tokens import (
@@ -184,7 +185,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
 
     @store_errors
     async def RegisterAgent(
-        self, request: pb.RegisterAgentRequest, context: Any
+        self, request: pb.RegisterAgentRequest, context: ServicerContext
     ) -> pb.RegisterAgentResponse:
         record = registration(request.agent)
         agent_id = record["agent_id"]
@@ -202,14 +203,16 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
 
     @store_errors
     async def ListAgents(
-        self, request: pb.ListAgentsRequest, context: Any
+        self, request: pb.ListAgentsRequest, context: ServicerContext
     ) -> pb.ListAgentsResponse:
         stored = await self.kv.hgetall(REGISTRY_KEY)
         records = [parse_registration(stored[k]) for k in sorted(stored)]
         return pb.ListAgentsResponse(agents=[to_message(r) for r in records if r is not None])
 
     @store_errors
-    async def GetAgent(self, request: pb.GetAgentRequest, context: Any) -> pb.GetAgentResponse:
+    async def GetAgent(
+        self, request: pb.GetAgentRequest, context: ServicerContext
+    ) -> pb.GetAgentResponse:
         agent_id = _lookup_id(request.agent_id)
         record = parse_registration(await self.kv.hget(REGISTRY_KEY, agent_id))
         if record is None:
@@ -218,7 +221,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
 
     @store_errors
     async def DeleteAgent(
-        self, request: pb.DeleteAgentRequest, context: Any
+        self, request: pb.DeleteAgentRequest, context: ServicerContext
     ) -> pb.DeleteAgentResponse:
         agent_id = _lookup_id(request.agent_id)
         removed = await self._deregister(

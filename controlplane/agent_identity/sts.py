@@ -51,6 +51,7 @@ from redis.exceptions import RedisError
 from controlplane.agent_identity.keys import StsKeys
 from runtime.auth import INVALID_TOKEN, Authenticator, Principal
 from runtime.background import RowWriter
+from runtime.context import ServicerContext
 from runtime.errors import (
     InvalidRequest,
     PermissionDenied,
@@ -227,11 +228,13 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
         )
 
     async def ExchangeToken(
-        self, request: pb.ExchangeTokenRequest, context: Any
+        self, request: pb.ExchangeTokenRequest, context: ServicerContext
     ) -> pb.ExchangeTokenResponse:
         return await self.exchange(request)
 
-    async def exchange_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    async def exchange_json(
+        self, body: Mapping[str, Any], context: ServicerContext
+    ) -> dict[str, Any]:
         """`POST /sts/token`'s JSON (or form) face of ExchangeToken (the rule's `json_method`):
         the same exchange, without protobuf's JSON parser, which scans every character of
         both tokens."""
@@ -423,7 +426,9 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             )
         return actor
 
-    async def GetJwks(self, request: pb.GetJwksRequest, context: Any) -> pb.GetJwksResponse:
+    async def GetJwks(
+        self, request: pb.GetJwksRequest, context: ServicerContext
+    ) -> pb.GetJwksResponse:
         keys = []
         for jwk in await self.keys.published():
             key = struct_pb2.Struct()

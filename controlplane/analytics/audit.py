@@ -26,6 +26,7 @@ from controlplane.analytics.common import (
     parse_instant,
     tenant_scope,
 )
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics
 from strata.controlplane.v1 import audit_pb2, audit_pb2_grpc
@@ -81,7 +82,8 @@ def limit_of(request: Any, default_and_cap: tuple[int, int]) -> int:
         return default
     if request.limit < 1:
         raise bad("limit", f"must be a positive integer; got {request.limit}")
-    return min(request.limit, cap)
+    limit: int = request.limit
+    return min(limit, cap)
 
 
 def window_of(request: Any) -> Where:
@@ -125,7 +127,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
         self.reader = Reader(analytics)
 
     async def QueryAudit(
-        self, request: audit_pb2.QueryAuditRequest, context: Any
+        self, request: audit_pb2.QueryAuditRequest, context: ServicerContext
     ) -> audit_pb2.QueryAuditResponse:
         answer = request.format if request.HasField("format") else "json"
         if answer not in FORMATS:
@@ -149,7 +151,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
         return audit_pb2.QueryAuditResponse(log=audit_pb2.AuditLog(data=records, rows=len(records)))
 
     async def ExportTable(
-        self, request: audit_pb2.ExportTableRequest, context: Any
+        self, request: audit_pb2.ExportTableRequest, context: ServicerContext
     ) -> audit_pb2.ExportTableResponse:
         columns = EXPORT_COLUMNS.get(request.table)
         if columns is None:

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from controlplane.tenancy import visible_tenant
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, Unavailable
 from runtime.stores.analytics import Analytics
 
@@ -47,7 +48,7 @@ def optional(request: Any, name: str) -> str | None:
 # --- who sees what ------------------------------------------------------------------------
 
 
-def tenant_scope(request: Any, context: Any) -> str | None:
+def tenant_scope(request: Any, context: ServicerContext) -> str | None:
     """The tenant whose rows this call may read; None means every tenant (a platform
     administrator naming none, by `tenant_id` or `x-tenant-id`). Anyone else reads only its
     token's tenant (`controlplane.tenancy.visible_tenant`)."""

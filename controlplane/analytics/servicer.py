@@ -38,6 +38,7 @@ from controlplane.analytics.common import (
     tenant_scope,
 )
 from controlplane.analytics.topology import agent_topology
+from runtime.context import ServicerContext
 from runtime.stores.analytics import Analytics
 from strata.controlplane.v1 import analytics_pb2, analytics_pb2_grpc
 
@@ -76,14 +77,14 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
     def __init__(self, analytics: Analytics | None) -> None:
         self.reader = Reader(analytics)
 
-    def _recent(self, request: Any, context: Any) -> Where:
+    def _recent(self, request: Any, context: ServicerContext) -> Where:
         """Tenant scope and the last `range` hours (the three plain endpoints)."""
         hours = range_hours(request)
         tenant = tenant_scope(request, context)
         return Where().tenant(tenant).window(now_ms() - hours * HOUR_MS)
 
     async def GetTrafficAnalytics(
-        self, request: analytics_pb2.GetTrafficAnalyticsRequest, context: Any
+        self, request: analytics_pb2.GetTrafficAnalyticsRequest, context: ServicerContext
     ) -> analytics_pb2.GetTrafficAnalyticsResponse:
         where = self._recent(request, context)
         rows = await self.reader.query(
@@ -106,7 +107,7 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
         )
 
     async def GetLlmAnalytics(
-        self, request: analytics_pb2.GetLlmAnalyticsRequest, context: Any
+        self, request: analytics_pb2.GetLlmAnalyticsRequest, context: ServicerContext
     ) -> analytics_pb2.GetLlmAnalyticsResponse:
         where = self._recent(request, context)
         rows = await self.reader.query(
@@ -144,7 +145,7 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
         )
 
     async def GetAgentAnalytics(
-        self, request: analytics_pb2.GetAgentAnalyticsRequest, context: Any
+        self, request: analytics_pb2.GetAgentAnalyticsRequest, context: ServicerContext
     ) -> analytics_pb2.GetAgentAnalyticsResponse:
         where = self._recent(request, context)
         rows = await self.reader.query(
@@ -168,7 +169,7 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
         )
 
     async def GetConsumerAnalytics(
-        self, request: analytics_pb2.GetConsumerAnalyticsRequest, context: Any
+        self, request: analytics_pb2.GetConsumerAnalyticsRequest, context: ServicerContext
     ) -> analytics_pb2.GetConsumerAnalyticsResponse:
         hours = range_hours(request, CONSUMER_RANGES)
         first, last = optional(request, "from"), optional(request, "to")
@@ -208,7 +209,7 @@ class AnalyticsServicer(analytics_pb2_grpc.AnalyticsServiceServicer):
         )
 
     async def GetAgentTopology(
-        self, request: analytics_pb2.GetAgentTopologyRequest, context: Any
+        self, request: analytics_pb2.GetAgentTopologyRequest, context: ServicerContext
     ) -> analytics_pb2.GetAgentTopologyResponse:
         return await agent_topology(self.reader, request)
 

@@ -32,7 +32,7 @@ from gateways.edge.model import (
     Snapshot,
 )
 from gateways.edge.plugins import REGISTRY
-from runtime.context import respond
+from runtime.context import ServicerContext, respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
 from runtime.keyring import Keyring
 from runtime.protojson import plain_json
@@ -110,7 +110,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
     # --- reads ---------------------------------------------------------------------------
 
     async def ListResources(
-        self, request: admin_pb2.ListResourcesRequest, context: Any
+        self, request: admin_pb2.ListResourcesRequest, context: ServicerContext
     ) -> admin_pb2.ListResourcesResponse:
         kind = _kind(request.kind)
         if request.HasField("page_size") and not 10 <= request.page_size <= 500:
@@ -131,7 +131,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         )
 
     async def GetResource(
-        self, request: admin_pb2.GetResourceRequest, context: Any
+        self, request: admin_pb2.GetResourceRequest, context: ServicerContext
     ) -> admin_pb2.GetResourceResponse:
         kind = _kind(request.kind)
         entry = (await self.store.load()).of(kind).get(request.id)
@@ -149,7 +149,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
     # --- writes --------------------------------------------------------------------------
 
     async def PutResource(
-        self, request: admin_pb2.PutResourceRequest, context: Any
+        self, request: admin_pb2.PutResourceRequest, context: ServicerContext
     ) -> admin_pb2.PutResourceResponse:
         kind = _kind(request.kind)
         body = plain_json(request.resource)
@@ -160,7 +160,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         return admin_pb2.PutResourceResponse(key=_key(kind, id_), value=struct(shown(kind, value)))
 
     async def CreateResource(
-        self, request: admin_pb2.CreateResourceRequest, context: Any
+        self, request: admin_pb2.CreateResourceRequest, context: ServicerContext
     ) -> admin_pb2.CreateResourceResponse:
         kind = _kind(request.kind)
         if kind not in POSTABLE:
@@ -177,7 +177,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         )
 
     async def PatchResource(
-        self, request: admin_pb2.PatchResourceRequest, context: Any
+        self, request: admin_pb2.PatchResourceRequest, context: ServicerContext
     ) -> admin_pb2.PatchResourceResponse:
         kind = _kind(request.kind)
         if kind not in PATCHABLE:
@@ -203,7 +203,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         )
 
     async def DeleteResource(
-        self, request: admin_pb2.DeleteResourceRequest, context: Any
+        self, request: admin_pb2.DeleteResourceRequest, context: ServicerContext
     ) -> admin_pb2.DeleteResourceResponse:
         kind, id_ = _kind(request.kind), request.id
 
@@ -254,7 +254,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
     # --- plugins -------------------------------------------------------------------------
 
     async def ListPlugins(
-        self, request: admin_pb2.ListPluginsRequest, context: Any
+        self, request: admin_pb2.ListPluginsRequest, context: ServicerContext
     ) -> admin_pb2.ListPluginsResponse:
         _subsystem(request.subsystem)
         if request.subsystem == "stream":
@@ -263,7 +263,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         return admin_pb2.ListPluginsResponse(plugins=[p.name for p in ordered])
 
     async def GetPlugin(
-        self, request: admin_pb2.GetPluginRequest, context: Any
+        self, request: admin_pb2.GetPluginRequest, context: ServicerContext
     ) -> admin_pb2.GetPluginResponse:
         _subsystem(request.subsystem)
         plugin = REGISTRY.get(request.name)

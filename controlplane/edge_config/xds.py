@@ -18,7 +18,6 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
 
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from google.protobuf import any_pb2
@@ -27,6 +26,7 @@ from prometheus_client import Counter
 from controlplane.edge_config.servicer import struct
 from controlplane.edge_config.store import CHANNEL, EdgeConfigStore, State
 from gateways.edge.model import KINDS
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest
 from runtime.telemetry import Metrics
 from strata.edge.v1 import config_pb2
@@ -124,7 +124,7 @@ def discovery_response(state: State) -> discovery_pb2.DiscoveryResponse:
     )
 
 
-class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
+class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):  # type: ignore[misc]  # envoy's generated modules have no stubs
     def __init__(self, watch: ConfigWatch, metrics: Metrics) -> None:
         self.watch = watch
         self.nacks = Counter(
@@ -141,7 +141,7 @@ class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):
         )
 
     async def StreamAggregatedResources(
-        self, requests: AsyncIterator[discovery_pb2.DiscoveryRequest], context: Any
+        self, requests: AsyncIterator[discovery_pb2.DiscoveryRequest], context: ServicerContext
     ) -> AsyncIterator[discovery_pb2.DiscoveryResponse]:
         inbox: asyncio.Queue[discovery_pb2.DiscoveryRequest | None] = asyncio.Queue()
 

@@ -413,7 +413,7 @@ class DeliveryWorker:
     def _backoff(self, attempt: int) -> float:
         ceiling = min(
             self.config.notify_retry_max_secs,
-            self.config.notify_retry_base_secs * 2 ** (attempt - 1),
+            self.config.notify_retry_base_secs * 2.0 ** (attempt - 1),
         )
         return ceiling * random.uniform(0.5, 1.0)
 

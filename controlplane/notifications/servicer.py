@@ -17,7 +17,7 @@ from controlplane.notifications import store
 from controlplane.notifications.store import invalid
 from controlplane.tenancy import visible_tenant
 from runtime.access import IDENTIFIER
-from runtime.context import respond
+from runtime.context import ServicerContext, respond
 from runtime.errors import InvalidRequest, NotFound
 from runtime.keyring import keyring_of
 from runtime.outbound import check_configured_url
@@ -69,7 +69,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         self.keyring = keyring_of(config)
 
     async def ListNotifications(
-        self, request: notification_pb2.ListNotificationsRequest, context: Any
+        self, request: notification_pb2.ListNotificationsRequest, context: ServicerContext
     ) -> notification_pb2.ListNotificationsResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named)
@@ -82,7 +82,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         return answer
 
     async def CreateNotification(
-        self, request: notification_pb2.CreateNotificationRequest, context: Any
+        self, request: notification_pb2.CreateNotificationRequest, context: ServicerContext
     ) -> notification_pb2.CreateNotificationResponse:
         nid = await store.raise_notification(
             self.kv,
@@ -96,7 +96,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         return notification_pb2.CreateNotificationResponse(id=nid, status="created")
 
     async def MarkNotificationRead(
-        self, request: notification_pb2.MarkNotificationReadRequest, context: Any
+        self, request: notification_pb2.MarkNotificationReadRequest, context: ServicerContext
     ) -> notification_pb2.MarkNotificationReadResponse:
         _check_id(request.id, "notification")
         tenant = visible_tenant(None)
@@ -105,7 +105,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         return notification_pb2.MarkNotificationReadResponse(id=request.id, read=True)
 
     async def GetNotificationPreferences(
-        self, request: notification_pb2.GetNotificationPreferencesRequest, context: Any
+        self, request: notification_pb2.GetNotificationPreferencesRequest, context: ServicerContext
     ) -> notification_pb2.GetNotificationPreferencesResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named) or DEFAULT_TENANT
@@ -119,7 +119,7 @@ class NotificationServicer(notification_pb2_grpc.NotificationServiceServicer):
         return notification_pb2.GetNotificationPreferencesResponse(preferences=message)
 
     async def PutNotificationPreferences(
-        self, request: notification_pb2.PutNotificationPreferencesRequest, context: Any
+        self, request: notification_pb2.PutNotificationPreferencesRequest, context: ServicerContext
     ) -> notification_pb2.PutNotificationPreferencesResponse:
         given = request.preferences
         tenant = visible_tenant(given.tenant_id or None) or DEFAULT_TENANT
@@ -193,7 +193,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         self.keyring = keyring_of(config)
 
     async def ListWebhooks(
-        self, request: webhook_pb2.ListWebhooksRequest, context: Any
+        self, request: webhook_pb2.ListWebhooksRequest, context: ServicerContext
     ) -> webhook_pb2.ListWebhooksResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named)
@@ -203,7 +203,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         return webhook_pb2.ListWebhooksResponse(webhooks=[_webhook(h) for h in hooks])
 
     async def CreateWebhook(
-        self, request: webhook_pb2.CreateWebhookRequest, context: Any
+        self, request: webhook_pb2.CreateWebhookRequest, context: ServicerContext
     ) -> webhook_pb2.CreateWebhookResponse:
         named = request.tenant_id if request.HasField("tenant_id") else None
         tenant = visible_tenant(named)
@@ -243,7 +243,7 @@ class WebhookServicer(webhook_pb2_grpc.WebhookServiceServicer):
         return webhook_pb2.CreateWebhookResponse(webhook=_webhook(hook, with_secret=True))
 
     async def DeleteWebhook(
-        self, request: webhook_pb2.DeleteWebhookRequest, context: Any
+        self, request: webhook_pb2.DeleteWebhookRequest, context: ServicerContext
     ) -> webhook_pb2.DeleteWebhookResponse:
         _check_id(request.id, "webhook")
         tenant = visible_tenant(None)

@@ -23,6 +23,7 @@ from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
 from controlplane.portal.context import UNSAFE_METHODS, PortalContext
 from controlplane.portal.security import NO_STORE, SECURITY_HEADERS, Handler
@@ -88,7 +89,7 @@ def forward_handler(ctx: PortalContext) -> Handler:
             url += "?" + request.rel_url.raw_query_string
         try:
             upstream = await ctx.client().request(
-                request.method, aiohttp.client.URL(url, encoded=True), headers=headers,
+                request.method, URL(url, encoded=True), headers=headers,
                 data=body, allow_redirects=False,
             )  # fmt: skip
         except (aiohttp.ClientError, TimeoutError) as exc:

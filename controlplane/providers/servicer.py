@@ -33,6 +33,7 @@ from controlplane.providers.records import (
 )
 from controlplane.providers.store import ProviderStore, Write
 from gateways.ai.providers.keys import SECRETS, secret_context
+from runtime.context import ServicerContext
 from runtime.errors import NotFound
 from runtime.keyring import Keyring, SealError
 from runtime.outbound import check_configured_url
@@ -78,13 +79,13 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
     # --- RPCs ---
 
     async def ListProviders(
-        self, request: pb.ListProvidersRequest, context: object
+        self, request: pb.ListProvidersRequest, context: ServicerContext
     ) -> pb.ListProvidersResponse:
         providers = await self.store.current()
         return pb.ListProvidersResponse(providers=[to_message(p) for p in ordered(providers)])
 
     async def UpsertProvider(
-        self, request: pb.UpsertProviderRequest, context: object
+        self, request: pb.UpsertProviderRequest, context: ServicerContext
     ) -> pb.UpsertProviderResponse:
         provider, secret = from_request(request.provider)
         provider_id = provider["id"]
@@ -145,7 +146,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
         return pb.UpsertProviderResponse(status="saved", provider=provider_id)
 
     async def DeleteProvider(
-        self, request: pb.DeleteProviderRequest, context: object
+        self, request: pb.DeleteProviderRequest, context: ServicerContext
     ) -> pb.DeleteProviderResponse:
         provider_id = check_id(request.id)
 
@@ -159,7 +160,7 @@ class ProviderServicer(provider_pb2_grpc.ProviderServiceServicer):
         return pb.DeleteProviderResponse(status="deleted", id=provider_id)
 
     async def TestProvider(
-        self, request: pb.TestProviderRequest, context: object
+        self, request: pb.TestProviderRequest, context: ServicerContext
     ) -> pb.TestProviderResponse:
         provider_id = check_id(request.id)
         provider = (await self.store.current()).get(provider_id)

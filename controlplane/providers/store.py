@@ -93,7 +93,7 @@ class ProviderStore:
                         if put:
                             pipe.hset(
                                 keys.PROVIDERS,
-                                mapping={k: json.dumps(v) for k, v in put.items()},  # type: ignore[arg-type]
+                                mapping={k: json.dumps(v) for k, v in put.items()},
                             )
                         if write.delete:
                             pipe.hdel(keys.PROVIDERS, *write.delete)

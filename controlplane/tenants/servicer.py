@@ -63,6 +63,7 @@ from gateways.ai.tenant_keys import prompt_config_key
 from runtime import tenant_realms as realms
 from runtime.access import current_caller
 from runtime.change_feed import changed_here
+from runtime.context import ServicerContext
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailable
 from runtime.peers import Peer
 from runtime.protojson import plain_json
@@ -124,7 +125,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- reads ---------------------------------------------------------------------------
 
     async def ListTenants(
-        self, request: pb.ListTenantsRequest, context: Any
+        self, request: pb.ListTenantsRequest, context: ServicerContext
     ) -> pb.ListTenantsResponse:
         principal = current_caller().principal
         with kv_unavailable():
@@ -139,7 +140,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         records.sort(key=lambda r: (float(r.get("created_ts", 0)), str(r["id"])))
         return pb.ListTenantsResponse(tenants=await self._views(records))
 
-    async def GetTenant(self, request: pb.GetTenantRequest, context: Any) -> pb.GetTenantResponse:
+    async def GetTenant(
+        self, request: pb.GetTenantRequest, context: ServicerContext
+    ) -> pb.GetTenantResponse:
         _own_or_admin(request.id)
         record = await self._load(request.id)
         return pb.GetTenantResponse(tenant=(await self._views([record]))[0])
@@ -147,7 +150,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- create --------------------------------------------------------------------------
 
     async def CreateTenant(
-        self, request: pb.CreateTenantRequest, context: Any
+        self, request: pb.CreateTenantRequest, context: ServicerContext
     ) -> pb.CreateTenantResponse:
         name = rec.check_name(request.name)
         if not request.plan:
@@ -278,7 +281,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- update --------------------------------------------------------------------------
 
     async def UpdateTenant(
-        self, request: pb.UpdateTenantRequest, context: Any
+        self, request: pb.UpdateTenantRequest, context: ServicerContext
     ) -> pb.UpdateTenantResponse:
         tenant = rec.path_id(request.id)
         changes: dict[str, Any] = {}
@@ -337,7 +340,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- delete --------------------------------------------------------------------------
 
     async def DeleteTenant(
-        self, request: pb.DeleteTenantRequest, context: Any
+        self, request: pb.DeleteTenantRequest, context: ServicerContext
     ) -> pb.DeleteTenantResponse:
         tenant = rec.path_id(request.id)
         await _shielded(self._delete(tenant))
@@ -375,7 +378,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- IP allowlist --------------------------------------------------------------------
 
     async def GetIpAllowlist(
-        self, request: pb.GetIpAllowlistRequest, context: Any
+        self, request: pb.GetIpAllowlistRequest, context: ServicerContext
     ) -> pb.GetIpAllowlistResponse:
         _own_or_admin(request.id)
         await self._load(request.id)
@@ -384,7 +387,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         )
 
     async def PutIpAllowlist(
-        self, request: pb.PutIpAllowlistRequest, context: Any
+        self, request: pb.PutIpAllowlistRequest, context: ServicerContext
     ) -> pb.PutIpAllowlistResponse:
         _own_or_admin(request.id)
         cidrs = rec.normalized_cidrs(list(request.cidrs))
@@ -421,7 +424,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
     # --- prompt configuration ------------------------------------------------------------
 
     async def GetPromptConfig(
-        self, request: pb.GetPromptConfigRequest, context: Any
+        self, request: pb.GetPromptConfigRequest, context: ServicerContext
     ) -> pb.GetPromptConfigResponse:
         _own_or_admin(request.id)
         await self._load(request.id)
@@ -433,7 +436,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         return response
 
     async def PutPromptConfig(
-        self, request: pb.PutPromptConfigRequest, context: Any
+        self, request: pb.PutPromptConfigRequest, context: ServicerContext
     ) -> pb.PutPromptConfigResponse:
         _own_or_admin(request.id)
         config = rec.prompt_config(plain_json(request.config))

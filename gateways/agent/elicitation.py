@@ -22,6 +22,7 @@ from jsonschema.exceptions import SchemaError
 from redis.asyncio import Redis
 
 from gateways.agent.tenancy import acting_tenant, may_see
+from runtime.context import ServicerContext
 from runtime.errors import AlreadyExists, InvalidRequest, NotFound
 from runtime.fields import identifier, invalid, now_iso
 from runtime.protojson import plain_json
@@ -83,7 +84,7 @@ class ElicitationServicer(elicitation_pb2_grpc.ElicitationServiceServicer):
 
     @store_errors
     async def CreateElicitation(
-        self, request: elicitation_pb2.CreateElicitationRequest, context: Any
+        self, request: elicitation_pb2.CreateElicitationRequest, context: ServicerContext
     ) -> elicitation_pb2.CreateElicitationResponse:
         session_id = identifier(request.session_id, "session_id")
         tenant = acting_tenant()
@@ -119,7 +120,7 @@ class ElicitationServicer(elicitation_pb2_grpc.ElicitationServiceServicer):
 
     @store_errors
     async def RespondElicitation(
-        self, request: elicitation_pb2.RespondElicitationRequest, context: Any
+        self, request: elicitation_pb2.RespondElicitationRequest, context: ServicerContext
     ) -> elicitation_pb2.RespondElicitationResponse:
         key = elicit_key(identifier(request.elicit_id, "elicit_id"))
         raw = await self.kv.get(key)

@@ -19,6 +19,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from gateways.agent.changes import announce, changed_here
+from runtime.context import ServicerContext
 from runtime.fields import identifier, invalid, now_iso
 from runtime.stores.kv_errors import kv_unavailable
 from strata.agent.v1 import policy_pb2, policy_pb2_grpc
@@ -100,7 +101,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         self.kv = kv
 
     async def GetPolicy(
-        self, request: policy_pb2.GetPolicyRequest, context: Any
+        self, request: policy_pb2.GetPolicyRequest, context: ServicerContext
     ) -> policy_pb2.GetPolicyResponse:
         tenant = identifier(request.tenant_id, "tenant_id")
         with kv_unavailable():
@@ -108,7 +109,7 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         return policy_pb2.GetPolicyResponse(policy=policy.to_proto())
 
     async def PutPolicy(
-        self, request: policy_pb2.PutPolicyRequest, context: Any
+        self, request: policy_pb2.PutPolicyRequest, context: ServicerContext
     ) -> policy_pb2.PutPolicyResponse:
         identifier(request.tenant_id, "tenant_id")
         policy = policy_from_request(request, now_iso())

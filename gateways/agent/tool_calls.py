@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 from google.protobuf import json_format
@@ -67,7 +67,7 @@ from gateways.agent.mcp.tool_sets import is_callable
 from gateways.agent.sessions.store import SessionRecord
 from gateways.agent.tenancy import acting_tenant
 from runtime.access import IDENTIFIER, authorize, bind_caller, current_caller, rule_of
-from runtime.context import respond
+from runtime.context import ServicerContext, respond, text_metadata
 from runtime.errors import InvalidRequest, NotFound
 from runtime.protojson import merge_json, plain_json
 from runtime.telemetry import Metrics
@@ -347,20 +347,26 @@ class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
         self.call_rule = rule_of(methods["CallTool"])
         self.execute_rule = rule_of(methods["ExecuteSessionTool"])
 
-    async def call_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    async def call_json(self, body: Mapping[str, Any], context: ServicerContext) -> dict[str, Any]:
         """POST /v1/mcp/tools/call."""
         request = _parsed(tool_call_pb2.CallToolRequest(), self.call_rule, body, context)
         session = request.session_id if request.HasField("session_id") else None
         return await self._call_json(request, body, session, context)
 
-    async def execute_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    async def execute_json(
+        self, body: Mapping[str, Any], context: ServicerContext
+    ) -> dict[str, Any]:
         """POST /v1/sessions/{session_id}/execute (the path's `session_id` is in `body`)."""
         empty = tool_call_pb2.ExecuteSessionToolRequest()
         request = _parsed(empty, self.execute_rule, body, context)
         return await self._call_json(request, body, request.session_id, context)
 
     async def _call_json(
-        self, request: Any, body: Mapping[str, Any], session_id: str | None, context: Any
+        self,
+        request: Any,
+        body: Mapping[str, Any],
+        session_id: str | None,
+        context: ServicerContext,
     ) -> dict[str, Any]:
         arguments = body.get("arguments")
         if "arguments" in body and not isinstance(arguments, dict):
@@ -373,20 +379,24 @@ class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
                 "server_id": outcome.server_id, "tool_name": outcome.tool_name}  # fmt: skip
 
     async def CallTool(
-        self, request: tool_call_pb2.CallToolRequest, context: Any
+        self, request: tool_call_pb2.CallToolRequest, context: ServicerContext
     ) -> tool_call_pb2.CallToolResponse:
         session = request.session_id if request.HasField("session_id") else None
         outcome = await self._call(request, _arguments(request), session, context)
         return _response(tool_call_pb2.CallToolResponse(), outcome)
 
     async def ExecuteSessionTool(
-        self, request: tool_call_pb2.ExecuteSessionToolRequest, context: Any
+        self, request: tool_call_pb2.ExecuteSessionToolRequest, context: ServicerContext
     ) -> tool_call_pb2.ExecuteSessionToolResponse:
         outcome = await self._call(request, _arguments(request), request.session_id, context)
         return _response(tool_call_pb2.ExecuteSessionToolResponse(), outcome)
 
     async def _call(
-        self, request: Any, arguments: dict[str, Any] | None, session_id: str | None, context: Any
+        self,
+        request: Any,
+        arguments: dict[str, Any] | None,
+        session_id: str | None,
+        context: ServicerContext,
     ) -> Ran | PendingApproval:
         for field in ("server_id", "tool_name"):
             if not getattr(request, field):
@@ -406,11 +416,11 @@ class ToolCallServicer(tool_call_pb2_grpc.ToolCallServiceServicer):
         return outcome
 
 
-def _parsed(request: Any, rule: Any, body: Mapping[str, Any], context: Any) -> Any:
+def _parsed(request: Any, rule: Any, body: Mapping[str, Any], context: ServicerContext) -> Any:
     """`request` with the body's fields but `arguments` (checked as the RPC's parser checks
     them: unknown fields, types), its tenant checked as the guard checks a request's."""
     merge_json(request, {k: v for k, v in body.items() if k != "arguments"})
-    metadata = dict(context.invocation_metadata())
+    metadata = text_metadata(context)
     bind_caller(authorize(rule, current_caller().principal, metadata, request))
     return request
 
@@ -431,7 +441,13 @@ def _arguments(request: Any) -> dict[str, Any] | None:
     return arguments
 
 
-def _response(message: Any, outcome: Ran | PendingApproval) -> Any:
+# Both tool-call responses carry the same outcome fields.
+CallResponse = TypeVar(
+    "CallResponse", tool_call_pb2.CallToolResponse, tool_call_pb2.ExecuteSessionToolResponse
+)
+
+
+def _response(message: CallResponse, outcome: Ran | PendingApproval) -> CallResponse:
     if isinstance(outcome, PendingApproval):
         message.status = PENDING
         message.approval_id = outcome.approval_id

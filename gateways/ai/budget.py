@@ -32,6 +32,7 @@ from gateways.ai import no_budget
 from gateways.ai.tenant_keys import budget_key, limit_key, warned_key
 from runtime.access import IDENTIFIER
 from runtime.change_feed import changed_here
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, Unavailable
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
@@ -52,7 +53,7 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         self.kv = kv
 
     async def GetBudget(
-        self, request: budget_pb2.GetBudgetRequest, context: Any
+        self, request: budget_pb2.GetBudgetRequest, context: ServicerContext
     ) -> budget_pb2.GetBudgetResponse:
         tenant = _tenant(request.tenant_id)
         try:
@@ -64,7 +65,7 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         return budget_pb2.GetBudgetResponse(tenant_id=tenant, remaining_tokens=int(value))
 
     async def SetBudget(
-        self, request: budget_pb2.SetBudgetRequest, context: Any
+        self, request: budget_pb2.SetBudgetRequest, context: ServicerContext
     ) -> budget_pb2.SetBudgetResponse:
         tenant = _tenant(request.tenant_id)
         if not request.HasField("tokens"):
@@ -87,7 +88,7 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         return budget_pb2.SetBudgetResponse(tenant_id=tenant, tokens_set=request.tokens)
 
     async def DeleteBudget(
-        self, request: budget_pb2.DeleteBudgetRequest, context: Any
+        self, request: budget_pb2.DeleteBudgetRequest, context: ServicerContext
     ) -> budget_pb2.DeleteBudgetResponse:
         tenant = _tenant(request.tenant_id)
         try:

@@ -12,6 +12,7 @@ from google.protobuf import json_format
 
 from gateways.ai.pipeline import ChatPipeline
 from runtime.access import current_caller
+from runtime.context import ServicerContext
 from strata.ai.v1 import chat_pb2, chat_pb2_grpc
 
 
@@ -32,16 +33,20 @@ class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
 
     # --- the front door's JSON face ---------------------------------------------------------
 
-    async def complete_json(self, body: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    async def complete_json(
+        self, body: Mapping[str, Any], context: ServicerContext
+    ) -> dict[str, Any]:
         return (await self.pipeline.complete(body, context)).completion
 
-    def stream_json(self, body: Mapping[str, Any], context: Any) -> AsyncIterator[dict[str, Any]]:
+    def stream_json(
+        self, body: Mapping[str, Any], context: ServicerContext
+    ) -> AsyncIterator[dict[str, Any]]:
         return self.pipeline.stream(body, context)
 
     # --- the RPCs ---------------------------------------------------------------------------
 
     async def CreateChatCompletion(
-        self, request: chat_pb2.CreateChatCompletionRequest, context: Any
+        self, request: chat_pb2.CreateChatCompletionRequest, context: ServicerContext
     ) -> chat_pb2.CreateChatCompletionResponse:
         answer = await self.pipeline.complete(_body_of(request), context)
         return chat_pb2.CreateChatCompletionResponse(
@@ -51,7 +56,7 @@ class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
         )
 
     async def StreamChatCompletion(
-        self, request: chat_pb2.StreamChatCompletionRequest, context: Any
+        self, request: chat_pb2.StreamChatCompletionRequest, context: ServicerContext
     ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
         stream = self.pipeline.stream(_body_of(request), context)
         first = True
@@ -68,6 +73,6 @@ class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
             await stream.aclose()  # a disconnect closes the pipeline's stream (and upstream)
 
     async def ListModels(
-        self, request: chat_pb2.ListModelsRequest, context: Any
+        self, request: chat_pb2.ListModelsRequest, context: ServicerContext
     ) -> chat_pb2.ListModelsResponse:
         return await self.pipeline.models()

@@ -22,7 +22,7 @@ from gateways.ai.providers.base import Adapter, ChatCall, ProviderError, Provide
 from gateways.ai.retry import backoff
 from gateways.ai.routing import model_not_found
 from gateways.ai.validation import INVALID, Prepared
-from runtime.context import respond, time_left
+from runtime.context import ServicerContext, respond, time_left
 from runtime.errors import InvalidRequest, Unavailable, UpstreamError
 from runtime.http1.client import HttpClient
 
@@ -77,7 +77,7 @@ class Failover:
         providers: list[Provider],
         prepared: Prepared,
         outcome: Outcome,
-        context: Any,
+        context: ServicerContext,
         op: Attempt[T],
     ) -> tuple[Provider, T]:
         """The provider that answered and what `op` made of it, or the error the chain ends

@@ -74,9 +74,10 @@ from gateways.ai.keys import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics
-from gateways.ai.model_loading import EMBEDDING_MODEL, PII_MODEL, load_logged, pii_model_dir
+from gateways.ai.model_loading import EMBEDDING_MODEL, load_logged, pii_model_dir
 from gateways.ai.pii import default_redactor
 from gateways.ai.pii.batching import RedactionQueue
+from gateways.ai.pii.names import MODEL as PII_MODEL
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
@@ -87,7 +88,7 @@ from gateways.ai.usage import Streamed, answered, reserved
 from gateways.ai.validation import Prepared, validate
 from runtime.access import current_caller
 from runtime.config import VERSION
-from runtime.context import respond
+from runtime.context import ServicerContext, respond, text_metadata
 from runtime.errors import InvalidRequest
 from runtime.http1.client import HttpClient
 from runtime.keyring import keyring_of
@@ -222,7 +223,9 @@ class ChatPipeline:
 
     # --- steps 1 to 3 -----------------------------------------------------------------------
 
-    async def prepare(self, body: Mapping[str, Any], context: Any, outcome: Outcome) -> Prepared:
+    async def prepare(
+        self, body: Mapping[str, Any], context: ServicerContext, outcome: Outcome
+    ) -> Prepared:
         tenant = current_caller().require_tenant()  # 1
         outcome.tenant = tenant
         model, messages, params, max_tokens = validate(body)  # 2
@@ -234,7 +237,7 @@ class ChatPipeline:
         outcome.pii_detected = pii
         wording = _last_user_text(messages)
         messages = apply_prompt_config(config, messages)
-        headers = {k.lower(): v for k, v in context.invocation_metadata() or ()}
+        headers = {k.lower(): v for k, v in text_metadata(context).items()}
         trace_id, propagated = _trace(headers)
         outcome.trace_id = trace_id
         lookup, store = _cache_policy(cache_enabled(config), headers.get("cache-control", ""))
@@ -329,7 +332,7 @@ class ChatPipeline:
 
     # --- non-stream -------------------------------------------------------------------------
 
-    async def complete(self, body: Mapping[str, Any], context: Any) -> Answer:
+    async def complete(self, body: Mapping[str, Any], context: ServicerContext) -> Answer:
         """One chat completion for the OpenAI `body`; the `x-cache` and `x-tenant-id` headers
         go on `context` (`respond`)."""
         async with self._metered() as meter:
@@ -368,7 +371,7 @@ class ChatPipeline:
     # --- stream -----------------------------------------------------------------------------
 
     async def stream(
-        self, body: Mapping[str, Any], context: Any
+        self, body: Mapping[str, Any], context: ServicerContext
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The `chat.completion.chunk` objects of one streamed completion; the headers go on
         `context` before the first."""
@@ -407,7 +410,7 @@ class ChatPipeline:
         return metered(self.budgets, self.metrics, self.background)
 
     async def _ready(
-        self, body: Mapping[str, Any], context: Any, outcome: Outcome
+        self, body: Mapping[str, Any], context: ServicerContext, outcome: Outcome
     ) -> tuple[Prepared, Snapshot, list[Provider]]:
         """Steps 1 to 4: the request prepared, and the providers to try for it."""
         prepared = await self.prepare(body, context, outcome)

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ProviderError, ProviderTarget
 from gateways.ai.providers.keys import SECRETS, secret_context
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, Unavailable
 from runtime.http1.client import HttpClient
 from runtime.keyring import Keyring, SealError
@@ -46,7 +47,7 @@ class ProbeServicer(probe_pb2_grpc.ProbeServiceServicer):
         self.environ = os.environ if environ is None else environ
 
     async def ProbeProvider(
-        self, request: pb.ProbeProviderRequest, context: object
+        self, request: pb.ProbeProviderRequest, context: ServicerContext
     ) -> pb.ProbeProviderResponse:
         try:
             provider = json.loads(request.provider_json)

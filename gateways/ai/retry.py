@@ -15,5 +15,5 @@ JITTER = 0.2  # the most jitter adds, as a fraction of the delay
 def backoff(retry: int, initial_secs: float) -> float:
     """Seconds to wait before retry number `retry` (0 for the first retry): at least
     `initial_secs · 2^retry`, at most a fifth more."""
-    delay = initial_secs * (2**retry)
+    delay = initial_secs * 2.0**retry
     return delay + random.uniform(0, delay * JITTER)

@@ -10,7 +10,7 @@ from typing import Any
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
-from runtime.context import http_reply, respond
+from runtime.context import ServicerContext, http_reply, respond
 from runtime.errors import Unauthenticated, Unavailable
 from runtime.peers import Peer
 
@@ -25,14 +25,18 @@ def forwarding_servicer(base: type, service: ServiceDescriptor, peer: Peer) -> A
         path = f"/{service.full_name}/{method.name}"
         response_class = message_factory.GetMessageClass(method.output_type)
 
-        async def forward(self: Any, request: Any, context: Any) -> Any:
+        async def forward(self: Any, request: Any, context: ServicerContext) -> Any:
             # The channel belongs to the running loop: made on first use (runtime.peers).
             call = peer.channel.unary_unary(
                 path,
                 request_serializer=type(request).SerializeToString,
                 response_deserializer=response_class.FromString,
             )
-            metadata = [(k, v) for k, v in context.invocation_metadata() if k in CREDENTIALS]
+            metadata = [
+                (k, v)
+                for k, v in context.invocation_metadata() or ()
+                if k in CREDENTIALS and isinstance(v, str)
+            ]
             try:
                 response, trailing = await peer.forward(call, request, metadata)
             except Unauthenticated as exc:

@@ -120,7 +120,7 @@ def _kind(cls: type, multiproc_dir: str | None) -> type:
     if _mmap_value is None:
         _mmap_value = values.MultiProcessValue()  # one per process: one file per metric type
 
-    class Mmapped(cls):  # type: ignore[valid-type,misc]
+    class Mmapped(cls):  # type: ignore[misc]
         def _metric_init(self) -> None:
             saved = values.ValueClass
             values.ValueClass = _mmap_value

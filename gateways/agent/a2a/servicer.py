@@ -27,7 +27,7 @@ from gateways.agent.hop_identity import HopVerifier
 from gateways.agent.state_metrics import StateMetrics
 from gateways.agent.tenancy import acting_tenant, may_see
 from runtime.access import current_caller
-from runtime.context import respond
+from runtime.context import ServicerContext, respond
 from runtime.errors import AlreadyExists, NotFound, UpstreamError
 from runtime.fields import identifier, invalid, now_iso
 from runtime.outbound import check_configured_url
@@ -73,7 +73,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
 
     @store_errors
     async def RegisterAgent(
-        self, request: a2a_pb2.RegisterAgentRequest, context: Any
+        self, request: a2a_pb2.RegisterAgentRequest, context: ServicerContext
     ) -> a2a_pb2.RegisterAgentResponse:
         tenant = acting_tenant()
         agent_id = identifier(request.id, "id")
@@ -97,7 +97,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
 
     @store_errors
     async def ListAgents(
-        self, request: a2a_pb2.ListAgentsRequest, context: Any
+        self, request: a2a_pb2.ListAgentsRequest, context: ServicerContext
     ) -> a2a_pb2.ListAgentsResponse:
         tenant = current_caller().tenant_id
         cards = await self.cards.list(tenant)
@@ -120,7 +120,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         return a2a_pb2.ListAgentsResponse(agents=agents, total=len(agents), note=note)
 
     async def SendMessage(
-        self, request: a2a_pb2.SendMessageRequest, context: Any
+        self, request: a2a_pb2.SendMessageRequest, context: ServicerContext
     ) -> a2a_pb2.SendMessageResponse:
         tenant = acting_tenant()
         sender = identifier(request.from_agent, "from_agent")
@@ -200,7 +200,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
 
     @store_errors
     async def GetTask(
-        self, request: a2a_pb2.GetTaskRequest, context: Any
+        self, request: a2a_pb2.GetTaskRequest, context: ServicerContext
     ) -> a2a_pb2.GetTaskResponse:
         task = await load_task(self.kv, identifier(request.task_id, "task_id"))
         if task is None or not may_see(task["tenant_id"]):

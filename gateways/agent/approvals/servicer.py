@@ -8,8 +8,6 @@ the status it has. An unreachable store is 503: approvals fail closed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from google.protobuf import struct_pb2
 
 from gateways.agent.approvals.store import (
@@ -22,6 +20,7 @@ from gateways.agent.approvals.store import (
 from gateways.agent.audit import AuditTrail
 from gateways.agent.state_metrics import StateMetrics
 from gateways.agent.tenancy import listing_tenant, may_see
+from runtime.context import ServicerContext
 from runtime.errors import AlreadyExists, NotFound
 from runtime.fields import identifier, now_iso
 from runtime.stores.kv_errors import store_errors
@@ -52,7 +51,7 @@ class ApprovalServicer(approval_pb2_grpc.ApprovalServiceServicer):
 
     @store_errors
     async def ListPendingApprovals(
-        self, request: approval_pb2.ListPendingApprovalsRequest, context: Any
+        self, request: approval_pb2.ListPendingApprovalsRequest, context: ServicerContext
     ) -> approval_pb2.ListPendingApprovalsResponse:
         pending = [to_proto(a) for a in await self.queue.pending(listing_tenant())]
         return approval_pb2.ListPendingApprovalsResponse(pending=pending, total=len(pending))
@@ -84,7 +83,7 @@ class ApprovalServicer(approval_pb2_grpc.ApprovalServiceServicer):
 
     @store_errors
     async def GrantApproval(
-        self, request: approval_pb2.GrantApprovalRequest, context: Any
+        self, request: approval_pb2.GrantApprovalRequest, context: ServicerContext
     ) -> approval_pb2.GrantApprovalResponse:
         decided = await self._decide(request.approval_id, APPROVED)
         return approval_pb2.GrantApprovalResponse(
@@ -93,7 +92,7 @@ class ApprovalServicer(approval_pb2_grpc.ApprovalServiceServicer):
 
     @store_errors
     async def DenyApproval(
-        self, request: approval_pb2.DenyApprovalRequest, context: Any
+        self, request: approval_pb2.DenyApprovalRequest, context: ServicerContext
     ) -> approval_pb2.DenyApprovalResponse:
         decided = await self._decide(request.approval_id, DENIED)
         return approval_pb2.DenyApprovalResponse(

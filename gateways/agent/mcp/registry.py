@@ -33,6 +33,7 @@ from gateways.agent.mcp.tool_sets import ACTIVE, ToolSetWatch
 from gateways.agent.mcp.upstream import PROTOCOLS, UpstreamPool
 from gateways.agent.tenancy import acting_tenant, visible_tenant
 from runtime.access import IDENTIFIER
+from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest
 from runtime.outbound import check_configured_url
 from runtime.stores.kv_errors import kv_unavailable
@@ -93,13 +94,15 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         tenant = visible_tenant()
         return [r for r in await self.store.all() if tenant is None or r["tenant_id"] == tenant]
 
-    async def ListServers(self, request: pb.ListServersRequest, context: Any) -> Any:
+    async def ListServers(self, request: pb.ListServersRequest, context: ServicerContext) -> Any:
         records = await self._tenant_records()
         return pb.ListServersResponse(
             servers=[server_message(r) for r in records], total=len(records)
         )
 
-    async def RegisterServer(self, request: pb.RegisterServerRequest, context: Any) -> Any:
+    async def RegisterServer(
+        self, request: pb.RegisterServerRequest, context: ServicerContext
+    ) -> Any:
         server_id = request.id if request.HasField("id") else ""
         if request.HasField("id") and not IDENTIFIER.fullmatch(server_id):
             raise _invalid("id", "id must match [A-Za-z0-9._:-]{1,128}")
@@ -137,17 +140,19 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
             await self.pool.forget_server(server_id)  # its URL or protocol may have changed
         return pb.RegisterServerResponse(id=server_id, tools_registered=len(tools))
 
-    async def GetServer(self, request: pb.GetServerRequest, context: Any) -> Any:
+    async def GetServer(self, request: pb.GetServerRequest, context: ServicerContext) -> Any:
         return pb.GetServerResponse(server=server_message(await self._visible(request.server_id)))
 
-    async def DeleteServer(self, request: pb.DeleteServerRequest, context: Any) -> Any:
+    async def DeleteServer(self, request: pb.DeleteServerRequest, context: ServicerContext) -> Any:
         record = await self._visible(request.server_id)
         if not await self.store.delete(record):
             raise ServerNotFound()
         await self.pool.forget_server(record["id"])
         return pb.DeleteServerResponse(removed=record["id"])
 
-    async def GetServerAuth(self, request: pb.GetServerAuthRequest, context: Any) -> Any:
+    async def GetServerAuth(
+        self, request: pb.GetServerAuthRequest, context: ServicerContext
+    ) -> Any:
         record = await self._visible(request.server_id, for_auth=True)
         with kv_unavailable():
             raw = await self.kv.get(keys.auth_config(record["id"]))
@@ -155,7 +160,9 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         config = json_format.ParseDict(view, pb.AuthConfig())
         return pb.GetServerAuthResponse(server_id=record["id"], auth_config=config)
 
-    async def PutServerAuth(self, request: pb.PutServerAuthRequest, context: Any) -> Any:
+    async def PutServerAuth(
+        self, request: pb.PutServerAuthRequest, context: ServicerContext
+    ) -> Any:
         record = await self._visible(request.server_id, for_auth=True)
         server_id = record["id"]
         with kv_unavailable():
@@ -174,13 +181,15 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         changed_here()
         return pb.PutServerAuthResponse(status="ok", server_id=server_id, mode=stored["mode"])
 
-    async def ListServerTools(self, request: pb.ListServerToolsRequest, context: Any) -> Any:
+    async def ListServerTools(
+        self, request: pb.ListServerToolsRequest, context: ServicerContext
+    ) -> Any:
         record = await self._visible(request.server_id)
         if request.refresh:
             record = await self.watch.refresh(record["id"])
         return pb.ListServerToolsResponse(tools=_tool_messages(record["tools"]))
 
-    async def ListTools(self, request: pb.ListToolsRequest, context: Any) -> Any:
+    async def ListTools(self, request: pb.ListToolsRequest, context: ServicerContext) -> Any:
         entries = [
             pb.ServerTool(
                 tool=json_format.ParseDict(tool, pb.Tool()),
@@ -192,7 +201,9 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         ]
         return pb.ListToolsResponse(tools=entries, total=len(entries))
 
-    async def ApproveServerTools(self, request: pb.ApproveServerToolsRequest, context: Any) -> Any:
+    async def ApproveServerTools(
+        self, request: pb.ApproveServerToolsRequest, context: ServicerContext
+    ) -> Any:
         server_id = request.server_id
         raw = await self.store.get_raw(server_id) if IDENTIFIER.fullmatch(server_id) else None
         if raw is None:

@@ -25,6 +25,7 @@ from gateways.agent.sessions.store import ACTIVE, Counters, SessionRecord, Sessi
 from gateways.agent.sessions.tools import session_tools
 from gateways.agent.state_metrics import StateMetrics
 from gateways.agent.tenancy import acting_tenant, listing_tenant, may_see
+from runtime.context import ServicerContext
 from runtime.errors import NotFound, ResourceExhausted
 from runtime.fields import identifier, invalid, now_iso
 from runtime.protojson import plain_json
@@ -82,7 +83,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
 
     @store_errors
     async def CreateSession(
-        self, request: session_pb2.CreateSessionRequest, context: Any
+        self, request: session_pb2.CreateSessionRequest, context: ServicerContext
     ) -> session_pb2.CreateSessionResponse:
         tenant = acting_tenant()
         agent_id = identifier(request.agent_id, "agent_id")
@@ -113,7 +114,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
 
     @store_errors
     async def ListSessions(
-        self, request: session_pb2.ListSessionsRequest, context: Any
+        self, request: session_pb2.ListSessionsRequest, context: ServicerContext
     ) -> session_pb2.ListSessionsResponse:
         sessions = await self.store.list(listing_tenant())
         summaries = [
@@ -131,7 +132,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
 
     @store_errors
     async def GetSession(
-        self, request: session_pb2.GetSessionRequest, context: Any
+        self, request: session_pb2.GetSessionRequest, context: ServicerContext
     ) -> session_pb2.GetSessionResponse:
         session = await self._visible(request.session_id)
         counters = await self.store.counters(session.id)
@@ -139,7 +140,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
 
     @store_errors
     async def DeleteSession(
-        self, request: session_pb2.DeleteSessionRequest, context: Any
+        self, request: session_pb2.DeleteSessionRequest, context: ServicerContext
     ) -> session_pb2.DeleteSessionResponse:
         session = await self._visible(request.session_id)
         ended, changed = await self.store.terminate(session)
@@ -159,7 +160,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
 
     @store_errors
     async def ListSessionTools(
-        self, request: session_pb2.ListSessionToolsRequest, context: Any
+        self, request: session_pb2.ListSessionToolsRequest, context: ServicerContext
     ) -> session_pb2.ListSessionToolsResponse:
         session = await self._visible(request.session_id)
         tools = await session_tools(self.kv, session)

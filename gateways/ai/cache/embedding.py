@@ -68,7 +68,8 @@ class Embedder:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return (pooled / norms).astype(np.float32)
+        vectors: NDArray[np.float32] = (pooled / norms).astype(np.float32)
+        return vectors
 
     async def embed_one(self, text: str) -> list[float]:
         """One text's vector, computed on this embedder's own thread (never on the loop, and

@@ -120,8 +120,9 @@ def _error_detail(raw: bytes) -> str:
         body = body[0]
     if isinstance(body, dict):
         error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_ERROR_DETAIL_CHARS]
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            return message[:_ERROR_DETAIL_CHARS]
         if isinstance(error, str):
             return error[:_ERROR_DETAIL_CHARS]
         if isinstance(body.get("message"), str):
