@@ -10,13 +10,13 @@ lookup is one HGET and never a gRPC hop:
     cp:api-keys:version    counter  incremented by every transition
     cp:api-keys:changed    channel  published on by every transition (the digest)
 
-`IssuedKeys` keeps what it looked up in memory while the change feed is trusted
-(`runtime/change_feed.py`): a warm key costs no store round trip, and any transition drops
-every copy on every replica at once (at the latest after the one-second poll). Unknown and
-revoked keys are remembered too, in a bounded table (a flood of made-up keys can neither fill
-memory nor push a known key out). A key that is unknown or revoked is 401 with the message of
-any invalid token; a store that cannot answer for a key held nowhere in memory is 503: the
-lookup fails closed.
+`IssuedKeys` keeps what it looked up in memory while the change feed is trusted (a
+`WatchedHash`, `runtime/stores/watched_hash.py`): a warm key costs no store round trip, and any
+transition drops every copy on every replica at once (at the latest after the one-second
+poll). Unknown and revoked keys are remembered too, in a bounded table (a flood of made-up
+keys can neither fill memory nor push a known key out). A key that is unknown or revoked is
+401 with the message of any invalid token; a store that cannot answer for a key held nowhere
+in memory is 503: the lookup fails closed.
 
 When the store is out (the feed loses contact: its subscription, or its poll, fails), what
 was looked up before stays usable for at most OUTAGE_GRACE_SECS — a key that was active when
@@ -34,16 +34,12 @@ import hashlib
 import json
 import logging
 import re
-import time
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from runtime.auth import INVALID_TOKEN, UNAUTHORIZED, Principal
-from runtime.change_feed import ChangeWatch
-from runtime.errors import Unauthenticated, Unavailable
-from runtime.stores.kv_pipeline import hot_command
-from runtime.stores.kv_reachability import reachability
+from runtime.errors import Unauthenticated
+from runtime.stores.watched_hash import WatchedHash
 
 log = logging.getLogger(__name__)
 
@@ -94,68 +90,34 @@ class IssuedKeys:
     change feed (a service's on_startup and on_cleanup)."""
 
     def __init__(self, kv: Redis) -> None:
+        self.digests = WatchedHash(
+            kv,
+            DIGESTS,
+            channel=CHANNEL,
+            counter=VERSION,
+            decode=principal_of,
+            max_found=MAX_KNOWN,
+            max_absent=MAX_UNKNOWN,
+            outage_grace=lambda: OUTAGE_GRACE_SECS,  # kept through an outage, bounded
+        )
         self.kv = kv
-        self.watch = ChangeWatch(kv, CHANNEL, VERSION)
-        self._known: dict[str, Principal] = {}
-        self._unknown: dict[str, None] = {}  # insertion-ordered: the oldest leaves first
-        self.watch.on_change(self._forget, on_loss=False)  # kept through an outage, bounded
-        self.reachability = reachability(kv)
+        self.watch = self.digests.watch
+        self.reachability = self.digests.reachability
+        self._known = self.digests.found  # the copies: active keys, and unknown or revoked ones
+        self._unknown = self.digests.absent
 
     async def start(self) -> None:
-        await self.watch.start()
+        await self.digests.start()
 
     async def stop(self) -> None:
-        await self.watch.stop()
+        await self.digests.stop()
 
     async def principal(self, full_key: str) -> Principal:
         """The key's caller; Unauthenticated (401) for an unknown or revoked key, Unavailable
         (503) when the store cannot answer for a key not held in memory."""
         if not FORMAT.fullmatch(full_key):
             raise invalid()
-        key_digest = digest(full_key)
-        if self._copies_usable():
-            known = self._known.get(key_digest)
-            if known is not None:
-                return known
-            if key_digest in self._unknown:
-                raise invalid()
-        if self.reachability.down:
-            raise _store_unavailable()
-        generation = self.watch.generation
-        try:
-            entry = await hot_command(self.kv, "HGET", DIGESTS, key_digest)
-        except (RedisError, OSError) as exc:
-            self.reachability.failed(exc)
-            raise _store_unavailable(exc) from exc
-        found = principal_of(entry)
-        if generation == self.watch.generation and self.watch.trusted:
-            self._keep(key_digest, found)  # no change came while it was read
+        found = await self.digests.get(digest(full_key))
         if found is None:
             raise invalid()
         return found
-
-    def _copies_usable(self) -> bool:
-        """While the feed is trusted; after it lost contact, for OUTAGE_GRACE_SECS."""
-        if self.watch.trusted:
-            return True
-        lost = self.watch.lost_since
-        return lost is not None and time.monotonic() - lost < OUTAGE_GRACE_SECS
-
-    def _keep(self, key_digest: str, found: Principal | None) -> None:
-        if found is not None:
-            if len(self._known) >= MAX_KNOWN:
-                self._known.clear()
-            self._known[key_digest] = found
-            return
-        if len(self._unknown) >= MAX_UNKNOWN:
-            del self._unknown[next(iter(self._unknown))]
-        self._unknown[key_digest] = None
-
-    def _forget(self) -> None:
-        self._known.clear()
-        self._unknown.clear()
-
-
-def _store_unavailable(exc: BaseException | None = None) -> Unavailable:
-    why = f": {type(exc).__name__}" if exc is not None else " (known to be out)"
-    return Unavailable(f"the key-value store is unreachable{why}", error="store_unavailable")

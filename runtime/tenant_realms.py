@@ -36,15 +36,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from runtime.auth import JWKS_FETCH_TIMEOUT_SECS, JWKS_MIN_REFRESH_SECS, JwksCache
-from runtime.change_feed import ChangeWatch
 from runtime.config import ServiceConfig
-from runtime.errors import Unavailable
 from runtime.idp_tokens import InvalidToken
-from runtime.stores.kv_pipeline import hot_command
-from runtime.stores.kv_reachability import reachability
+from runtime.stores.watched_hash import WatchedHash
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +49,7 @@ VERSION = "cp:tenant-realms:version"
 CHANNEL = "cp:tenant-realms:changed"
 DEFAULT_CLAIM = "tenant_id"
 REALM_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")  # a tenant id's alphabet (controlplane.tenants)
-MAX_CACHED = 10_000  # realm lookups held in memory, bound or not
+MAX_CACHED = 10_000  # realm lookups held in memory: bound ones, and as many unbound
 
 # HSETNX the binding, then announce it: 0 when the realm already has a tenant.
 BIND = """
@@ -207,17 +203,27 @@ class TenantRealms:
         self._fetch_base = realms_base(jwks_url) or realms_base(self.platform_issuer) or ""
         self._timeout = timeout
         self._min_refresh = min_refresh_secs
-        self.watch = ChangeWatch(kv, CHANNEL, VERSION)
-        self.watch.on_change(self._forget)  # a store out of reach: read it again (fail closed)
-        self.reachability = reachability(kv)
-        self._bindings: dict[str, RealmBinding | None] = {}
+        # Dropped on every change and when the store is out of reach: read it again (fail closed).
+        self.bindings = WatchedHash(
+            kv,
+            REALMS,
+            channel=CHANNEL,
+            counter=VERSION,
+            decode=binding_of,
+            max_found=MAX_CACHED,
+            max_absent=MAX_CACHED,
+        )
+        self.watch = self.bindings.watch
+        self.reachability = self.bindings.reachability
         self._keys: dict[str, DiscoveredJwks] = {}
+        # keys of realms no longer bound go too (a deleted tenant's realm)
+        self.watch.on_change(self._keys.clear)
 
     async def start(self) -> None:
-        await self.watch.start()
+        await self.bindings.start()
 
     async def stop(self) -> None:
-        await self.watch.stop()
+        await self.bindings.stop()
 
     def realm(self, issuer: str) -> str | None:
         """The tenant realm `issuer` names (see `realm_of`)."""
@@ -226,22 +232,7 @@ class TenantRealms:
     async def binding(self, realm: str) -> RealmBinding | None:
         """The realm's tenant; None when no tenant owns it. Unavailable (503) when the store
         cannot answer: a token is never trusted on a binding nobody could read."""
-        if self.watch.trusted and realm in self._bindings:
-            return self._bindings[realm]
-        if self.reachability.down:
-            raise _store_unavailable()
-        generation = self.watch.generation
-        try:
-            entry = await hot_command(self.kv, "HGET", REALMS, realm)
-        except (RedisError, OSError) as exc:
-            self.reachability.failed(exc)
-            raise _store_unavailable(exc) from exc
-        found = binding_of(entry)
-        if generation == self.watch.generation and self.watch.trusted:
-            if len(self._bindings) >= MAX_CACHED:
-                self._bindings.clear()
-            self._bindings[realm] = found
-        return found
+        return await self.bindings.get(realm)
 
     def keys(self, issuer: str, realm: str) -> DiscoveredJwks:
         """The realm's key set (one per realm, kept while the realm is bound)."""
@@ -257,13 +248,3 @@ class TenantRealms:
         return found
 
     tenant_of = staticmethod(tenant_of)
-
-    def _forget(self) -> None:
-        self._bindings.clear()
-        # keys of realms no longer bound go too (a deleted tenant's realm)
-        self._keys.clear()
-
-
-def _store_unavailable(exc: BaseException | None = None) -> Unavailable:
-    why = f": {type(exc).__name__}" if exc is not None else " (known to be out)"
-    return Unavailable(f"the key-value store is unreachable{why}", error="store_unavailable")

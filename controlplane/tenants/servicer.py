@@ -68,6 +68,7 @@ from runtime.errors import AlreadyExists, NotFound, PermissionDenied, Unavailabl
 from runtime.peers import Peer
 from runtime.protojson import plain_json
 from runtime.stores import Stores
+from runtime.stores.field_cas import FieldCas
 from runtime.stores.lock import StoreLock
 from strata.controlplane.v1 import tenant_pb2 as pb
 from strata.controlplane.v1 import tenant_pb2_grpc
@@ -81,19 +82,6 @@ LOCK_TTL_MS = 60_000
 LOCK_WAIT_SECS = 5.0
 NOT_FOUND = "Tenant not found"
 _RUNNING: set[asyncio.Task[Any]] = set()
-
-# Compare-and-set of one hash field: ARGV id, expected value ('' = absent), new value
-# ('' = delete). Returns 1 when written, 0 when the field held something else.
-_CAS = """
-local current = redis.call('HGET', KEYS[1], ARGV[1])
-if (current or '') ~= ARGV[2] then return 0 end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-end
-return 1
-"""
 
 
 class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
@@ -114,7 +102,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         self.platform_realm = config.idp_issuer_url.rpartition("/realms/")[2] or None
         self._bind_realm = self.kv.register_script(realms.BIND)
         self._unbind_realm = self.kv.register_script(realms.UNBIND)
-        self._cas = self.kv.register_script(_CAS)
+        self.cas = FieldCas(self.kv)
         self.lock = StoreLock(self.kv, LOCK_TTL_MS)
 
     async def close(self) -> None:
@@ -182,7 +170,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         tenant, claim = await self._claim(record, given)
         record["id"] = tenant
         steps = Steps("provisioning")
-        steps.on_failure(METADATA, lambda: self._cas(keys=[rec.TENANTS], args=[tenant, claim, ""]))
+        steps.on_failure(
+            METADATA, lambda: self.cas.set(rec.TENANTS, tenant, expected=claim, new="")
+        )
         realm = self._own_realm(record)
         if realm is not None:  # before any other layer: a realm taken is a 409, nothing to undo
             binding = realms.RealmBinding(tenant, record.get("claim_path"))
@@ -227,7 +217,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         final = rec.dump_record(record)
 
         async def activate() -> None:
-            if not await self._cas(keys=[rec.TENANTS], args=[tenant, claim, final]):
+            if not await self.cas.set(rec.TENANTS, tenant, expected=claim, new=final):
                 raise Unavailable("the tenant's claim changed while it was being provisioned")
 
         await steps.run(METADATA, activate)
@@ -276,7 +266,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         if time.time() - float(record["provisioning"]) < STALE_CLAIM_SECS:
             return False
         log.warning("taking over a stale tenant claim", extra={"tenant_id": tenant})
-        return bool(await self._cas(keys=[rec.TENANTS], args=[tenant, current or "", claim]))
+        return await self.cas.set(rec.TENANTS, tenant, expected=current or "", new=claim)
 
     # --- update --------------------------------------------------------------------------
 

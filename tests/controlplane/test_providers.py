@@ -9,16 +9,18 @@ import asyncio
 import copy
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from misc_support import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import free_port, keyring_for_tests
+from support import MASTER_KEY, free_port, keyring_for_tests, service_process
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -39,6 +41,7 @@ BUILTIN_IDS = ["openai", "anthropic", "gemini", "groq", "mistral", "deepseek", "
 GOOD_KEY = "sk-good-key-0123456789WXYZ"
 MANUAL_KEY = "sk-manual-secret-abcdefgh1234"
 ENV_VAR = "STRATA_TEST_PROVIDER_KEY"
+CP_ONLY_VAR = "STRATA_TEST_CONTROL_PLANE_ONLY_KEY"
 
 
 def provider(**fields: Any) -> dict[str, Any]:
@@ -539,6 +542,67 @@ async def test_testing_a_builtin_keeps_the_others(cp: Serving, valkey_url: str) 
     assert untouched == {
         p["id"]: copy.deepcopy(p) for p in BUILTIN_PROVIDERS if p["id"] != "ollama"
     }
+
+
+@asynccontextmanager
+async def ai_gateway_process(valkey_url: str, tmp_path: Path, **env: str) -> AsyncIterator[str]:
+    """An AI gateway as an OS process of its own: its environment is this one's without
+    ENV_VAR and CP_ONLY_VAR, `env` added. Yields its gRPC target."""
+    http_port, grpc_port = free_port(), free_port()
+    base = {name: value for name, value in os.environ.items() if name not in (ENV_VAR, CP_ONLY_VAR)}
+    base |= {
+        "MASTER_KEY": MASTER_KEY,
+        "REDIS_URL": valkey_url,
+        "HTTP_PORT": str(http_port),
+        "GRPC_PORT": str(grpc_port),
+        "MILVUS_URI": str(tmp_path / "milvus-ai.db"),
+        "CONTROLPLANE_GRPC": f"127.0.0.1:{free_port()}",  # nobody: its log rows are dropped
+        "LOG_LEVEL": "error",
+    }
+    proc = await service_process("gateways.ai", base | env, http_port)
+    try:
+        yield f"127.0.0.1:{grpc_port}"
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def test_env_var_keys_are_read_in_the_ai_gateways_environment_only(
+    config_for: Callable[..., ServiceConfig],
+    stores_for: Callable[[ServiceConfig], Stores],
+    valkey_url: str,
+    tmp_path: Path,
+    upstream: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The AI gateway probes the provider (contract 2), so an `env_var` key is a variable of
+    the AI gateway's environment (an OS process of its own here): set there alone, the key
+    tests valid; set in the control plane's environment alone, it is reported not set, and
+    nothing is sent to the provider."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv(CP_ONLY_VAR, GOOD_KEY)  # the in-process control plane's environment
+    gateway_only = provider(base_url=upstream.url)
+    cp_only = provider(
+        id="cp-only", base_url=upstream.url, key_source={"type": "env_var", "var_name": CP_ONLY_VAR}
+    )
+    await reset(valkey_url)
+    try:
+        async with ai_gateway_process(valkey_url, tmp_path, **{ENV_VAR: GOOD_KEY}) as ai_grpc:
+            config = config_for(ControlPlaneConfig, AI_GATEWAY_GRPC=ai_grpc)
+            async with serving(build_cp(config, stores_for(config))) as cp:  # type: ignore[arg-type]
+                for body in (gateway_only, cp_only):
+                    assert (await call(cp, "POST", "/api/providers", MASTER, body))[0] == 200
+                status, valid = await call(cp, "POST", "/api/providers/local-llm/test", MASTER)
+                assert (status, valid["status"]) == (200, "valid"), valid
+                assert valid["models"] == ["local-small", "local-large"]
+                assert upstream.seen[-1]["Authorization"] == f"Bearer {GOOD_KEY}"
+                sent = len(upstream.seen)
+                status, missing = await call(cp, "POST", "/api/providers/cp-only/test", MASTER)
+                assert (status, missing["status"]) == (200, "error")
+                assert CP_ONLY_VAR in missing["message"] and "not set" in missing["message"]
+                assert len(upstream.seen) == sent
+    finally:
+        await reset(valkey_url)
 
 
 # --- access and the store ------------------------------------------------------------------
