@@ -17,13 +17,12 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 
 from controlplane.kv_errors import kv_unavailable
-from controlplane.tenancy import visible_tenant
+from controlplane.tenancy import TENANTS, visible_tenant
 from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, NotFound
 from strata.controlplane.v1 import branding_pb2 as pb
 from strata.controlplane.v1 import branding_pb2_grpc
 
-TENANTS = "cp:tenants"
 DEFAULT_PORTAL_TITLE = "Developer Portal"
 LOGO_LIMIT = 100 * 1024  # characters of base64 text: the logo must be under it
 TITLE_LIMIT = 200

@@ -25,6 +25,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from runtime.keyring import Keyring
+from runtime.stores.lock import StoreLock
 
 LOGIN_TTL_SECS = 600  # the IdP's login page may stay open this long
 LOGIN_PREFIX = "cp:portal:login:"
@@ -37,11 +38,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 return 1
-"""
-# Release a lock only if it is still ours.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 """
 
 
@@ -102,7 +98,7 @@ class SessionStore:
         self.keyring = keyring
         self.max_secs = max_secs
         self._update = kv.register_script(_UPDATE_TOKENS)
-        self._release = kv.register_script(_RELEASE)
+        self._refresh_lock = StoreLock(kv, REFRESH_LOCK_MS)
 
     # --- logins in progress ----------------------------------------------------------------
 
@@ -225,9 +221,7 @@ class SessionStore:
 
     async def lock_refresh(self, session: Session) -> str | None:
         """The refresh lock's token if this caller got it, else None."""
-        token = new_secret()
-        got = await self.kv.set(session.key + ":refreshing", token, nx=True, px=REFRESH_LOCK_MS)
-        return token if got else None
+        return await self._refresh_lock.acquire(session.key + ":refreshing")
 
     async def unlock_refresh(self, session: Session, token: str) -> None:
-        await self._release(keys=[session.key + ":refreshing"], args=[token])
+        await self._refresh_lock.release(session.key + ":refreshing", token)

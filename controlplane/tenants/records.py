@@ -24,8 +24,6 @@ from runtime import json_codec
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
 
-TENANTS = "cp:tenants"  # hash: tenant id → record JSON
-
 
 def rl_config_key(tenant_id: str) -> str:
     """The edge's tenant-rate-limit override (its JSON `{"limit", "window"}`)."""

@@ -44,7 +44,7 @@ from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.identity import IdentityAdmin
 from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
-from controlplane.tenancy import visible_tenant
+from controlplane.tenancy import TENANTS, visible_tenant
 from controlplane.tenants import records as rec
 from controlplane.tenants.budget import TenantBudget
 from controlplane.tenants.edge import TenantEdge
@@ -118,9 +118,9 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         principal = current_caller().principal
         with kv_unavailable():
             if principal is None or principal.is_platform_admin:
-                raw = list((await self.kv.hgetall(rec.TENANTS)).values())
+                raw = list((await self.kv.hgetall(TENANTS)).values())
             elif principal.tenant_id:
-                one = await self.kv.hget(rec.TENANTS, principal.tenant_id)
+                one = await self.kv.hget(TENANTS, principal.tenant_id)
                 raw = [one] if one is not None else []
             else:  # a token without a tenant acts for none
                 raw = []
@@ -170,9 +170,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         tenant, claim = await self._claim(record, given)
         record["id"] = tenant
         steps = Steps("provisioning")
-        steps.on_failure(
-            METADATA, lambda: self.cas.set(rec.TENANTS, tenant, expected=claim, new="")
-        )
+        steps.on_failure(METADATA, lambda: self.cas.set(TENANTS, tenant, expected=claim, new=""))
         realm = self._own_realm(record)
         if realm is not None:  # before any other layer: a realm taken is a 409, nothing to undo
             binding = realms.RealmBinding(tenant, record.get("claim_path"))
@@ -217,7 +215,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         final = rec.dump_record(record)
 
         async def activate() -> None:
-            if not await self.cas.set(rec.TENANTS, tenant, expected=claim, new=final):
+            if not await self.cas.set(TENANTS, tenant, expected=claim, new=final):
                 raise Unavailable("the tenant's claim changed while it was being provisioned")
 
         await steps.run(METADATA, activate)
@@ -248,7 +246,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
             tenant = given or rec.generated_id(str(record["name"]))
             claim = rec.dump_record({**record, "id": tenant, "provisioning": time.time()})
             try:
-                if await self.kv.hsetnx(rec.TENANTS, tenant, claim):
+                if await self.kv.hsetnx(TENANTS, tenant, claim):
                     return tenant, claim
                 if await self._take_over_stale(tenant, claim):
                     return tenant, claim
@@ -259,14 +257,14 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         raise AlreadyExists("Tenant already exists")  # five generated ids taken: not reached
 
     async def _take_over_stale(self, tenant: str, claim: str) -> bool:
-        current = rec.text_of(await self.kv.hget(rec.TENANTS, tenant))
+        current = rec.text_of(await self.kv.hget(TENANTS, tenant))
         record = rec.parse_record(current)
         if record is None or "provisioning" not in record:
             return False
         if time.time() - float(record["provisioning"]) < STALE_CLAIM_SECS:
             return False
         log.warning("taking over a stale tenant claim", extra={"tenant_id": tenant})
-        return await self.cas.set(rec.TENANTS, tenant, expected=current or "", new=claim)
+        return await self.cas.set(TENANTS, tenant, expected=current or "", new=claim)
 
     # --- update --------------------------------------------------------------------------
 
@@ -320,7 +318,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     previous = rec.text_of(await self.kv.get(rec.rl_config_key(tenant)))
                     limit = rec.rl_config_value(changes["rate_limit_max"], previous)
                 async with self.kv.pipeline(transaction=True) as pipe:
-                    pipe.hset(rec.TENANTS, tenant, rec.dump_record(updated))
+                    pipe.hset(TENANTS, tenant, rec.dump_record(updated))
                     if limit is not None:
                         pipe.set(rec.rl_config_key(tenant), limit)
                     await pipe.execute()
@@ -360,7 +358,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     await self._release_realm(realm, tenant)
                 await delete_tenant_notifications(self.kv, tenant)  # and its index entries
                 await remove_owned(self.kv, tenant)
-                await self.kv.hdel(rec.TENANTS, tenant)
+                await self.kv.hdel(TENANTS, tenant)
 
             await steps.run(METADATA, forget)
         log.info("tenant deleted", extra={"tenant_id": tenant, "consumers_removed": len(removed)})
@@ -453,7 +451,7 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         if not rec.TENANT_ID.fullmatch(tenant):
             raise NotFound(NOT_FOUND)
         with kv_unavailable():
-            raw = await self.kv.hget(rec.TENANTS, tenant)
+            raw = await self.kv.hget(TENANTS, tenant)
         record = rec.parse_record(raw) if raw is not None else None
         if record is None:
             raise NotFound(NOT_FOUND)
