@@ -1,6 +1,7 @@
 """The edge configuration model: the contract between its writer (the control plane's Admin
 API) and its readers (the data plane's workers). Resource kinds and the `Snapshot`, the
-resource schemas, and the JSON Schema checks with APISIX's wording. It depends on jsonschema
+resource schemas, the JSON Schema checks with APISIX's wording, and every plugin's declaration
+(`DECLARATIONS`: name, priority, schema, checks). It depends on jsonschema
 only (no data-plane module), and it is the edge's importable surface: other services import
 `gateways.edge.model`, not the modules beside it."""
 
@@ -11,7 +12,9 @@ from gateways.edge.model.resources import (
     ENABLED_PLUGINS,
     GLOBAL_RULES,
     KINDS,
+    PATCHABLE,
     PLUGIN_CONFIGS,
+    POSTABLE,
     PROTOS,
     ROUTES,
     SERVICES,
@@ -23,19 +26,26 @@ from gateways.edge.model.resources import (
 )
 from gateways.edge.model.schema import check, with_defaults
 
+from gateways.edge.model.declaration import Declaration  # isort: skip (after the resources)
+from gateways.edge.model.plugins import DECLARATIONS  # isort: skip
+
 __all__ = [
     "CONSUMERS",
     "CONSUMER_GROUPS",
+    "DECLARATIONS",
     "ENABLED_PLUGINS",
     "GLOBAL_RULES",
     "KINDS",
+    "PATCHABLE",
     "PLUGIN_CONFIGS",
+    "POSTABLE",
     "PROTOS",
     "ROUTES",
     "SCHEMAS",
     "SERVICES",
     "UPSTREAMS",
     "ConfigRejected",
+    "Declaration",
     "MissingReference",
     "Resource",
     "Snapshot",

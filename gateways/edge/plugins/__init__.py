@@ -13,7 +13,7 @@ import logging
 import sys
 
 from gateways.edge import batch
-from gateways.edge.model import ENABLED_PLUGINS
+from gateways.edge.model import DECLARATIONS
 from gateways.edge.plugin import Plugin
 from gateways.edge.plugins.analytics_logger import AnalyticsLogger
 from gateways.edge.plugins.api_breaker import ApiBreaker
@@ -79,9 +79,11 @@ PLUGINS: tuple[type[Plugin], ...] = (
     UdpLogger,
 )
 REGISTRY: dict[str, type[Plugin]] = {plugin.name: plugin for plugin in PLUGINS}
-for _name in REGISTRY:
-    if _name not in ENABLED_PLUGINS:
-        raise LookupError(f"plugin {_name!r} is not in the spec's enabled list")
+if REGISTRY.keys() != DECLARATIONS.keys():  # each plugin implements one declaration
+    raise LookupError(f"plugins and declarations differ: {REGISTRY.keys() ^ DECLARATIONS.keys()}")
+for _name, _plugin in REGISTRY.items():
+    if not issubclass(_plugin, DECLARATIONS[_name]):
+        raise LookupError(f"plugin {_name!r} does not inherit its declaration")
 
 
 async def close_plugins() -> None:

@@ -11,23 +11,17 @@ leaves in `ctx.vars["upstream_addr"]` (empty when none).
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import prometheus as declared
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext
 
 MAX_CHILDREN = 10_000  # label sets cached per plugin instance
 
 
-class Prometheus(Plugin):
+class Prometheus(declared.Prometheus, Plugin):
     """Counts requests, latency and bandwidth per route in APISIX's metric names (exporter on
     :9091)."""
-
-    name = "prometheus"
-    priority = 500
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"prefer_name": {"type": "boolean", "default": False}},
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

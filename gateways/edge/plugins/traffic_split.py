@@ -25,19 +25,19 @@ balancer, hash key and host settings into a new upstream, dropping e.g. `scheme`
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from gateways.edge.model.resource_schemas import ID, UPSTREAM
+from gateways.edge.model.plugins import traffic_split as declared
+from gateways.edge.model.plugins.traffic_split import condition
 from gateways.edge.model.resources import UPSTREAMS, ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext
-from gateways.edge.variables import compile_vars
+from gateways.edge.variables import Condition
 
 log = logging.getLogger(__name__)
 
 INLINE_TIMEOUT = {"connect": 15, "send": 15, "read": 15}  # APISIX's set_upstream default
 NOT_FOUND = "failed to fetch upstream info by upstream id: "
-Condition = Callable[[RequestContext], bool]
 
 
 class SmoothWeighted:
@@ -84,64 +84,8 @@ class Rule:
         return self.conditions is None or any(test(ctx) for test in self.conditions)
 
 
-def _condition(vars_expr: Any) -> Condition:
-    if not vars_expr:  # lua-resty-expr: an empty expression holds
-        return lambda ctx: True
-    return compile_vars(vars_expr)
-
-
-class TrafficSplit(Plugin):
+class TrafficSplit(declared.TrafficSplit, Plugin):
     """Splits a route's traffic between upstreams by weight and request conditions."""
-
-    name = "traffic-split"
-    priority = 966
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "rules": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "match": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {"vars": {"type": "array"}},
-                            },
-                        },
-                        "weighted_upstreams": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "upstream_id": ID,
-                                    "upstream": UPSTREAM,
-                                    "weight": {"type": "integer", "default": 1, "minimum": 0},
-                                },
-                            },
-                            "default": [{"weight": 1}],
-                            "minItems": 1,
-                            "maxItems": 20,
-                        },
-                    },
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "additionalProperties": False,
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        for rule in conf.get("rules") or ():
-            for match in rule.get("match") or ():
-                try:
-                    _condition(match.get("vars"))
-                except ConfigRejected as exc:
-                    reason = str(exc).removeprefix("vars: ")
-                    return f"failed to validate the 'vars' expression: {reason}"
-        return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)
@@ -151,7 +95,7 @@ class TrafficSplit(Plugin):
     def _rule(conf: Mapping[str, Any], env: PluginEnv) -> Rule:
         conditions = None
         if "match" in conf:
-            conditions = [_condition(match.get("vars")) for match in conf["match"]]
+            conditions = [condition(match.get("vars")) for match in conf["match"]]
         choices: list[tuple[Any, int]] = []
         missing = None
         for entry in conf.get("weighted_upstreams") or [{"weight": 1}]:
