@@ -1,6 +1,7 @@
 """The edge's plugins, one module each. `PLUGINS` is the registry: every implemented plugin,
-each named in the spec's enabled list; `REGISTRY` maps a plugin name to its class. The
-Admin API validates configurations against `schema`; the data plane builds chains. A plugin
+each inheriting its declaration (`gateways.edge.model.DECLARATIONS`, what the Admin API checks
+configurations with); `REGISTRY` maps a plugin name to its class, from which the data plane
+builds chains. A plugin
 module imports what its phases need (gRPC, OpenTelemetry, HTTP clients) inside them, so
 loading the registry stays cheap. A module that holds per-worker resources (batches,
 channels, sessions) defines `async def close()`; `close_plugins()` runs those loaded when a
