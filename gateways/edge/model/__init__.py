@@ -1,9 +1,11 @@
 """The edge configuration model: the contract between its writer (the control plane's Admin
 API) and its readers (the data plane's workers). Resource kinds and the `Snapshot`, the
 resource schemas, the JSON Schema checks with APISIX's wording, and every plugin's declaration
-(`DECLARATIONS`: name, priority, schema, checks). It depends on jsonschema
-only (no data-plane module), and it is the edge's importable surface: other services import
-`gateways.edge.model`, not the modules beside it."""
+(`DECLARATIONS`: name, priority, schema, checks), and consumers' secrets at rest
+(`credentials.py`). It loads no data-plane module, no plugin and no grpc (jsonschema; protobuf's
+descriptors for `protos`; the platform keyring for consumers' secrets; the edge's `vars` language
+and function names for the checks), and it is the edge's importable surface: other services
+import `gateways.edge.model` and its modules, not the modules beside it."""
 
 from gateways.edge.model.resource_schemas import SCHEMAS
 from gateways.edge.model.resources import (
