@@ -5,7 +5,7 @@ rewrite is conditional on the record being unchanged).
 
 - edge consumers (`edge:config:consumers`): a clear key-auth key becomes its digest, a clear
   basic-auth password its hash, a jwt-auth secret is sealed (or re-sealed), through the Admin
-  API's own write path (`gateways/edge/credentials.py`); digests made under an older key are
+  API's own write path (`gateways/edge/model/credentials.py`); digests made under an older key are
   counted and logged (they cannot be re-made without the key: keep that key listed);
 - manual provider keys (`platform:provider-secrets`), the platform settings' secrets
   (`cp:settings`), the notification preferences' and webhooks' secrets and URLs
@@ -28,8 +28,8 @@ from controlplane.edge_config.store import State
 from controlplane.notifications import store as notifications
 from controlplane.platform_settings import SettingsServicer
 from controlplane.providers import ProviderServicer
-from gateways.edge.credentials import digests_by_key, needs_migration
 from gateways.edge.model import CONSUMERS
+from gateways.edge.model.credentials import digests_by_key, needs_migration
 from runtime.errors import StrataError
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,7 @@ from cli.declarative import normalize
 from cli.declarative.format import AGENT, DOCUMENT, EDGE_ID, EDGE_KINDS, items
 from cli.declarative.references import REFERENCE, UNRESOLVED, resolve_all, walk
 from controlplane.edge_config.seed import SEED_PLUGINS
-from gateways.edge.model import SCHEMAS, with_defaults
-from gateways.edge.plugins import REGISTRY
+from gateways.edge.model import DECLARATIONS, SCHEMAS, with_defaults
 
 
 def join(path: Iterable[Any]) -> str:
@@ -72,7 +71,7 @@ def plugin_problems(plugins: Any, at: str, *, consumer: bool) -> list[str]:
     problems = []
     for name, conf in sorted(plugins.items()):
         where = f"{at}.plugins.{name}"
-        plugin = REGISTRY.get(name)
+        plugin = DECLARATIONS.get(name)
         if plugin is None:
             if name not in SEED_PLUGINS:  # the reference routes' (stored unchecked)
                 problems.append(f"{where}: unknown plugin {name!r}")

@@ -8,8 +8,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from gateways.edge.model import SCHEMAS, check, with_defaults
-from gateways.edge.plugins import REGISTRY
+from gateways.edge.model import DECLARATIONS, SCHEMAS, check, with_defaults
 from runtime.errors import InvalidRequest
 
 
@@ -27,9 +26,9 @@ def check_plugins(
     `consumer_schema`). `unchecked` names plugins accepted without a schema (the reference
     routes' plugins, seeded before their implementation exists)."""
     for name, conf in plugins.items():
-        if name in unchecked and name not in REGISTRY:
+        if name in unchecked and name not in DECLARATIONS:
             continue
-        plugin = REGISTRY.get(name)
+        plugin = DECLARATIONS.get(name)
         if plugin is None:
             raise bad(f"unknown plugin [{name}]")
         if not isinstance(conf, Mapping):

@@ -4,7 +4,7 @@ data plane's own static health answer when no route matches.
 
 Seeding is atomic and happens once per store (a SET NX marker inside the same write); a
 store that already holds configuration, or was seeded before, is left alone. Plugins the
-routes name but that are not implemented yet (absent from REGISTRY) are stored unchecked;
+routes name but that are not implemented yet (absent from DECLARATIONS) are stored unchecked;
 implemented ones are checked against their schemas like any Admin API write.
 """
 

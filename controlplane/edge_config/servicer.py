@@ -16,14 +16,15 @@ from google.protobuf import struct_pb2
 
 from controlplane.edge_config.schemas import bad, check_plugins, check_resource
 from controlplane.edge_config.store import Conflict, EdgeConfigStore, Entry, Op, State
-from gateways.edge.credentials import Refused, duplicate_holder, stored_plugins
-from gateways.edge.credentials import shown as shown_credentials
 from gateways.edge.model import (
     CONSUMER_GROUPS,
     CONSUMERS,
+    DECLARATIONS,
     GLOBAL_RULES,
     KINDS,
+    PATCHABLE,
     PLUGIN_CONFIGS,
+    POSTABLE,
     PROTOS,
     ROUTES,
     SERVICES,
@@ -31,7 +32,8 @@ from gateways.edge.model import (
     MissingReference,
     Snapshot,
 )
-from gateways.edge.plugins import REGISTRY
+from gateways.edge.model.credentials import Refused, duplicate_holder, stored_plugins
+from gateways.edge.model.credentials import shown as shown_credentials
 from runtime.context import ServicerContext, respond
 from runtime.errors import InvalidRequest, MethodNotAllowed, NotFound, Unavailable
 from runtime.keyring import Keyring
@@ -50,8 +52,6 @@ SINGULAR = {
     PLUGIN_CONFIGS: "plugin config",
     PROTOS: "proto",
 }
-POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS, PROTOS})
-PATCHABLE = frozenset(KINDS) - {CONSUMERS, PROTOS}
 # Reference fields: (kind holding it, field) → the kind it names.
 REFERENCES = {
     ROUTES: (("upstream_id", UPSTREAMS), ("service_id", SERVICES),
@@ -71,7 +71,9 @@ IN_USE = {
 # references`), in the order a refused delete names them (APISIX checks routes, then services).
 PLUGIN_HOLDERS = (ROUTES, SERVICES, PLUGIN_CONFIGS, GLOBAL_RULES, CONSUMER_GROUPS, CONSUMERS)
 # The kinds plugin configurations name.
-REFERENCED = frozenset(kind for plugin in REGISTRY.values() for kind in plugin.references.values())
+REFERENCED = frozenset(
+    kind for plugin in DECLARATIONS.values() for kind in plugin.references.values()
+)
 FORBIDDEN = ("create_time", "update_time")
 V3 = {"X-API-VERSION": "v3"}
 RETRIES = 50
@@ -105,7 +107,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
     def __init__(self, store: EdgeConfigStore, keyring: Keyring) -> None:
         self.store = store
-        self.keyring = keyring  # consumers' secrets at rest (gateways/edge/credentials.py)
+        self.keyring = keyring  # consumers' secrets at rest (gateways/edge/model/credentials.py)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -259,14 +261,14 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
         _subsystem(request.subsystem)
         if request.subsystem == "stream":
             return admin_pb2.ListPluginsResponse()  # no stream plugin is implemented
-        ordered = sorted(REGISTRY.values(), key=lambda p: (-p.priority, p.name))
+        ordered = sorted(DECLARATIONS.values(), key=lambda p: (-p.priority, p.name))
         return admin_pb2.ListPluginsResponse(plugins=[p.name for p in ordered])
 
     async def GetPlugin(
         self, request: admin_pb2.GetPluginRequest, context: ServicerContext
     ) -> admin_pb2.GetPluginResponse:
         _subsystem(request.subsystem)
-        plugin = REGISTRY.get(request.name)
+        plugin = DECLARATIONS.get(request.name)
         if plugin is None:
             raise NotFound(f"plugin not found in subsystem {request.subsystem or 'http'}")
         schema = plugin.consumer_schema if request.schema_type == "consumer" else plugin.schema
@@ -373,7 +375,7 @@ class EdgeConfigServicer(admin_pb2_grpc.EdgeConfigServiceServicer):
             if other != username
         ]
         for name, conf in plugins.items():
-            field = REGISTRY[name].credential_field if name in REGISTRY else None
+            field = DECLARATIONS[name].credential_field if name in DECLARATIONS else None
             if field is None or not isinstance(conf, dict):
                 continue
             holder = duplicate_holder(name, field, conf.get(field), others, self.keyring)
@@ -407,14 +409,14 @@ def check(
     if kind == ROUTES and "host" in value and "hosts" in value:
         raise bad("only one of host or hosts is allowed")
     check_resource(kind, value)
-    for plugin in REGISTRY.values():
+    for plugin in DECLARATIONS.values():
         problem = plugin.check_resource(kind, value)
         if problem is not None:
             raise bad(problem)
     if kind in REFERENCED:  # an update keeps the resources naming it working
         updated = _with(state.snapshot(), kind, id_, value)
         for holder, other_id, name, conf in _users(state, kind, id_):
-            problem = REGISTRY[name].check_references(conf, updated)
+            problem = DECLARATIONS[name].check_references(conf, updated)
             if problem is not None:
                 problem = f"{SINGULAR[holder]} [{other_id}] needs it: {problem}"
                 raise bad(f"invalid content: {problem}")  # protos: their one field
@@ -442,7 +444,7 @@ def _check_plugin_references(state: State, plugins: dict[str, Any]) -> None:
     otherwise."""
     snapshot: Snapshot | None = None
     for name, conf in plugins.items():
-        plugin = REGISTRY.get(name)
+        plugin = DECLARATIONS.get(name)
         if plugin is None or not plugin.references or not isinstance(conf, dict):
             continue
         snapshot = snapshot or state.snapshot()
@@ -472,7 +474,7 @@ def shown(kind: str, value: dict[str, Any]) -> dict[str, Any]:
 def _check_unique_credentials(state: State, username: str, plugins: dict[str, Any]) -> None:
     """An auth plugin's credential (key-auth's `key`) identifies one consumer only."""
     for name, conf in plugins.items():
-        field = REGISTRY[name].credential_field if name in REGISTRY else None
+        field = DECLARATIONS[name].credential_field if name in DECLARATIONS else None
         if field is None or field not in conf:
             continue
         for other, entry in state.of(CONSUMERS).items():
@@ -505,7 +507,7 @@ def _users(state: State, kind: str, id_: str) -> Iterator[tuple[str, str, str, d
             state.of(holder).items(), key=lambda item: item[1].created_index
         ):
             for name, conf in (entry.value.get("plugins") or {}).items():
-                plugin = REGISTRY.get(name)
+                plugin = DECLARATIONS.get(name)
                 if plugin is None or not isinstance(conf, dict):
                     continue
                 for field, target in plugin.references.items():

@@ -21,7 +21,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from controlplane.tenants.records import rate_limit_of, rl_config_key
-from gateways.ai.tenant_keys import budget_key
+from gateways.ai.tenants.keys import budget_key
 from gateways.edge.keys import ALL_WINDOWS, rate_limit_windows
 from runtime.stores.analytics import Analytics
 

@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from controlplane.agent_identity.registry import TenantAgents
-from gateways.ai.tenant_keys import prompt_config_key
+from gateways.ai.tenants.keys import prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_windows
 
 

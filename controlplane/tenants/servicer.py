@@ -59,7 +59,7 @@ from controlplane.tenants.steps import (
     Steps,
     layer_error,
 )
-from gateways.ai.tenant_keys import prompt_config_key
+from gateways.ai.tenants.keys import prompt_config_key
 from runtime import tenant_realms as realms
 from runtime.access import current_caller
 from runtime.change_feed import changed_here

@@ -29,7 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateways.ai import no_budget
-from gateways.ai.tenant_keys import budget_key, limit_key, warned_key
+from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
 from runtime.access import IDENTIFIER
 from runtime.change_feed import changed_here
 from runtime.context import ServicerContext

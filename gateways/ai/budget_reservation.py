@@ -34,7 +34,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateways.ai.no_budget import NoBudgetTenants
-from gateways.ai.tenant_keys import budget_key, limit_key, warned_key
+from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
 from runtime.errors import ResourceExhausted, Unavailable
 from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.stores.kv_reachability import reachability

@@ -22,7 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from gateways.ai.tenant_keys import prompt_config_key
+from gateways.ai.tenants.keys import prompt_config_key
 from runtime.errors import Unavailable
 from runtime.stores.kv_pipeline import hot_command
 from runtime.stores.kv_reachability import reachability

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gateways.edge.model import ENABLED_PLUGINS, KINDS, SCHEMAS
+from gateways.edge.model import ENABLED_PLUGINS, KINDS, PATCHABLE, POSTABLE, SCHEMAS
 from runtime.errors import StrataError, Unauthenticated
 from runtime.http_rules import HttpRule
 from runtime.openapi import ApiDocs, Schema, describe_envelope, ref
@@ -100,8 +100,6 @@ def _per_kind(rule: HttpRule, operation: Schema) -> list[tuple[str, Schema]]:
                 if param["name"] == "name":
                     param["schema"]["enum"] = sorted(ENABLED_PLUGINS)
         return [(path, operation)]
-    from controlplane.edge_config.servicer import PATCHABLE, POSTABLE  # (405 for the others)
-
     supported = {"CreateResource": POSTABLE, "PatchResource": PATCHABLE}.get(
         rule.method_name, frozenset(KINDS)
     )

@@ -43,19 +43,6 @@ Send = Callable[[list[Any], int], Awaitable[None]]  # (entries, batch_max_size);
 DROP_WARNING_EVERY = 10.0  # seconds between two "entries dropped" warnings of one processor
 
 
-def batch_properties(name: str) -> dict[str, Any]:
-    """The batch processor's fields of a plugin schema, APISIX's defaults (`name` is the
-    plugin's default processor name, e.g. "http logger")."""
-    return {
-        "name": {"type": "string", "default": name},
-        "batch_max_size": {"type": "integer", "minimum": 1, "default": 1000},
-        "inactive_timeout": {"type": "integer", "minimum": 1, "default": 5},
-        "buffer_duration": {"type": "integer", "minimum": 1, "default": 60},
-        "max_retry_count": {"type": "integer", "minimum": 0, "default": 0},
-        "retry_delay": {"type": "integer", "minimum": 0, "default": 1},
-    }
-
-
 class BatchProcessor:
     """Entries of one plugin instance on their way to `send`, a batch at a time."""
 

@@ -28,10 +28,12 @@ import functools
 import importlib
 from collections.abc import Callable, Mapping
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from gateways.edge.plugin import RequestContext
 from gateways.edge.variables import interpolate
+
+if TYPE_CHECKING:  # (the Admin API resolves function names here: it loads no plugin)
+    from gateways.edge.plugin import RequestContext
 
 GROUP = "strata.edge.functions"
 REQUEST_PHASES = ("rewrite", "access", "before_proxy")

@@ -57,19 +57,6 @@ REDACTED = "[REDACTED]"
 CREDENTIALS = SECRET_KEYS | {"proxy-authorization", "apikey", "set-cookie", "jwt"}
 MAX_FORMAT_DEPTH = 5
 SERVER = {"hostname": socket.gethostname(), "version": VERSION}
-EXPR = {"type": "array", "minItems": 1, "items": {"type": "array"}}
-
-# The schema fields every logger has (APISIX's names and defaults).
-LOG_PROPERTIES: dict[str, Any] = {
-    "log_format": {"type": "object"},
-    "log_format_extra": {"type": "object"},
-    "include_req_body": {"type": "boolean", "default": False},
-    "include_req_body_expr": EXPR,
-    "max_req_body_bytes": {"type": "integer", "minimum": 1, "default": 512 * 1024},
-    "include_resp_body": {"type": "boolean", "default": False},
-    "include_resp_body_expr": EXPR,
-    "max_resp_body_bytes": {"type": "integer", "minimum": 1, "default": 512 * 1024},
-}
 
 Render = Callable[[RequestContext], Any]
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-from gateways.edge.model import MissingReference, Snapshot, with_defaults
+from gateways.edge.model import with_defaults
+from gateways.edge.model.declaration import Declaration
 from runtime.idp_tokens import DEFAULT_AUDIENCES
 
 
@@ -197,32 +198,14 @@ class PluginEnv:
     config: Any = None
 
 
-class Plugin:
+class Plugin(Declaration):
     """One plugin, configured for one route (or service, consumer, global rule...).
 
-    Subclasses declare `name`, `priority`, `schema` (JSON Schema of the plugin's
-    configuration, checked by the Admin API with a JSON Schema library), and for auth plugins
-    `consumer_schema` (the configuration a consumer holds, e.g. key-auth's `key`) and
-    `credential_field` (the field that must be unique across consumers). `__init__` receives
-    the configuration with schema defaults filled in; it runs once per configuration version.
-    Override only the phases the plugin needs (`active_phases` narrows them per instance);
-    `check_conf` adds the checks a JSON Schema cannot express.
+    A plugin class inherits its declaration (`gateways/edge/model/plugins/`: `name`,
+    `priority`, `schema`, the checks) and adds the phases. `__init__` receives the
+    configuration with schema defaults filled in; it runs once per configuration version.
+    Override only the phases the plugin needs (`active_phases` narrows them per instance).
     """
-
-    name: ClassVar[str]
-    priority: ClassVar[int]
-    schema: ClassVar[dict[str, Any]]
-    consumer_schema: ClassVar[dict[str, Any] | None] = None
-    credential_field: ClassVar[str | None] = None
-    # An auth plugin's consumer secrets and how they are kept at rest (gateways/edge/
-    # credentials.py): "digest" (looked up by keyed digest), "hashed" (scrypt), "sealed"
-    # (encrypted with the platform keyring). The Admin API never shows them.
-    secret_fields: ClassVar[Mapping[str, str]] = {}
-    # For the README's plugin table when the phases are chosen by configuration.
-    phases_doc: ClassVar[str | None] = None
-    # Configuration fields that name another resource, and its kind (grpc-transcode's
-    # `proto_id` → "protos"): the Admin API checks they exist and refuses to delete one in use.
-    references: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         self.conf = conf
@@ -246,31 +229,6 @@ class Plugin:
         return chunk
 
     def log(self, ctx: RequestContext) -> None:
-        return None
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        """What `schema` cannot express (a regex that does not compile, a bad `vars`
-        expression), as APISIX's `check_schema` words it, or None. `conf` has the schema's
-        defaults; the Admin API refuses the configuration with this message (400) and the data
-        plane rejects it, as for a schema error."""
-        return None
-
-    @classmethod
-    def check_references(cls, conf: Mapping[str, Any], snapshot: Snapshot) -> str | None:
-        """What `conf` needs of the resources it names, checked against `snapshot` (the
-        configuration it is written into): raises `MissingReference` for a named resource that
-        does not exist, returns the problem when one does not fit (a proto without the
-        configured method), else None. The data plane would refuse the configuration too."""
-        for name, kind in cls.references.items():
-            if name in conf and str(conf[name]) not in snapshot.of(kind):
-                raise MissingReference(kind, conf[name])
-        return None
-
-    @classmethod
-    def check_resource(cls, kind: str, value: Mapping[str, Any]) -> str | None:
-        """What this plugin requires of a resource of a kind it owns (grpc-transcode: a
-        `protos` resource's content compiles), as the Admin API's message, or None."""
         return None
 
     @classmethod

@@ -24,13 +24,15 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from gateways.edge.model.resources import ConfigRejected
-from gateways.edge.plugin import RequestContext
 
-Condition = Callable[[RequestContext], bool]
+if TYPE_CHECKING:  # (this module is the configuration's vars language too: it loads no plugin)
+    from gateways.edge.plugin import RequestContext
+
+Condition = Callable[["RequestContext"], bool]
 TEMPLATE_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 

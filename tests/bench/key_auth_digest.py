@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests"), str(ROOT / 
 
 from helpers import request  # noqa: E402
 
-from gateways.edge.credentials import DigestIndex  # noqa: E402
+from gateways.edge.model.credentials import DigestIndex  # noqa: E402
 from gateways.edge.model.schema import with_defaults  # noqa: E402
 from gateways.edge.plugin import PluginEnv  # noqa: E402
 from gateways.edge.plugins import REGISTRY  # noqa: E402

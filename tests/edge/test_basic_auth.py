@@ -16,7 +16,7 @@ from integration.test_edge_config import Platform, makers, platform  # noqa: F40
 from support import keyring_for_tests
 
 from controlplane.edge_config.store import PREFIX
-from gateways.edge.credentials import stored_plugins
+from gateways.edge.model.credentials import stored_plugins
 from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, basic_auth
 from gateways.edge.plugins.basic_auth import credentials

@@ -9,9 +9,9 @@ from aiohttp import web
 from helpers import conf_problem, route, serve_edge, upstream
 from integration.test_edge_config import Platform, makers, platform  # noqa: F401
 
+from gateways.edge.model.plugins.addresses import IpMatcher
 from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY
-from gateways.edge.plugins._ip import IpMatcher
 
 SCHEMA = REGISTRY["ip-restriction"].schema
 

@@ -21,6 +21,7 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.store import PREFIX, SEEDED
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
+from gateways.edge.model import DECLARATIONS
 from gateways.edge.model.resources import ConfigRejected, Snapshot
 from gateways.edge.plugin import Plugin
 from gateways.edge.plugins import REGISTRY
@@ -50,9 +51,11 @@ class KeyAuthForTests(Plugin):
 
 @pytest.fixture(autouse=True)
 def test_plugin() -> Any:
-    REGISTRY[KeyAuthForTests.name] = KeyAuthForTests
+    # the data plane's registry, and the declarations the Admin API checks with
+    REGISTRY[KeyAuthForTests.name] = DECLARATIONS[KeyAuthForTests.name] = KeyAuthForTests
     yield
     REGISTRY.pop(KeyAuthForTests.name, None)
+    DECLARATIONS.pop(KeyAuthForTests.name, None)
 
 
 async def clear_store(valkey_url: str, *, seeded: bool) -> None:

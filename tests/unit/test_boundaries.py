@@ -7,8 +7,6 @@ package's private (`_name`) module."""
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("cli", "runtime", "controlplane", "gateways", "sidecars")
 SERVICES = ("gateways.edge", "gateways.ai", "gateways.agent")  # else: the top-level package
@@ -58,15 +56,6 @@ def violations() -> list[str]:
     return list(found)
 
 
-REMAINING = """Until the branches of issue 23 are merged:
-controlplane -> gateways.edge (resources, resource_schemas, schema, plugins.REGISTRY,
-plugins._grpc, plugins.grpc_transcode, credentials): edge-model (gateways.edge.model);
-gateways.edge.admin_http_rules -> controlplane.edge_config (schemas, servicer): edge-model;
-controlplane.providers -> gateways.ai (provider_table, providers, providers.base): providers
-(the ProbeProvider RPC)."""
-
-
-@pytest.mark.xfail(strict=True, reason=REMAINING)
 def test_every_import_keeps_to_the_layers_contracts() -> None:
     found = violations()
     assert not found, "imports that cross a contract:\n" + "\n".join(found)

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateways.edge.credentials import DIGEST, DigestIndex, opened_consumer
 from gateways.edge.dataplane.chain import (
     Chain,
     ChainBuilder,
@@ -20,6 +19,7 @@ from gateways.edge.dataplane.chain import (
 )
 from gateways.edge.dataplane.router import Route, Router
 from gateways.edge.dataplane.upstream import Timeouts, Upstream
+from gateways.edge.model.credentials import DIGEST, DigestIndex, opened_consumer
 from gateways.edge.model.resources import (
     CONSUMER_GROUPS,
     CONSUMERS,

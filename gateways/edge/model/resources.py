@@ -36,6 +36,11 @@ ENABLED_PLUGINS = (
     "serverless-post-function", "tenant-rate-limit", "analytics-logger",
 )  # fmt: skip
 
+# The kinds the Admin API creates with POST (an id chosen by the store) and changes with PATCH
+# (the others answer 405).
+POSTABLE = frozenset({ROUTES, SERVICES, UPSTREAMS, PROTOS})
+PATCHABLE = frozenset(KINDS) - {CONSUMERS, PROTOS}
+
 Resource = dict[str, Any]
 
 

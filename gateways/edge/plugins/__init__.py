@@ -1,6 +1,7 @@
 """The edge's plugins, one module each. `PLUGINS` is the registry: every implemented plugin,
-each named in the spec's enabled list; `REGISTRY` maps a plugin name to its class. The
-Admin API validates configurations against `schema`; the data plane builds chains. A plugin
+each inheriting its declaration (`gateways.edge.model.DECLARATIONS`, what the Admin API checks
+configurations with); `REGISTRY` maps a plugin name to its class, from which the data plane
+builds chains. A plugin
 module imports what its phases need (gRPC, OpenTelemetry, HTTP clients) inside them, so
 loading the registry stays cheap. A module that holds per-worker resources (batches,
 channels, sessions) defines `async def close()`; `close_plugins()` runs those loaded when a
@@ -13,7 +14,7 @@ import logging
 import sys
 
 from gateways.edge import batch
-from gateways.edge.model import ENABLED_PLUGINS
+from gateways.edge.model import DECLARATIONS
 from gateways.edge.plugin import Plugin
 from gateways.edge.plugins.analytics_logger import AnalyticsLogger
 from gateways.edge.plugins.api_breaker import ApiBreaker
@@ -79,9 +80,11 @@ PLUGINS: tuple[type[Plugin], ...] = (
     UdpLogger,
 )
 REGISTRY: dict[str, type[Plugin]] = {plugin.name: plugin for plugin in PLUGINS}
-for _name in REGISTRY:
-    if _name not in ENABLED_PLUGINS:
-        raise LookupError(f"plugin {_name!r} is not in the spec's enabled list")
+if REGISTRY.keys() != DECLARATIONS.keys():  # each plugin implements one declaration
+    raise LookupError(f"plugins and declarations differ: {REGISTRY.keys() ^ DECLARATIONS.keys()}")
+for _name, _plugin in REGISTRY.items():
+    if not issubclass(_plugin, DECLARATIONS[_name]):
+        raise LookupError(f"plugin {_name!r} does not inherit its declaration")
 
 
 async def close_plugins() -> None:

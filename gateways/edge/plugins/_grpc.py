@@ -1,5 +1,6 @@
 """What the gRPC plugins (grpc-transcode, grpc-web) share: the upstream call over grpcio's
-asyncio API, and the `protos` resource loaded into protobuf descriptors.
+asyncio API, (the `protos` resource is loaded into protobuf descriptors by
+`gateways/edge/model/protos.py`).
 
 The edge's proxy speaks HTTP/1.1 only, so these plugins call a `grpc`/`grpcs` upstream
 themselves: a node is picked from `ctx.upstream` as the proxy picks one, over one `grpc.aio`
@@ -16,21 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
-import importlib.resources
 import logging
-import os
-import tempfile
 import time
 import weakref
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 import grpc
-from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.message import DecodeError
-from grpc_tools import _protoc_compiler, protoc  # type: ignore[import-untyped]
 
 from gateways.edge.plugin import Reply, RequestContext
 
@@ -62,8 +55,6 @@ HTTP_STATUS = {
     1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429,
     9: 400, 10: 409, 11: 400, 12: 501, 13: 500, 14: 503, 15: 500, 16: 401,
 }  # fmt: skip
-# .proto imports of the well-known types (google/protobuf/*.proto), shipped with grpcio-tools.
-WELL_KNOWN = str(importlib.resources.files("grpc_tools") / "_proto")
 
 _channels: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[tuple[str, bool], grpc.aio.Channel]
@@ -197,74 +188,3 @@ async def start_call(
         finally:
             ctx.upstream_latency = time.monotonic() - sent
         return call, (None if first is grpc.aio.EOF else first)  # type: ignore[return-value]
-
-
-# --- protos ------------------------------------------------------------------------------
-
-
-class ProtoError(ValueError):
-    """A `protos` content that does not compile or load."""
-
-
-@dataclass(frozen=True)
-class Proto:
-    """One `protos` resource's descriptors, in a pool of their own (two protos may define the
-    same names). `syntax` by file name ("proto2", "proto3", "editions")."""
-
-    pool: descriptor_pool.DescriptorPool
-    syntax: dict[str, str]
-
-
-@functools.lru_cache(maxsize=128)
-def load_proto(content: str) -> Proto:
-    """A `protos` content: a base64 FileDescriptorSet (APISIX's `.pb`, made with `protoc
-    --include_imports --descriptor_set_out`) or .proto text, compiled with grpcio-tools'
-    protoc. Cached by content, so a configuration push does not recompile unchanged protos.
-    Raises `ProtoError`."""
-    files = _descriptor_set(content)
-    if files is None:
-        files = _compile(content)
-    pool = descriptor_pool.DescriptorPool()
-    syntax = {}
-    for file in files:
-        try:
-            pool.AddSerializedFile(file.SerializeToString())
-        except (TypeError, ValueError) as exc:  # a missing import, a duplicate name...
-            raise ProtoError(f"failed to load {file.name}: {exc}") from None
-        syntax[file.name] = file.syntax or "proto2"
-    return Proto(pool, syntax)
-
-
-def _descriptor_set(content: str) -> list[descriptor_pb2.FileDescriptorProto] | None:
-    """The files of a base64 FileDescriptorSet; None when `content` is not one (then it is
-    .proto text, which is never valid base64: it has spaces, quotes, semicolons)."""
-    try:
-        raw = base64.b64decode("".join(content.split()), validate=True)
-        files = list(descriptor_pb2.FileDescriptorSet.FromString(raw).file)
-    except (ValueError, DecodeError):  # binascii.Error, or a character that is not ASCII
-        return None
-    return files or None
-
-
-def _compile(content: str) -> list[descriptor_pb2.FileDescriptorProto]:
-    with tempfile.TemporaryDirectory(prefix="strata-proto-") as tmp:
-        with open(os.path.join(tmp, "proto.proto"), "w", encoding="utf-8") as source:
-            source.write(content)
-        out = os.path.join(tmp, "set.pb")
-        includes = [f"--proto_path={tmp}", f"--proto_path={WELL_KNOWN}"]
-        args = ["protoc", *includes, f"--descriptor_set_out={out}", "--include_imports"]
-        if protoc.main([*args, "proto.proto"]) != 0:
-            raise ProtoError(_protoc_errors(tmp))
-        with open(out, "rb") as compiled:
-            return list(descriptor_pb2.FileDescriptorSet.FromString(compiled.read()).file)
-
-
-def _protoc_errors(tmp: str) -> str:
-    """protoc's error messages (its command line prints them to stderr only)."""
-    try:
-        _protoc_compiler.get_protos(b"proto.proto", [tmp.encode(), WELL_KNOWN.encode()])
-    except _protoc_compiler.ProtocErrors as exc:
-        return str(exc).replace("\n", "; ")
-    except Exception:  # only for the wording of the error
-        pass
-    return "failed to compile the proto"

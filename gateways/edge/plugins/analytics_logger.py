@@ -26,8 +26,9 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import analytics_logger as declared
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
 
 log = logging.getLogger(__name__)
@@ -151,27 +152,9 @@ async def close() -> None:
     _BATCHERS.clear()
 
 
-class AnalyticsLogger(Plugin):
+class AnalyticsLogger(declared.AnalyticsLogger, Plugin):
     """Batches one row per request into the analytics store's `gateway.request_log` (spec custom
     plugin)."""
-
-    name = "analytics-logger"
-    priority = 399
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "clickhouse_url": {"type": "string", "default": "http://clickhouse:8123"},
-            "database": {"type": "string", "default": "gateway"},
-            "table": {"type": "string", "default": "request_log"},
-            "timeout": {"type": "integer", "minimum": 1, "default": 5000},
-            "batch_max_size": {"type": "integer", "minimum": 1, "default": 100},
-            "inactive_timeout": {"type": "integer", "minimum": 1, "default": 5},
-            "buffer_duration": {"type": "integer", "minimum": 1, "default": 60},
-            "max_retry_count": {"type": "integer", "minimum": 0, "default": 3},
-            "retry_delay": {"type": "integer", "minimum": 0, "default": 1},
-            "tenant_header": {"type": "string", "minLength": 1, "default": "X-Tenant-ID"},
-        },
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -29,8 +29,9 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import api_breaker as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.variables import interpolate, variable
 
@@ -55,16 +56,6 @@ class State:
 _states: dict[str, State] = {}
 
 
-def _statuses(minimum: int, maximum: int, default: int) -> dict[str, Any]:
-    return {
-        "type": "array",
-        "minItems": 1,
-        "items": {"type": "integer", "minimum": minimum, "maximum": maximum},
-        "uniqueItems": True,
-        "default": [default],
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class ApiBreakerConf:
     break_response_code: int
@@ -75,48 +66,9 @@ class ApiBreakerConf:
     break_response_headers: list[Mapping[str, str]] | None = None
 
 
-class ApiBreaker(Plugin):
+class ApiBreaker(declared.ApiBreaker, Plugin):
     """Circuit breaker: after `failures` unhealthy upstream statuses, answers
     `break_response_code` without calling the upstream for 2, 4, 8... seconds."""
-
-    name = "api-breaker"
-    priority = 1005
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "break_response_code": {"type": "integer", "minimum": 200, "maximum": 599},
-            "break_response_body": {"type": "string"},
-            "break_response_headers": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "key": {"type": "string", "minLength": 1},
-                        "value": {"type": "string", "minLength": 1},
-                    },
-                    "required": ["key", "value"],
-                },
-            },
-            "max_breaker_sec": {"type": "integer", "minimum": 3, "default": 300},
-            "unhealthy": {
-                "type": "object",
-                "properties": {
-                    "http_statuses": _statuses(500, 599, 500),
-                    "failures": {"type": "integer", "minimum": 1, "default": 3},
-                },
-                "default": {"http_statuses": [500], "failures": 3},
-            },
-            "healthy": {
-                "type": "object",
-                "properties": {
-                    "http_statuses": _statuses(200, 499, 200),
-                    "successes": {"type": "integer", "minimum": 1, "default": 3},
-                },
-                "default": {"http_statuses": [200], "successes": 3},
-            },
-        },
-        "required": ["break_response_code"],
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -8,7 +8,7 @@ in request`; unknown user or wrong password → `Invalid user authorization`. Wi
 authorization` when it does not exist). `hide_credentials` keeps the header from the upstream.
 
 Passwords are stored hashed: the Admin API stores a salted scrypt hash (runtime/hashing.py)
-in place of the password (`secret_fields`, gateways/edge/credentials.py) and answers it as
+in place of the password (`secret_fields`, gateways/edge/model/credentials.py) and answers it as
 `***REDACTED***`; GET-then-PUT keeps it (an existing hash is not hashed again). A plaintext
 password (a standalone configuration file) still works, compared in constant time. Checking
 a hash costs tens of milliseconds, so it runs in a worker thread and a success is remembered
@@ -28,8 +28,9 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import basic_auth as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer
 from runtime.hashing import is_hash, verify_secret
@@ -78,27 +79,9 @@ class BasicAuthConf:
     anonymous_consumer: str | None = None
 
 
-class BasicAuth(Plugin):
+class BasicAuth(declared.BasicAuth, Plugin):
     """Authenticates HTTP Basic credentials against the consumers' usernames and (hashed)
     passwords."""
-
-    name = "basic-auth"
-    priority = 2520
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "hide_credentials": {"type": "boolean", "default": False},
-            "realm": {"type": "string", "default": "basic"},
-            "anonymous_consumer": {"type": "string", "minLength": 1},
-        },
-    }
-    consumer_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"username": {"type": "string"}, "password": {"type": "string"}},
-        "required": ["username", "password"],
-    }
-    credential_field = "username"
-    secret_fields: ClassVar[dict[str, str]] = {"password": "hashed"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -26,24 +26,13 @@ this edge has no plugin_metadata to hold the named origin lists.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import cors as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 
-ORIGINS = r"^(\*|\*\*|null|\w+://[^,]+(,\w+://[^,]+)*)$"
 EVERY_METHOD = "GET,POST,PUT,DELETE,PATCH,HEAD,OPTIONS,CONNECT,TRACE"
-CREDENTIALS = "you can not set '*' for other option when 'allow_credential' is true"
-STARLESS = (
-    "allow_origins", "allow_methods", "allow_headers", "expose_headers", "timing_allow_origins",
-)  # fmt: skip
-REGEXES: dict[str, Any] = {
-    "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-    "minItems": 1,
-    "uniqueItems": True,
-}
 
 
 class OriginRule:
@@ -80,44 +69,8 @@ class CorsConf:
     timing_allow_origins_by_regex: list[str] | None = None
 
 
-class Cors(Plugin):
+class Cors(declared.Cors, Plugin):
     """Answers CORS preflight requests at the edge and adds the CORS headers to responses."""
-
-    name = "cors"
-    priority = 4000
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "allow_origins": {"type": "string", "pattern": ORIGINS, "default": "*"},
-            "allow_methods": {"type": "string", "default": "*"},
-            "allow_headers": {"type": "string", "default": "*"},
-            "expose_headers": {"type": "string"},
-            "max_age": {"type": "integer", "default": 5},
-            "allow_credential": {"type": "boolean", "default": False},
-            "allow_origins_by_regex": REGEXES,
-            "allow_origins_by_metadata": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-                "minItems": 1,
-                "uniqueItems": True,
-            },
-            "timing_allow_origins": {"type": "string", "pattern": ORIGINS},
-            "timing_allow_origins_by_regex": REGEXES,
-        },
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        """APISIX's check_schema: no "*" with credentials; the regexes compile."""
-        if conf.get("allow_credential") and any(conf.get(field) == "*" for field in STARLESS):
-            return CREDENTIALS
-        for field in ("allow_origins_by_regex", "timing_allow_origins_by_regex"):
-            for regex in conf.get(field) or ():
-                try:
-                    re.compile(regex)
-                except re.error as exc:
-                    return f'{field}: regex "{regex}" validation failed: {exc}'
-        return None
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -30,7 +30,7 @@ a grpc upstream, and a response's repeated `Set-Cookie` headers (the last one is
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 import aiohttp
 import grpc
@@ -39,6 +39,7 @@ from yarl import URL
 
 from gateways.edge.hop_by_hop import HOP_BY_HOP
 from gateways.edge.hop_by_hop import RESPONSE_SKIP as PROXY_RESPONSE_SKIP
+from gateways.edge.model.plugins import ext_plugin_post_resp as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins import _ext_proc
 from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ExtProcConf, ProcessorError
@@ -50,13 +51,9 @@ REQUEST_SKIP = HOP_BY_HOP | {"content-length"}
 RESPONSE_SKIP = PROXY_RESPONSE_SKIP | {"content-length"}
 
 
-class ExtPluginPostResp(Plugin):
+class ExtPluginPostResp(declared.ExtPluginPostResp, Plugin):
     """The edge calls the upstream itself; an external processor (Envoy ext_proc) rewrites the
     response."""
-
-    name = "ext-plugin-post-resp"
-    priority = -4000
-    schema: ClassVar[dict[str, Any]] = _ext_proc.SCHEMA
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -22,22 +22,19 @@ untouched. APISIX answers 503 the same way (its runner's "allow_degradation" lik
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import grpc
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ext_proc
 
+from gateways.edge.model.plugins import ext_plugin_pre_req as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins import _ext_proc
 from gateways.edge.plugins._ext_proc import CONTINUE_AND_REPLACE, ExtProcConf, ProcessorError
 
 
-class ExtPluginPreReq(Plugin):
+class ExtPluginPreReq(declared.ExtPluginPreReq, Plugin):
     """An external processor (Envoy ext_proc over gRPC) rewrites or answers the request first."""
-
-    name = "ext-plugin-pre-req"
-    priority = 12000
-    schema: ClassVar[dict[str, Any]] = _ext_proc.SCHEMA
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

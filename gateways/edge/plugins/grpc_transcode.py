@@ -2,7 +2,7 @@
 `protos` resource describes.
 
 - Configuration time: `proto_id` names a `protos` resource (.proto text, or a base64
-  FileDescriptorSet), loaded once per distinct content (gateways/edge/plugins/_grpc.py); the
+  FileDescriptorSet), loaded once per distinct content (gateways/edge/model/protos.py); the
   `service`, `method` and `status_detail_type` are resolved then. A missing proto, service,
   method or type, or a streaming method, rejects the configuration (the Admin API refuses
   them first, see `bind`).
@@ -47,22 +47,22 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import parse_qsl, quote
 
-from google.protobuf import json_format, message_factory
+import grpc
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 
-from gateways.edge.model.resources import PROTOS, ConfigRejected, Snapshot
+from gateways.edge.model.plugins import grpc_transcode as declared
+from gateways.edge.model.plugins.grpc_transcode import DEFAULT_PB_OPTIONS, bind
+from gateways.edge.model.resources import PROTOS, ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._grpc import (
     HTTP_STATUS,
-    Proto,
-    ProtoError,
     UpstreamFailed,
     error_reply,
-    load_proto,
     metadata_headers,
     start_call,
 )
@@ -70,59 +70,10 @@ from runtime import json_codec
 
 log = logging.getLogger(__name__)
 
-PB_OPTIONS = [
-    {"description": "enum as result", "type": "string",
-     "enum": ["enum_as_name", "enum_as_value"]},
-    {"description": "int64 as result", "type": "string",
-     "enum": ["int64_as_number", "int64_as_string", "int64_as_hexstring"]},
-    {"description": "default values option", "type": "string",
-     "enum": ["auto_default_values", "no_default_values", "use_default_values",
-              "use_default_metatable"]},
-    {"description": "hooks option", "type": "string", "enum": ["enable_hooks", "disable_hooks"]},
-]  # fmt: skip
-DEFAULT_PB_OPTIONS = ["enum_as_name", "int64_as_number", "auto_default_values", "disable_hooks"]
 STASH = "grpc-transcode"  # ctx.vars: the serialized request, from access to before_proxy
 BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 # grpc-message is percent-encoded on the wire: printable ASCII stays, except '%'.
 MESSAGE_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if c != 0x25)
-
-
-@dataclass(frozen=True)
-class Binding:
-    """A grpc-transcode configuration resolved against its proto."""
-
-    proto: Proto
-    path: str
-    input: type[Message]
-    output: type[Message]
-    detail: type[Message] | None
-
-
-def bind(conf: Mapping[str, Any], content: str) -> Binding:
-    """Resolve `conf` (service, method, status_detail_type) in the proto `content`; raises
-    ValueError saying what is missing. Shared with the Admin API's checks."""
-    proto = load_proto(content)
-    service, method = conf["service"], conf["method"]
-    try:
-        found = proto.pool.FindServiceByName(service).methods_by_name[method]
-    except KeyError:
-        raise ValueError(f"Undefined service method: {service}/{method}") from None
-    if found.client_streaming or found.server_streaming:
-        raise ValueError(f"{service}/{method} is a streaming method: only unary ones transcode")
-    detail = None
-    if conf.get("status_detail_type"):
-        try:
-            detail_type = proto.pool.FindMessageTypeByName(conf["status_detail_type"])
-        except KeyError:
-            raise ValueError(f"undefined status_detail_type {conf['status_detail_type']}") from None
-        detail = message_factory.GetMessageClass(detail_type)
-    return Binding(
-        proto,
-        f"/{service}/{method}",
-        message_factory.GetMessageClass(found.input_type),
-        message_factory.GetMessageClass(found.output_type),
-        detail,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,66 +85,8 @@ class GrpcTranscodeConf:
     max_resp_body_size: int
 
 
-class GrpcTranscode(Plugin):
+class GrpcTranscode(declared.GrpcTranscode, Plugin):
     """Transcode HTTP/JSON requests to a unary gRPC method of a stored proto, and back."""
-
-    name = "grpc-transcode"
-    priority = 506
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "proto_id": {
-                "anyOf": [
-                    {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 64,
-                        "pattern": r"^[a-zA-Z0-9\-_.]+$",
-                    },
-                    {"type": "integer", "minimum": 1},
-                ]
-            },
-            "service": {"type": "string", "description": "the grpc service name"},
-            "method": {"type": "string", "description": "the method name in the service"},
-            "deadline": {"type": "number", "default": 0, "description": "milliseconds"},
-            "pb_option": {
-                "type": "array",
-                "items": {"type": "string", "anyOf": PB_OPTIONS},
-                "minItems": 1,
-                "default": DEFAULT_PB_OPTIONS,
-            },
-            "show_status_in_body": {"type": "boolean", "default": False},
-            "status_detail_type": {"type": "string"},
-            "max_resp_body_size": {"type": "integer", "minimum": 1, "default": 64 << 20},
-        },
-        "required": ["proto_id", "service", "method"],
-    }
-
-    references: ClassVar[Mapping[str, str]] = {"proto_id": PROTOS}
-
-    @classmethod
-    def check_references(cls, conf: Mapping[str, Any], snapshot: Snapshot) -> str | None:
-        """The proto exists and defines the service, method and detail type."""
-        super().check_references(conf, snapshot)
-        if "proto_id" not in conf:
-            return None
-        proto = snapshot.of(PROTOS)[str(conf["proto_id"])]
-        try:
-            bind(conf, str(proto.get("content", "")))
-        except ValueError as exc:
-            return str(exc)
-        return None
-
-    @classmethod
-    def check_resource(cls, kind: str, value: Mapping[str, Any]) -> str | None:
-        """A `protos` resource's content compiles (or is a FileDescriptorSet)."""
-        if kind != PROTOS:
-            return None
-        try:
-            load_proto(value["content"])
-        except ProtoError as exc:
-            return f"invalid content: {exc}"
-        return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)
@@ -284,7 +177,7 @@ class GrpcTranscode(Plugin):
             return failed.reply
         code = await call.code()
         headers = metadata_headers(await call.initial_metadata())
-        if code.value[0] != 0:
+        if code is not grpc.StatusCode.OK:
             return await self._error(ctx, call, code.value[0], headers)
         if len(response or b"") > self.max_size:
             log.warning(

@@ -41,11 +41,12 @@ import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import quote
 
 import grpc
 
+from gateways.edge.model.plugins import grpc_web as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._grpc import (
     UpstreamFailed,
@@ -58,7 +59,6 @@ log = logging.getLogger(__name__)
 
 BINARY = frozenset({"application/grpc-web", "application/grpc-web+proto"})
 TEXT = frozenset({"application/grpc-web-text", "application/grpc-web-text+proto"})
-DEFAULT_ALLOW_HEADERS = "content-type,x-grpc-web,x-user-agent"
 EXPOSE_HEADERS = "grpc-status,grpc-message"
 STASH = "grpc-web"  # ctx.vars: (gRPC path, message, content type), from access to before_proxy
 MESSAGE, TRAILER = 0x00, 0x80  # frame flags
@@ -74,22 +74,8 @@ class GrpcWebConf:
     max_req_body_size: int
 
 
-class GrpcWeb(Plugin):
+class GrpcWeb(declared.GrpcWeb, Plugin):
     """Serve gRPC-Web (binary and text) clients from a gRPC upstream, with CORS."""
-
-    name = "grpc-web"
-    priority = 505
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "cors_allow_headers": {
-                "type": "string",
-                "default": DEFAULT_ALLOW_HEADERS,
-                "description": "multiple header use ',' to split",
-            },
-            "max_req_body_size": {"type": "integer", "minimum": 1, "default": 64 << 20},
-        },
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

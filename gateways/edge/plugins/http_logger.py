@@ -16,16 +16,13 @@ from __future__ import annotations
 import asyncio
 import weakref
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import aiohttp
 
-from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
+from gateways.edge.log_entry import LoggerPlugin, as_batch
+from gateways.edge.model.plugins import http_logger as declared
 from gateways.edge.plugin import PluginEnv, parse_conf
-
-# APISIX's core.schema.uri_def
-URI_PATTERN = r"^[^\/]+:\/\/([\da-zA-Z.-]+|\[[\da-fA-F:]+\])(:\d+)?"
 
 _SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
     weakref.WeakKeyDictionary()
@@ -57,24 +54,8 @@ class HttpLoggerConf:
     auth_header: str | None = None
 
 
-class HttpLogger(LoggerPlugin):
+class HttpLogger(declared.HttpLogger, LoggerPlugin):
     """Push request logs, in batches, to an HTTP(S) server as JSON."""
-
-    name = "http-logger"
-    priority = 410
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "uri": {"type": "string", "pattern": URI_PATTERN},
-            "auth_header": {"type": "string"},
-            "timeout": {"type": "integer", "minimum": 1, "default": 3},
-            "concat_method": {"type": "string", "enum": ["json", "new_line"], "default": "json"},
-            "ssl_verify": {"type": "boolean", "default": False},
-            **LOG_PROPERTIES,
-            **batch_properties("http logger"),
-        },
-        "required": ["uri"],
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

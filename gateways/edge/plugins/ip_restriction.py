@@ -9,18 +9,12 @@ IPv6, parsed once per configuration. A refused request gets `response_code` (403
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import ip_restriction as declared
+from gateways.edge.model.plugins.addresses import IpMatcher
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
-from gateways.edge.plugins._ip import IpMatcher, invalid_address
-
-ADDRESSES: dict[str, Any] = {
-    "type": "array",
-    "items": {"type": "string"},
-    "minItems": 1,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,31 +25,9 @@ class IpRestrictionConf:
     blacklist: list[str] | None = None
 
 
-class IpRestriction(Plugin):
+class IpRestriction(declared.IpRestriction, Plugin):
     """Admits or refuses requests by client IP against an allow list or a deny list (IPs and
     CIDRs, v4 and v6)."""
-
-    name = "ip-restriction"
-    priority = 3000
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "message": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 1024,
-                "default": "Your IP address is not allowed",
-            },
-            "response_code": {"type": "integer", "minimum": 403, "maximum": 404, "default": 403},
-            "whitelist": ADDRESSES,
-            "blacklist": ADDRESSES,
-        },
-        "oneOf": [{"required": ["whitelist"]}, {"required": ["blacklist"]}],
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        return invalid_address([*conf.get("whitelist", ()), *conf.get("blacklist", ())])
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -4,7 +4,7 @@ key pair. The token's `key_claim_name` claim (default `key`) names the consumer'
 username) and the plugin verifies with that consumer's `jwt-auth` configuration.
 
 An HS `secret` (and a `private_key`, should a consumer carry one) is stored sealed with the
-platform keyring and answered `***REDACTED***` (gateways/edge/credentials.py); each worker
+platform keyring and answered `***REDACTED***` (gateways/edge/model/credentials.py); each worker
 opens it once per configuration version, in memory.
 
 Token from the header (a leading `Bearer ` stripped), then the query, then the cookie, as
@@ -20,18 +20,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import jwt
 from jwt.algorithms import get_default_algorithms
 
+from gateways.edge.model.plugins import jwt_auth as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer, cookie, drop_query_arg, query_arg
 
-ALGORITHMS = [
-    "HS256", "HS384", "HS512", "RS256", "RS384", "RS512", "ES256", "ES384", "ES512",
-    "PS256", "PS384", "PS512", "EdDSA",
-]  # fmt: skip
 _IMPLS = get_default_algorithms()
 VERIFIED_CACHE_SIZE = 4096
 
@@ -48,49 +45,9 @@ class JwtAuthConf:
     anonymous_consumer: str | None = None
 
 
-class JwtAuth(Plugin):
+class JwtAuth(declared.JwtAuth, Plugin):
     """Authenticates a JWT (header, query or cookie) against the consumers' key and secret or
     public key."""
-
-    name = "jwt-auth"
-    priority = 2510
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "header": {"type": "string", "default": "authorization"},
-            "query": {"type": "string", "default": "jwt"},
-            "cookie": {"type": "string", "default": "jwt"},
-            "hide_credentials": {"type": "boolean", "default": False},
-            "key_claim_name": {"type": "string", "default": "key", "minLength": 1},
-            "store_in_ctx": {"type": "boolean", "default": False},
-            "realm": {"type": "string", "default": "jwt"},
-            "anonymous_consumer": {"type": "string", "minLength": 1},
-            "claims_to_verify": {
-                "type": "array",
-                "items": {"type": "string", "enum": ["exp", "nbf"]},
-                "uniqueItems": True,
-                "default": ["exp", "nbf"],
-            },
-        },
-    }
-    consumer_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "key": {"type": "string", "minLength": 1},
-            "secret": {"type": "string", "minLength": 1},
-            "algorithm": {"type": "string", "enum": ALGORITHMS, "default": "HS256"},
-            "public_key": {"type": "string"},
-            "exp": {"type": "integer", "minimum": 1, "default": 86400},
-            "base64_secret": {"type": "boolean", "default": False},
-            "lifetime_grace_period": {"type": "integer", "minimum": 0, "default": 0},
-        },
-        "required": ["key"],
-        "if": {"properties": {"algorithm": {"pattern": "^HS"}}},
-        "then": {"required": ["secret"]},
-        "else": {"required": ["public_key"]},
-    }
-    credential_field = "key"
-    secret_fields: ClassVar[dict[str, str]] = {"secret": "sealed", "private_key": "sealed"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -2,7 +2,7 @@
 matched against the consumers' `key-auth.key`.
 
 Keys are stored as keyed digests (HMAC-SHA256 under the platform keyring, never the key:
-gateways/edge/credentials.py). The data plane indexes the current configuration's digests as
+gateways/edge/model/credentials.py). The data plane indexes the current configuration's digests as
 `env.credentials["key-auth"]` (a `DigestIndex`: digest → consumer username), so a lookup is
 one HMAC of the presented key per key id in use (one, until a rotation) and one dict access;
 no store round trip. The header beats the query.
@@ -11,8 +11,9 @@ no store round trip. The header beats the query.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import key_auth as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._auth import attach_consumer, drop_query_arg, query_arg
 
@@ -29,28 +30,8 @@ class KeyAuthConf:
     anonymous_consumer: str | None = None
 
 
-class KeyAuth(Plugin):
+class KeyAuth(declared.KeyAuth, Plugin):
     """Authenticates an API key (header `apikey`, then query) against the consumers' keys."""
-
-    name = "key-auth"
-    priority = 2500
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "header": {"type": "string", "default": "apikey"},
-            "query": {"type": "string", "default": "apikey"},
-            "hide_credentials": {"type": "boolean", "default": False},
-            "realm": {"type": "string", "default": "key"},
-            "anonymous_consumer": {"type": "string", "minLength": 1},
-        },
-    }
-    consumer_schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"key": {"type": "string", "minLength": 1}},
-        "required": ["key"],
-    }
-    credential_field = "key"
-    secret_fields: ClassVar[dict[str, str]] = {"key": "digest"}
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -42,13 +42,11 @@ import secrets
 import time
 from asyncio import sleep
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import limit_conn as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
-    POLICY,
-    REDIS_PROPERTIES,
-    REDIS_REQUIRED,
     STORE_ERRORS,
     Script,
     conf_digest,
@@ -95,31 +93,9 @@ class LimitConnConf:
     rejected_msg: str | None = None
 
 
-class LimitConn(Plugin):
+class LimitConn(declared.LimitConn, Plugin):
     """At most `conn` concurrent requests per key: up to `burst` more are delayed, beyond that
     refused (local or in the key-value store)."""
-
-    name = "limit-conn"
-    priority = 1003
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "conn": {"type": "integer", "exclusiveMinimum": 0},
-            "burst": {"type": "integer", "minimum": 0},
-            "default_conn_delay": {"type": "number", "exclusiveMinimum": 0},
-            "only_use_default_delay": {"type": "boolean", "default": False},
-            "key": {"type": "string"},
-            "key_type": {"type": "string", "enum": ["var", "var_combination"], "default": "var"},
-            "key_ttl": {"type": "integer", "minimum": 1, "default": 3600},
-            "policy": POLICY,
-            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
-            "rejected_msg": {"type": "string", "minLength": 1},
-            "allow_degradation": {"type": "boolean", "default": False},
-            **REDIS_PROPERTIES,
-        },
-        "required": ["conn", "burst", "default_conn_delay", "key"],
-        **REDIS_REQUIRED,
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

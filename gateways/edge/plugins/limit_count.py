@@ -24,13 +24,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import limit_count as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
-    POLICY,
-    REDIS_PROPERTIES,
-    REDIS_REQUIRED,
     STORE_ERRORS,
     Script,
     conf_digest,
@@ -64,36 +62,9 @@ class LimitCountConf:
     group: str | None = None
 
 
-class LimitCount(Plugin):
+class LimitCount(declared.LimitCount, Plugin):
     """At most `count` requests per `time_window` per key (fixed window, local or in the key-value
     store)."""
-
-    name = "limit-count"
-    priority = 1002
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "count": {"type": "integer", "exclusiveMinimum": 0},
-            "time_window": {"type": "integer", "exclusiveMinimum": 0},
-            "window_type": {"type": "string", "enum": ["fixed", "sliding"], "default": "fixed"},
-            "group": {"type": "string"},
-            "key": {"type": "string", "default": "remote_addr"},
-            "key_type": {
-                "type": "string",
-                "enum": ["var", "var_combination", "constant"],
-                "default": "var",
-            },
-            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
-            "rejected_msg": {"type": "string", "minLength": 1},
-            "policy": POLICY,
-            "allow_degradation": {"type": "boolean", "default": False},
-            "show_limit_quota_header": {"type": "boolean", "default": True},
-            **REDIS_PROPERTIES,
-            "sync_interval": {"type": "number", "default": -1},
-        },
-        "required": ["count", "time_window"],
-        **REDIS_REQUIRED,
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -32,13 +32,11 @@ import time
 from asyncio import sleep
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import limit_req as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.plugins._limit import (
-    POLICY,
-    REDIS_PROPERTIES,
-    REDIS_REQUIRED,
     STORE_ERRORS,
     Script,
     conf_digest,
@@ -94,29 +92,9 @@ class LimitReqConf:
     rejected_msg: str | None = None
 
 
-class LimitReq(Plugin):
+class LimitReq(declared.LimitReq, Plugin):
     """At most `rate` requests per second per key, leaky bucket: up to `burst` more are delayed
     to the rate, beyond that refused (local or in the key-value store)."""
-
-    name = "limit-req"
-    priority = 1001
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "rate": {"type": "number", "exclusiveMinimum": 0},
-            "burst": {"type": "number", "minimum": 0},
-            "key": {"type": "string"},
-            "key_type": {"type": "string", "enum": ["var", "var_combination"], "default": "var"},
-            "policy": POLICY,
-            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 503},
-            "rejected_msg": {"type": "string", "minLength": 1},
-            "nodelay": {"type": "boolean", "default": False},
-            "allow_degradation": {"type": "boolean", "default": False},
-            **REDIS_PROPERTIES,
-        },
-        "required": ["rate", "burst", "key"],
-        **REDIS_REQUIRED,
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

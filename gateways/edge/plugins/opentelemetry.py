@@ -35,15 +35,13 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import opentelemetry as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 
 HEX_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 TRACING = "gateways.edge.plugins._tracing"  # the SDK side, imported by the first instance
-
-_SAMPLER_NAMES = ["always_on", "always_off", "trace_id_ratio", "parent_base"]
-_FRACTION = {"type": "number", "default": 0}
 
 
 async def flush() -> None:
@@ -82,57 +80,8 @@ class OpenTelemetryConf:
     additional_header_prefix_attributes: list[str] | None = None
 
 
-class OpenTelemetry(Plugin):
+class OpenTelemetry(declared.OpenTelemetry, Plugin):
     """A server span per request to an OpenTelemetry collector; trace context sent upstream."""
-
-    name = "opentelemetry"
-    priority = 12009
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "sampler": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "enum": _SAMPLER_NAMES, "default": "always_off"},
-                    "options": {
-                        "type": "object",
-                        "properties": {
-                            "fraction": _FRACTION,
-                            "root": {
-                                "type": "object",
-                                "properties": {
-                                    "name": {
-                                        "type": "string",
-                                        "enum": _SAMPLER_NAMES[:3],
-                                        "default": "always_off",
-                                    },
-                                    "options": {
-                                        "type": "object",
-                                        "properties": {"fraction": _FRACTION},
-                                        "default": {"fraction": 0},
-                                    },
-                                },
-                                "default": {"name": "always_off", "options": {"fraction": 0}},
-                            },
-                        },
-                        "default": {"fraction": 0, "root": {"name": "always_off"}},
-                    },
-                },
-                "default": {
-                    "name": "always_off",
-                    "options": {"fraction": 0, "root": {"name": "always_off"}},
-                },
-            },
-            "additional_attributes": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-            },
-            "additional_header_prefix_attributes": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1},
-            },
-        },
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import prometheus as declared
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
 
 MAX_CHILDREN = 10_000  # label sets cached per plugin instance
@@ -24,16 +25,9 @@ class PrometheusConf:
     prefer_name: bool
 
 
-class Prometheus(Plugin):
+class Prometheus(declared.Prometheus, Plugin):
     """Counts requests, latency and bandwidth per route in APISIX's metric names (exporter on
     :9091)."""
-
-    name = "prometheus"
-    priority = 500
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {"prefer_name": {"type": "boolean", "default": False}},
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

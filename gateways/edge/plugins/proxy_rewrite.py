@@ -28,35 +28,20 @@ for list-valued headers, RFC 9110 §5.3, but not for `Set-Cookie`-like ones); th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
-from gateways.edge.plugins._rewrite import (
+from gateways.edge.model.plugins import proxy_rewrite as declared
+from gateways.edge.model.plugins.substitutions import (
     escape_lax,
     escape_uri,
     header_safe,
-    regex_uri_problem,
     substitutions,
 )
+from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from gateways.edge.variables import interpolate
 
-METHODS = [
-    "GET", "POST", "PUT", "HEAD", "DELETE", "OPTIONS", "MKCOL", "COPY", "MOVE", "PROPFIND",
-    "LOCK", "UNLOCK", "PATCH", "TRACE",
-]  # fmt: skip
-HEADER_NAME = r"^[!-9;-~]+$"  # visible ASCII but ":"
-SCALAR: dict[str, Any] = {
-    "oneOf": [{"type": "string", "pattern": r"^[^\x00-\x08\x0a-\x1f\x7f]*$"}, {"type": "number"}]
-}
-VALUE: dict[str, Any] = {"oneOf": [SCALAR, {"type": "array", "items": SCALAR, "minItems": 1}]}
-HEADER_MAP: dict[str, Any] = {
-    "type": "object",
-    "minProperties": 1,
-    "propertyNames": {"pattern": HEADER_NAME},
-    "additionalProperties": VALUE,
-}
 CAPTURE = re.compile(r"\$(\d+)|\$\{(\d+)\}")
 
 Render = Callable[[RequestContext, "re.Match[str] | None"], str]
@@ -102,50 +87,8 @@ class ProxyRewriteConf:
     headers: dict[str, Any] | None = None  # {add, set, remove} or the legacy flat map
 
 
-class ProxyRewrite(Plugin):
+class ProxyRewrite(declared.ProxyRewrite, Plugin):
     """Rewrites the request sent upstream: URI (template or regex), host, method, headers."""
-
-    name = "proxy-rewrite"
-    priority = 1008
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "uri": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": r"^\/.*"},
-            "method": {"type": "string", "enum": METHODS},
-            "regex_uri": {
-                "type": "array",
-                "minItems": 2,
-                "items": {"type": "string"},
-            },
-            "host": {"type": "string", "pattern": r"^[0-9a-zA-Z-.]+(:\d{1,5})?$"},
-            "headers": {
-                "oneOf": [
-                    {
-                        "type": "object",
-                        "minProperties": 1,
-                        "additionalProperties": False,
-                        "properties": {
-                            "add": HEADER_MAP,
-                            "set": HEADER_MAP,
-                            "remove": {
-                                "type": "array",
-                                "minItems": 1,
-                                "items": {"type": "string", "pattern": HEADER_NAME},
-                            },
-                        },
-                    },
-                    {**HEADER_MAP, "additionalProperties": SCALAR},  # legacy: headers to set
-                ]
-            },
-            "use_real_request_uri_unsafe": {"type": "boolean", "default": False},
-        },
-        "minProperties": 1,
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        """APISIX's check_schema: `regex_uri` is pairs, each regex and template valid."""
-        return regex_uri_problem(conf.get("regex_uri") or [])
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -20,12 +20,12 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import real_ip as declared
+from gateways.edge.model.plugins.addresses import IpMatcher, parse_ip
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
-from gateways.edge.plugins._ip import IpMatcher, invalid_address, parse_ip
 from gateways.edge.variables import variable
 
 log = logging.getLogger(__name__)
@@ -59,28 +59,8 @@ class RealIpConf:
     trusted_addresses: list[str] | None = None
 
 
-class RealIp(Plugin):
+class RealIp(declared.RealIp, Plugin):
     """Sets the client address from a header or variable when the peer is trusted."""
-
-    name = "real-ip"
-    priority = 23000
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "source": {"type": "string", "minLength": 1},
-            "trusted_addresses": {
-                "type": "array",
-                "items": {"type": "string"},
-                "minItems": 1,
-            },
-            "recursive": {"type": "boolean", "default": False},
-        },
-        "required": ["source"],
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        return invalid_address(conf.get("trusted_addresses") or ())
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

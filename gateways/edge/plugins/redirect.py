@@ -21,13 +21,12 @@ has no port: 443.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import redirect as declared
+from gateways.edge.model.plugins.substitutions import Substitution, escape_uri, header_safe
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
-from gateways.edge.plugins._rewrite import Substitution, escape_uri, header_safe
 from gateways.edge.variables import interpolate, variable
 
 
@@ -41,47 +40,9 @@ class RedirectConf:
     http_to_https: bool = False
 
 
-class Redirect(Plugin):
+class Redirect(declared.Redirect, Plugin):
     """Answers with a redirect: a fixed or templated URI, a regex rewrite of the path, or
     HTTP to HTTPS."""
-
-    name = "redirect"
-    priority = 900
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "ret_code": {"type": "integer", "minimum": 200, "default": 302},
-            "uri": {"type": "string", "minLength": 2},
-            "regex_uri": {
-                "type": "array",
-                "minItems": 2,
-                "maxItems": 2,
-                "items": {"type": "string"},
-            },
-            "http_to_https": {"type": "boolean"},
-            "encode_uri": {"type": "boolean", "default": False},
-            "append_query_string": {"type": "boolean", "default": False},
-        },
-        "oneOf": [
-            {"required": ["uri"]},
-            {"required": ["regex_uri"]},
-            {"required": ["http_to_https"]},
-        ],
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        """APISIX's check_schema: `regex_uri` compiles; not both http_to_https and
-        append_query_string."""
-        regex_uri = conf.get("regex_uri")
-        if regex_uri:
-            try:
-                Substitution(regex_uri[0], regex_uri[1])
-            except (re.error, ValueError) as exc:
-                return f"invalid regex_uri ({regex_uri[0]}, {regex_uri[1]}), err:{exc}"
-        if conf.get("http_to_https") and conf.get("append_query_string"):
-            return "only one of `http_to_https` and `append_query_string` can be configured."
-        return None
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

@@ -10,8 +10,9 @@ import secrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from gateways.edge.model.plugins import request_id as declared
 from gateways.edge.plugin import Plugin, Reply, RequestContext, parse_conf
 
 
@@ -23,36 +24,8 @@ class RequestIdConf:
     range_id: Mapping[str, Any]  # char_set, length
 
 
-class RequestId(Plugin):
+class RequestId(declared.RequestId, Plugin):
     """Keeps or generates `X-Request-Id` on the request and copies it to the response."""
-
-    name = "request-id"
-    priority = 12015
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "header_name": {"type": "string", "default": "X-Request-Id"},
-            "include_in_response": {"type": "boolean", "default": True},
-            "algorithm": {
-                "type": "string",
-                "enum": ["uuid", "nanoid", "range_id"],
-                "default": "uuid",
-            },
-            "range_id": {
-                "type": "object",
-                "properties": {
-                    "char_set": {
-                        "type": "string",
-                        "minLength": 6,
-                        "default": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
-                    },
-                    "length": {"type": "integer", "minimum": 6, "default": 16},
-                },
-                "default": {},
-            },
-        },
-        "additionalProperties": False,
-    }
 
     def __init__(self, conf: Any, env: Any) -> None:
         super().__init__(conf, env)

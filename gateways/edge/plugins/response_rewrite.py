@@ -30,71 +30,17 @@ import base64
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from gateways.edge.model.resources import ConfigRejected
+from gateways.edge.model.plugins import response_rewrite as declared
+from gateways.edge.model.plugins.response_rewrite import Substitution, is_operations
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
-from gateways.edge.plugins._rewrite import parse_template
 from gateways.edge.variables import compile_vars, interpolate
 
-HEADER_VALUE = {"oneOf": [{"type": "string"}, {"type": "number"}]}
 ADD_ENTRY = re.compile(r"^([^:\s]+)\s*:\s*([^:]+)$")  # APISIX's parse of "Name: value"
-# ngx.re's flags: what each does to a Python regex (j, o, d, D, J change nothing here).
-FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-NEUTRAL_FLAGS = frozenset("jodDJ")
-UNICODE_FLAGS = frozenset("uU")
 BODY_HEADERS = ("content-length", "content-encoding", "last-modified", "etag")
 
 Template = Callable[[RequestContext], str]
-
-
-class Substitution:
-    """One `filters` entry, compiled: `apply(body)` → the body with the regex replaced."""
-
-    __slots__ = ("count", "pattern", "replace", "text")
-
-    def __init__(self, conf: Mapping[str, Any]) -> None:
-        regex, options = conf["regex"], conf.get("options", "jo")
-        flags = 0
-        for flag in options:
-            if flag in FLAGS:
-                flags |= FLAGS[flag]
-            elif flag not in NEUTRAL_FLAGS and flag not in UNICODE_FLAGS and flag != "a":
-                raise ValueError(f'unknown flag "{flag}" (flags "{options}")')
-        if "a" in options:
-            regex = rf"\A(?:{regex})"
-        self.text = bool(UNICODE_FLAGS & set(options))  # match decoded UTF-8, not bytes
-        self.pattern: re.Pattern[Any] = re.compile(regex if self.text else regex.encode(), flags)
-        self.count = 1 if conf.get("scope", "once") == "once" else 0
-        self.replace = self._replacement(conf["replace"])
-
-    def _replacement(self, template: str) -> Callable[[re.Match[Any]], Any]:
-        """ngx.re.sub's template as a function of the match ($n of a missing group is "")."""
-        parts = parse_template(template)  # the grammar redirect and proxy-rewrite use
-        empty: Any = "" if self.text else b""
-        pieces = [p if isinstance(p, int) else (p if self.text else p.encode()) for p in parts]
-        if len(pieces) == 1:
-            literal = pieces[0]
-            return lambda match: literal
-        groups = self.pattern.groups
-
-        def render(match: re.Match[Any]) -> Any:
-            out = []
-            for piece in pieces:
-                if isinstance(piece, int):
-                    piece = (match.group(piece) if piece <= groups else None) or empty
-                out.append(piece)
-            return empty.join(out)
-
-        return render
-
-    def apply(self, body: bytes) -> bytes:
-        if not self.text:
-            return bytes(self.pattern.sub(self.replace, body, count=self.count))
-        text = body.decode("utf-8", "surrogateescape")
-        return str(self.pattern.sub(self.replace, text, count=self.count)).encode(
-            "utf-8", "surrogateescape"
-        )
 
 
 class Buffer:
@@ -106,15 +52,6 @@ class Buffer:
         self.chunks: list[bytes] = []
         self.size = 0
         self.done = False
-
-
-def _is_operations(headers: Mapping[str, Any]) -> bool:
-    """`{add, set, remove}` rather than the legacy flat map (APISIX's is_new_headers_conf)."""
-    return (
-        isinstance(headers.get("add"), list)
-        or isinstance(headers.get("set"), dict)
-        or isinstance(headers.get("remove"), list)
-    )
 
 
 def _value(value: Any) -> Template:
@@ -137,92 +74,8 @@ class ResponseRewriteConf:
     filters: list[dict[str, Any]] | None = None  # each compiled by `Substitution`
 
 
-class ResponseRewrite(Plugin):
+class ResponseRewrite(declared.ResponseRewrite, Plugin):
     """Rewrites the status, headers and body of the upstream's or a plugin's response."""
-
-    name = "response-rewrite"
-    priority = 899
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "headers": {
-                "anyOf": [
-                    {
-                        "type": "object",
-                        "minProperties": 1,
-                        "patternProperties": {"^[^:]+$": HEADER_VALUE},
-                    },
-                    {
-                        "properties": {
-                            "add": {
-                                "type": "array",
-                                "minItems": 1,
-                                "items": {"type": "string", "pattern": "^[^:]+:[^:]+[^/]$"},
-                            },
-                            "set": {
-                                "type": "object",
-                                "minProperties": 1,
-                                "patternProperties": {"^[^:]+$": HEADER_VALUE},
-                            },
-                            "remove": {
-                                "type": "array",
-                                "minItems": 1,
-                                "items": {"type": "string", "pattern": "^[^:]+$"},
-                            },
-                        }
-                    },
-                ]
-            },
-            "body": {"type": "string"},
-            "body_base64": {"type": "boolean", "default": False},
-            "status_code": {"type": "integer", "minimum": 200, "maximum": 598},
-            "vars": {"type": "array"},
-            "filters": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "required": ["regex", "replace"],
-                    "properties": {
-                        "regex": {"type": "string", "minLength": 1},
-                        "scope": {"type": "string", "enum": ["once", "global"], "default": "once"},
-                        "replace": {"type": "string"},
-                        "options": {"type": "string", "default": "jo"},
-                    },
-                },
-            },
-            "max_resp_body_size": {"type": "integer", "minimum": 1, "default": 64 << 20},
-        },
-        "dependencies": {
-            "filters": {"not": {"required": ["body"]}},
-            "body": {"not": {"required": ["filters"]}},
-        },
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        """APISIX's check_schema beyond the JSON schema."""
-        headers = conf.get("headers")
-        if isinstance(headers, dict) and not _is_operations(headers):
-            for field, value in headers.items():
-                if isinstance(value, bool) or not isinstance(value, str | int | float):
-                    return "invalid type as header value"
-                if not field:
-                    return "invalid field length in header"
-        if conf.get("body_base64") and not _decodes(conf.get("body") or ""):
-            return "invalid base64 content"
-        if conf.get("vars") is not None:
-            try:
-                compile_vars(conf["vars"])
-            except ConfigRejected as exc:
-                reason = str(exc).removeprefix("vars: ")
-                return f"failed to validate the 'vars' expression: {reason}"
-        for entry in conf.get("filters") or ():
-            try:
-                Substitution(entry)
-            except (re.error, ValueError) as exc:
-                return f'regex "{entry["regex"]}" validation failed: {exc}'
-        return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)  # (`check_conf` has passed: chain.plugin_conf)
@@ -241,7 +94,7 @@ class ResponseRewrite(Plugin):
         self.set: list[tuple[str, Template]] = []
         self.remove: list[str] = []
         headers = settings.headers or {}
-        if _is_operations(headers):
+        if is_operations(headers):
             for line in headers.get("add") or ():
                 found = ADD_ENTRY.match(line)
                 if found:  # (APISIX logs and skips what its own parse refuses)
@@ -307,10 +160,3 @@ class ResponseRewrite(Plugin):
         for substitution in self.filters:
             body = substitution.apply(body)
         return body
-
-
-def _decodes(body: str) -> bool:
-    try:
-        return bool(base64.b64decode(body, validate=True))
-    except ValueError:  # binascii.Error, or a character that is not ASCII
-        return False

@@ -5,11 +5,9 @@ APISIX (installed Python functions named in `functions`, never code from the net
 
 from __future__ import annotations
 
+from gateways.edge.model.plugins import serverless_post_function as declared
 from gateways.edge.plugins.serverless_pre_function import ServerlessPreFunction
 
 
-class ServerlessPostFunction(ServerlessPreFunction):
+class ServerlessPostFunction(declared.ServerlessPostFunction, ServerlessPreFunction):
     """Runs installed Python functions, named in `functions`, at the end of `phase`."""
-
-    name = "serverless-post-function"
-    priority = -2000

@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 import ssl
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
+from gateways.edge.log_entry import LoggerPlugin, as_batch
+from gateways.edge.model.plugins import tcp_logger as declared
 from gateways.edge.plugin import PluginEnv, parse_conf
 
 
@@ -32,24 +32,8 @@ class TcpLoggerConf:
     tls_options: str | None = None
 
 
-class TcpLogger(LoggerPlugin):
+class TcpLogger(declared.TcpLogger, LoggerPlugin):
     """Push request logs, in batches, to a TCP server as JSON."""
-
-    name = "tcp-logger"
-    priority = 405
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "host": {"type": "string"},
-            "port": {"type": "integer", "minimum": 0},
-            "tls": {"type": "boolean", "default": False},
-            "tls_options": {"type": "string"},
-            "timeout": {"type": "integer", "minimum": 1, "default": 1000},
-            **LOG_PROPERTIES,
-            **batch_properties("tcp logger"),
-        },
-        "required": ["host", "port"],
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

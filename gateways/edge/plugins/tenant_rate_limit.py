@@ -39,11 +39,12 @@ import os
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from redis.exceptions import RedisError
 
 from gateways.edge.keys import rate_limit_override, rate_limit_window
+from gateways.edge.model.plugins import tenant_rate_limit as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
 from runtime.stores.kv_pipeline import PipelinedScript
@@ -109,39 +110,9 @@ class TenantRateLimitConf:
     show_limit_header: bool
 
 
-class TenantRateLimit(Plugin):
+class TenantRateLimit(declared.TenantRateLimit, Plugin):
     """Per-tenant sliding window in the key-value store, with overrides in `rl:config:{tenant}`
     (spec custom plugin)."""
-
-    name = "tenant-rate-limit"
-    priority = 1001
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "redis_host": {"type": "string", "default": "gw-redis"},
-            "redis_port": {"type": "integer", "minimum": 1, "maximum": 65535, "default": 6379},
-            "redis_timeout": {"type": "integer", "minimum": 1, "default": 1000},
-            "redis_pool_size": {"type": "integer", "minimum": 1, "default": 100},
-            "default_count": {"type": "integer", "minimum": 0, "default": 100},
-            "time_window": {"type": "integer", "exclusiveMinimum": 0, "default": 60},
-            "rejected_code": {"type": "integer", "minimum": 200, "maximum": 599, "default": 429},
-            "rejected_msg": {
-                "type": "string",
-                "minLength": 1,
-                "default": "Rate limit exceeded for tenant",
-            },
-            "tenant_header": {"type": "string", "minLength": 1, "default": "X-Tenant-ID"},
-            "allow_missing_tenant": {"type": "boolean", "default": False},
-            "missing_tenant_code": {
-                "type": "integer",
-                "minimum": 200,
-                "maximum": 599,
-                "default": 401,
-            },
-            "show_limit_header": {"type": "boolean", "default": True},
-        },
-        "additionalProperties": False,
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

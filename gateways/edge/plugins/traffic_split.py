@@ -25,20 +25,20 @@ balancer, hash key and host settings into a new upstream, dropping e.g. `scheme`
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from gateways.edge.model.resource_schemas import ID, UPSTREAM
+from gateways.edge.model.plugins import traffic_split as declared
+from gateways.edge.model.plugins.traffic_split import condition
 from gateways.edge.model.resources import UPSTREAMS, ConfigRejected
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
-from gateways.edge.variables import compile_vars
+from gateways.edge.variables import Condition
 
 log = logging.getLogger(__name__)
 
 INLINE_TIMEOUT = {"connect": 15, "send": 15, "read": 15}  # APISIX's set_upstream default
 NOT_FOUND = "failed to fetch upstream info by upstream id: "
-Condition = Callable[[RequestContext], bool]
 
 
 class SmoothWeighted:
@@ -85,12 +85,6 @@ class Rule:
         return self.conditions is None or any(test(ctx) for test in self.conditions)
 
 
-def _condition(vars_expr: Any) -> Condition:
-    if not vars_expr:  # lua-resty-expr: an empty expression holds
-        return lambda ctx: True
-    return compile_vars(vars_expr)
-
-
 @dataclass(frozen=True, slots=True)
 class TrafficSplitConf:
     rules: list[dict[str, Any]] | None = None  # each parsed as a RuleConf
@@ -109,58 +103,8 @@ class WeightedUpstreamConf:
     upstream: dict[str, Any] | None = None  # inline, as written (UPSTREAM has no defaults)
 
 
-class TrafficSplit(Plugin):
+class TrafficSplit(declared.TrafficSplit, Plugin):
     """Splits a route's traffic between upstreams by weight and request conditions."""
-
-    name = "traffic-split"
-    priority = 966
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "rules": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "match": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {"vars": {"type": "array"}},
-                            },
-                        },
-                        "weighted_upstreams": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {
-                                    "upstream_id": ID,
-                                    "upstream": UPSTREAM,
-                                    "weight": {"type": "integer", "default": 1, "minimum": 0},
-                                },
-                            },
-                            "default": [{"weight": 1}],
-                            "minItems": 1,
-                            "maxItems": 20,
-                        },
-                    },
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "additionalProperties": False,
-    }
-
-    @classmethod
-    def check_conf(cls, conf: Mapping[str, Any]) -> str | None:
-        for rule in conf.get("rules") or ():
-            for match in rule.get("match") or ():
-                try:
-                    _condition(match.get("vars"))
-                except ConfigRejected as exc:
-                    reason = str(exc).removeprefix("vars: ")
-                    return f"failed to validate the 'vars' expression: {reason}"
-        return None
 
     def __init__(self, conf: Mapping[str, Any], env: PluginEnv) -> None:
         super().__init__(conf, env)
@@ -174,7 +118,7 @@ class TrafficSplit(Plugin):
         rule = parse_conf(RuleConf, rule_schema, conf)
         conditions = None
         if rule.match is not None:
-            conditions = [_condition(match.get("vars")) for match in rule.match]
+            conditions = [condition(match.get("vars")) for match in rule.match]
         choices: list[tuple[Any, int]] = []
         missing = None
         for entry in rule.weighted_upstreams or [{"weight": 1}]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from gateways.edge.batch import batch_properties
-from gateways.edge.log_entry import LOG_PROPERTIES, LoggerPlugin, as_batch
+from gateways.edge.log_entry import LoggerPlugin, as_batch
+from gateways.edge.model.plugins import udp_logger as declared
 from gateways.edge.plugin import PluginEnv, parse_conf
 
 log = logging.getLogger(__name__)
@@ -71,22 +71,8 @@ class UdpLoggerConf:
     timeout: int
 
 
-class UdpLogger(LoggerPlugin):
+class UdpLogger(declared.UdpLogger, LoggerPlugin):
     """Push request logs, in batches, to a UDP server as JSON."""
-
-    name = "udp-logger"
-    priority = 400
-    schema: ClassVar[dict[str, Any]] = {
-        "type": "object",
-        "properties": {
-            "host": {"type": "string"},
-            "port": {"type": "integer", "minimum": 0},
-            "timeout": {"type": "integer", "minimum": 1, "default": 3},
-            **LOG_PROPERTIES,
-            **batch_properties("udp logger"),
-        },
-        "required": ["host", "port"],
-    }
 
     def __init__(self, conf: Any, env: PluginEnv) -> None:
         super().__init__(conf, env)

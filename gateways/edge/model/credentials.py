@@ -1,7 +1,7 @@
 """Consumers' secrets at rest: neither the store nor the Admin API ever holds or shows one
 that works.
 
-Each auth plugin declares how its consumer secrets are kept (`Plugin.secret_fields`):
+Each auth plugin declares how its consumer secrets are kept (`Declaration.secret_fields`):
 - `digest`: what is only ever looked up (key-auth's `key`) is stored as its keyed digest
   (`hmac:<kid>:…`, HMAC-SHA256 under the platform keyring, `runtime/keyring.py`); the data
   plane digests the key a request presents, once per key id in use (one, until a rotation),
@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gateways.edge.plugins import REGISTRY
+from gateways.edge.model.plugins import DECLARATIONS
 from runtime.hashing import hash_secret, is_hash
 from runtime.keyring import (
     MASKED,
@@ -45,7 +45,7 @@ class Refused(ValueError):
 
 
 def secret_fields(plugin: str) -> Mapping[str, str]:
-    cls = REGISTRY.get(plugin)
+    cls = DECLARATIONS.get(plugin)
     return cls.secret_fields if cls is not None else {}
 
 

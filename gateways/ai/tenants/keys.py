@@ -1,9 +1,10 @@
 """Key-value store keys of a tenant at the AI gateway (the one place their names are written).
 
-- The token budget: the AI gateway owns it (`budget.py` sets it, `budget_reservation.py`
-  debits); the control plane reads the counters for its tenant figures (`tenants/live.py`).
+- The token budget: the AI gateway owns it (`gateways/ai/budget.py` sets it,
+  `budget_reservation.py` debits); the control plane reads the counters for its tenant figures
+  (`controlplane/tenants/live.py`).
 - The chat configuration: the control plane writes it (`PUT /api/tenants/:id/prompt-config`),
-  the AI gateway reads it (`prompt_config.py`).
+  the AI gateway reads it (`gateways/ai/prompt_config.py`).
 """
 
 from __future__ import annotations
