@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, valkey_server
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, valkey_server
 
 from runtime.config import ServiceConfig
 from runtime.stores import Stores

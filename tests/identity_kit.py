@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
-from support import MASTER_KEY, service_token
+from shared_kit import MASTER_KEY, service_token
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

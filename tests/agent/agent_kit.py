@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 from mcp_servers import UpstreamMcp
 from prometheus_client.parser import text_string_to_metric_families
-from support import MASTER_KEY, free_port, service_process
+from shared_kit import MASTER_KEY, free_port, service_process
 
 from gateways.agent.mcp.registry import McpRegistryServicer
 from runtime.testing import Serving

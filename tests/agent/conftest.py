@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp_servers import UpstreamMcp
 from redis.asyncio import Redis
-from support import MASTER_KEY, user_token
+from shared_kit import MASTER_KEY, user_token
 
 from gateways.agent.app import build
 from gateways.agent.changes import announce, changed_here

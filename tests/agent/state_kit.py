@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from redis.asyncio import Redis
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig

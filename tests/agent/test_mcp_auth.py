@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 from agent_kit import call, registry_of, server_body
 from aiohttp import web
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.errors import UpstreamAuthFailed
@@ -257,7 +257,7 @@ async def test_legacy_and_rotated_secrets_are_resealed_at_start_and_tokens_seale
     sealed too."""
     import json
 
-    from support import MASTER_KEY
+    from shared_kit import MASTER_KEY
 
     from runtime.keyring import kid_of, new_key
 

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from agent_kit import call, registry_of, server_body
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.mcp.errors import McpUpstreamError
 

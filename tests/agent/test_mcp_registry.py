@@ -9,7 +9,7 @@ import hashlib
 import json
 
 from agent_kit import call, server_body
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig

@@ -12,7 +12,7 @@ import json
 import pytest
 from agent_kit import agent_processes, call, execute, metrics_of, registered, sample, session
 from aiohttp import web
-from support import running
+from shared_kit import running
 
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ai_kit import PROVIDERS, Scripted, provider, set_providers
 from redis.asyncio import Redis
-from support import running
+from shared_kit import running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp.test_utils import TestServer
 from provider_servers import EXAMPLES, EXPECTED, PROTOCOLS, serve_protocol
-from support import free_port
+from shared_kit import free_port
 
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ChatCall, Delta, ProviderError, ProviderTarget, Usage

@@ -10,7 +10,7 @@ import aiohttp
 import openai
 import pytest
 from ai_kit import client, gateway_processes, provider, set_providers, tenant
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig

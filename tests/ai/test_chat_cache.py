@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 from ai_kit import client, gateway_processes, log_rows, pipeline_of, tenant
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY
 
 ASKED = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"

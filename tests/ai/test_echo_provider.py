@@ -10,7 +10,7 @@ import aiohttp
 import openai
 import pytest
 from ai_kit import ECHO_KEY, KEY_VARS, client, listed, save_provider, tenant
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from sidecars.echo_llm.provider import echo_provider
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import aiohttp
 from ai_kit import Scripted, client, tenant
-from support import MASTER_KEY, running
+from shared_kit import MASTER_KEY, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

@@ -23,7 +23,7 @@ from ai_kit import (
 from openai import AsyncOpenAI
 from provider_servers import EXAMPLES, serve_protocol
 from redis.asyncio import Redis
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from gateways.ai import local_models
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS

@@ -22,7 +22,7 @@ from ai_kit import (
     set_providers,
     tenant,
 )
-from support import MASTER_KEY, running
+from shared_kit import MASTER_KEY, running
 
 HI = [{"role": "user", "content": "hi"}]
 

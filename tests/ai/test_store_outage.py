@@ -31,7 +31,7 @@ import pytest
 from ai_kit import ECHO_KEY, Scripted, client, pipeline_of, provider, set_providers
 from redis.asyncio import Redis
 from redis.exceptions import TimeoutError
-from support import MASTER_KEY, running, user_token, valkey_server
+from shared_kit import MASTER_KEY, running, user_token, valkey_server
 
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.pipeline import ChatPipeline

@@ -9,7 +9,7 @@ import time
 import uuid
 
 from identity_kit import MASTER, controlplane, request
-from support import free_port
+from shared_kit import free_port
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig

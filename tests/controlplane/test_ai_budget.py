@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, free_port, user_token
 
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig

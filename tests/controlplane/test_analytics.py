@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import grpc
 import pytest
-from analytics_helpers import (
+from analytics_kit import (
     HOUR,
     MASTER,
     bearer,
@@ -21,7 +21,7 @@ from analytics_helpers import (
     iso_hour,
     tenant,
 )
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, free_port, user_token
 
 from controlplane.analytics.servicer import provider_of
 from controlplane.app import build

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable
 from urllib.parse import quote
 
 import pytest
-from analytics_helpers import MASTER, bearer, call, insert, parse_csv, tenant
-from support import user_token
+from analytics_kit import MASTER, bearer, call, insert, parse_csv, tenant
+from shared_kit import user_token
 
 from controlplane.analytics.common import csv_bytes, csv_cell
 from controlplane.app import build

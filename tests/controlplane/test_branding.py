@@ -10,8 +10,8 @@ import re
 from collections.abc import AsyncIterator
 
 import pytest
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
-from support import free_port
+from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
+from shared_kit import free_port
 
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving

@@ -18,9 +18,9 @@ from typing import Any
 
 import openai
 import pytest
-from keys_support import MASTER, Platform, Tenants, call, control_plane, eventually, unique
+from keys_kit import MASTER, Platform, Tenants, call, control_plane, eventually, unique
 from openai import AsyncOpenAI
-from support import running, valkey_server
+from shared_kit import running, valkey_server
 
 import runtime.stores.kv as kv_store
 from gateways.agent.app import build as build_agent

@@ -32,7 +32,7 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     verify_signature,
 )
 from redis.exceptions import ResponseError
-from support import MASTER_KEY, free_port, keyring_for_tests
+from shared_kit import MASTER_KEY, free_port, keyring_for_tests
 
 from controlplane.notifications import raise_notification, store
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc

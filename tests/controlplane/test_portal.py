@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from misc_support import MASTER, Start, call, start_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, call, start_fixture  # noqa: F401
 from portal_kit import Browser
-from support import free_port, keyring_for_tests
+from shared_kit import free_port, keyring_for_tests
 
 from controlplane.portal.sessions import SESSION_PREFIX, digest
 from runtime.stores.kv import connect_kv

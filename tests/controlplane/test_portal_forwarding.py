@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 from portal_kit import Browser
-from support import free_port
+from shared_kit import free_port
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from misc_support import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import free_port, keyring_for_tests
+from shared_kit import free_port, keyring_for_tests
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig

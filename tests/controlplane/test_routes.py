@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from misc_support import MASTER, Tokens, call, tokens_fixture  # noqa: F401
+from controlplane_kit import MASTER, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import ADMIN_API_KEY, free_port
+from shared_kit import ADMIN_API_KEY, free_port
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

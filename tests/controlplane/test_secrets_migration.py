@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from support import MASTER_KEY, store_text, valkey_server
+from shared_kit import MASTER_KEY, store_text, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

@@ -13,10 +13,10 @@ from typing import Any
 
 import jwt
 import pytest
+from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
-from support import free_port, keyring_for_tests
+from shared_kit import free_port, keyring_for_tests
 
 from controlplane.config import ControlPlaneConfig
 from controlplane.platform_settings import apply_retention, current_ttls, opened, table_ttls

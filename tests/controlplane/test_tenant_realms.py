@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, free_port, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 from google.protobuf import struct_pb2
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, user_token
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -643,7 +643,7 @@ async def test_ip_allowlist_validates_normalizes_and_stores(cp: Serving, kv: Any
 async def test_allowlist_suspension_and_limit_are_enforced_at_the_edge(
     cp: Serving, kv: Any
 ) -> None:
-    from edge.helpers import route, serve_edge, upstream
+    from edge.edge_kit import route, serve_edge, upstream
 
     tid = (await create(cp, "free"))["id"]
     key = f"key-{uuid.uuid4().hex}"

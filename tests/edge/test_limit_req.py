@@ -8,8 +8,8 @@ import uuid
 from typing import Any
 
 import pytest
-from helpers import make_plugin, request, route, serve_edge, upstream
-from support import free_port
+from edge_kit import make_plugin, request, route, serve_edge, upstream
+from shared_kit import free_port
 
 from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.model.schema import check, with_defaults

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
-from helpers import Edge, route, serve_edge, upstream
-from support import free_port
+from edge_kit import Edge, route, serve_edge, upstream
+from shared_kit import free_port
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -12,7 +12,7 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import MASTER_KEY, free_port, reflected_services, user_token
+from shared_kit import MASTER_KEY, free_port, reflected_services, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig

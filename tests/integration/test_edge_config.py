@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 import pytest
-from support import ADMIN_API_KEY, free_port, reflected_services
+from shared_kit import ADMIN_API_KEY, free_port, reflected_services
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

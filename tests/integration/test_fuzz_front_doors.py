@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import aiohttp
 import pytest
-from support import MASTER_KEY, valkey_server
+from shared_kit import MASTER_KEY, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

@@ -12,7 +12,7 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import (
+from shared_kit import (
     ADMIN_API_KEY,
     MASTER_KEY,
     free_port,

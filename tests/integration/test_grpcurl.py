@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig

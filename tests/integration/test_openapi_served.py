@@ -25,7 +25,7 @@ import aiohttp
 import pytest
 from identity_kit import Sts, registered_agents
 from jsonschema import Draft202012Validator
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, running, user_token, valkey_server
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, running, user_token, valkey_server
 
 from cli.docs import API_DIR, api_documents
 from controlplane.app import build as build_controlplane

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import pytest
 from identity_kit import GRANT, Sts, controlplane, identity_stack
-from support import service_token, user_token
+from shared_kit import service_token, user_token
 
 from gateways.agent.app import build as build_agent
 from gateways.agent.config import AgentGatewayConfig

@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 from playwright.async_api import Browser, BrowserContext, Page, expect
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 # No port of this stack is a port of another stack test's or benchmark's, nor of the default
 # stack's (tests/unit/test_launcher.py's offset rule).

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 # No port of this stack is a port of the default stack or of another stack test's or
 # benchmark's (offsets 200-800, 2000): tests/unit/test_launcher.py's offset rule.

@@ -19,7 +19,7 @@ import grpc
 import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
+from shared_kit import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 

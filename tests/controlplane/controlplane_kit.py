@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support import MASTER_KEY, service_token, user_token
+from shared_kit import MASTER_KEY, service_token, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
