@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
-from shared_kit import MASTER_KEY, service_token
+from shared_kit import MASTER_KEY, ConfigFor, service_token
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -75,15 +75,13 @@ def identity_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def controlplane(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Start:
+def controlplane(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Start:
     """`async with controlplane(**env) as cp`: a control plane with the agent identity flag on
     (unless `SVC_AGENT_IDENTITY` says otherwise), on free ports and the session's stores."""
 
     def make(**env: str) -> AbstractAsyncContextManager[Serving]:
         config = config_for(ControlPlaneConfig, **identity_env(**env))
-        return serving(build_controlplane(config, stores_for(config)))  # type: ignore[arg-type]
+        return serving(build_controlplane(config, stores_for(config)))
 
     return make
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ai_kit import PROVIDERS, Scripted, provider, set_providers
 from redis.asyncio import Redis
-from shared_kit import running
+from shared_kit import ConfigFor, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -36,9 +36,7 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 @pytest.fixture
-def gateway(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Gateway:
+def gateway(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Gateway:
     """`async with gateway(**env) as svc:` an AI gateway instance (call it twice for two
     replicas sharing the store)."""
 
@@ -54,14 +52,14 @@ def gateway(
 @pytest.fixture
 async def control_plane(
     kv: Redis,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> AsyncIterator[Serving]:
     """A control plane on the session's stores, with no provider stored yet (the built-ins
     apply until the first write copies them in)."""
     await kv.delete(PROVIDERS, "platform:provider-secrets")
     config = config_for(ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off")
-    async with serving(build_controlplane(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+    async with serving(build_controlplane(config, stores_for(config))) as svc:
         yield svc
 
 

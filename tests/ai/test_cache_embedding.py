@@ -98,7 +98,7 @@ async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
     threads: list[str] = []
     inner = embedder.encoder
 
-    def recording(ids, mask):  # type: ignore[no-untyped-def]
+    def recording(ids, mask):
         threads.append(threading.current_thread().name)
         return inner(ids, mask)
 

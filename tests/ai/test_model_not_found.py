@@ -21,6 +21,7 @@ from ai_kit import (
     tenant,
 )
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 from provider_servers import EXAMPLES, serve_protocol
 from redis.asyncio import Redis
 from shared_kit import MASTER_KEY, free_port
@@ -29,7 +30,7 @@ from gateways.ai import local_models
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from sidecars.echo_llm.provider import echo_provider
 
-HI = [{"role": "user", "content": "hi"}]
+HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
 def retrying_sdk(ai_url: str) -> AsyncOpenAI:
@@ -61,7 +62,7 @@ def not_found(info: pytest.ExceptionInfo[openai.BadRequestError], model: str) ->
         "param": "model",
         "code": "model_not_found",
     }
-    message: str = err.body["message"]  # type: ignore[index]
+    message: str = err.body["message"]
     assert f"{model!r}" in message and "GET /v1/models" in message
     return message
 

@@ -7,11 +7,11 @@ import asyncio
 import threading
 
 import pytest
+from pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 from gateways.ai.pii import Redactor, default_redactor
 from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.pii.patterns import luhn_valid
-from tests.ai.pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 
 @pytest.fixture(scope="module")

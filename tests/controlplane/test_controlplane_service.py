@@ -12,7 +12,7 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from shared_kit import MASTER_KEY, free_port, reflected_services, user_token
+from shared_kit import MASTER_KEY, ConfigFor, free_port, reflected_services, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
@@ -39,7 +39,7 @@ BEARER = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 @pytest.fixture
 def start(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> Callable[..., object]:
     def make(**env: str) -> object:
         config = config_for(ControlPlaneConfig, **env)

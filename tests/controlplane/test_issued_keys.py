@@ -20,6 +20,7 @@ import openai
 import pytest
 from keys_kit import MASTER, Platform, Tenants, call, control_plane, eventually, unique
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 from shared_kit import running, valkey_server
 
 import runtime.stores.kv as kv_store
@@ -129,7 +130,7 @@ async def get(svc: Serving, path: str, key: str, **headers: str) -> tuple[int, A
     return status, body
 
 
-HELLO = [{"role": "user", "content": "hello there"}]
+HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello there"}]
 
 
 # --- the key at the AI gateway ------------------------------------------------------------

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 from controlplane_kit import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from shared_kit import free_port, keyring_for_tests
+from shared_kit import ConfigFor, free_port, keyring_for_tests
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -94,9 +94,7 @@ async def version(valkey_url: str) -> int:
 
 
 @pytest.fixture(name="start")
-def start_fixture(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Start:
+def start_fixture(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Start:
     """`async with start(**env) as cp`: a control plane wired to an AI gateway (which probes
     providers: `POST /api/providers/{id}/test`), both with the same ENVIRONMENT."""
 
@@ -106,7 +104,7 @@ def start_fixture(
         ai_config = config_for(AiGatewayConfig, **shared)
         async with serving(build_ai(ai_config, stores_for(ai_config))) as ai:
             config = config_for(ControlPlaneConfig, AI_GATEWAY_GRPC=ai.grpc_target, **env)
-            async with serving(build_cp(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+            async with serving(build_cp(config, stores_for(config))) as svc:
                 yield svc
 
     return make
@@ -253,7 +251,7 @@ async def test_every_write_is_announced(cp: Serving, valkey_url: str) -> None:
     pubsub = kv.pubsub()
     await pubsub.subscribe("platform:providers:changed")
     try:
-        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"  # type: ignore[index]
+        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
 
         async def announced() -> str:
             async with asyncio.timeout(5):

@@ -12,8 +12,8 @@ from typing import Any
 import aiohttp
 import pytest
 from edge_kit import route, serve_edge, upstream
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
 from shared_kit import keyring_for_tests
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from controlplane.edge_config.store import PREFIX
 from gateways.edge.credentials import stored_plugins

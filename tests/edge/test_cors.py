@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 from edge_kit import conf_problem, route, serve_edge, upstream
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY

@@ -13,8 +13,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
-from edge.test_edge_workers import accepting_pid, children
 from shared_kit import edge_env, start_edge
+from test_edge_workers import accepting_pid, children
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,10 +21,10 @@ from grpc_upstream import (
     descriptor_set_base64,
     grpc_server,
 )
+from shared_kit import free_port
 
 # The test module's Admin API fixtures (a control plane and an edge, real Valkey and gRPC).
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
-from shared_kit import free_port
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.model.schema import check

@@ -17,10 +17,10 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from edge.test_edge_standalone import fetch
-from edge.test_edge_workers import children
 from shared_kit import ADMIN_API_KEY, edge_env, free_port, start_edge
 from test_edge_config import clear_store
+from test_edge_standalone import fetch
+from test_edge_workers import children
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

@@ -7,10 +7,11 @@ import time
 import openai
 import pytest
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from sidecars.echo_llm.app import build_app
 
-MESSAGES = [
+MESSAGES: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "be brief"},
     {"role": "user", "content": "first question"},
     {"role": "assistant", "content": "echo: first question"},
