@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from multidict import CIMultiDictProxy
 from shared_kit import MASTER_KEY, ConfigFor, free_port, reflected_services, user_token
 
 from controlplane.app import build
@@ -60,7 +62,7 @@ async def get(
     headers: dict[str, str] | None = None,
     method: str = "GET",
     data: str | bytes | None = None,
-) -> tuple[int, object, aiohttp.typedefs.LooseHeaders]:
+) -> tuple[int, Any, CIMultiDictProxy[str]]:
     async with (
         aiohttp.ClientSession(svc.http_url) as http,
         http.request(method, path, headers=headers or {}, data=data) as resp,

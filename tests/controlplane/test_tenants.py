@@ -145,7 +145,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
     }
 
 
-NOTHING = {"keys": [], "hashes": {}, "edge": [], "owned": []}
+NOTHING: dict[str, Any] = {"keys": [], "hashes": {}, "edge": [], "owned": []}
 
 
 # --- create, get, list ----------------------------------------------------------------------

@@ -167,7 +167,7 @@ def ai_calls() -> list[Call]:
 
 def controlplane_calls(human: str) -> list[Call]:
     """`human`: a person's IdP token (tenant acme), for the token exchange."""
-    tenant = {"params": {"id": T}}
+    tenant: dict[str, Any] = {"params": {"id": T}}
     hook = "http://127.0.0.1:9/hook"
     return [
         # tenants first: the rest acts for T
@@ -285,8 +285,8 @@ ELICIT_SCHEMA = {
 
 
 def agent_calls(upstream: str) -> list[Call]:
-    server = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
-    session = {"params": {"session_id": "$session"}, "headers": TENANT}
+    server: dict[str, Any] = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
+    session: dict[str, Any] = {"params": {"session_id": "$session"}, "headers": TENANT}
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -57,6 +57,7 @@ class Step:
 def steps(text: str) -> list[Step]:
     """The fenced shell and Python blocks, in order, each with the heading above it."""
     found: list[Step] = []
+    body: list[str]
     heading, language, body, marked, previous = "", None, [], False, ""
     for line in text.splitlines():
         fence = FENCE.match(line)
