@@ -113,7 +113,8 @@ async def _token(issuer: str, form: dict[str, Any]) -> str:
 
 async def reflected_services(channel: grpc.aio.Channel) -> set[str]:
     """The services a server lists through gRPC server reflection (what grpcurl shows)."""
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    # grpc-stubs type the generated stubs for sync channels only; an aio channel serves them too
+    stub: Any = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[arg-type]
     request = reflection_pb2.ServerReflectionRequest(list_services="")
     async for reply in stub.ServerReflectionInfo(iter([request]), timeout=5):
         return {s.name for s in reply.list_services_response.service}

@@ -29,7 +29,7 @@ def registry_of(svc: Serving) -> McpRegistryServicer:
 
 
 async def call(
-    svc: Serving, method: str, path: str, headers: dict[str, str], body: Any = None
+    svc: Serving | Endpoint, method: str, path: str, headers: dict[str, str], body: Any = None
 ) -> tuple[int, Any]:
     """One HTTP request to the gateway's front door: (status, JSON body)."""
     async with (

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,12 +391,12 @@ async def on_every_worker(
     return replies[-1]
 
 
-async def all_replies(calls: list[Awaitable[Reply]]) -> list[Reply]:
+async def all_replies(calls: Sequence[Awaitable[Reply]]) -> list[Reply]:
     """The calls made at once (each on its own connection)."""
     return list(await asyncio.gather(*calls))
 
 
-async def all_statuses(calls: list[Awaitable[Reply]]) -> list[int]:
+async def all_statuses(calls: Sequence[Awaitable[Reply]]) -> list[int]:
     return [reply.status for reply in await all_replies(calls)]
 
 
