@@ -5,7 +5,8 @@ published example answers, streamed or not, and how failures map to ProviderErro
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
@@ -40,7 +41,7 @@ AUTH = {
     "cohere": "bearer",
     "ollama": "none",
 }
-MESSAGES = [
+MESSAGES: list[Mapping[str, Any]] = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": "Hello"},
     {"role": "assistant", "content": "Hi."},

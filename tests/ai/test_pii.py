@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import pytest
 from pii_eval.scoring import INDEPENDENT, TYPES, load, score
@@ -65,7 +66,7 @@ def test_hard_negatives_are_untouched(redactor: Redactor, text: str) -> None:
 
 
 def test_every_message_is_redacted_into_new_dicts(redactor: Redactor) -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You help Zhang Wei with billing."},
         {"role": "user", "content": "My card is 5500-0000-0000-0004.", "name": "u1"},
         {"role": "assistant", "content": None},

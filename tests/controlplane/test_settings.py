@@ -153,7 +153,7 @@ async def test_short_secrets_show_no_characters(cp: Serving) -> None:
 def _with(path: str, value: Any) -> dict[str, Any]:
     settings = copy.deepcopy(FULL)
     *parents, last = path.split(".")
-    target = settings
+    target: Any = settings
     for name in parents:
         target = target[name]
     target[last] = value

@@ -51,7 +51,7 @@ def ids() -> dict[str, str]:
 @pytest.fixture
 async def idp(tmp_path: Path, ids: dict[str, str]) -> AsyncIterator[str]:
     """The dev IdP with four realms beside `strata`; yields the platform realm's issuer."""
-    realms = {
+    realms: dict[str, dict[str, Any]] = {
         ids["realm-a"]: {  # A's people; mallory's account says she is of B
             "users": [
                 user("ann", ids["a"], ("tenant-user", "platform-admin")),

@@ -134,6 +134,7 @@ async def test_injected_faults(client):
     with pytest.raises(openai.InternalServerError) as caught:
         await client.chat.completions.create(model="fail-500", messages=MESSAGES)
     assert caught.value.status_code == 500
+    assert isinstance(caught.value.body, dict)
     assert caught.value.body["code"] == "injected_fault"
     with pytest.raises(openai.RateLimitError) as limited:
         await client.chat.completions.create(model="fail-429-mini", messages=MESSAGES)

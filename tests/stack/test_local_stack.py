@@ -243,7 +243,7 @@ async def test_strata_env_feeds_the_openai_sdk(stack: Path) -> None:
     messages: list[ChatCompletionMessageParam] = [
         {"role": "user", "content": "hello from the first hour"}
     ]
-    reply = await client.chat.completions.create(model="echo-1", messages=messages)  # type: ignore[arg-type]
+    reply = await client.chat.completions.create(model="echo-1", messages=messages)
     assert reply.choices[0].message.content == "echo: hello from the first hour"
     stream = await client.chat.completions.create(
         model="echo-1",
