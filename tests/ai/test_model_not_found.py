@@ -8,6 +8,8 @@ on where the scenario needs them."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import openai
 import pytest
 from ai_kit import (
@@ -44,7 +46,7 @@ def retrying_sdk(ai_url: str) -> AsyncOpenAI:
 
 
 async def breaker_keys(kv: Redis, *provider_ids: str) -> list[str]:
-    return [k for p in provider_ids for k in await kv.keys(f"ai:breaker:{p}:*")]
+    return [k for p in provider_ids for k in cast("list[str]", await kv.keys(f"ai:breaker:{p}:*"))]
 
 
 async def forget_breakers(kv: Redis, *provider_ids: str) -> None:

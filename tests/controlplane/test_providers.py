@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import web
@@ -67,7 +67,7 @@ async def reset(valkey_url: str) -> None:
 async def stored(valkey_url: str) -> dict[str, Any]:
     kv = connect_kv(valkey_url)
     try:
-        raw = await kv.hgetall("platform:providers")
+        raw = cast("dict[str, str]", await kv.hgetall("platform:providers"))
         return {k: json.loads(v) for k, v in raw.items()}
     finally:
         await kv.aclose()
