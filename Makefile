@@ -47,6 +47,10 @@ docs:
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	@# tests/: its own configuration (tests/mypy.ini: the layout, and why each conftest.py is a run)
+	$(VENV)/bin/mypy --config-file tests/mypy.ini
+	for d in agent ai controlplane sidecars; do \
+	  $(VENV)/bin/mypy --config-file tests/mypy.ini tests/$$d/conftest.py || exit 1; done
 	$(VENV)/bin/buf lint
 	$(VENV)/bin/buf format -d --exit-code
 	@tag=$$(git describe --tags --abbrev=0 2>/dev/null || true); \

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, valkey_server
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, C, ConfigFor, free_port, valkey_server
 
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -62,13 +62,11 @@ async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def config_for(
-    valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path
-) -> Callable[..., ServiceConfig]:
+def config_for(valkey_url: str, clickhouse_url: str, idp: str, tmp_path: Path) -> ConfigFor:
     """`config_for(ConfigClass, **env)`: a service's config wired to the session's stores and
     IdP, on free ports."""
 
-    def make(config_class: type[ServiceConfig], **env: str) -> ServiceConfig:
+    def make(config_class: type[C], /, **env: str) -> C:
         base = {
             "MASTER_KEY": MASTER_KEY,
             "ADMIN_API_KEY": ADMIN_API_KEY,

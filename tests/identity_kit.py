@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, cast
 
 import aiohttp
 import jwt
@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from joserfc import jwt as jose_jwt
 from joserfc.errors import SecurityWarning
-from joserfc.jwk import KeySet
+from joserfc.jwk import KeySet, KeySetSerialization
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
-from support import MASTER_KEY, service_token
+from shared_kit import MASTER_KEY, ConfigFor, service_token
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -75,15 +75,13 @@ def identity_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def controlplane(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Start:
+def controlplane(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Start:
     """`async with controlplane(**env) as cp`: a control plane with the agent identity flag on
     (unless `SVC_AGENT_IDENTITY` says otherwise), on free ports and the session's stores."""
 
     def make(**env: str) -> AbstractAsyncContextManager[Serving]:
         config = config_for(ControlPlaneConfig, **identity_env(**env))
-        return serving(build_controlplane(config, stores_for(config)))  # type: ignore[arg-type]
+        return serving(build_controlplane(config, stores_for(config)))
 
     return make
 
@@ -132,10 +130,17 @@ async def idp_agent(idp: str, agent_id: str, tenant: str) -> AgentCreds:
     return AgentCreds(agent_id, client_id, secret, await service_token(idp, client_id, secret))
 
 
+class ByUrl(Protocol):
+    """A service by its front door's URL (a `Serving`, or a stand-in holding only the URL)."""
+
+    @property
+    def http_url(self) -> str: ...
+
+
 class Sts:
     """The registry and the STS of one control plane, through its front door."""
 
-    def __init__(self, svc: Serving) -> None:
+    def __init__(self, svc: ByUrl) -> None:
         self.url = svc.http_url
 
     async def register(
@@ -162,7 +167,7 @@ class Sts:
         return await request("POST", f"{self.url}/sts/token", json_body=fields)
 
     async def token(self, subject: str, actor: str, audience: str, **extra: str) -> str:
-        status, body = await self.exchange(subject, actor, audience, **extra)
+        status, body = await self.exchange(subject, actor, audience, form=False, **extra)
         assert status == 200, body
         return str(body["access_token"])
 
@@ -178,7 +183,9 @@ def jose_verify(token: str, jwks: dict[str, Any]) -> tuple[dict[str, Any], dict[
     favour of `Ed25519`; joserfc says so with a SecurityWarning."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SecurityWarning)
-        decoded = jose_jwt.decode(token, KeySet.import_key_set(jwks), algorithms=["EdDSA"])
+        decoded = jose_jwt.decode(
+            token, KeySet.import_key_set(cast("KeySetSerialization", jwks)), algorithms=["EdDSA"]
+        )
     return dict(decoded.header), dict(decoded.claims)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 from mcp_servers import UpstreamMcp
 from prometheus_client.parser import text_string_to_metric_families
-from support import MASTER_KEY, free_port, service_process
+from shared_kit import MASTER_KEY, free_port, service_process
 
 from gateways.agent.mcp.registry import McpRegistryServicer
 from runtime.testing import Serving
@@ -29,7 +29,7 @@ def registry_of(svc: Serving) -> McpRegistryServicer:
 
 
 async def call(
-    svc: Serving, method: str, path: str, headers: dict[str, str], body: Any = None
+    svc: Serving | Endpoint, method: str, path: str, headers: dict[str, str], body: Any = None
 ) -> tuple[int, Any]:
     """One HTTP request to the gateway's front door: (status, JSON body)."""
     async with (

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp_servers import UpstreamMcp
 from redis.asyncio import Redis
-from support import MASTER_KEY, user_token
+from shared_kit import MASTER_KEY, ConfigFor, user_token
 
 from gateways.agent.app import build
 from gateways.agent.changes import announce, changed_here
@@ -46,7 +46,7 @@ async def _clear_registry(client: Redis) -> None:
 @pytest.fixture
 def gateway(
     kv: Redis,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> Gateway:
     """`async with gateway(**env) as svc:` an agent gateway (twice: two replicas)."""
@@ -55,7 +55,7 @@ def gateway(
     async def start(**env: str) -> AsyncIterator[Serving]:
         settings = {"ENVIRONMENT": "development", "AGENT_MCP_RELIST_SECS": "0", **env}
         config = config_for(AgentGatewayConfig, **settings)
-        async with serving(build(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+        async with serving(build(config, stores_for(config))) as svc:
             yield svc
 
     return start

@@ -28,7 +28,7 @@ import uvicorn
 from aiohttp import web
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel
-from support import free_port
+from shared_kit import free_port
 
 
 class Confirmation(BaseModel):

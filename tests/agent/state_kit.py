@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from redis.asyncio import Redis
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, ConfigFor, free_port
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig
@@ -40,16 +40,14 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 @pytest.fixture
-def gateway(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Gateway:
+def gateway(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Gateway:
     """`async with gateway(**env) as svc:` one agent gateway instance; enter it twice for two
     replicas sharing the store."""
 
     @asynccontextmanager
     async def start(**env: str) -> AsyncIterator[Serving]:
         config = config_for(AgentGatewayConfig, **env)
-        async with serving(build(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+        async with serving(build(config, stores_for(config))) as svc:
             yield svc
 
     return start

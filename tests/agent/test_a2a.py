@@ -10,8 +10,8 @@ import json
 
 import pytest
 from a2a_agents import a2a_agent
+from shared_kit import free_port, user_token
 from state_kit import api, dead_store_env, gateway, kv, tenant
-from support import free_port, user_token
 
 from gateways.agent.a2a.tasks import task_key
 

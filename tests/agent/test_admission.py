@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 
 import pytest
 from redis.asyncio import Redis
+from shared_kit import MASTER_KEY, free_port
 from state_kit import kv, tenant
-from support import MASTER_KEY, free_port
 
 from gateways.agent.admission import (
     Admission,

@@ -24,8 +24,8 @@ from identity_kit import (
     table_rows,
     unix,
 )
+from shared_kit import user_token
 from state_kit import audit_rows
-from support import user_token
 
 __all__ = ["controlplane"]  # fixtures
 

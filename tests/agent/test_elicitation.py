@@ -9,8 +9,8 @@ import asyncio
 import uuid
 
 import pytest
+from shared_kit import user_token
 from state_kit import api, dead_store_env, gateway, tenant
-from support import user_token
 
 __all__ = ["gateway"]  # fixtures
 

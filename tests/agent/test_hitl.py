@@ -11,8 +11,8 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from shared_kit import MASTER_KEY, free_port, user_token
 from state_kit import api, audit_rows, dead_store_env, gateway, kv, tenant
-from support import MASTER_KEY, free_port, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -130,7 +130,7 @@ async def test_unknown_and_foreign_approvals_are_404(gateway, kv, events, idp) -
 
 
 async def test_agent_service_tokens_cannot_decide(gateway, kv, events, idp) -> None:
-    from support import service_token
+    from shared_kit import service_token
 
     approval_id = await hold(kv, events, "acme")
     agent = await service_token(idp)  # agent-planner, tenant acme

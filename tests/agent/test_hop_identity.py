@@ -34,8 +34,8 @@ from identity_kit import (
     unsigned,
     with_payload,
 )
+from shared_kit import free_port, user_token
 from state_kit import audit_rows
-from support import free_port, user_token
 
 from controlplane.agent_identity.keys import public_jwk
 from gateways.agent.config import AgentGatewayConfig

@@ -8,11 +8,12 @@ from __future__ import annotations
 import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from agent_kit import call, registry_of, server_body
 from aiohttp import web
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.errors import UpstreamAuthFailed
@@ -25,7 +26,7 @@ class TokenEndpoint:
     """An OAuth2 token endpoint (client credentials, client_secret_basic)."""
 
     url: str = ""
-    requests: list[dict[str, str]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
     fail: bool = False
     issued: int = 0
 
@@ -95,6 +96,7 @@ async def test_secret_is_write_only_and_sealed(gateway, alice, upstream, token_e
         again = auth_body("strict", token_endpoint.url, secret="***REDACTED***")
         assert (await call(svc, "PUT", "/v1/mcp/servers/authd/auth", alice, again))[0] == 200
         server = await registry_of(svc).store.get("authd")
+        assert server is not None
         await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
         assert token_endpoint.issued == 1
 
@@ -138,6 +140,7 @@ async def test_strict_sends_a_cached_client_credentials_token(
         for replica in (svc, other, svc):
             registry = registry_of(replica)
             server = await registry.store.get("strict")
+            assert server is not None
             result = await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
             assert not result.is_error
         # One token for every call on both replicas, asked with the required scopes.
@@ -157,6 +160,7 @@ async def test_strict_refuses_without_a_token(gateway, alice, upstream, token_en
         await call(svc, "PUT", "/v1/mcp/servers/refused/auth", alice, put)
         registry = registry_of(svc)
         server = await registry.store.get("refused")
+        assert server is not None
         before = up.count("tools/call")
         with pytest.raises(UpstreamAuthFailed) as caught:
             await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
@@ -178,6 +182,7 @@ async def test_permissive_calls_without_auth_and_optional_sends_none(
             await call(svc, "PUT", "/v1/mcp/servers/lenient/auth", alice, put)
             asked = len(token_endpoint.requests)
             server = await registry.store.get("lenient")
+            assert server is not None
             result = await registry.forwarder.call_tool(server, "echo", {"text": mode}, timeout=10)
             assert result.result["content"][0]["text"] == mode
             last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
@@ -207,6 +212,7 @@ async def test_a_server_without_client_or_endpoint_uses_the_platform_settings(
         assert (view["client_id"], view["token_endpoint"], view["oauth_url"]) == (None, None, None)
         registry = registry_of(svc)
         server = await registry.store.get(f"global-{mode}")
+        assert server is not None
         result = await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
         assert not result.is_error
         last = [s for s in up.seen if s.rpc_method == "tools/call"][-1]
@@ -223,7 +229,7 @@ async def test_without_platform_settings_strict_names_the_missing_client(gateway
     async with gateway() as svc:
         await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="noclient"))
         for mode in ("strict", "permissive"):
-            put = {"mode": mode, "client_secret": SECRET, "required_scopes": []}
+            put: dict[str, Any] = {"mode": mode, "client_secret": SECRET, "required_scopes": []}
             status, body = await call(svc, "PUT", "/v1/mcp/servers/noclient/auth", alice, put)
             assert status == 400 and body["field"] == "client_id", body
             assert "AGENT_MCP_CLIENT_ID" in body["message"]
@@ -257,7 +263,7 @@ async def test_legacy_and_rotated_secrets_are_resealed_at_start_and_tokens_seale
     sealed too."""
     import json
 
-    from support import MASTER_KEY
+    from shared_kit import MASTER_KEY
 
     from runtime.keyring import kid_of, new_key
 
@@ -276,6 +282,7 @@ async def test_legacy_and_rotated_secrets_are_resealed_at_start_and_tokens_seale
         sealed = json.loads(await kv.get(keys.auth_config("legacy")))["client_secret_sealed"]
         assert kid_of(sealed) == "k1" and SECRET not in sealed
         server = await registry_of(svc).store.get("legacy")
+        assert server is not None
         await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
         assert token_endpoint.issued == 1 and token_endpoint.requests[-1]["client"].endswith(SECRET)
         cached = await kv.get(keys.oauth_token("legacy"))
@@ -285,5 +292,6 @@ async def test_legacy_and_rotated_secrets_are_resealed_at_start_and_tokens_seale
         sealed = json.loads(await kv.get(keys.auth_config("legacy")))["client_secret_sealed"]
         assert kid_of(sealed) == "k2"
         server = await registry_of(svc).store.get("legacy")
+        assert server is not None
         await registry_of(svc).forwarder.call_tool(server, "echo", {"text": "y"}, timeout=10)
         assert token_endpoint.issued == 1  # the token cached under k1 still opens

@@ -5,6 +5,7 @@ sessions (2025-11-25) looked up, bound, ended, and 404 once gone."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import aiohttp
 import httpx2
@@ -13,6 +14,7 @@ from agent_kit import call, server_body
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.types import TextContent
 
 
 def client_for(svc, headers: dict[str, str], mode: str) -> Client:
@@ -54,6 +56,7 @@ async def test_quarantined_server_is_hidden_and_refused(gateway, alice, upstream
         async with client_for(svc, alice, "legacy") as client:
             assert (await client.list_tools()).tools == []
             refused = await client.call_tool("echo", {"text": "x"})
+            assert isinstance(refused.content[0], TextContent)
             assert refused.is_error and "tool_set_quarantined" in refused.content[0].text
 
 
@@ -95,8 +98,10 @@ async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
                 assert sorted(t.name for t in listing.tools) == ["add", "echo"]
                 assert not (await client.call_tool("add", {"a": 1, "b": 1})).is_error
                 refused = await client.call_tool("explode", {"reason": "x"})
+                assert isinstance(refused.content[0], TextContent)
                 assert refused.is_error and "tool_not_allowed" in refused.content[0].text
                 held = await client.call_tool("echo", {"text": "hi"})
+                assert isinstance(held.content[0], TextContent)
                 assert held.is_error and "approval hitl-" in held.content[0].text
             _, session = await call(svc, "GET", f"/v1/sessions/{made['id']}", alice)
     finally:
@@ -107,7 +112,7 @@ async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
 
 async def rpc(
     svc, headers: dict[str, str], method: str, params: dict | None = None, *, http_method="POST"
-) -> tuple[int, dict, object]:
+) -> tuple[int, dict, Any]:
     """One raw JSON-RPC request to `/mcp`: (status, response headers, JSON body or None)."""
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
     sent = {"Accept": "application/json, text/event-stream", **headers}

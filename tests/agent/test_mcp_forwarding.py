@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from agent_kit import call, registry_of, server_body
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.mcp.errors import McpUpstreamError
 
@@ -21,6 +21,7 @@ async def test_handshake_era_reuses_one_session(gateway, alice, upstream, json_r
         assert (await call(svc, "POST", "/v1/mcp/servers", alice, body))[0] == 201
         registry = registry_of(svc)
         server = await registry.store.get("legacy")
+        assert server is not None
         results = await asyncio.gather(
             *(
                 registry.forwarder.call_tool(server, "add", {"a": i, "b": 1}, timeout=10)
@@ -46,6 +47,7 @@ async def test_stateless_era_sends_no_handshake(gateway, alice, upstream):
         assert (await call(svc, "POST", "/v1/mcp/servers", alice, body))[0] == 201
         registry = registry_of(svc)
         server = await registry.store.get("modern")
+        assert server is not None
         result = await registry.forwarder.call_tool(server, "echo", {"text": "hi"}, timeout=10)
         assert result.result["content"] == [{"type": "text", "text": "hi"}]
         assert up.count("initialize") == 0
@@ -63,6 +65,7 @@ async def test_auto_negotiates_per_server(gateway, alice, upstream):
         assert status == 201
         registry = registry_of(svc)
         server = await registry.store.get("a")
+        assert server is not None
         assert server["protocol"] == "auto"
         await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=10)
         # The SDK's probe found a 2026-07-28 server: no initialize, one discover.
@@ -76,6 +79,7 @@ async def test_forgotten_session_is_reopened_once(gateway, alice, upstream):
         await call(svc, "POST", "/v1/mcp/servers", alice, body)
         registry = registry_of(svc)
         server = await registry.store.get("restarts")
+        assert server is not None
         await registry.forwarder.call_tool(server, "echo", {"text": "one"}, timeout=10)
         old_session = up.seen[-1].headers["mcp-session-id"]
         up.restart()  # the new process knows no session: 404 on the old Mcp-Session-Id
@@ -92,6 +96,7 @@ async def test_tool_error_is_a_result_not_an_exception(gateway, alice, upstream)
         await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="errs"))
         registry = registry_of(svc)
         server = await registry.store.get("errs")
+        assert server is not None
         result = await registry.forwarder.call_tool(server, "explode", {"reason": "x"}, timeout=10)
         assert result.is_error and result.result["isError"] is True
         assert result.result["content"][0]["type"] == "text"
@@ -106,6 +111,7 @@ async def test_unreachable_upstream_raises_upstream_error(gateway, alice, upstre
         await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="down"))
         registry = registry_of(svc)
         server = await registry.store.get("down")
+        assert server is not None
         up.stop()
         with pytest.raises(McpUpstreamError) as caught:
             await registry.forwarder.call_tool(server, "echo", {"text": "x"}, timeout=2)

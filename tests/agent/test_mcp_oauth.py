@@ -24,7 +24,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
-from support import idp_process, user_token
+from shared_kit import idp_process, user_token
 
 CALLBACK = "http://127.0.0.1:33418/callback"
 INITIALIZE = {

@@ -9,7 +9,7 @@ import hashlib
 import json
 
 from agent_kit import call, server_body
-from support import free_port
+from shared_kit import free_port
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig
@@ -198,7 +198,7 @@ async def test_store_down_is_503(config_for, stores_for, alice, upstream):
         REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
         AGENT_MCP_RELIST_SECS="0",
     )
-    async with serving(build(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+    async with serving(build(config, stores_for(config))) as svc:
         for method, path, body in [
             ("GET", "/v1/mcp/servers", None),
             ("POST", "/v1/mcp/servers", server_body(up, tools=[ECHO])),

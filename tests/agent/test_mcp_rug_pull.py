@@ -82,6 +82,7 @@ async def test_changed_description_quarantines_until_approved(
         status, body = await call(svc, "POST", path, admin, {})
         assert status == 409 and body["error"] == "not_quarantined"
         approved = await registry.store.get("rug-pull-1")
+        assert approved is not None
         is_callable(approved)
         assert approved["fingerprint"] == pending["fingerprint"]
 
@@ -111,6 +112,7 @@ async def test_added_tool_is_a_change_and_a_round_is_taken_once(gateway, alice, 
         assert await first.run_round(registry_of(one).kv) == 1
         assert await second.run_round(registry_of(two).kv) == 0  # the other replica has it
         server = await registry_of(two).store.get("grows")
+        assert server is not None
         assert server["status"] == "quarantined"
         assert "exfiltrate" in {t["name"] for t in server["quarantine"]["tools"]}
         assert "exfiltrate" not in {t["name"] for t in server["tools"]}

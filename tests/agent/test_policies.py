@@ -5,8 +5,8 @@ isolation, and the store unreachable → 503."""
 from __future__ import annotations
 
 import pytest
+from shared_kit import user_token
 from state_kit import api, dead_store_env, gateway, tenant
-from support import user_token
 
 from gateways.agent.policies import (
     DEFAULT_MAX_CONCURRENT_SESSIONS,

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from shared_kit import user_token
 from state_kit import (
     api,
     audit_rows,
@@ -17,7 +18,6 @@ from state_kit import (
     session_body,
     tenant,
 )
-from support import user_token
 
 from gateways.agent.policies import policy_key
 

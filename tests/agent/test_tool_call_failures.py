@@ -12,7 +12,7 @@ import threading
 import pytest
 from agent_kit import call, execute, metrics_of, registered, sample, session
 from mcp_servers import FaultyPath, wait_until
-from support import running
+from shared_kit import running
 
 from gateways.agent.admission import json_chars, tokens_for
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from agent_kit import agent_processes, call, execute, metrics_of, registered, sample, session
 from aiohttp import web
-from support import running
+from shared_kit import running
 
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
@@ -219,8 +220,9 @@ async def test_a_broken_upstream_is_a_clear_502_and_counts_nothing(
     app.router.add_route("*", "/mcp", broken)
     tool = {"name": "add", "description": "Add", "inputSchema": {"type": "object"}}
     async with running(app) as url, gateway(AGENT_MCP_TIMEOUT_SECS="1") as svc:
-        body = {"id": f"broken-{misbehaviour}", "name": "broken", "url": f"{url}/mcp",
-                "tenant_id": "acme", "tools": [tool]}  # fmt: skip
+        body: dict[str, Any] = {"id": f"broken-{misbehaviour}", "name": "broken",
+                                "url": f"{url}/mcp", "tenant_id": "acme",
+                                "tools": [tool]}  # fmt: skip
         status, made = await call(svc, "POST", "/v1/mcp/servers", alice, body)
         assert status == 201, made
         sid = await session(svc, alice, ["add"])

@@ -21,7 +21,7 @@ import aiohttp
 from aiohttp import web
 from openai import AsyncOpenAI
 from redis.asyncio import Redis
-from support import MASTER_KEY, free_port, service_process
+from shared_kit import MASTER_KEY, free_port, service_process
 
 from gateways.ai.chat import ChatServicer
 from gateways.ai.pipeline import ChatPipeline

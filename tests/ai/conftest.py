@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ai_kit import PROVIDERS, Scripted, provider, set_providers
 from redis.asyncio import Redis
-from support import running
+from shared_kit import ConfigFor, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -36,9 +36,7 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 @pytest.fixture
-def gateway(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Gateway:
+def gateway(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Gateway:
     """`async with gateway(**env) as svc:` an AI gateway instance (call it twice for two
     replicas sharing the store)."""
 
@@ -54,7 +52,7 @@ def gateway(
 @pytest.fixture
 def control_plane_with(
     kv: Redis,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> Gateway:
     """`async with control_plane_with(**env) as cp:` a control plane on the session's stores,
@@ -67,7 +65,7 @@ def control_plane_with(
         config = config_for(
             ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off", **env
         )
-        async with serving(build_controlplane(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+        async with serving(build_controlplane(config, stores_for(config))) as svc:
             yield svc
 
     return start

@@ -5,12 +5,13 @@ published example answers, streamed or not, and how failures map to ProviderErro
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
 from provider_servers import EXAMPLES, EXPECTED, PROTOCOLS, serve_protocol
-from support import free_port
+from shared_kit import free_port
 
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ChatCall, Delta, ProviderError, ProviderTarget, Usage
@@ -40,7 +41,7 @@ AUTH = {
     "cohere": "bearer",
     "ollama": "none",
 }
-MESSAGES = [
+MESSAGES: list[Mapping[str, Any]] = [
     {"role": "system", "content": "You are terse."},
     {"role": "user", "content": "Hello"},
     {"role": "assistant", "content": "Hi."},

@@ -10,7 +10,8 @@ import aiohttp
 import openai
 import pytest
 from ai_kit import client, gateway_processes, provider, set_providers, tenant
-from support import MASTER_KEY
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import MASTER_KEY
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -19,7 +20,7 @@ from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
 # "a b c": prompt estimate 3 chars // 4 + 4 per message + 1 = 6; with max_tokens 10 a request
 # reserves 16. The echo answers "echo: a b c": usage 3 prompt + 4 completion words = 7.
-MESSAGES = [{"role": "user", "content": "a b c"}]
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "a b c"}]
 RESERVED, USED = 16, 7
 
 

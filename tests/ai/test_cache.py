@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from support import free_port
+from shared_kit import free_port
 
 from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
 from gateways.ai.cache.semantic import COLLECTION, PROMPT_MAX_BYTES, SemanticTier

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import cast
 
 import numpy as np
 import pytest
@@ -43,7 +44,7 @@ UNRELATED = [
     ("How do I reset my password?", "Quarterly revenue grew by 12 percent."),
     ("The cat sat on the mat.", "Explain photosynthesis in simple terms."),
 ]
-THRESHOLD = AiGatewayConfig.__dataclass_fields__["cache_similarity_threshold"].default
+THRESHOLD = cast(float, AiGatewayConfig.__dataclass_fields__["cache_similarity_threshold"].default)
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
     threads: list[str] = []
     inner = embedder.encoder
 
-    def recording(ids, mask):  # type: ignore[no-untyped-def]
+    def recording(ids, mask):
         threads.append(threading.current_thread().name)
         return inner(ids, mask)
 

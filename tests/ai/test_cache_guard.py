@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -84,8 +85,8 @@ def test_the_pair_set_meets_its_goals(split: str) -> None:
     embedder = Embedder()
     cached = embedder.embed([r["a"] for r in rows])
     asked = embedder.embed([r["b"] for r in rows])
-    threshold = FIELDS["cache_similarity_threshold"].default
-    lower = FIELDS["cache_anchored_similarity_threshold"].default
+    threshold = cast(float, FIELDS["cache_similarity_threshold"].default)
+    lower = cast(float, FIELDS["cache_anchored_similarity_threshold"].default)
     served = {
         r["id"]: refusal(r["a"], r["b"]) is None
         and similar_enough(float(a @ b), r["b"], threshold, lower)

@@ -10,7 +10,7 @@ import aiohttp
 import openai
 import pytest
 from ai_kit import client, provider, set_providers, tenant
-from support import MASTER_KEY, user_token
+from shared_kit import MASTER_KEY, user_token
 
 ECHO_KEY = "sk-echo-secret-value-1234"
 

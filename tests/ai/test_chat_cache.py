@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
 
 import aiohttp
 from ai_kit import client, gateway_processes, log_rows, pipeline_of, tenant
-from support import MASTER_KEY
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import MASTER_KEY
 
 ASKED = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"
 
 
-def user(text: str) -> list[dict[str, Any]]:
+def user(text: str) -> list[ChatCompletionMessageParam]:
     return [{"role": "user", "content": text}]
 
 

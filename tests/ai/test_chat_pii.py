@@ -9,8 +9,9 @@ import json
 
 import aiohttp
 from ai_kit import client, log_rows, tenant
+from openai.types.chat import ChatCompletionMessageParam
 
-CONVERSATION = [
+CONVERSATION: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "You are a support agent."},
     {"role": "user", "content": "My card is 4111 1111 1111 1111, email ana.lopez@example.com."},
     {"role": "assistant", "content": "Thanks. What else?"},

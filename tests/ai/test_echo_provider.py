@@ -10,11 +10,12 @@ import aiohttp
 import openai
 import pytest
 from ai_kit import ECHO_KEY, KEY_VARS, client, listed, save_provider, tenant
-from support import MASTER_KEY, free_port
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import MASTER_KEY, free_port
 
 from sidecars.echo_llm.provider import echo_provider
 
-HELLO = [{"role": "user", "content": "hello there"}]
+HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello there"}]
 
 
 async def test_echo_registered_like_the_launcher_answers_the_sdk(

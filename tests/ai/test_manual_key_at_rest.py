@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import aiohttp
 from ai_kit import Scripted, client, tenant
-from support import MASTER_KEY, running
+from shared_kit import MASTER_KEY, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -41,7 +41,7 @@ async def test_a_sealed_manual_key_reaches_the_provider_across_a_rotation(
     await kv.delete("platform:providers", "platform:provider-secrets")
     async with running(upstream.app()) as url:
         cp_config = config_for(ControlPlaneConfig, STRATA_DATA_KEYS=K1)
-        async with serving(build_controlplane(cp_config, stores_for(cp_config))) as cp:  # type: ignore[arg-type]
+        async with serving(build_controlplane(cp_config, stores_for(cp_config))) as cp:
             await save_manual_provider(cp.http_url, f"{url}/v1")
         stored = await kv.hget("platform:provider-secrets", "manual-llm")
         assert MANUAL not in stored and kid_of(stored) == "k1"
@@ -59,7 +59,7 @@ async def test_a_sealed_manual_key_reaches_the_provider_across_a_rotation(
             assert upstream.attempts[-1].headers["Authorization"] == f"Bearer {MANUAL}"
 
             cp_config = config_for(ControlPlaneConfig, STRATA_DATA_KEYS=f"{K2},{K1}")
-            async with serving(build_controlplane(cp_config, stores_for(cp_config))):  # type: ignore[arg-type]
+            async with serving(build_controlplane(cp_config, stores_for(cp_config))):
                 resealed = await kv.hget("platform:provider-secrets", "manual-llm")
             assert kid_of(resealed) == "k2" and MANUAL not in resealed
 

@@ -8,6 +8,8 @@ on where the scenario needs them."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import openai
 import pytest
 from ai_kit import (
@@ -21,15 +23,16 @@ from ai_kit import (
     tenant,
 )
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 from provider_servers import EXAMPLES, serve_protocol
 from redis.asyncio import Redis
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from gateways.ai import local_models
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from sidecars.echo_llm.provider import echo_provider
 
-HI = [{"role": "user", "content": "hi"}]
+HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
 def retrying_sdk(ai_url: str) -> AsyncOpenAI:
@@ -43,7 +46,7 @@ def retrying_sdk(ai_url: str) -> AsyncOpenAI:
 
 
 async def breaker_keys(kv: Redis, *provider_ids: str) -> list[str]:
-    return [k for p in provider_ids for k in await kv.keys(f"ai:breaker:{p}:*")]
+    return [k for p in provider_ids for k in cast("list[str]", await kv.keys(f"ai:breaker:{p}:*"))]
 
 
 async def forget_breakers(kv: Redis, *provider_ids: str) -> None:
@@ -61,7 +64,7 @@ def not_found(info: pytest.ExceptionInfo[openai.BadRequestError], model: str) ->
         "param": "model",
         "code": "model_not_found",
     }
-    message: str = err.body["message"]  # type: ignore[index]
+    message: str = err.body["message"]
     assert f"{model!r}" in message and "GET /v1/models" in message
     return message
 

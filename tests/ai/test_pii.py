@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import pytest
+from pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 from gateways.ai.pii import Redactor, default_redactor
 from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.pii.patterns import luhn_valid
-from tests.ai.pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_hard_negatives_are_untouched(redactor: Redactor, text: str) -> None:
 
 
 def test_every_message_is_redacted_into_new_dicts(redactor: Redactor) -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You help Zhang Wei with billing."},
         {"role": "user", "content": "My card is 5500-0000-0000-0004.", "name": "u1"},
         {"role": "assistant", "content": None},

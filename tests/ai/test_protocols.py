@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from ai_kit import client, provider, set_providers, tenant
+from openai.types.chat import ChatCompletionMessageParam
 from provider_servers import EXPECTED, serve_protocol
 
 PROTOCOLS = ("openai", "openai_compatible", "anthropic", "gemini", "cohere", "ollama")
@@ -33,7 +34,7 @@ async def test_the_sdk_through_the_gateway_to_each_protocol(
         await set_providers(kv, target)
         expected = EXPECTED["openai" if protocol == "openai_compatible" else protocol]
         async with gateway() as svc, client(svc.http_url, tenant()) as sdk:
-            messages = [
+            messages: list[ChatCompletionMessageParam] = [
                 {"role": "system", "content": "You are terse."},
                 {"role": "user", "content": "Hello"},
             ]

@@ -22,9 +22,10 @@ from ai_kit import (
     set_providers,
     tenant,
 )
-from support import MASTER_KEY, running
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import MASTER_KEY, running
 
-HI = [{"role": "user", "content": "hi"}]
+HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
 async def test_retries_503_twice_then_success(gateway, scripted) -> None:

@@ -29,9 +29,10 @@ import hiredis
 import openai
 import pytest
 from ai_kit import ECHO_KEY, Scripted, client, pipeline_of, provider, set_providers
+from openai.types.chat import ChatCompletionMessageParam
 from redis.asyncio import Redis
 from redis.exceptions import TimeoutError
-from support import MASTER_KEY, running, user_token, valkey_server
+from shared_kit import MASTER_KEY, running, user_token, valkey_server
 
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.pipeline import ChatPipeline
@@ -305,7 +306,7 @@ async def test_breakers_count_and_open_in_memory_while_the_store_is_out(
             async with gateway(REDIS_URL=f"redis://127.0.0.1:{port}/0", **env) as ai:
                 await ready(ai)
                 sdk = client(ai.http_url, "acme")
-                hi = [{"role": "user", "content": "hi"}]
+                hi: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
                 await sdk.chat.completions.create(model="m-1", messages=hi)
                 os.kill(pid, signal.SIGKILL)
                 upstream.script = [503, 503]

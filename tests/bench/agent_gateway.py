@@ -30,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchkit import call, measure, post, script, start_stack
+from bench_kit import call, measure, post, script, start_stack
 
 OFFSET = 700
 SERVER = """

@@ -38,7 +38,7 @@ from typing import Any
 
 import aiohttp
 import uvloop
-from benchkit import measure, post, script, start_stack
+from bench_kit import measure, post, script, start_stack
 
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.hop_identity import HopVerifier

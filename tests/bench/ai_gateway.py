@@ -37,7 +37,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchkit import call, measure, post, script, start_stack, wrk
+from bench_kit import call, measure, post, script, start_stack, wrk
 
 OFFSET = 600
 BODY = {"model": "echo-1", "messages": [{"role": "user", "content": "Say hello to the bench."}]}

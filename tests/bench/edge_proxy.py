@@ -42,7 +42,7 @@ import urllib.request
 from pathlib import Path
 
 import jwt
-from benchkit import measure
+from bench_kit import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,8 +30,8 @@ import uvloop
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: support
-from support import free_port, valkey_server
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: shared_kit
+from shared_kit import free_port, valkey_server
 
 from runtime.auth import Authenticator, JwksCache
 from runtime.issued_keys import DIGESTS, IssuedKeys, digest

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests"), str(ROOT / "tests" / "edge")]
 
-from helpers import request  # noqa: E402
+from edge_kit import request  # noqa: E402
 
 from gateways.edge.model.credentials import DigestIndex  # noqa: E402
 from gateways.edge.model.schema import with_defaults  # noqa: E402

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import aiohttp
 import grpc
-from benchkit import start_stack
+from bench_kit import start_stack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controlplane"))
 from portal_kit import Browser

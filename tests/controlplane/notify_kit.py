@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, free_port, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig

@@ -10,7 +10,7 @@ import json
 
 import aiohttp
 from identity_kit import MASTER, controlplane, request, suffix
-from support import free_port, service_token, user_token
+from shared_kit import free_port, service_token, user_token
 
 from controlplane.tenants.owned import find_owned, remove_owned
 from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, deleg_key

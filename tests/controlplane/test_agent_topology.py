@@ -9,7 +9,7 @@ import time
 import uuid
 
 from identity_kit import MASTER, controlplane, request
-from support import free_port
+from shared_kit import free_port
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
@@ -78,9 +78,9 @@ async def test_tenant_id_and_range_are_checked(controlplane) -> None:
 async def test_no_analytics_store_is_no_edges(config_for, stores_for, valkey_url) -> None:
     config = config_for(ControlPlaneConfig)
     stores = dataclasses.replace(stores_for(config), analytics=None)
-    async with serving(build(config, stores)) as svc:  # type: ignore[arg-type]
+    async with serving(build(config, stores)) as svc:
         assert await topology(svc.http_url, "tenant_id=acme") == (200, {"edges": []})
     down = Analytics(f"http://127.0.0.1:{free_port()}")
     stores = Stores(kv=connect_kv(valkey_url), sink=DirectSink(down), analytics=down)
-    async with serving(build(config, stores)) as svc:  # type: ignore[arg-type]
+    async with serving(build(config, stores)) as svc:
         assert await topology(svc.http_url, "tenant_id=acme") == (200, {"edges": []})

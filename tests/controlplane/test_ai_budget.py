@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
 
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
@@ -28,7 +28,7 @@ MASTER_METADATA = (("authorization", f"Bearer {MASTER_KEY}"),)
 
 @pytest.fixture
 async def ai(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> AsyncIterator[Serving]:
     config = config_for(AiGatewayConfig)
     stores = stores_for(config)
@@ -181,7 +181,7 @@ async def test_grpc_set_get_delete(ai: Serving) -> None:
 
 
 async def test_budget_is_503_when_the_store_is_unreachable(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> None:
     config = config_for(AiGatewayConfig, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     async with serving(build_ai(config, stores_for(config))) as svc:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 
 import grpc
 import pytest
-from analytics_helpers import (
+from analytics_kit import (
     HOUR,
     MASTER,
     bearer,
@@ -21,7 +21,7 @@ from analytics_helpers import (
     iso_hour,
     tenant,
 )
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
 
 from controlplane.analytics.servicer import provider_of
 from controlplane.app import build
@@ -41,7 +41,7 @@ DAY = 24 * HOUR
 
 @pytest.fixture
 async def cp(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> AsyncIterator[Serving]:
     config = config_for(ControlPlaneConfig)
     async with serving(build(config, stores_for(config))) as svc:
@@ -539,7 +539,7 @@ async def test_agent_topology_is_served(cp: Serving) -> None:
 
 
 async def test_no_analytics_store_is_a_clear_503(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> None:
     config = config_for(ControlPlaneConfig)
     stores = dataclasses.replace(stores_for(config), analytics=None)
@@ -551,7 +551,7 @@ async def test_no_analytics_store_is_a_clear_503(
 
 
 async def test_an_unreachable_clickhouse_is_503_and_the_control_plane_still_starts(
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
 ) -> None:
     config = config_for(ControlPlaneConfig)
     down = Analytics(f"http://127.0.0.1:{free_port()}")

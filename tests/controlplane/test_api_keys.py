@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from keys_support import (
+from keys_kit import (
     MASTER,
     Platform,
     Tenants,
@@ -28,7 +28,7 @@ from keys_support import (
     unique,
     with_edge,
 )
-from support import free_port, keyring_for_tests, user_token
+from shared_kit import free_port, keyring_for_tests, user_token
 
 from runtime.stores.analytics import Analytics
 

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable
 from urllib.parse import quote
 
 import pytest
-from analytics_helpers import MASTER, bearer, call, insert, parse_csv, tenant
-from support import user_token
+from analytics_kit import MASTER, bearer, call, insert, parse_csv, tenant
+from shared_kit import ConfigFor, user_token
 
 from controlplane.analytics.common import csv_bytes, csv_cell
 from controlplane.app import build
@@ -39,7 +39,7 @@ def iso(seconds: float) -> str:
 
 @pytest.fixture
 async def cp(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> AsyncIterator[Serving]:
     config = config_for(ControlPlaneConfig)
     async with serving(build(config, stores_for(config))) as svc:

@@ -8,10 +8,11 @@ import base64
 import json
 import re
 from collections.abc import AsyncIterator
+from typing import cast
 
 import pytest
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
-from support import free_port
+from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
+from shared_kit import free_port
 
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
@@ -42,7 +43,7 @@ async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
 async def stored(valkey_url: str, tenant: str) -> dict[str, str]:
     kv = connect_kv(valkey_url)
     try:
-        return await kv.hgetall(f"cp:branding:{tenant}")
+        return cast("dict[str, str]", await kv.hgetall(f"cp:branding:{tenant}"))
     finally:
         await kv.aclose()
 

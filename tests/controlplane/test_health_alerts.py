@@ -13,10 +13,10 @@ from typing import Any
 
 import grpc
 import pytest
+from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from controlplane.notifications import delete_tenant_notifications
 from controlplane.platform_health import (

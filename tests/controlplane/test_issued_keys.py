@@ -18,9 +18,10 @@ from typing import Any
 
 import openai
 import pytest
-from keys_support import MASTER, Platform, Tenants, call, control_plane, eventually, unique
+from keys_kit import MASTER, Platform, Tenants, call, control_plane, eventually, unique
 from openai import AsyncOpenAI
-from support import running, valkey_server
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import running, valkey_server
 
 import runtime.stores.kv as kv_store
 from gateways.agent.app import build as build_agent
@@ -129,7 +130,7 @@ async def get(svc: Serving, path: str, key: str, **headers: str) -> tuple[int, A
     return status, body
 
 
-HELLO = [{"role": "user", "content": "hello there"}]
+HELLO: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello there"}]
 
 
 # --- the key at the AI gateway ------------------------------------------------------------

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import uuid
+from typing import Any
 
 import grpc
 import pytest
@@ -32,7 +33,7 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     verify_signature,
 )
 from redis.exceptions import ResponseError
-from support import MASTER_KEY, free_port, keyring_for_tests
+from shared_kit import MASTER_KEY, free_port, keyring_for_tests
 
 from controlplane.notifications import raise_notification, store
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
@@ -646,7 +647,7 @@ async def test_a_delivery_left_unfinished_is_taken_over(start, kv, receiver) -> 
     # The dead worker: it reads the entry in the group and never acknowledges it.
     with contextlib.suppress(ResponseError):  # the group exists already
         await kv.xgroup_create(store.QUEUE, store.GROUP, id="0", mkstream=True)
-    taken = []
+    taken: list[Any] = []
     while not any(nid in f["job"] for _, f in taken):
         reply = await kv.xreadgroup(store.GROUP, "crashed-worker", {store.QUEUE: ">"}, count=100)
         assert reply, "the job must be in the stream"

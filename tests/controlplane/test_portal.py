@@ -9,12 +9,13 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from misc_support import MASTER, Start, call, start_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, call, start_fixture  # noqa: F401
 from portal_kit import Browser
-from support import free_port, keyring_for_tests
+from shared_kit import free_port, keyring_for_tests
 
 from controlplane.portal.sessions import SESSION_PREFIX, digest
 from runtime.stores.kv import connect_kv
@@ -104,7 +105,7 @@ async def test_a_session_is_stored_by_digest_with_its_tokens_sealed(
         assert sid
         kv = connect_kv(valkey_url)
         try:
-            stored = await kv.hgetall(SESSION_PREFIX + digest(sid))
+            stored = cast("dict[str, str]", await kv.hgetall(SESSION_PREFIX + digest(sid)))
             assert not await kv.keys(f"*{sid}*")  # the cookie itself is never a key
             ttl = await kv.ttl(SESSION_PREFIX + digest(sid))
         finally:
@@ -188,7 +189,7 @@ async def _expire_access_token(valkey_url: str, sid: str) -> dict[str, str]:
     kv = connect_kv(valkey_url)
     try:
         key = SESSION_PREFIX + digest(sid)
-        before = await kv.hgetall(key)
+        before = cast("dict[str, str]", await kv.hgetall(key))
         await kv.hset(key, "access_expires_at", str(int(time.time())))
         return before
     finally:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 from portal_kit import Browser
-from support import free_port
+from shared_kit import ConfigFor, free_port
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -40,7 +40,7 @@ class Platform:
 @pytest.fixture
 async def platform(
     valkey_url: str,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> AsyncIterator[Platform]:
     kv = connect_kv(valkey_url)
@@ -52,11 +52,11 @@ async def platform(
     async with AsyncExitStack() as stack:
         agent_config = config_for(AgentGatewayConfig, ENVIRONMENT="development")
         agent = await stack.enter_async_context(
-            serving(build_agent(agent_config, stores_for(agent_config)))  # type: ignore[arg-type]
+            serving(build_agent(agent_config, stores_for(agent_config)))
         )
         edge_config = config_for(EdgeConfig, CONTROLPLANE_GRPC=f"127.0.0.1:{cp_grpc}")
         edge = await stack.enter_async_context(
-            serving(build_edge(edge_config, stores_for(edge_config), proxy_port=0, metrics_port=0))  # type: ignore[arg-type]
+            serving(build_edge(edge_config, stores_for(edge_config), proxy_port=0, metrics_port=0))
         )
         cp_config = config_for(
             ControlPlaneConfig,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from misc_support import Start, start_fixture  # noqa: F401
+from controlplane_kit import Start, start_fixture  # noqa: F401
 from yarl import URL
 
 from controlplane.portal.security import CSP

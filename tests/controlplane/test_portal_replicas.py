@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from portal_kit import Browser
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
 
 from controlplane.portal.sessions import SESSION_PREFIX, digest
 from runtime.stores.kv import connect_kv

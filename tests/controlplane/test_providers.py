@@ -14,13 +14,13 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import web
-from misc_support import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import MASTER_KEY, free_port, keyring_for_tests, service_process
+from shared_kit import MASTER_KEY, ConfigFor, free_port, keyring_for_tests, service_process
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -70,7 +70,7 @@ async def reset(valkey_url: str) -> None:
 async def stored(valkey_url: str) -> dict[str, Any]:
     kv = connect_kv(valkey_url)
     try:
-        raw = await kv.hgetall("platform:providers")
+        raw = cast("dict[str, str]", await kv.hgetall("platform:providers"))
         return {k: json.loads(v) for k, v in raw.items()}
     finally:
         await kv.aclose()
@@ -97,9 +97,7 @@ async def version(valkey_url: str) -> int:
 
 
 @pytest.fixture(name="start")
-def start_fixture(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Start:
+def start_fixture(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Start:
     """`async with start(**env) as cp`: a control plane wired to an AI gateway (which probes
     providers: `POST /api/providers/{id}/test`), both with the same ENVIRONMENT."""
 
@@ -109,7 +107,7 @@ def start_fixture(
         ai_config = config_for(AiGatewayConfig, **shared)
         async with serving(build_ai(ai_config, stores_for(ai_config))) as ai:
             config = config_for(ControlPlaneConfig, AI_GATEWAY_GRPC=ai.grpc_target, **env)
-            async with serving(build_cp(config, stores_for(config))) as svc:  # type: ignore[arg-type]
+            async with serving(build_cp(config, stores_for(config))) as svc:
                 yield svc
 
     return make
@@ -256,7 +254,7 @@ async def test_every_write_is_announced(cp: Serving, valkey_url: str) -> None:
     pubsub = kv.pubsub()
     await pubsub.subscribe("platform:providers:changed")
     try:
-        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"  # type: ignore[index]
+        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
 
         async def announced() -> str:
             async with asyncio.timeout(5):

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from keys_support import (
+from keys_kit import (
     Platform,
     Tenants,
     control_plane,
@@ -20,7 +20,7 @@ from keys_support import (
     unique,
     with_edge,
 )
-from support import free_port, user_token
+from shared_kit import free_port, user_token
 
 pytestmark = pytest.mark.timeout(90)
 

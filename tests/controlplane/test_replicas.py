@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, keyring_for_tests, service_process
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, keyring_for_tests, service_process
 
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import EdgeConfigStore

@@ -16,9 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from misc_support import MASTER, Tokens, call, tokens_fixture  # noqa: F401
+from controlplane_kit import MASTER, Tokens, call, tokens_fixture  # noqa: F401
 from multidict import CIMultiDict
-from support import ADMIN_API_KEY, free_port
+from shared_kit import ADMIN_API_KEY, ConfigFor, free_port
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -109,7 +109,7 @@ async def named_upstream(name: str, stack: AsyncExitStack) -> int:
 @pytest.fixture
 async def platform(
     valkey_url: str,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> AsyncIterator[Platform]:
     await clear_edge_store(valkey_url)
@@ -118,14 +118,14 @@ async def platform(
         canary = await named_upstream("canary", stack)
         cp_config = config_for(ControlPlaneConfig, EDGE_CONFIG_POLL_SECS="0.5")
         cp = await stack.enter_async_context(
-            serving(build_controlplane(cp_config, stores_for(cp_config)))  # type: ignore[arg-type]
+            serving(build_controlplane(cp_config, stores_for(cp_config)))
         )
         edge_config = config_for(EdgeConfig, CONTROLPLANE_GRPC=cp.grpc_target)
         proxy = free_port()
         edge = await stack.enter_async_context(
             serving(
                 build_edge(edge_config, stores_for(edge_config), proxy_port=proxy, metrics_port=0)
-            )  # type: ignore[arg-type]
+            )
         )
         platform = Platform(cp, edge, proxy, stable, canary)
         status, body = await platform.admin(
@@ -268,13 +268,13 @@ class FailingSink:
 
 
 async def test_no_transition_without_its_audit_entry(
-    platform: Platform, config_for: Callable[..., ServiceConfig], valkey_url: str
+    platform: Platform, config_for: ConfigFor, valkey_url: str
 ) -> None:
     """A second control plane replica whose analytics store is down: the route is put back
     and the call fails with 503."""
     config = config_for(ControlPlaneConfig)
     stores = Stores(kv=connect_kv(valkey_url), sink=FailingSink())
-    async with serving(build_controlplane(config, stores)) as broken:  # type: ignore[arg-type]
+    async with serving(build_controlplane(config, stores)) as broken:
         before = await platform.route("shop")
         status, body = await call(
             broken, "PATCH", "/api/routes/shop/lifecycle", MASTER, {"lifecycle": "retired"}

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from support import MASTER_KEY, store_text, valkey_server
+from shared_kit import MASTER_KEY, ConfigFor, store_text, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -66,7 +66,7 @@ async def seed_clear_secrets(url: str) -> None:
 
 async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_file(
     tmp_path: Path,
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
 ) -> None:
     data = tmp_path / "valkey"
@@ -84,7 +84,7 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             HEALTH_PROBE_INTERVAL_SECS="0",
             NOTIFY_DELIVERY="off",
         )
-        async with serving(build_controlplane(config, stores_for(config))):  # type: ignore[arg-type]
+        async with serving(build_controlplane(config, stores_for(config))):
             pass
 
         kv = connect_kv(url)
@@ -112,7 +112,7 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
                 await asyncio.sleep(0.1)
 
             # A second start finds nothing to do.
-            async with serving(build_controlplane(config, stores_for(config))):  # type: ignore[arg-type]
+            async with serving(build_controlplane(config, stores_for(config))):
                 pass
             again = await kv.hgetall(f"{PREFIX}:consumers")
             assert {k: again[k] for k in migrated} == migrated

@@ -13,10 +13,10 @@ from typing import Any
 
 import jwt
 import pytest
+from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from misc_support import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
-from support import free_port, keyring_for_tests
+from shared_kit import free_port, keyring_for_tests
 
 from controlplane.config import ControlPlaneConfig
 from controlplane.platform_settings import apply_retention, current_ttls, opened, table_ttls
@@ -153,7 +153,7 @@ async def test_short_secrets_show_no_characters(cp: Serving) -> None:
 def _with(path: str, value: Any) -> dict[str, Any]:
     settings = copy.deepcopy(FULL)
     *parents, last = path.split(".")
-    target = settings
+    target: Any = settings
     for name in parents:
         target = target[name]
     target[last] = value

@@ -39,7 +39,7 @@ from identity_kit import (
     unsigned,
     with_payload,
 )
-from support import free_port, service_token, user_token
+from shared_kit import free_port, service_token, user_token
 
 from controlplane.agent_identity.keys import public_jwk
 from controlplane.config import ControlPlaneConfig

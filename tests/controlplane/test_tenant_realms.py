@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -51,7 +51,7 @@ def ids() -> dict[str, str]:
 @pytest.fixture
 async def idp(tmp_path: Path, ids: dict[str, str]) -> AsyncIterator[str]:
     """The dev IdP with four realms beside `strata`; yields the platform realm's issuer."""
-    realms = {
+    realms: dict[str, dict[str, Any]] = {
         ids["realm-a"]: {  # A's people; mallory's account says she is of B
             "users": [
                 user("ann", ids["a"], ("tenant-user", "platform-admin")),
@@ -77,7 +77,7 @@ async def idp(tmp_path: Path, ids: dict[str, str]) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def configure(config_for: Callable[..., ServiceConfig], idp: str) -> Callable[..., Any]:
+def configure(config_for: ConfigFor, idp: str) -> Callable[..., Any]:
     def make(config_class: type[ServiceConfig], **env: str) -> Any:
         jwks = f"{idp}/protocol/openid-connect/certs"
         return config_for(config_class, IDP_JWKS_URL=jwks, IDP_ISSUER=idp, **env)

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 from google.protobuf import struct_pb2
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, user_token
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, ConfigFor, free_port, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -62,7 +62,7 @@ def idp_admin_url(issuer: str) -> str:
 
 @pytest.fixture
 async def ai(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> AsyncIterator[Serving]:
     config = config_for(AiGatewayConfig)
     async with serving(build_ai(config, stores_for(config))) as svc:
@@ -71,7 +71,7 @@ async def ai(
 
 @pytest.fixture
 def start_cp(
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
     idp: str,
 ) -> Callable[..., Any]:
@@ -120,7 +120,7 @@ async def create(svc: Serving, plan: str = "free", **fields: Any) -> dict[str, A
     body.setdefault("id", new_id())
     status, tenant = await api(svc, "POST", "/api/tenants", body)
     assert status == 201, tenant
-    return tenant  # type: ignore[no-any-return]
+    return tenant
 
 
 async def traces(kv: Any, tenant: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
     }
 
 
-NOTHING = {"keys": [], "hashes": {}, "edge": [], "owned": []}
+NOTHING: dict[str, Any] = {"keys": [], "hashes": {}, "edge": [], "owned": []}
 
 
 # --- create, get, list ----------------------------------------------------------------------
@@ -643,7 +643,7 @@ async def test_ip_allowlist_validates_normalizes_and_stores(cp: Serving, kv: Any
 async def test_allowlist_suspension_and_limit_are_enforced_at_the_edge(
     cp: Serving, kv: Any
 ) -> None:
-    from edge.helpers import route, serve_edge, upstream
+    from edge_kit import route, serve_edge, upstream
 
     tid = (await create(cp, "free"))["id"]
     key = f"key-{uuid.uuid4().hex}"

@@ -24,7 +24,7 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     tokens_fixture,
     verify_signature,
 )
-from support import keyring_for_tests
+from shared_kit import keyring_for_tests
 
 from controlplane.notifications import store
 

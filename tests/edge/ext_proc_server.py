@@ -10,12 +10,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import grpc
+from edge_kit import EDGE_CONFIG
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 from envoy.type.v3 import http_status_pb2
 from google.protobuf import wrappers_pb2
-from helpers import EDGE_CONFIG
 
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import _ext_proc

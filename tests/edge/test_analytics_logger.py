@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from helpers import make_plugin, request
+from edge_kit import make_plugin, request
 
 from gateways.edge.metrics import EdgeMetrics
 from gateways.edge.plugin import PluginEnv

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import route, serve_edge, upstream
-from support import free_port
+from edge_kit import route, serve_edge, upstream
+from shared_kit import free_port
 
 from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, api_breaker

@@ -9,10 +9,10 @@ import time
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from helpers import make_plugin, request
+from edge_kit import make_plugin, request
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import ECKey, OctKey
-from support import edge_snapshot, keyring_for_tests
+from shared_kit import edge_snapshot, keyring_for_tests
 
 from gateways.edge.dataplane.compile import _consumers
 from gateways.edge.model.schema import check

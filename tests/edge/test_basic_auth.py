@@ -11,9 +11,9 @@ from typing import Any
 
 import aiohttp
 import pytest
-from helpers import route, serve_edge, upstream
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
-from support import keyring_for_tests
+from edge_kit import route, serve_edge, upstream
+from shared_kit import keyring_for_tests
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from controlplane.edge_config.store import PREFIX
 from gateways.edge.model.credentials import stored_plugins

@@ -15,11 +15,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import aiohttp
-from helpers import upstream
-from integration.test_edge_config import KEY, Platform, clear_store, makers, platform  # noqa: F401
+from edge_kit import upstream
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import OctKey
-from support import MASTER_KEY, store_text
+from shared_kit import MASTER_KEY, store_text
+from test_edge_config import KEY, Platform, clear_store, makers, platform  # noqa: F401
 
 from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry
 from runtime.keyring import MASKED, Keyring, is_digest, is_sealed, kid_of, new_key, parse_keys

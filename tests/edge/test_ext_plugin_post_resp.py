@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from edge_kit import route, serve_edge, upstream
 from ext_proc_server import answer, edge_env, headers_of, immediate, option, processor
 from google.protobuf.json_format import MessageToDict
-from helpers import route, serve_edge, upstream
-from support import free_port
+from shared_kit import free_port
 
 from gateways.edge.plugins import REGISTRY, _ext_proc
 

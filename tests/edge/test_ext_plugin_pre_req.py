@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from edge_kit import route, serve_edge, upstream
 from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from ext_proc_server import Option, answer, edge_env, headers_of, immediate, option, processor
 from google.protobuf.json_format import MessageToDict
-from helpers import route, serve_edge, upstream
-from support import free_port
+from shared_kit import free_port
 
 from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, _ext_proc

@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+from edge_kit import Edge, serve_edge
 from grpc_upstream import (
     DOC_PROTO,
     PROTO,
@@ -20,11 +21,10 @@ from grpc_upstream import (
     descriptor_set_base64,
     grpc_server,
 )
-from helpers import Edge, serve_edge
+from shared_kit import free_port
 
 # The test module's Admin API fixtures (a control plane and an edge, real Valkey and gRPC).
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
-from support import free_port
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.model.schema import check

@@ -10,8 +10,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from edge_kit import Edge, serve_edge
 from grpc_upstream import Greeter, HelloReply, HelloRequest, grpc_server
-from helpers import Edge, serve_edge
 
 from gateways.edge.model.schema import check
 from gateways.edge.plugins import REGISTRY, _grpc

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import route, serve_edge, upstream
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
-from support import free_port
+from edge_kit import route, serve_edge, upstream
+from shared_kit import free_port
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from gateways.edge import batch
 from gateways.edge.model.schema import check, with_defaults

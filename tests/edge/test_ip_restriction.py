@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from helpers import conf_problem, route, serve_edge, upstream
-from integration.test_edge_config import Platform, makers, platform  # noqa: F401
+from edge_kit import conf_problem, route, serve_edge, upstream
+from test_edge_config import Platform, makers, platform  # noqa: F401
 
 from gateways.edge.model.plugins.addresses import IpMatcher
 from gateways.edge.model.schema import with_defaults

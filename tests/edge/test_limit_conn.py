@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import make_plugin, request, route, serve_edge, upstream
-from support import free_port
+from edge_kit import make_plugin, request, route, serve_edge, upstream
+from shared_kit import free_port
 
 from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugin import PluginEnv

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from helpers import make_plugin, request
-from support import free_port
+from edge_kit import make_plugin, request
+from shared_kit import free_port
 
 from gateways.edge.model.schema import check
 from gateways.edge.plugin import PluginEnv

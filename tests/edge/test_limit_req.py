@@ -8,8 +8,8 @@ import uuid
 from typing import Any
 
 import pytest
-from helpers import make_plugin, request, route, serve_edge, upstream
-from support import free_port
+from edge_kit import make_plugin, request, route, serve_edge, upstream
+from shared_kit import free_port
 
 from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.model.schema import check, with_defaults
@@ -106,7 +106,7 @@ async def test_fractional_rate_delay_and_rejected_msg(fake_time: FakeTime) -> No
     conf = {"rate": 0.5, "burst": 2, "key": "http_x_user", "rejected_msg": "too many"}
     async with upstream() as port, serve_edge() as edge:
         edge.apply(routes=[route(rid(), "/r", port, plugins={"limit-req": conf})])
-        alice = {"headers": {"x-user": "alice"}}
+        alice: dict[str, Any] = {"headers": {"x-user": "alice"}}
         assert await statuses(edge, "/r", 1, **alice) == [200]
         fake_time.passing = False
         # Concurrent: the 2nd and 3rd are delayed (excess 1 and 2), the 4th is refused.
@@ -132,7 +132,8 @@ async def test_docs_combination_of_remote_address_and_consumer(fake_time: FakeTi
     async with upstream() as port, serve_edge() as edge:
         plugins = {"key-auth": {}, "limit-req": conf}
         edge.apply(routes=[route(rid(), "/get", port, plugins=plugins)], consumers=consumers)
-        jane, john = {"headers": {"apikey": "jane-key"}}, {"headers": {"apikey": "john-key"}}
+        jane: dict[str, Any] = {"headers": {"apikey": "jane-key"}}
+        john: dict[str, Any] = {"headers": {"apikey": "john-key"}}
         results = await asyncio.gather(edge.call("/get", **jane), edge.call("/get", **john))
         assert [r[0] for r in results] == [200, 200]
         assert await statuses(edge, "/get", 1, **john) == [429]

@@ -12,8 +12,8 @@ import aiohttp
 import jwt as pyjwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from helpers import make_plugin, request, route, serve_edge, upstream
-from support import service_token, user_token
+from edge_kit import make_plugin, request, route, serve_edge, upstream
+from shared_kit import service_token, user_token
 
 from gateways.edge.plugin import PluginEnv
 from runtime.auth import JwksCache

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 from aiohttp import web
-from helpers import EDGE_CONFIG, route, serve_edge, upstream
+from edge_kit import EDGE_CONFIG, route, serve_edge, upstream
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 

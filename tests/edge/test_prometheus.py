@@ -6,7 +6,7 @@ import multiprocessing
 import re
 from pathlib import Path
 
-from helpers import count_requests, make_plugin, request
+from edge_kit import count_requests, make_plugin, request
 
 from gateways.edge.metrics import EdgeMetrics, prepare_multiproc_dir
 from gateways.edge.plugin import PluginEnv

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers import conf_problem, route, serve_edge, upstream
+from edge_kit import conf_problem, route, serve_edge, upstream
 
 from gateways.edge.model.schema import with_defaults
 from gateways.edge.plugins import REGISTRY

@@ -13,7 +13,7 @@ import socket
 
 import pytest
 from aiohttp import web
-from helpers import route, serve_edge, upstream
+from edge_kit import route, serve_edge, upstream
 
 pytestmark = pytest.mark.timeout(60)
 

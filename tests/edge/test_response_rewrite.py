@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import route, serve_edge, upstream
+from edge_kit import route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
 from gateways.edge.dataplane.chain import plugin_conf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers import route, serve_edge, upstream
+from edge_kit import route, serve_edge, upstream
 
 from gateways.edge.functions import edge_function
 from gateways.edge.plugin import RequestContext

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import route, serve_edge, upstream
+from edge_kit import route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
 from gateways.edge import functions

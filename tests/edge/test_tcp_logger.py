@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import route, serve_edge, upstream
-from support import self_signed
+from edge_kit import route, serve_edge, upstream
+from shared_kit import self_signed
 
 from gateways.edge import batch
 from gateways.edge.model.schema import check, with_defaults

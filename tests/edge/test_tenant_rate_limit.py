@@ -10,8 +10,8 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
-from helpers import burst, make_plugin, request
-from support import free_port
+from edge_kit import burst, make_plugin, request
+from shared_kit import free_port
 
 from gateways.edge.metrics import EdgeMetrics
 from gateways.edge.plugin import PluginEnv

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import make_plugin, request, route, serve_edge, upstream
+from edge_kit import make_plugin, request, route, serve_edge, upstream
 
 from controlplane.edge_config.schemas import check_plugins
 from gateways.edge.dataplane.upstream import Timeouts

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from helpers import route, serve_edge, upstream
+from edge_kit import route, serve_edge, upstream
 
 from gateways.edge import batch
 from gateways.edge.log_entry import encode

@@ -10,11 +10,12 @@ import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import Edge, route, serve_edge, upstream
-from support import free_port
+from edge_kit import Edge, route, serve_edge, upstream
+from shared_kit import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -119,7 +120,7 @@ async def test_another_node_by_apisix_rules(edge: Edge) -> None:
     async with slow.serving() as slow_port, good.serving() as good_port:
         nodes = {f"127.0.0.1:{slow_port}": 1, f"127.0.0.1:{good_port}": 1}  # first try: slow
 
-        async def call(path: str, method: str = "GET", **upstream_conf: object) -> object:
+        async def call(path: str, method: str = "GET", **upstream_conf: object) -> Any:
             # a new version each time: the balancer starts again from the first node
             conf = {"nodes": nodes, "timeout": READ, **upstream_conf}
             edge.apply(routes=[{"id": "r", "uri": "/*", "upstream": conf}])

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests")]
 
-from support import launch_stack, stop_stack  # noqa: E402
+from shared_kit import launch_stack, stop_stack  # noqa: E402
 
 from fuzz.harness import PHASES, ROLES, SERVICES, STACK_ENV, fuzz_all, problems, stack_env, summary  # noqa: E402
 

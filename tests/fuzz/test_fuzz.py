@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 from fuzz.harness import (
     PROTECTED_TENANTS,

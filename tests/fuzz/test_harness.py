@@ -10,12 +10,13 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fuzz.harness import Run, fuzz
 
-DOCUMENT = {
+DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "t", "version": "1"},
     "paths": {

@@ -23,7 +23,7 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from support import ADMIN_API_KEY, MASTER_KEY, service_token, user_token
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, service_token, user_token
 
 import strata
 from controlplane.http_rules import HTTP_RULES as CONTROLPLANE_RULES

@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import ECKey, KeySet, OctKey, RSAKey
-from support import MASTER_KEY, free_port, service_token, user_token
+from shared_kit import MASTER_KEY, free_port, service_token, user_token
 
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.hop_identity import HopVerifier

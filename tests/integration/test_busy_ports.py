@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support import MASTER_KEY, free_port, valkey_server
+from shared_kit import MASTER_KEY, free_port, valkey_server
 
 from runtime.ports import PortInUse, check_free, holders_of
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import aiohttp
 import pytest
-from support import ADMIN_API_KEY, free_port, reflected_services
+from shared_kit import ADMIN_API_KEY, ConfigFor, free_port, reflected_services
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -93,7 +93,7 @@ class Platform:
 
 @pytest.fixture
 def makers(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     def make_cp(**env: str) -> Any:
         config = config_for(ControlPlaneConfig, EDGE_CONFIG_POLL_SECS="0.5", **env)

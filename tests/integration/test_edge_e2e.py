@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, edge_env, free_port, start_edge
+from shared_kit import ADMIN_API_KEY, edge_env, free_port, start_edge
 from test_edge_config import clear_store
 from test_edge_standalone import fetch
 from test_edge_workers import children
@@ -106,8 +106,10 @@ async def edge(cp_port: int, valkey_url: str, idp: str) -> AsyncIterator[EdgePro
             if len(pids) == 2:
                 break
             await asyncio.sleep(0.1)
-        ports = (int(env[name]) for name in ("HTTP_PORT", "ADMIN_PORT", "METRICS_PORT"))
-        yield EdgeProcess(process, *ports, pids)
+        proxy, admin, metrics = (
+            int(env[name]) for name in ("HTTP_PORT", "ADMIN_PORT", "METRICS_PORT")
+        )
+        yield EdgeProcess(process, proxy, admin, metrics, pids)
     finally:
         process.terminate()
         await asyncio.wait_for(process.wait(), 20)

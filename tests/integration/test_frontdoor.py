@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from support import MASTER_KEY, user_token
+from shared_kit import MASTER_KEY, user_token
 
 from controlplane.http_rules import HTTP_RULES as CONTROLPLANE_RULES
 from gateways.ai.app import openai_error

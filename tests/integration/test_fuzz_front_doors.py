@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import aiohttp
 import pytest
-from support import MASTER_KEY, valkey_server
+from shared_kit import MASTER_KEY, ConfigFor, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
@@ -264,7 +264,7 @@ def idp_rules() -> tuple[HttpRule, ...]:
 
 @pytest.fixture
 async def doors(
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
     own_valkey: str,
     idp: str,

@@ -12,9 +12,10 @@ import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import (
+from shared_kit import (
     ADMIN_API_KEY,
     MASTER_KEY,
+    ConfigFor,
     free_port,
     reflected_services,
     service_token,
@@ -50,7 +51,7 @@ async def call(
 
 
 @pytest.fixture
-def start(config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]):
+def start(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]):
     def make(config_class: type[ServiceConfig], build: Callable[..., Any], **env: str):
         config = config_for(config_class, **env)
         return serving(build(config, stores_for(config)))

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY, ConfigFor
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
@@ -30,7 +30,7 @@ async def grpcurl(*args: str) -> tuple[int, str]:
 
 
 async def test_grpcurl_lists_and_calls_the_internal_api(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> None:
     assert GRPCURL.is_file(), "grpcurl is not installed: `make install` (the dev extra)"
     config = config_for(ControlPlaneConfig)

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import pytest
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
-from support import MASTER_KEY, free_port, user_token
+from shared_kit import MASTER_KEY, free_port, user_token
 
 from runtime.auth import Authenticator, JwksCache
 from runtime.context import respond

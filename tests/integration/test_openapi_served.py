@@ -13,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -25,7 +23,16 @@ import aiohttp
 import pytest
 from identity_kit import Sts, registered_agents
 from jsonschema import Draft202012Validator
-from support import ADMIN_API_KEY, MASTER_KEY, free_port, running, user_token, valkey_server
+from mcp_servers import UpstreamMcp
+from shared_kit import (
+    ADMIN_API_KEY,
+    MASTER_KEY,
+    ConfigFor,
+    free_port,
+    running,
+    user_token,
+    valkey_server,
+)
 
 from cli.docs import API_DIR, api_documents
 from controlplane.app import build as build_controlplane
@@ -45,10 +52,6 @@ from runtime.stores import Stores
 from runtime.testing import serving
 from sidecars.echo_llm.app import build_app as build_echo
 from sidecars.echo_llm.provider import KEY_VAR, echo_provider
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agent"))
-
-from mcp_servers import UpstreamMcp
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -164,7 +167,7 @@ def ai_calls() -> list[Call]:
 
 def controlplane_calls(human: str) -> list[Call]:
     """`human`: a person's IdP token (tenant acme), for the token exchange."""
-    tenant = {"params": {"id": T}}
+    tenant: dict[str, Any] = {"params": {"id": T}}
     hook = "http://127.0.0.1:9/hook"
     return [
         # tenants first: the rest acts for T
@@ -282,8 +285,8 @@ ELICIT_SCHEMA = {
 
 
 def agent_calls(upstream: str) -> list[Call]:
-    server = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
-    session = {"params": {"session_id": "$session"}, "headers": TENANT}
+    server: dict[str, Any] = {"params": {"server_id": "oas-srv"}, "headers": TENANT}
+    session: dict[str, Any] = {"params": {"session_id": "$session"}, "headers": TENANT}
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -503,7 +506,7 @@ class Doors:
 
 @pytest.fixture
 async def doors(
-    config_for: Callable[..., ServiceConfig],
+    config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
     own_valkey: str,
     idp: str,

@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
-from support import MASTER_KEY, free_port
+from shared_kit import MASTER_KEY, free_port
 
 from runtime.auth import Authenticator, JwksCache
 from runtime.errors import (

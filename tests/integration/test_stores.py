@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics, DirectSink

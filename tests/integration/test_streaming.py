@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY
 
 from gateways.ai.http_rules import HTTP_RULES
 from runtime.auth import Authenticator, JwksCache

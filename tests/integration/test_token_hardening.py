@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import pytest
 from identity_kit import GRANT, Sts, controlplane, identity_stack
-from support import service_token, user_token
+from shared_kit import ConfigFor, service_token, user_token
 
 from gateways.agent.app import build as build_agent
 from gateways.agent.config import AgentGatewayConfig
@@ -103,7 +103,7 @@ def no_errors_logged(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.fixture
-def start(config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]):
+def start(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]):
     def make(config_class: type[ServiceConfig], build: Callable[..., Any], **env: str):
         config = config_for(config_class, **env)
         return serving(build(config, stores_for(config)))

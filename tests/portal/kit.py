@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from playwright.async_api import Browser, BrowserContext, Page, expect
-from support import launch_stack, stop_stack
+from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, expect
+from shared_kit import launch_stack, stop_stack
 
 # No port of this stack is a port of another stack test's or benchmark's, nor of the default
 # stack's (tests/unit/test_launcher.py's offset rule).
@@ -38,8 +38,8 @@ CHROMIUM_FLAGS = [
 ]
 STACK_ENV = {"SVC_AGENT_IDENTITY": "on", "AGENT_MCP_RELIST_SECS": "0"}
 SCREENSHOTS = Path(os.environ.get("PORTAL_SCREENSHOTS", Path(__file__).parent / "screenshots"))
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 PASSWORDS = {"admin": "admin", "alice": "alice", "bob": "bob"}
 
 

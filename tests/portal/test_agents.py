@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from agent.mcp_servers import UpstreamMcp
+from mcp_servers import UpstreamMcp
 from playwright.async_api import expect
 
 from portal.kit import log_in, mcp_server, open_page, person, shot, unique

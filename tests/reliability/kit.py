@@ -19,13 +19,13 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 # No port of this stack is a port of the default stack or of another stack test's or
 # benchmark's (offsets 200-800, 2000): tests/unit/test_launcher.py's offset rule.
@@ -391,12 +391,12 @@ async def on_every_worker(
     return replies[-1]
 
 
-async def all_replies(calls: list[Awaitable[Reply]]) -> list[Reply]:
+async def all_replies(calls: Sequence[Awaitable[Reply]]) -> list[Reply]:
     """The calls made at once (each on its own connection)."""
     return list(await asyncio.gather(*calls))
 
 
-async def all_statuses(calls: list[Awaitable[Reply]]) -> list[int]:
+async def all_statuses(calls: Sequence[Awaitable[Reply]]) -> list[int]:
     return [reply.status for reply in await all_replies(calls)]
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests")]
 
-from support import free_port  # noqa: E402
+from shared_kit import free_port  # noqa: E402
 
 from cli.launcher.supervise import descendants, rss_mb  # noqa: E402
 from reliability.kit import (  # noqa: E402 - after the path is set

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from reliability.kit import (
     OFFSET,

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from reliability.forge import Target, attacker_keys, claims_of
 from reliability.kit import (

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from reliability.kit import (
     Http,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from reliability.kit import (
     Http,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from support import free_port
+from shared_kit import free_port
 
 from reliability.kit import (
     Http,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pytest
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 from joserfc.jwk import ECKey, OKPKey, RSAKey
-from support import free_port
+from shared_kit import free_port
 
 from reliability.forge import VARIANTS, Signer, Target, attacker_keys, claims_of
 from reliability.kit import (

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from sidecar_testkit import idp_app
+from sidecar_kit import idp_app
 
 from sidecars.jsonlog import JsonAccessLogger
 

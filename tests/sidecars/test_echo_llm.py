@@ -7,10 +7,11 @@ import time
 import openai
 import pytest
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from sidecars.echo_llm.app import build_app
 
-MESSAGES = [
+MESSAGES: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "be brief"},
     {"role": "user", "content": "first question"},
     {"role": "assistant", "content": "echo: first question"},
@@ -133,6 +134,7 @@ async def test_injected_faults(client):
     with pytest.raises(openai.InternalServerError) as caught:
         await client.chat.completions.create(model="fail-500", messages=MESSAGES)
     assert caught.value.status_code == 500
+    assert isinstance(caught.value.body, dict)
     assert caught.value.body["code"] == "injected_fault"
     with pytest.raises(openai.RateLimitError) as limited:
         await client.chat.completions.create(model="fail-429-mini", messages=MESSAGES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
-from sidecar_testkit import (
+from sidecar_kit import (
     ADMIN,
     ADMIN_HEADERS,
     IDP_ADMIN_TOKEN,

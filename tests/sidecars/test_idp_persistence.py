@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import aiohttp
-from sidecar_testkit import (
+from sidecar_kit import (
     ADMIN,
     ADMIN_HEADERS,
     CERTS_PATH,

@@ -6,7 +6,7 @@ import base64
 import hashlib
 
 import aiohttp
-from sidecar_testkit import (
+from sidecar_kit import (
     ADMIN,
     ADMIN_HEADERS,
     CERTS_PATH,

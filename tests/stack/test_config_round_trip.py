@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
-from support import STRATA, free_port, launch_stack, stop_stack
+from shared_kit import STRATA, free_port, launch_stack, stop_stack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 

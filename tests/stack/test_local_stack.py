@@ -19,7 +19,8 @@ import grpc
 import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
+from openai.types.chat import ChatCompletionMessageParam
+from shared_kit import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
@@ -239,13 +240,15 @@ async def test_strata_env_feeds_the_openai_sdk(stack: Path) -> None:
     )
     models = [m.id async for m in client.models.list()]
     assert {"echo-1", "echo-2"} <= set(models)
-    messages = [{"role": "user", "content": "hello from the first hour"}]
-    reply = await client.chat.completions.create(model="echo-1", messages=messages)  # type: ignore[arg-type]
+    messages: list[ChatCompletionMessageParam] = [
+        {"role": "user", "content": "hello from the first hour"}
+    ]
+    reply = await client.chat.completions.create(model="echo-1", messages=messages)
     assert reply.choices[0].message.content == "echo: hello from the first hour"
     stream = await client.chat.completions.create(
         model="echo-1",
         messages=messages,
-        stream=True,  # type: ignore[arg-type]
+        stream=True,
     )
     text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
     assert text == "echo: hello from the first hour"

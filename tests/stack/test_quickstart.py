@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import launch_stack, stop_stack
+from shared_kit import launch_stack, stop_stack
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
 
@@ -57,6 +57,7 @@ class Step:
 def steps(text: str) -> list[Step]:
     """The fenced shell and Python blocks, in order, each with the heading above it."""
     found: list[Step] = []
+    body: list[str]
     heading, language, body, marked, previous = "", None, [], False, ""
     for line in text.splitlines():
         fence = FENCE.match(line)

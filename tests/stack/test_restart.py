@@ -17,7 +17,7 @@ import aiohttp
 import openai
 import pytest
 import redis.asyncio as redis
-from support import STRATA, launch_stack, stop_stack, user_token
+from shared_kit import STRATA, launch_stack, stop_stack, user_token
 
 from cli.launcher.state import alive, read_state
 from controlplane.identity import IdentityAdmin

@@ -21,7 +21,7 @@ import pytest
 import redis.asyncio as redis
 from joserfc import jwt as jose_jwt
 from joserfc.jwk import OctKey
-from support import launch_stack, stop_stack, store_text
+from shared_kit import launch_stack, stop_stack, store_text
 
 from runtime.keyring import MASKED, kid_of, new_key
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
-from support import running, self_signed
+from shared_kit import running, self_signed
 
 from runtime.http1.client import ClientError, HttpClient
 from runtime.outbound import guarded_resolve

@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as redis
 import uvloop
 from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
-from support import free_port, valkey_server
+from shared_kit import free_port, valkey_server
 
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv
 from runtime.stores.kv_pipeline import (

@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
-from support import STRATA
+from shared_kit import STRATA
 
 from cli.launcher import SERVICES, Child, layout, plan
 from cli.launcher.banner import session_help

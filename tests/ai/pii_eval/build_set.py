@@ -307,6 +307,7 @@ POOLS = {
 def fill(template: str, rng: random.Random, first: str | None = None) -> dict[str, object]:
     """The sentence with its slots filled (the first one with `first` when given), and the
     span of each slot's value."""
+    spans: list[dict[str, object]]
     text, spans, last = "", [], 0
     for match in SLOT.finditer(template):
         text += template[last : match.start()]

@@ -446,10 +446,10 @@ def main() -> None:
     with (HERE / "sentences.jsonl").open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    spans = sum(len(r["spans"]) for r in rows)  # type: ignore[arg-type]
+    spans = sum(len(r["spans"]) for r in rows)  # type: ignore[arg-type, misc]
     negatives = sum(1 for r in rows if not r["spans"])
     held = [r for r in rows if r["split"] == "heldout"]
-    held_spans = sum(len(r["spans"]) for r in held)  # type: ignore[arg-type]
+    held_spans = sum(len(r["spans"]) for r in held)  # type: ignore[arg-type, misc]
     print(f"{len(rows)} sentences, {spans} PII spans, {negatives} without PII;")
     print(f"held out: {len(held)} sentences, {held_spans} spans, "
           f"{sum(1 for r in held if not r['spans'])} without PII")  # fmt: skip

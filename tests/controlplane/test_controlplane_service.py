@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from support import MASTER_KEY, free_port, reflected_services, user_token
+from multidict import CIMultiDictProxy
+from shared_kit import MASTER_KEY, ConfigFor, free_port, reflected_services, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
@@ -39,7 +41,7 @@ BEARER = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 @pytest.fixture
 def start(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
+    config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]
 ) -> Callable[..., object]:
     def make(**env: str) -> object:
         config = config_for(ControlPlaneConfig, **env)
@@ -60,7 +62,7 @@ async def get(
     headers: dict[str, str] | None = None,
     method: str = "GET",
     data: str | bytes | None = None,
-) -> tuple[int, object, aiohttp.typedefs.LooseHeaders]:
+) -> tuple[int, Any, CIMultiDictProxy[str]]:
     async with (
         aiohttp.ClientSession(svc.http_url) as http,
         http.request(method, path, headers=headers or {}, data=data) as resp,

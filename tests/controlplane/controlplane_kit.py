@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support import MASTER_KEY, service_token, user_token
+from shared_kit import MASTER_KEY, ConfigFor, service_token, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
@@ -30,14 +30,12 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @pytest.fixture(name="start")
-def start_fixture(
-    config_for: Callable[..., ServiceConfig], stores_for: Callable[[ServiceConfig], Stores]
-) -> Start:
+def start_fixture(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Start:
     """`async with start(**env) as cp`: a control plane on free ports and the session's stores."""
 
     def make(**env: str) -> AbstractAsyncContextManager[Serving]:
         config = config_for(ControlPlaneConfig, **env)
-        return serving(build(config, stores_for(config)))  # type: ignore[arg-type]
+        return serving(build(config, stores_for(config)))
 
     return make
 

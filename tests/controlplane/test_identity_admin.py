@@ -4,7 +4,7 @@ provider at run time, and the provisioned principals can log in at once."""
 from __future__ import annotations
 
 import pytest
-from support import service_token, user_token
+from shared_kit import service_token, user_token
 
 from controlplane.identity import IdentityAdmin
 from runtime.errors import AlreadyExists, InvalidRequest, NotFound, Unavailable

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, edge_snapshot
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, edge_snapshot, free_port
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, edge_snapshot, free_port
 
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane import DataPlane

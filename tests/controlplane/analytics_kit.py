@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-from support import MASTER_KEY
+from shared_kit import MASTER_KEY
 
 from runtime.stores.analytics import Analytics
 from runtime.testing import Serving

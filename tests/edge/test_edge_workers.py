@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from support import edge_env, start_edge
+from shared_kit import edge_env, start_edge
 
 pytestmark = pytest.mark.timeout(60)
 

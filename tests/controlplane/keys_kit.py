@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from support import ADMIN_API_KEY, MASTER_KEY, keyring_for_tests
+from shared_kit import ADMIN_API_KEY, MASTER_KEY, keyring_for_tests
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig

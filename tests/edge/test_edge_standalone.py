@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from aiohttp import web
-from support import edge_env, start_edge
+from shared_kit import edge_env, start_edge
 from test_edge_workers import accepting_pid, children
 
 pytestmark = pytest.mark.timeout(60)
