@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from gateways.ai.breaker import PROBE, SKIP, Breakers
 from gateways.ai.config import AiGatewayConfig
-from gateways.ai.keys import KeyUnavailable, resolve_key
+from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.metering import Outcome
 from gateways.ai.provider_table import Provider, Snapshot
 from gateways.ai.providers.base import Adapter, ChatCall, ProviderError, ProviderTarget

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateways.ai.keys import KeyUnavailable, resolve_key
+from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.provider_table import Provider, Snapshot
 from gateways.ai.providers.base import Adapter, ProviderError, ProviderTarget
 from runtime.http1.client import HttpClient

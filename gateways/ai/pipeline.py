@@ -70,7 +70,7 @@ from gateways.ai.completions import Chunks, renewed
 from gateways.ai.completions import completion as completion_of
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.failover import Failover
-from gateways.ai.keys import KeyUnavailable, resolve_key
+from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateways.ai.keys import KeyUnavailable, resolve_key
+from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.provider_table import BUILTIN, Provider, Snapshot, parse
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from gateways.ai.routing import NoRoute, chain, model_not_found, route
