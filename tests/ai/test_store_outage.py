@@ -32,7 +32,7 @@ from ai_kit import ECHO_KEY, Scripted, client, pipeline_of, provider, set_provid
 from openai.types.chat import ChatCompletionMessageParam
 from redis.asyncio import Redis
 from redis.exceptions import TimeoutError
-from shared_kit import MASTER_KEY, running, user_token, valkey_server
+from shared_kit import MASTER_KEY, issued_keys_of, running, user_token, valkey_server
 
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.pipeline import ChatPipeline
@@ -164,7 +164,7 @@ async def ready(ai: Serving) -> ChatPipeline:
     """The gateway's pipeline once both its change feeds are confirmed (what it reads from
     then on may be kept)."""
     pipeline = pipeline_of(ai)
-    keys = ai.running.definition.authenticator.api_keys
+    keys = issued_keys_of(ai)
     await eventually(lambda: holds(keys.watch.trusted and pipeline.budgets.no_budget.watch.trusted))
     return pipeline
 

@@ -4,6 +4,8 @@ the document the front door serves lists the same fields."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     call,
     cp_fixture,
@@ -11,11 +13,11 @@ from notify_kit import (  # noqa: F401  (fixtures are used by their names)
     tokens_fixture,
 )
 
-COMPLETE = {
+COMPLETE: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/keys/request"): {"name": "req-key", "tenant_id": "acme", "routes": ["/api/*"],
                                     "reason": "testing", "email": "a@acme.example"},
 }  # fmt: skip
-ADMIN_ONLY = {
+ADMIN_ONLY: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/tenants"): {"name": "Required", "plan": "free"},
     ("POST", "/api/notifications"): {"tenant_id": "acme", "notification_type": "key_approved",
                                      "title": "t", "message": "m"},  # "internal use"

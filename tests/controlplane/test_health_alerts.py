@@ -25,6 +25,7 @@ from controlplane.platform_health import (
     PlatformHealthServicer,
     Probe,
 )
+from runtime.context import LocalContext
 from runtime.protojson import to_json
 from runtime.stores.analytics import Analytics
 from runtime.stores.kv import connect_kv
@@ -83,8 +84,13 @@ def servicer(
     return health, raised
 
 
+def caller() -> LocalContext:
+    """The context of a call made in-process (the servicer reads nothing of it)."""
+    return LocalContext({}, "ipv4:127.0.0.1:0")
+
+
 async def alerts(health: PlatformHealthServicer) -> list[dict[str, Any]]:
-    answer = await health.ListHealthAlerts(pb.ListHealthAlertsRequest(), None)
+    answer = await health.ListHealthAlerts(pb.ListHealthAlertsRequest(), caller())
     return [to_json(a) for a in answer.alerts]
 
 
@@ -168,7 +174,7 @@ async def test_one_notification_per_transition_across_replicas(
         await layer.set(NOT_SERVING)
         first = await alerts(one)
         second = await alerts(two)  # the other replica: same since, no second notification
-        await one.ListServiceHealth(pb.ListServiceHealthRequest(), None)
+        await one.ListServiceHealth(pb.ListServiceHealthRequest(), caller())
         await asyncio.gather(*one._tasks)  # its recording, done in the background
         assert first == second and first[0]["status"] == "degraded"
         raised = raised_one + raised_two
@@ -199,7 +205,7 @@ async def test_recovery_then_failure_notifies_again(
             await alerts(health)
         assert [t.status for t in raised] == ["degraded", "degraded"]
         kv = connect_kv(valkey_url)
-        assert (await kv.hget(STATUS_KEY, "layer:L3") or "").startswith("degraded|")
+        assert (await kv.hget(STATUS_KEY, "layer:L3") or "").startswith("degraded|")  # type: ignore[arg-type]
         await kv.aclose()
     finally:
         await health.close()
@@ -290,7 +296,7 @@ async def test_the_services_probe_also_notifies(
     )
     try:
         await layer.set(NOT_SERVING)
-        answer = await health.ListServiceHealth(pb.ListServiceHealthRequest(), None)
+        answer = await health.ListServiceHealth(pb.ListServiceHealthRequest(), caller())
         assert [s.status for s in answer.services] == ["degraded"]
         await asyncio.gather(*health._tasks)  # recorded in the background
         assert [(t.layer, t.status) for t in raised] == [("L2", "degraded")]

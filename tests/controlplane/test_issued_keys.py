@@ -21,7 +21,7 @@ import pytest
 from keys_kit import MASTER, Platform, Tenants, call, control_plane, eventually, unique
 from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletionMessageParam
-from shared_kit import running, valkey_server
+from shared_kit import issued_keys_of, running, valkey_server
 
 import runtime.stores.kv as kv_store
 from gateways.agent.app import build as build_agent
@@ -331,9 +331,7 @@ async def test_a_warm_key_costs_no_store_command(
         replicas = [(ai, "/v1/models"), (agent, "/v1/sessions")]
 
         async def trusted() -> bool:  # each replica's change feed is confirmed
-            return all(
-                svc.running.definition.authenticator.api_keys.watch.trusted for svc, _ in replicas
-            )
+            return all(issued_keys_of(svc).watch.trusted for svc, _ in replicas)
 
         await eventually(trusted)
         for svc, path in replicas:
@@ -417,7 +415,7 @@ async def test_the_store_down_is_503_for_a_key_not_in_memory_and_keeps_known_key
         ai = await stack.enter_async_context(
             service(build_ai, AiGatewayConfig, config_for, stores_for)(REDIS_URL=url)
         )
-        keys = ai.running.definition.authenticator.api_keys
+        keys = issued_keys_of(ai)
         await eventually(lambda: _true(keys.watch.trusted))
         assert (await get(ai, "/v1/models", key))[0] == 200
         assert digest(key) in keys._known

@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 from shared_kit import MASTER_KEY, ConfigFor, store_text, valkey_server
 
@@ -53,7 +54,7 @@ async def seed_clear_secrets(url: str) -> None:
         await kv.hset("platform:provider-secrets", "legacy", MANUAL)
         settings = {"notification_config": {"pagerduty_key": PAGERDUTY}}
         await kv.set("cp:settings", json.dumps(settings))
-        prefs = {"tenant_id": "acme", "webhook_url": None, "slack_url": None,
+        prefs: dict[str, Any] = {"tenant_id": "acme", "webhook_url": None, "slack_url": None,
                  "signing_secret": SIGNING, "enabled_types": []}  # fmt: skip
         await kv.set("cp:notify-prefs:acme", json.dumps(prefs))
         hook = {"id": "wh-legacy", "tenant_id": "acme", "url": "http://127.0.0.1:9/h",
@@ -92,14 +93,18 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             text = await store_text(kv)
             assert not [c for c in CANARIES if c in text]
             keyring = Keyring(parse_keys(K1), MASTER_KEY)
-            consumers = await kv.hgetall(f"{PREFIX}:consumers")
+            # the client decodes (decode_responses=True); redis-py types answers `bytes | str`
+            consumers = cast("dict[str, str]", await kv.hgetall(f"{PREFIX}:consumers"))
             key = json.loads(consumers["legacy-key"])["value"]["plugins"]["key-auth"]["key"]
             assert is_digest(key) and keyring.matches(key, API_KEY)
             jwt = json.loads(consumers["legacy-jwt"])["value"]["plugins"]["jwt-auth"]["secret"]
             assert keyring.open(jwt, "edge:consumer:legacy-jwt:jwt-auth.secret") == JWT_SECRET
             manual = await kv.hget("platform:provider-secrets", "legacy")
+            assert isinstance(manual, str)
             assert keyring.open(manual, "platform:provider-secrets:legacy") == MANUAL
-            settings = json.loads(await kv.get("cp:settings"))["notification_config"]
+            stored_settings = await kv.get("cp:settings")
+            assert stored_settings is not None
+            settings = json.loads(stored_settings)["notification_config"]
             assert is_sealed(settings["pagerduty_key"])
             assert kid_of(settings["pagerduty_key"]) == "k1"
             migrated = {k: v for k, v in consumers.items() if k.startswith("legacy-")}

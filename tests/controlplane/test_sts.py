@@ -11,6 +11,7 @@ import itertools
 import json
 import time
 import uuid
+from typing import Any
 
 import aiohttp
 import jwt
@@ -121,7 +122,7 @@ async def test_the_steps_deny_in_the_spec_order_with_its_texts(controlplane, idp
         stranger = await idp_agent(idp, f"agent:unregistered-{suffix()}", "acme")
         ghost = f"agent:ghost-{suffix()}"
         await sts.register(a.agent_id, "acme", (b.agent_id, g.agent_id, a.agent_id), ("echo",))
-        cases = [
+        cases: list[tuple[tuple[str, str, str, dict[str, Any]], tuple[int, dict[str, str]]]] = [
             # (subject, actor, audience, extra) → the answer
             ((alice, a.token, b.agent_id, {"grant_type": "password"}),
              denial(400, "unsupported grant_type", "unsupported_grant_type")),
@@ -346,7 +347,9 @@ async def test_key_rotation_keeps_the_old_key_published_until_its_tokens_expire(
         assert header_of(second)["kid"] == new_kid
         # Once every token of the old key has expired, it leaves the key set.
         kv = connect_kv(valkey_url)
-        entry = json.loads(await kv.hget(STS_KEYS_KEY, old_kid))
+        stored = await kv.hget(STS_KEYS_KEY, old_kid)
+        assert stored is not None
+        entry = json.loads(stored)
         await kv.hset(STS_KEYS_KEY, old_kid, json.dumps({**entry, "until": time.time() - 1}))
         kids = {k["kid"] for k in (await sts.jwks())["keys"]}
         assert old_kid not in kids and new_kid in kids

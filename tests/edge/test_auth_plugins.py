@@ -41,6 +41,7 @@ async def test_key_auth_header_query_and_failures() -> None:
 
     ctx = request(headers={"apikey": "auth-one"})
     assert await plugin.rewrite(ctx) is None
+    assert ctx.consumer is not None
     assert ctx.consumer_name == "jack" and ctx.consumer["username"] == "jack"
     assert ctx.upstream_headers["x-consumer-username"] == "jack"
 
@@ -69,9 +70,10 @@ async def test_key_auth_hide_credentials_and_custom_names() -> None:
 
 def test_key_auth_schemas() -> None:
     cls = REGISTRY["key-auth"]
+    assert cls.consumer_schema is not None
     assert check(cls.consumer_schema, {}) == 'property "key" is required'
     assert cls.credential_field == "key"
-    assert check(cls.schema, {"header": 1}).startswith('property "header" validation failed')
+    assert check(cls.schema, {"header": 1}).startswith('property "header" validation failed')  # type: ignore[union-attr]
 
 
 # ---- jwt-auth ------------------------------------------------------------------------------
@@ -96,6 +98,7 @@ async def test_jwt_auth_hs256_from_header_query_cookie() -> None:
         request(headers={"Cookie": f"a=b; jwt={token}"}),
     ):
         assert await plugin.rewrite(ctx) is None, ctx.headers
+        assert ctx.jwt_claims is not None
         assert ctx.consumer_name == "jack" and ctx.jwt_claims["key"] == "user-key"
 
 
@@ -178,6 +181,7 @@ async def test_jwt_auth_es256_hs512_base64_and_hide() -> None:
 
 def test_jwt_auth_consumer_schema() -> None:
     schema = REGISTRY["jwt-auth"].consumer_schema
+    assert schema is not None
     assert check(schema, {"key": "k", "secret": "s"}) is None
     assert check(schema, {"key": "k", "algorithm": "RS256"}) == 'property "public_key" is required'
     assert check(schema, {"key": "k", "algorithm": "HS999", "secret": "s"}) is not None

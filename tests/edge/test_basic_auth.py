@@ -169,6 +169,7 @@ async def stored_password(valkey_url: str, username: str) -> str:
         raw = await kv.hget(f"{PREFIX}:consumers", username)
     finally:
         await kv.aclose()
+    assert raw is not None
     return str(json.loads(raw)["value"]["plugins"]["basic-auth"]["password"])
 
 

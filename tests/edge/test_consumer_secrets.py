@@ -21,7 +21,7 @@ from joserfc.jwk import OctKey
 from shared_kit import MASTER_KEY, store_text
 from test_edge_config import KEY, Platform, clear_store, makers, platform  # noqa: F401
 
-from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry
+from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry, Op
 from runtime.keyring import MASKED, Keyring, is_digest, is_sealed, kid_of, new_key, parse_keys
 from runtime.stores.kv import connect_kv
 
@@ -105,6 +105,7 @@ async def stored_consumer(valkey_url: str, username: str) -> dict[str, Any]:
         raw = await kv.hget(f"{PREFIX}:consumers", username)
     finally:
         await kv.aclose()
+    assert raw is not None
     return dict(json.loads(raw)["value"])
 
 
@@ -191,7 +192,7 @@ async def test_clear_consumers_migrated_at_start_and_a_rotation_keeps_every_secr
         try:
             store = EdgeConfigStore(kv)
             revision = await store.revision()
-            legacy = [
+            legacy: list[Op] = [
                 ("consumers", c["username"], Entry(c, revision + 1, revision + 1))
                 for c in consumers()[1:]
             ]

@@ -249,10 +249,10 @@ async def test_a_configuration_push_still_sends_the_old_instances_entries() -> N
 def test_schema_and_defaults() -> None:
     schema = REGISTRY["http-logger"].schema
     assert check(schema, {}) == 'property "uri" is required'
-    assert check(schema, {"uri": "127.0.0.1:80/logs"}).startswith(
+    assert check(schema, {"uri": "127.0.0.1:80/logs"}).startswith(  # type: ignore[union-attr]
         'property "uri" validation failed: failed to match pattern'
     )
-    for bad, message in [
+    bad_confs: list[tuple[dict[str, Any], str]] = [
         ({"timeout": 0}, 'property "timeout" validation failed: expected 0 to be at least 1'),
         ({"concat_method": "csv"}, 'property "concat_method" validation failed: matches none'),
         ({"batch_max_size": 0}, 'property "batch_max_size" validation failed: expected 0'),
@@ -260,7 +260,8 @@ def test_schema_and_defaults() -> None:
         ({"include_req_body_expr": []}, 'property "include_req_body_expr" validation failed'),
         ({"max_resp_body_bytes": 0}, 'property "max_resp_body_bytes" validation failed'),
         ({"log_format": "$host"}, 'property "log_format" validation failed: wrong type'),
-    ]:
+    ]
+    for bad, message in bad_confs:
         problem = check(schema, {"uri": "http://127.0.0.1:1980/log", **bad})
         assert problem is not None and problem.startswith(message), problem
     assert with_defaults(schema, {"uri": "https://logs.example/in"}) == {

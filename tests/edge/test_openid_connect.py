@@ -40,10 +40,13 @@ async def test_valid_token_sets_claims_tenant_and_upstream_headers(idp: str) -> 
     token = await user_token(idp)
     ctx = request(headers={"Authorization": f"Bearer {token}"})
     assert await plugin.rewrite(ctx) is None
+    assert ctx.jwt_claims is not None
     assert ctx.jwt_claims["preferred_username"] == "alice"
     assert ctx.tenant_id and ctx.tenant_id == ctx.jwt_claims["tenant_id"]
     assert ctx.upstream_headers["x-access-token"] == token
-    userinfo = json.loads(base64.b64decode(ctx.upstream_headers["x-userinfo"]))
+    x_userinfo = ctx.upstream_headers["x-userinfo"]
+    assert x_userinfo is not None
+    userinfo = json.loads(base64.b64decode(x_userinfo))
     assert userinfo["sub"] == ctx.jwt_claims["sub"]
 
 

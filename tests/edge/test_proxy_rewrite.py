@@ -184,7 +184,7 @@ def test_schema_and_defaults() -> None:
         {"remove": ["X-A"], "other": 1},
     ]
     for headers in bad_headers:
-        assert problem({"headers": headers}).startswith(
+        assert problem({"headers": headers}).startswith(  # type: ignore[union-attr]
             'property "headers" validation failed: '
             "value should match only one schema, but matches none: "
         ), headers
@@ -194,7 +194,7 @@ def test_schema_and_defaults() -> None:
         "value should match only one schema, but matches none: "
         'property "set" validation failed: failed to match pattern "^[!-9;-~]+$" with "Bad:Name"'
     )
-    assert problem({"headers": {"X-A": "line\r\nbreak"}}).startswith(
+    assert problem({"headers": {"X-A": "line\r\nbreak"}}).startswith(  # type: ignore[union-attr]
         'property "headers" validation failed: '
         "value should match only one schema, but matches none: "
         'property "X-A" validation failed: failed to match pattern'

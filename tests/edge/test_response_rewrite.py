@@ -22,7 +22,7 @@ SCHEMA = REGISTRY["response-rewrite"].schema
 CHECK = REGISTRY["response-rewrite"].check_conf
 
 
-def answer(body: bytes, status: int = 200, **headers: str) -> Any:
+def answer(body: bytes, status: int = 200, /, **headers: str) -> Any:
     async def handler(request: web.Request) -> web.Response:
         return web.Response(body=body, status=status, headers=headers)
 
@@ -122,7 +122,7 @@ async def test_over_max_resp_body_size_the_body_is_cut_as_apisix_does() -> None:
 
 
 async def test_headers_add_set_remove_and_the_legacy_map() -> None:
-    cases = [  # APISIX's own tests (t/plugin/response-rewrite2.t)
+    cases: list[tuple[dict[str, Any], dict[str, str | None]]] = [  # APISIX's (response-rewrite2.t)
         ({"add": ["Cache-Control: no-cache", "Cache-Control : max-age=0, must-revalidate"]},
          {"Cache-Control": "no-cache, max-age=0, must-revalidate"}),
         ({"add": ["Cache-Control: no-cache"],
@@ -160,7 +160,7 @@ async def test_status_code_and_response_variables() -> None:
 
 
 async def test_rewrites_a_response_answered_by_an_earlier_plugin() -> None:
-    conf = {
+    conf: dict[str, Any] = {
         "status_code": 200,
         "body": '{"message":"please sign in"}',
         "headers": {"set": {"X-Auth": "required"}},
@@ -237,11 +237,11 @@ def test_schema_and_defaults() -> None:
     for headers in ({"add": [["headers:"]]}, {"remove": [["headers:"]]}, {"set": [["headers"]]},
                     {"add": ["no colon"]}, {"set": {"a": [1]}}):  # fmt: skip
         # APISIX's words, then which field is wrong (issue 22.8)
-        assert check(SCHEMA, {"headers": headers}).startswith(
+        assert check(SCHEMA, {"headers": headers}).startswith(  # type: ignore[union-attr]
             'property "headers" validation failed: object matches none of the required: '
             f'property "{next(iter(headers))}" validation failed: '
         ), headers
-    assert check(SCHEMA, {"headers": {"add": ["no colon"]}}).endswith(
+    assert check(SCHEMA, {"headers": {"add": ["no colon"]}}).endswith(  # type: ignore[union-attr]
         'property "add" validation failed: failed to match pattern "^[^:]+:[^:]+[^/]$" with '
         '"no colon"'
     )
@@ -251,7 +251,7 @@ def test_what_the_schema_cannot_say() -> None:
     assert CHECK({"filters": [{"regex": "hello", "replace": "HELLO", "options": "h"}]}) == (
         'regex "hello" validation failed: unknown flag "h" (flags "h")'
     )
-    assert CHECK({"filters": [{"regex": "[", "replace": "x"}]}).startswith(
+    assert CHECK({"filters": [{"regex": "[", "replace": "x"}]}).startswith(  # type: ignore[union-attr]
         'regex "[" validation failed: '
     )
     assert CHECK({"body": "!!", "body_base64": True}) == "invalid base64 content"

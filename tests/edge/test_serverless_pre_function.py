@@ -19,7 +19,7 @@ from gateways.edge.dataplane.chain import Chain
 from gateways.edge.functions import edge_function
 from gateways.edge.model.resources import ConfigRejected
 from gateways.edge.model.schema import check, with_defaults
-from gateways.edge.plugin import Reply, RequestContext
+from gateways.edge.plugin import PluginEnv, Reply, RequestContext
 from gateways.edge.plugins import REGISTRY
 from runtime.errors import InvalidRequest
 
@@ -243,7 +243,7 @@ async def test_only_the_configured_phase_is_in_the_chain() -> None:
         plugin = REGISTRY["serverless-pre-function"](
             with_defaults(REGISTRY["serverless-pre-function"].schema,
                           {"functions": [fn(name)], "phase": phase}),
-            None,
+            PluginEnv(),
         )  # fmt: skip
         assert plugin.active_phases() == {phase}
         chain = Chain([plugin])

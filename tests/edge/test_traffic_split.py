@@ -125,6 +125,7 @@ async def test_a_rule_without_match_always_applies_and_defaults() -> None:
         edge.apply(routes=[route("r1", "/x", a, plugins={"traffic-split": split})])
         assert sorted(await served_by(edge, "/x", 4)) == ["a", "a", "b", "b"]
         # no weighted_upstreams (default [{weight: 1}]), no rules, every weight 0: the route's
+        conf: dict[str, Any]
         for conf in ({"rules": [{}]}, {}, {"rules": [{"weighted_upstreams": [
                 {"upstream": nodes(b), "weight": 0}, {"weight": 0}]}]}):  # fmt: skip
             edge.apply(routes=[route("r1", "/x", a, plugins={"traffic-split": conf})])
@@ -142,9 +143,12 @@ async def test_upstream_by_id_is_the_routes_compiled_upstream() -> None:
                 route("split", "/split", a, plugins={"traffic-split": split}),
             ],
         )
+        assert edge.plane.compiled is not None
         router = edge.plane.compiled.router
-        direct = router.match(request(path="/direct", route_id="")).target
-        target = router.match(request(path="/split", route_id="")).target
+        direct_route = router.match(request(path="/direct", route_id=""))
+        split_route = router.match(request(path="/split", route_id=""))
+        assert direct_route is not None and split_route is not None
+        direct, target = direct_route.target, split_route.target
         (plugin,) = [p for p in target.chain.plugins if p.name == "traffic-split"]
         by_id, inline = plugin.rules[0].upstreams.items
         assert by_id is direct.upstream  # one keep-alive pool and passive health per id
@@ -170,6 +174,7 @@ async def test_missing_upstream_id_answers_500_as_apisix_and_keeps_the_version()
             assert status == 500
             assert body == b"failed to fetch upstream info by upstream id: gone"
             assert headers["Content-Type"] == "text/plain"
+        assert edge.plane.compiled is not None
         assert edge.plane.compiled.version == edge.revision  # the version was applied
 
 
@@ -212,7 +217,7 @@ def test_schema() -> None:
     no_nodes = {"rules": [{"weighted_upstreams": [{"upstream": {"type": "roundrobin"}}]}]}
     assert check(SCHEMA, no_nodes) is not None
     bad_type = {"rules": [{"weighted_upstreams": [{"upstream": {**nodes(1), "type": "x"}}]}]}
-    assert "matches none of the enum values" in check(SCHEMA, bad_type)
+    assert "matches none of the enum values" in check(SCHEMA, bad_type)  # type: ignore[operator]
 
 
 def test_admin_api_check() -> None:

@@ -189,10 +189,10 @@ async def grpc_call(
             )
             [_ async for _ in stream]
         elif method.server_streaming:
-            stream = channel.unary_stream(path, serialize, deserialize)(
+            replies = channel.unary_stream(path, serialize, deserialize)(
                 request, metadata=metadata, timeout=5
             )
-            [_ async for _ in stream]
+            [_ async for _ in replies]
         else:
             await channel.unary_unary(path, serialize, deserialize)(
                 request, metadata=metadata, timeout=5
@@ -408,7 +408,8 @@ async def test_request_naming_another_tenant_is_refused_on_both_transports(
 
 async def test_rules_are_visible_through_reflection(stack: Stack) -> None:
     """What grpcurl describes: the RPC's rule option and the proto that declares it."""
-    stub = reflection_pb2_grpc.ServerReflectionStub(stack.services["ai"].channel)
+    # grpc-stubs type the generated stubs for sync channels only; an aio channel serves them too
+    stub: Any = reflection_pb2_grpc.ServerReflectionStub(stack.services["ai"].channel)  # type: ignore[arg-type]
     ask = reflection_pb2.ServerReflectionRequest(
         file_containing_symbol="strata.ai.v1.BudgetService"
     )
@@ -422,4 +423,5 @@ async def test_rules_are_visible_through_reflection(stack: Stack) -> None:
     assert "strata/access/v1/access.proto" in budget.dependency
     method = next(m for m in budget.service[0].method if m.name == "SetBudget")
     options = descriptor_pb2.MethodOptions.FromString(method.options.SerializeToString())
-    assert options.Extensions[access_pb2.rule].access == Access.ACCESS_PLATFORM_ADMIN
+    # protoc's .pyi types an extension as a plain FieldDescriptor, not an extension handle
+    assert options.Extensions[access_pb2.rule].access == Access.ACCESS_PLATFORM_ADMIN  # type: ignore[index]

@@ -447,10 +447,14 @@ async def test_with_the_idp_hung_an_unknown_kid_waits_for_one_bounded_fetch(hung
 
 def test_every_service_bounds_its_key_set_fetch_to_a_second(config_for) -> None:
     config = config_for(EdgeConfig)
-    caches = [authenticator_for(config).jwks, plugin_env(config, Stores(kv=None, sink=None)).jwks]
+    unused: Any = None  # building a key cache reads no store
+    caches = [
+        authenticator_for(config).jwks,
+        plugin_env(config, Stores(kv=unused, sink=unused)).jwks,
+    ]
     agent = config_for(AgentGatewayConfig, SVC_AGENT_IDENTITY="on",
                        STS_JWKS_URL="http://127.0.0.1:9/sts/jwks")  # fmt: skip
-    caches.append(HopVerifier(agent, None).jwks)
+    caches.append(HopVerifier(agent, unused).jwks)
     assert [cache.fetch_timeout for cache in caches] == [JWKS_FETCH_TIMEOUT_SECS] * 3
     assert JWKS_FETCH_TIMEOUT_SECS <= 1.0
 
@@ -459,8 +463,11 @@ def test_every_service_bounds_its_key_set_fetch_to_a_second(config_for) -> None:
     "document", [[], {"keys": "x"}, {"keys": [1, "a", None]}, {"keys": [{"kty": "RSA"}]}, "x"]
 )
 async def test_a_key_set_of_the_wrong_shape_is_no_key_and_a_401(document) -> None:
+    async def certs(_: web.Request) -> web.Response:
+        return web.json_response(document)
+
     app = web.Application()
-    app.router.add_get("/certs", lambda _: web.json_response(document))
+    app.router.add_get("/certs", certs)
     runner = web.AppRunner(app)
     await runner.setup()
     port = free_port()

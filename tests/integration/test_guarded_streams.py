@@ -6,7 +6,7 @@ long-lived stream open across a restart of the serving peer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
@@ -75,7 +75,8 @@ def ask(*type_urls: str) -> list[discovery_pb2.DiscoveryRequest]:
     return [discovery_pb2.DiscoveryRequest(type_url=t) for t in type_urls]
 
 
-async def exchange(port: int, requests: list[Any], metadata: tuple = ()) -> Any:
+async def exchange(port: int | None, requests: list[Any], metadata: tuple = ()) -> Any:
+    assert port is not None  # the service serves gRPC
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel).StreamAggregatedResources(
             iter(requests), metadata=metadata, timeout=5
@@ -118,7 +119,9 @@ async def test_bidi_stream_error_keeps_its_kind(ads: Running) -> None:
 
 async def test_a_method_without_a_rule_is_not_served(ads: Running) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{ads.grpc_port}") as channel:
-        call = channel.unary_unary("/envoy.service.discovery.v3.Nope/Nope")
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+            "/envoy.service.discovery.v3.Nope/Nope"
+        )
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await call(b"", timeout=5)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
@@ -140,6 +143,7 @@ async def test_peer_stream_reconnects_across_a_restart(idp: str) -> None:
         initial_backoff=0.05,
         max_backoff=0.2,
     )
+    assert isinstance(stream, AsyncGenerator)  # typed AsyncIterator; closed below
     try:
         assert (await asyncio.wait_for(anext(stream), 5)).version_info == "1"
         await first.stop(grace=0.1)

@@ -412,10 +412,10 @@ def realm_problems(realm: Doc) -> list[str]:
         }
         if claims.get("agent_id") != f"agent:{agent}":
             problems.append(f"agent-{agent}: no hardcoded agent_id claim agent:{agent}")
-    for username, tenant in {"admin": "platform", "alice": "acme", "bob": "globex"}.items():
+    for username, tenant_id in {"admin": "platform", "alice": "acme", "bob": "globex"}.items():
         u = users.get(username, {})
-        if u.get("attributes", {}).get("tenant_id") != [tenant]:
-            problems.append(f"user {username}: tenant_id is not {tenant}")
+        if u.get("attributes", {}).get("tenant_id") != [tenant_id]:
+            problems.append(f"user {username}: tenant_id is not {tenant_id}")
     if "platform-admin" not in users.get("admin", {}).get("realmRoles", []):
         problems.append("user admin lacks role platform-admin")
     if "platform-admin" not in {r["name"] for r in realm.get("roles", {}).get("realm", [])}:

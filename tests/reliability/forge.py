@@ -22,10 +22,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
 from cryptography.x509.oid import NameOID
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 from joserfc.jws import JWSRegistry
@@ -155,16 +156,25 @@ def parts(token: str) -> list[str]:
     return token.split(".")
 
 
+def _header(fields: dict[str, Any]) -> dict[str, Any]:
+    """Header fields whose names are no Python identifier, for `Target.signed(**...)`."""
+    return fields
+
+
 def self_signed_cert(signer: Signer) -> str:
     """The base64 DER of a self-signed certificate of the attacker's key (for `x5c`)."""
-    private = serialization.load_pem_private_key(bytes(signer.key.as_pem(private=True)), None)
+    # an attacker's key is RSA, EC or OKP: a key that can issue a certificate
+    private = cast(
+        CertificateIssuerPrivateKeyTypes,
+        serialization.load_pem_private_key(bytes(signer.key.as_pem(private=True)), None),
+    )
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "strata-idp")])
     now = datetime.now(UTC)
     cert = (
         x509.CertificateBuilder().subject_name(name).issuer_name(name)
         .public_key(private.public_key()).serial_number(x509.random_serial_number())
         .not_valid_before(now - timedelta(minutes=1)).not_valid_after(now + timedelta(hours=1))
-        .sign(private, hashes.SHA256())  # type: ignore[arg-type]
+        .sign(private, hashes.SHA256())
     )  # fmt: skip
     return base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()
 
@@ -256,7 +266,9 @@ def _variants() -> dict[str, tuple[Forge, tuple[str, ...]]]:
         "kid-injection": (
             lambda t: t.signed(signer=_attacker(t), kid="x' OR '1'='1"), BOTH),
         "crit-unknown-extension": (
-            lambda t: t.signed(crit=["urn:strata:unknown"], **{"urn:strata:unknown": True}),
+            lambda t: t.signed(
+                crit=["urn:strata:unknown"], **_header({"urn:strata:unknown": True})
+            ),
             BOTH),
         "crit-b64-false": (lambda t: _unencoded_payload(t), BOTH),
         # --- the claims (a valid signature) -----------------------------------------------

@@ -13,7 +13,7 @@ stores and configuration (the control plane's xDS), as a replica would run.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 import pytest
 from shared_kit import free_port
@@ -21,6 +21,7 @@ from shared_kit import free_port
 from reliability.kit import (
     OFFSET,
     Http,
+    Reply,
     Stack,
     all_statuses,
     create_tenant,
@@ -113,10 +114,14 @@ async def test_limit_count_admits_exactly_its_count(
         client = unique("client")
         url = f"{edges[workers]}{counted_route}/x"
         # the new count reached every worker: a probe key is counted under it
-        seen = await on_every_worker(
-            lambda fresh, url=url: fresh.call("GET", url, headers={"X-Limit": unique("probe")}),
-            lambda reply, count=count: reply.headers.get("X-RateLimit-Limit") == str(count),
-        )
+
+        def probe(fresh: Http, url: str = url) -> Awaitable[Reply]:
+            return fresh.call("GET", url, headers={"X-Limit": unique("probe")})
+
+        def counted_under(reply: Reply, count: int = count) -> bool:
+            return reply.headers.get("X-RateLimit-Limit") == str(count)
+
+        seen = await on_every_worker(probe, counted_under)
         assert seen.headers.get("X-RateLimit-Limit") == str(count), dict(seen.headers)
         statuses = await all_statuses(
             [http.call("GET", url, headers={"X-Limit": client}) for _ in range(CONCURRENCY)]

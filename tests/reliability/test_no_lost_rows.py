@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pytest
 from shared_kit import free_port
@@ -72,6 +73,7 @@ class Layers:
         ]  # fmt: skip
 
 
+Row = dict[str, str]
 TABLES = {  # table → how its rows of one request are told apart from the tenant's others
     "request_log": lambda row: row["path"].startswith("/api/rows/"),
     "ai_request_log": lambda row: True,
@@ -84,10 +86,11 @@ async def counted(http: Http, stack: Stack, tenant: str, expected: int) -> dict[
     over)."""
     found = {}
     for table, ours in TABLES.items():
-        rows = await eventually(
-            lambda table=table: export_rows(http, stack, table, tenant),
-            lambda rows, ours=ours: len([r for r in rows if ours(r)]) >= expected,
-        )
+
+        def enough(rows: list[Row], ours: Callable[[Row], bool] = ours) -> bool:
+            return len([r for r in rows if ours(r)]) >= expected
+
+        rows = await eventually(partial(export_rows, http, stack, table, tenant), enough)
         found[table] = len([r for r in rows if ours(r)])
     return found
 

@@ -23,6 +23,7 @@ import random
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -159,8 +160,11 @@ async def send_canaries(http: Http, stack: Stack) -> dict[str, str]:
 
     # what is written off the request path has arrived: the edge's and the AI gateway's rows
     for table, count in (("request_log", 2), ("ai_request_log", 3)):
-        rows = await eventually(lambda t=table: export_rows(http, stack, t, tenant.id),
-                                lambda rows, c=count: len(rows) >= c)  # fmt: skip
+
+        def enough(rows: list[dict[str, str]], c: int = count) -> bool:
+            return len(rows) >= c
+
+        rows = await eventually(partial(export_rows, http, stack, table, tenant.id), enough)
         assert len(rows) >= count, (table, rows)
     await asyncio.sleep(2)  # log lines (every 0.2 s) and the append-only file (every 1 s)
     found["tenant"] = tenant.id  # not a canary: where the exports are read

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 from joserfc.jwk import ECKey, OKPKey, RSAKey
 from shared_kit import free_port
@@ -69,7 +70,9 @@ async def matrix(stack: Stack) -> AsyncIterator[Matrix]:
         rsa = Signer.of("RS256", RSAKey.import_key((idp_dir / "signing-rs256.pem").read_bytes()))
         ec = Signer.of("ES256", ECKey.import_key((idp_dir / "signing-es256.pem").read_bytes()))
         der = base64.b64decode(stack.secrets["STS_ED25519_PRIVATE_DER_B64"])
-        sts = Signer.of("EdDSA", OKPKey.import_key(load_der_private_key(der, None)))
+        sts_key = load_der_private_key(der, None)
+        assert isinstance(sts_key, Ed25519PrivateKey)  # STS signs with Ed25519
+        sts = Signer.of("EdDSA", OKPKey.import_key(sts_key))
         attacker = attacker_keys()
         human = Target("idp", (rsa, ec), claims_of(tenant.token), tenant.token, (sts,),
                        str(person["id_token"]), attacker)  # fmt: skip
@@ -130,7 +133,7 @@ POINTS: dict[str, tuple[str, Send]] = {
 
 
 def cases() -> list[object]:
-    found = []
+    found: list[object] = []
     for variant, (_, kinds) in VARIANTS.items():
         for point, (target, _) in POINTS.items():
             kind = "hop" if target == "hop" else "idp"

@@ -185,10 +185,13 @@ async def test_no_secret_at_rest_and_a_rotation_keeps_them_working(tmp_path: Pat
         kv = redis.Redis.from_url(KV, decode_responses=True)
         try:
             manual_sealed = await kv.hget("platform:provider-secrets", "canary-manual")
-            stored_settings = json.loads(await kv.get("cp:settings"))["notification_config"]
+            settings_text = await kv.get("cp:settings")
+            assert settings_text is not None
+            stored_settings = json.loads(settings_text)["notification_config"]
             consumers_hash = await kv.hgetall("edge:config:consumers")
         finally:
             await kv.aclose()
+        assert isinstance(manual_sealed, str)
         assert kid_of(manual_sealed) == "k2"  # re-sealed by the control plane's start
         assert {kid_of(v) for v in stored_settings.values()} == {"k2"}
         jwt_conf = json.loads(consumers_hash["canary-jwt"])["value"]["plugins"]["jwt-auth"]
@@ -204,6 +207,7 @@ async def test_no_secret_at_rest_and_a_rotation_keeps_them_working(tmp_path: Pat
             raw = await kv.hget("edge:config:consumers", "canary-key-2")
         finally:
             await kv.aclose()
+        assert raw is not None
         assert kid_of(json.loads(raw)["value"]["plugins"]["key-auth"]["key"]) == "k2"
         await assert_secrets_nowhere(tmp_path, [*everything, fresh])
     finally:

@@ -1,6 +1,7 @@
 """Proto ⇄ JSON in the spec's shapes: int64 as numbers, unset nullable fields as null."""
 
 import pytest
+from google.protobuf.descriptor import FieldDescriptor
 
 from runtime.errors import InvalidRequest
 from runtime.protojson import merge_json, scalar_from_text, to_json
@@ -58,6 +59,7 @@ def test_merge_json_rejects_non_objects() -> None:
 
 def test_query_integers_outside_the_field_type_are_400() -> None:
     limit = audit_pb2.QueryAuditRequest.DESCRIPTOR.fields_by_name["limit"]  # int32
+    assert isinstance(limit, FieldDescriptor)  # the stub also names upb's class, a subclass
     assert scalar_from_text(limit, "2147483647") == 2**31 - 1
     for text in ("2147483648", "-2147483649", "99999999999"):
         with pytest.raises(InvalidRequest, match="'limit' is out of range"):

@@ -563,8 +563,8 @@ def main() -> None:
         heldout |= set(RNG.sample(sources, round(len(sources) * HELDOUT_SHARE)))
     with (HERE / "pairs.jsonl").open("w") as out:
         for number, row in enumerate(rows):
-            row = {"id": number, "split": "heldout" if row["source"] in heldout else "tune", **row}
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            split = "heldout" if row["source"] in heldout else "tune"
+            out.write(json.dumps({"id": number, "split": split, **row}, ensure_ascii=False) + "\n")
     print(f"{len(rows)} pairs written")
 
 
