@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -109,7 +109,7 @@ class Peer:
         *,
         initial_backoff: float = 0.1,
         max_backoff: float = 10.0,
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         """The responses of a server- or bidirectional-streaming call, across reconnects.
 
         `requests()` is called for every connection: it returns the request message (server

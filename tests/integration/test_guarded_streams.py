@@ -6,7 +6,7 @@ long-lived stream open across a restart of the serving peer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -143,7 +143,6 @@ async def test_peer_stream_reconnects_across_a_restart(idp: str) -> None:
         initial_backoff=0.05,
         max_backoff=0.2,
     )
-    assert isinstance(stream, AsyncGenerator)  # typed AsyncIterator; closed below
     try:
         assert (await asyncio.wait_for(anext(stream), 5)).version_info == "1"
         await first.stop(grace=0.1)
