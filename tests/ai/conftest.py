@@ -24,7 +24,7 @@ from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 from sidecars.echo_llm.app import build_app as build_echo
 
-Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
+Starter = Callable[..., AbstractAsyncContextManager[Serving]]  # `async with starter(**env) as svc:`
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 @pytest.fixture
-def gateway(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Gateway:
+def gateway(config_for: ConfigFor, stores_for: Callable[[ServiceConfig], Stores]) -> Starter:
     """`async with gateway(**env) as svc:` an AI gateway instance (call it twice for two
     replicas sharing the store)."""
 
@@ -54,7 +54,7 @@ def control_plane_with(
     kv: Redis,
     config_for: ConfigFor,
     stores_for: Callable[[ServiceConfig], Stores],
-) -> Gateway:
+) -> Starter:
     """`async with control_plane_with(**env) as cp:` a control plane on the session's stores,
     with no provider stored yet (the built-ins apply until the first write copies them in).
     Its provider test asks the AI gateway named by AI_GATEWAY_GRPC."""
@@ -72,7 +72,7 @@ def control_plane_with(
 
 
 @pytest.fixture
-async def control_plane(control_plane_with: Gateway) -> AsyncIterator[Serving]:
+async def control_plane(control_plane_with: Starter) -> AsyncIterator[Serving]:
     """A control plane on the session's stores, with no provider stored yet."""
     async with control_plane_with() as svc:
         yield svc
