@@ -1,0 +1,171 @@
+"""The clustered key-value store the tests start (`kv_cluster_kit.py`) is a real Valkey cluster:
+redis-py's cluster client spreads keys over its masters, and the servers themselves refuse
+what a cluster cannot run (a script or transaction over several slots, a script reaching a key
+another node holds) — the refusals the store audit (issue 24) is about. A killed master's
+replica is promoted and the cluster client goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kv_cluster_kit import KvCluster, Node, valkey_cluster
+from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import (
+    ClusterCrossSlotError,
+    MovedError,
+    RedisError,
+)
+
+# A script as the product writes them: every key it touches in KEYS.
+SET_BOTH = "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('SET', KEYS[2], ARGV[1])"
+# A script reaching a key it built from ARGV (not declared: what the audit calls unsafe).
+SET_UNDECLARED = "return redis.call('SET', ARGV[1], 'x')"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KvCluster]:
+    with valkey_cluster(tmp_path_factory.mktemp("kv-cluster")) as formed:
+        yield formed
+
+
+def slot(key: str) -> int:
+    return key_slot(key.encode())
+
+
+def keys_on_every_master(cluster: KvCluster) -> dict[int, str]:
+    """One key per master (by port), found by the slot map the servers report."""
+    found: dict[int, str] = {}
+    for i in range(10_000):
+        key = f"probe:{i}"
+        found.setdefault(cluster.node_of_slot(slot(key)).port, key)
+        if len(found) == len(cluster.masters):
+            return found
+    raise AssertionError("no key found for some master")
+
+
+def same_node_other_slot(cluster: KvCluster, key: str) -> str:
+    node = cluster.node_of_slot(slot(key))
+    return next(
+        k
+        for k in (f"probe:{i}" for i in range(10_000))
+        if slot(k) != slot(key) and cluster.node_of_slot(slot(k)).port == node.port
+    )
+
+
+def other_node_key(cluster: KvCluster, node: Node) -> str:
+    return next(k for port, k in keys_on_every_master(cluster).items() if port != node.port)
+
+
+async def test_the_cluster_client_spreads_keys_over_every_master(cluster: KvCluster) -> None:
+    assert len(cluster.masters) == 3
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        placed = keys_on_every_master(cluster)
+        for port, key in placed.items():
+            assert await kv.set(key, f"on {port}")
+        for port, key in placed.items():
+            assert await kv.get(key) == f"on {port}"
+    finally:
+        await kv.aclose()
+    # Each key is held by the master its slot names, and by no other master.
+    for port, key in placed.items():
+        for node in cluster.masters:
+            with node.client() as plain:
+                if node.port == port:
+                    assert plain.get(key) == f"on {port}"
+                else:
+                    with pytest.raises(MovedError, match=f"^{slot(key)} 127.0.0.1:{port}$"):
+                        plain.get(key)  # MOVED <slot> <the master holding it>
+
+
+async def test_a_script_over_two_slots_is_refused_and_one_hash_tag_runs(
+    cluster: KvCluster,
+) -> None:
+    first = "probe:{acme}:a"
+    node = cluster.node_of_slot(slot(first))
+    neighbour = same_node_other_slot(cluster, first)  # another slot of the same node
+    elsewhere = other_node_key(cluster, node)
+    with node.client() as plain:
+        # The server refuses a script whose declared keys name two slots, even of one node...
+        with pytest.raises(ClusterCrossSlotError, match="same slot"):
+            plain.eval(SET_BOTH, 2, first, neighbour, "x")
+        # ... and a transaction over two slots.
+        with pytest.raises(RedisError, match="same slot"):
+            pipe = plain.pipeline(transaction=True)
+            pipe.set(first, "x").set(neighbour, "x")
+            pipe.execute()
+        # Keys sharing a hash tag share a slot: the same script runs.
+        assert plain.eval(SET_BOTH, 2, first, "probe:{acme}:b", "x") == "OK"
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        # Through redis-py's cluster client (it routes a script by its keys): refused too.
+        with pytest.raises(ClusterCrossSlotError, match="same slot"):
+            await kv.eval(SET_BOTH, 2, first, elsewhere, "x")
+        assert await kv.eval(SET_BOTH, 2, "probe:{t1}:a", "probe:{t1}:b", "y") == "OK"
+        assert await kv.get("probe:{t1}:b") == "y"
+    finally:
+        await kv.aclose()
+
+
+def test_a_script_reaching_an_undeclared_key_on_another_node_is_refused(
+    cluster: KvCluster,
+) -> None:
+    """Why every key must be declared: a script that builds a key from ARGV runs on the node
+    of its declared keys, and fails when the key it built lives on another node (Valkey lets
+    it through when both happen to sit on one node — until a resharding moves a slot)."""
+    first = "probe:{acme}:a"
+    node = cluster.node_of_slot(slot(first))
+    with node.client() as plain, pytest.raises(RedisError, match="non local key"):
+        plain.eval(SET_UNDECLARED, 1, first, other_node_key(cluster, node))
+
+
+async def test_a_killed_master_is_replaced_by_its_replica(tmp_path: Path) -> None:
+    with valkey_cluster(tmp_path, masters=3, replicas=1) as cluster:
+        kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+        try:
+            key = "probe:{failover}"
+            assert await kv.set(key, "before")
+            master = cluster.node_of_slot(slot(key))
+            replica = next(n for n in cluster.replicas if n.master_id == master.node_id)
+            await asyncio.to_thread(wait_replicated, replica, key)
+            cluster.kill(master)
+            await asyncio.to_thread(wait_promoted, cluster, replica, slot(key))
+            # The client finds the new master (MOVED / refreshed slot map) and goes on.
+            for _ in range(50):
+                try:
+                    assert await kv.get(key) == "before"
+                    break
+                except RedisError:
+                    await asyncio.sleep(0.1)
+            assert await kv.set(key, "after")
+            assert await kv.get(key) == "after"
+        finally:
+            await kv.aclose()
+
+
+def wait_replicated(replica: Node, key: str) -> None:
+    with replica.client() as plain:
+        plain.execute_command("READONLY")
+        for _ in range(200):
+            if plain.get(key) is not None:
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"{key} never reached the replica")
+
+
+def wait_promoted(cluster: KvCluster, replica: Node, key_slot: int) -> None:
+    """Until the replica says it is a master and the survivors' slot map names it."""
+    with replica.client() as plain:
+        for _ in range(300):
+            if (
+                plain.info("replication").get("role") == "master"
+                and cluster.node_of_slot(key_slot).port == replica.port
+            ):
+                return
+            time.sleep(0.05)
+    raise AssertionError("the replica was not promoted")
