@@ -29,8 +29,16 @@ def load_docs(path: Path) -> list[Doc]:
         return [d for d in yaml.safe_load_all(fh) if d is not None]
 
 
+OBSERVABILITY = K8S / "observability"  # Prometheus rules and Grafana dashboards: not objects
+
+
 def yaml_files() -> list[Path]:
-    return sorted(p for p in K8S.rglob("*") if p.suffix in {".yaml", ".yml"})
+    """Every Kubernetes manifest (and kustomization) under k8s/."""
+    return sorted(
+        p
+        for p in K8S.rglob("*")
+        if p.suffix in {".yaml", ".yml"} and OBSERVABILITY not in p.parents
+    )
 
 
 def kustomization(directory: Path) -> Doc:
