@@ -44,6 +44,7 @@ from controlplane.config import ControlPlaneConfig
 from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.config import EdgeConfig
+from gateways.edge.workers import WORKER_STOP_SECS
 from runtime.background import SHUTDOWN_FLUSH_SECS
 from runtime.config import ConfigError, ServiceConfig, _var_fields
 from runtime.serve import Running
@@ -82,8 +83,6 @@ PUBLIC_PORTS = {
 }
 MONITORING_NAMESPACE = "monitoring"  # Prometheus scrapes the edge's metrics port from there
 
-EDGE_WORKER_STOP_SECS = 10  # gateways/edge/workers.py: each worker's drain, then SIGKILL
-
 
 def drain_secs(name: str) -> float:
     """The longest a service takes between SIGTERM and exit (`Running.stop`): in-flight HTTP
@@ -94,7 +93,7 @@ def drain_secs(name: str) -> float:
     rpc_grace = inspect.signature(Running.stop).parameters["grace"].default
     secs = aiohttp_in_flight.default + rpc_grace + SHUTDOWN_FLUSH_SECS
     if name == "edge-proxy":
-        secs += EDGE_WORKER_STOP_SECS
+        secs += WORKER_STOP_SECS
     launcher = inspect.signature(stop_all).parameters["grace_secs"].default
     return float(max(secs, launcher))
 
