@@ -1,9 +1,11 @@
-"""The Prometheus rules in k8s/observability/: they parse (promtool when installed, else a
-structural check of each rule and its expression), and every metric they name is one the
-services export, read from the services' own registries."""
+"""k8s/observability/: the Prometheus rules parse (promtool when installed, else a structural
+check of each rule and its expression), the Grafana dashboards (one per layer) are well formed,
+and every metric either names is one the services export, read from the services' own
+registries (not yet from a scrape of a running stack)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -22,6 +24,8 @@ from gateways.edge.metrics import _APISIX_COUNTERS, EdgeMetrics
 from runtime.telemetry import Metrics
 
 RULES = OBSERVABILITY / "prometheus-rules.yaml"
+DASHBOARDS = OBSERVABILITY / "dashboards"
+LAYERS = {"edge", "ai-gateway", "agent-gateway", "controlplane"}
 SEVERITIES = {"info", "warning", "critical"}
 SUFFIXES = {
     "counter": ("_total", "_created"),
@@ -67,6 +71,34 @@ def balanced(expr: str) -> bool:
     return not stack
 
 
+def expression_problems(name: str, expr: str, exported: set[str]) -> list[str]:
+    problems = []
+    if not balanced(expr):
+        problems.append(f"{name}: unbalanced brackets")
+    for metric in SELECTOR.findall(expr):
+        if metric not in exported:
+            problems.append(f"{name}: {metric} is not a metric the services export")
+    return problems
+
+
+def dashboard_problems(dashboard: Any, exported: set[str]) -> list[str]:
+    title = dashboard.get("title") or "?"
+    problems = []
+    if not str(dashboard.get("uid", "")).startswith("strata-"):
+        problems.append(f"{title}: uid is not strata-<layer>")
+    if not dashboard.get("panels"):
+        problems.append(f"{title}: no panels")
+    for panel in dashboard.get("panels") or []:
+        where = f"{title} / {panel.get('title')}"
+        if (panel.get("datasource") or {}).get("uid") != "${datasource}":
+            problems.append(f"{where}: datasource is not the dashboard's variable")
+        if not panel.get("targets"):
+            problems.append(f"{where}: no query")
+        for target in panel.get("targets") or []:
+            problems += expression_problems(where, target.get("expr", ""), exported)
+    return problems
+
+
 def rule_problems(document: Any, exported: set[str]) -> list[str]:
     if not isinstance(document, dict) or not isinstance(document.get("groups"), list):
         return ["no `groups` list"]
@@ -79,11 +111,7 @@ def rule_problems(document: Any, exported: set[str]) -> list[str]:
             if not isinstance(expr, str) or not expr.strip():
                 problems.append(f"{name}: no expr")
                 continue
-            if not balanced(expr):
-                problems.append(f"{name}: unbalanced brackets")
-            for metric in SELECTOR.findall(expr):
-                if metric not in exported:
-                    problems.append(f"{name}: {metric} is not a metric the services export")
+            problems += expression_problems(name, expr, exported)
             if "alert" in rule:
                 if name in alerts:
                     problems.append(f"{name}: defined twice")
@@ -110,6 +138,16 @@ def test_rules_name_only_exported_metrics_and_are_well_formed() -> None:
         "StrataBudgetExhaustion",
         "StrataMcpServerQuarantined",
     } <= alerts
+
+
+def test_one_dashboard_per_layer_querying_only_exported_metrics() -> None:
+    exported = exported_metrics()
+    dashboards = {
+        p.stem: json.loads(p.read_text(encoding="utf-8")) for p in DASHBOARDS.glob("*.json")
+    }
+    assert set(dashboards) == LAYERS
+    assert len({d["uid"] for d in dashboards.values()}) == len(dashboards)
+    assert [p for d in dashboards.values() for p in dashboard_problems(d, exported)] == []
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
@@ -144,4 +182,23 @@ def test_rules_catch_unknown_metrics_and_broken_expressions() -> None:
         "A: no summary annotation",
         "B: unbalanced brackets",
         "B: `for` 'ten minutes' is not a duration",
+    ]
+
+
+def test_dashboard_rules_catch_unknown_metrics_and_a_fixed_datasource() -> None:
+    dashboard = {
+        "title": "T",
+        "uid": "t",
+        "panels": [
+            {
+                "title": "P",
+                "datasource": {"uid": "prometheus-1"},
+                "targets": [{"expr": "sum(rate(ai_gateway_chats_total[5m]))"}],
+            }
+        ],
+    }
+    assert dashboard_problems(dashboard, exported_metrics()) == [
+        "T: uid is not strata-<layer>",
+        "T / P: datasource is not the dashboard's variable",
+        "T / P: ai_gateway_chats_total is not a metric the services export",
     ]
