@@ -59,11 +59,9 @@ CONFIGS: dict[str, type[ServiceConfig]] = {
 }
 GATEWAYS = ("ai-gateway", "agent-gateway", "edge-proxy")  # autoscaled
 
-# Variables the manifests set that no config class declares, and who reads them.
-READ_ELSEWHERE = {
-    "OTEL_SERVICE_NAME": "the OpenTelemetry SDK (service.name of the spans)",
-    "AI_PII_WORKERS": "gateways/ai/pii/batching.py (redaction threads)",
-}
+# Variables the manifests set that no config class declares, and the module that reads them.
+# (Not OTEL_SERVICE_NAME: runtime/telemetry.py names the service itself, and wins.)
+READ_ELSEWHERE = {"AI_PII_WORKERS": "gateways/ai/pii/batching.py"}
 # Defaults that only make sense on one machine, left on purpose.
 LOCAL_DEFAULT_KEPT = {
     "OTEL_COLLECTOR_ADDRESS": "the edge's opentelemetry plugin; set with the OTel collector",
@@ -447,6 +445,8 @@ def no_deps_problems(dockerfile: str, makefile: str) -> list[str]:
 
 def test_every_service_reads_its_environment_without_a_problem(base_docs: list[Doc]) -> None:
     assert environment_problems(base_docs) == []
+    for var, module in READ_ELSEWHERE.items():
+        assert f'"{var}"' in (K8S.parent / module).read_text(encoding="utf-8"), (var, module)
 
 
 def test_container_ports_are_the_ports_the_services_listen_on(base_docs: list[Doc]) -> None:
