@@ -101,6 +101,11 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
             raise PortInUse(f"{defn.name}'s port {port} on {host} is in use") from None
         runners.append(runner)
         ports.append(runner.addresses[0][1])
+    if health_servicer is not None:
+        # SERVING only now that every port listens: the launcher and Kubernetes' gRPC
+        # readiness probe take it to mean the whole service answers.
+        for name in ["", *(b.name for b in defn.bindings)]:
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     log.info("serving", extra={"grpc_port": bound_grpc, "http_ports": listener_ports + ports})
     if defn.apps_only:
         return Running(defn, None, None, runners, servers, None, None, listener_ports + ports)
@@ -121,6 +126,8 @@ async def _start_grpc(
     for binding in defn.bindings:
         binding.add_to_server(binding.servicer, server)
     health_servicer = health.aio.HealthServicer()
+    # grpcio's servicer starts with "" SERVING: not before every port listens (`start`).
+    await health_servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [b.name for b in defn.bindings]
     reflection.enable_server_reflection(
@@ -131,8 +138,6 @@ async def _start_grpc(
     except RuntimeError:  # grpc says only "Failed to bind"
         raise PortInUse(f"{defn.name}'s gRPC port {port} on {host} is in use") from None
     await server.start()
-    for name in ["", *names]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     return server, health_servicer, bound
 
 

@@ -30,6 +30,7 @@ from runtime.stores import Stores
 from runtime.telemetry import Metrics
 
 SERVICE = "edge-proxy"
+WORKER_STOP_SECS = 10.0  # a worker's drain after SIGTERM, then SIGKILL (the pod's grace counts it)
 Build = Callable[[EdgeConfig, Stores], ServiceDefinition]
 
 
@@ -82,7 +83,7 @@ def with_workers(build: Build) -> Build:
                     worker.terminate()
             for worker in workers:
                 try:
-                    await asyncio.wait_for(worker.wait(), 10)
+                    await asyncio.wait_for(worker.wait(), WORKER_STOP_SECS)
                 except TimeoutError:
                     worker.kill()
                     await worker.wait()

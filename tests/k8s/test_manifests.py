@@ -12,32 +12,39 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from manifests_kit import (
+    BASE,
+    IMAGE,
+    K8S,
+    KIND_OVERLAY,
+    NAMESPACE,
+    VERSION,
+    Doc,
+    generated_names,
+    kubectl,
+    kustomization,
+    load_docs,
+    of_kind,
+    pod_spec,
+    render,
+    strata_deployments,
+    tree_docs,
+    yaml_files,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-K8S = ROOT / "k8s"
-BASE = K8S / "base"
-KIND_OVERLAY = K8S / "overlays" / "kind"
-NAMESPACE = "strata"
-IMAGE = "strata"
-VERSION = "0.1.0"
-
-Doc = dict[str, Any]
-
-# The four Strata services: module, HTTP port and path of the readiness probe, gRPC port.
+# The four Strata services: module, HTTP port, gRPC port (the one all three probes ask).
 SERVICES: dict[str, dict[str, Any]] = {
-    "controlplane": {"args": ["controlplane"], "ready": (4001, "/health"), "grpc": 14001},
-    "ai-gateway": {"args": ["gateways.ai"], "ready": (4000, "/health"), "grpc": 14000},
-    "agent-gateway": {"args": ["gateways.agent"], "ready": (5001, "/health"), "grpc": 15001},
+    "controlplane": {"args": ["controlplane"], "http": 4001, "grpc": 14001},
+    "ai-gateway": {"args": ["gateways.ai"], "http": 4000, "grpc": 14000},
+    "agent-gateway": {"args": ["gateways.agent"], "http": 5001, "grpc": 15001},
     "edge-proxy": {
         "args": ["gateways.edge", "--workers", "2"],
-        "ready": (9080, "/"),
+        "http": 9080,
         "grpc": 19080,
         "ports": {9080, 9180, 9091, 19080},
     },
@@ -61,7 +68,6 @@ EXPECTED_ENV: dict[str, str | None] = {
     "AI_GATEWAY_GRPC": "ai-gateway:14000",
     "AGENT_GATEWAY_GRPC": "agent-gateway:15001",
     "EDGE_GRPC": "edge-proxy:19080",
-    "CONTROLPLANE_URL": "http://controlplane:4001",
     "AI_GATEWAY_URL": "http://ai-gateway:4000",
     "AGENT_GATEWAY_URL": "http://agent-gateway:5001",
     "EDGE_URL": "http://edge-proxy:9080",
@@ -83,59 +89,6 @@ EXPECTED_SECRETS = {
     "CLICKHOUSE_PASSWORD",
     "STRATA_DATA_KEYS",
 }
-
-
-# --- loading ------------------------------------------------------------------------------
-
-
-def load_docs(path: Path) -> list[Doc]:
-    with path.open(encoding="utf-8") as fh:
-        return [d for d in yaml.safe_load_all(fh) if d is not None]
-
-
-def yaml_files() -> list[Path]:
-    return sorted(p for p in K8S.rglob("*") if p.suffix in {".yaml", ".yml"})
-
-
-def kustomization(directory: Path) -> Doc:
-    return load_docs(directory / "kustomization.yaml")[0]
-
-
-def tree_docs(directory: Path) -> list[Doc]:
-    """Every resource document a kustomization pulls in, recursively (no transformers)."""
-    docs: list[Doc] = []
-    for entry in kustomization(directory).get("resources", []):
-        target = directory / entry
-        docs.extend(tree_docs(target) if target.is_dir() else load_docs(target))
-    return docs
-
-
-def generated_names(directory: Path) -> set[tuple[str, str]]:
-    """(kind, name) of the ConfigMaps and Secrets made by generators, recursively."""
-    names: set[tuple[str, str]] = set()
-    k = kustomization(directory)
-    for key, kind in (("configMapGenerator", "ConfigMap"), ("secretGenerator", "Secret")):
-        names |= {(kind, g["name"]) for g in k.get(key, [])}
-    for entry in k.get("resources", []):
-        if (directory / entry).is_dir():
-            names |= generated_names(directory / entry)
-    return names
-
-
-def of_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
-    return {d["metadata"]["name"]: d for d in docs if d.get("kind") == kind}
-
-
-def pod_spec(deployment: Doc) -> Doc:
-    return deployment["spec"]["template"]["spec"]
-
-
-def strata_deployments(docs: list[Doc]) -> dict[str, Doc]:
-    return {
-        name: d
-        for name, d in of_kind(docs, "Deployment").items()
-        if any(c["image"].split(":")[0] == IMAGE for c in pod_spec(d)["containers"])
-    }
 
 
 @pytest.fixture(scope="module")
@@ -226,24 +179,23 @@ def container_problems(name: str, deployment: Doc) -> list[str]:
 
 
 def service_problems(name: str, deployment: Doc) -> list[str]:
-    """Extra rules for the four services: args, ports, /health readiness, gRPC liveness."""
+    """Extra rules for the four services: args, ports, and startup, readiness and liveness all
+    on gRPC health (grpc.health.v1, SERVING once every port listens, NOT_SERVING in a drain)."""
     want = SERVICES[name]
     c = pod_spec(deployment)["containers"][0]
     problems = []
     if c.get("args") != want["args"]:
         problems.append(f"{name}: args {c.get('args')} != {want['args']}")
     ports = {p["containerPort"]: p.get("name") for p in c.get("ports", [])}
-    for port in want.get("ports", {want["ready"][0], want["grpc"]}):
+    for port in want.get("ports", {want["http"], want["grpc"]}):
         if port not in ports:
             problems.append(f"{name}: no containerPort {port}")
-    http = (c.get("readinessProbe") or {}).get("httpGet") or {}
-    port = http.get("port")
-    port = port if isinstance(port, int) else {v: k for k, v in ports.items()}.get(port)
-    if (port, http.get("path")) != want["ready"]:
-        problems.append(f"{name}: readiness is not GET {want['ready'][1]} on {want['ready'][0]}")
-    grpc = (c.get("livenessProbe") or {}).get("grpc") or {}
-    if grpc.get("port") != want["grpc"] or ports.get(want["grpc"]) != "grpc":
-        problems.append(f"{name}: liveness is not a gRPC probe on port 'grpc' {want['grpc']}")
+    if ports.get(want["grpc"]) != "grpc":
+        problems.append(f"{name}: containerPort {want['grpc']} is not named grpc")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        grpc = (c.get(probe) or {}).get("grpc") or {}
+        if grpc.get("port") != want["grpc"]:
+            problems.append(f"{name}: {probe} is not a gRPC probe on port {want['grpc']}")
     return problems
 
 
@@ -571,24 +523,16 @@ def test_kind_overlay_matches_the_cluster_config(overlay_docs: list[Doc]) -> Non
 
 def test_dockerfile() -> None:
     text = (K8S / "image" / "Dockerfile").read_text(encoding="utf-8")
-    assert re.search(r"^FROM python:3\.11-slim\b", text, re.M)
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11\.\d+-slim-", text, re.M)
     assert "pip install ." in text
     assert re.search(r'^ENTRYPOINT \["python", "-m"\]$', text, re.M)
     user = re.findall(r"^USER (\S+)$", text, re.M)
     assert user and re.fullmatch(r"[1-9]\d*(:\d+)?", user[-1]), "USER must be a numeric non-root"
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
+@pytest.mark.skipif(kubectl() is None, reason="kubectl not installed")
 def test_kind_overlay_renders_with_kustomize() -> None:
-    out = subprocess.run(
-        ["kubectl", "kustomize", str(KIND_OVERLAY)],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    docs = render(KIND_OVERLAY)
     for d in docs:
         if d["kind"] != "Namespace":
             assert d["metadata"].get("namespace") == NAMESPACE, d["metadata"]["name"]
@@ -612,10 +556,14 @@ def _deployment(docs: list[Doc], name: str) -> Doc:
     return copy.deepcopy(of_kind(docs, "Deployment")[name])
 
 
-def test_rules_catch_a_missing_grpc_liveness_probe(base_docs: list[Doc]) -> None:
+def test_rules_catch_probes_that_are_not_grpc_health(base_docs: list[Doc]) -> None:
     d = _deployment(base_docs, "ai-gateway")
     pod_spec(d)["containers"][0]["livenessProbe"] = {"tcpSocket": {"port": 4000}}
-    assert any("gRPC probe" in p for p in service_problems("ai-gateway", d))
+    pod_spec(d)["containers"][0]["readinessProbe"] = {"httpGet": {"port": 4000, "path": "/health"}}
+    assert service_problems("ai-gateway", d) == [
+        "ai-gateway: readinessProbe is not a gRPC probe on port 14000",
+        "ai-gateway: livenessProbe is not a gRPC probe on port 14000",
+    ]
 
 
 def test_rules_catch_missing_env_resources_and_tmp(base_docs: list[Doc]) -> None:
