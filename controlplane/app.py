@@ -33,6 +33,7 @@ from controlplane.portal import Portal
 from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.secrets_at_rest import protect_secrets_at_rest
+from controlplane.store_layout import rename_store_keys
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.background import RowWriter
@@ -195,6 +196,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             except (RedisError, OSError) as exc:
                 log.error("STS key not published at start", extra={"error": repr(exc)})
 
+    async def rename_keys() -> None:
+        # Durable keys written under names from before the cluster-safe layout (idempotent).
+        try:
+            await rename_store_keys(stores.kv)
+        except (RedisError, OSError) as exc:
+            log.error("store key layout not checked at start", extra={"error": repr(exc)})
+
     async def project_api_keys() -> None:
         # Keys issued before the gateways' projection existed get their entries (idempotent).
         try:
@@ -241,6 +249,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         metrics=metrics,
         routes=portal.routes,
         on_startup=[
+            rename_keys,
             migrate,
             edge_config.start,
             start_delivery,
