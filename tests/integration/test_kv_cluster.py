@@ -200,9 +200,13 @@ CROSSSLOT_TODAY = pytest.mark.xfail(
 
 
 def edge_tenant_rate_limit() -> Case:
-    prefix = rate_limit_window("acme", "r1")
-    keys = [rate_limit_override("acme"), prefix + "60", rate_limit_override("acme", "r1")]
-    return tenant_rate_limit.SCRIPT, keys, [prefix, "100", "60", "m-1"], {}
+    keys = [
+        rate_limit_override("acme"),
+        rate_limit_window("acme", "r1", 60),
+        rate_limit_override("acme", "r1"),
+        rate_limit_window("acme", "r1", 120),
+    ]
+    return tenant_rate_limit.SCRIPT, keys, ["100", "60", "m-1", "120"], {}
 
 
 def ai_budget_settle() -> Case:
@@ -234,7 +238,7 @@ def agent_hop_first_use() -> Case:
 @pytest.mark.parametrize(
     "script",
     [
-        pytest.param(edge_tenant_rate_limit, marks=CROSSSLOT_TODAY),
+        edge_tenant_rate_limit,
         pytest.param(ai_budget_settle, marks=CROSSSLOT_TODAY),
         pytest.param(agent_session_create, marks=CROSSSLOT_TODAY),
         pytest.param(controlplane_key_decision, marks=CROSSSLOT_TODAY),
