@@ -89,7 +89,7 @@ async def test_route_override_wins_over_tenant_override_on_its_route(env: Plugin
     assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1")) is None
     reply = await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1"))
     assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == "1"
-    assert await env.kv.zcard(rate_limit_window(t, "r1", 120)) == 1  # counted in the override's window
+    assert await env.kv.zcard(rate_limit_window(t, "r1", 120)) == 1  # the override's window
     # Another route of the tenant keeps the tenant override.
     for _ in range(3):
         assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r2")) is None
