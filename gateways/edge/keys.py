@@ -33,6 +33,16 @@ def rate_limit_windows(tenant_id: str) -> str:
     return f"rl:{{{tenant_id}}}:*"
 
 
+def parse_window(key: str) -> tuple[str, str, int] | None:
+    """(tenant, route, window seconds) of a window's key; None for any other key."""
+    head, sep, rest = key.partition(":{")
+    tenant, close, tail = rest.partition("}:")
+    route, _, window = tail.rpartition(":")
+    if head != "rl" or not (sep and close and tenant and route) or not window.isdigit():
+        return None
+    return tenant, route, int(window)
+
+
 def _override_renamed(key: str) -> str | None:
     """`rl:config:acme` → `rl:config:{acme}`, `rl:config:acme:r1` → `rl:config:{acme}:r1`
     (tenant ids never contain `:`, `controlplane/tenants/records.py`)."""

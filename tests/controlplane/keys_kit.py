@@ -23,6 +23,7 @@ from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import PREFIX, SEEDED, EdgeConfigStore
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
+from gateways.edge.keys import rate_limit_override
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
@@ -117,7 +118,7 @@ class Tenants:
         made (key names in `names`)."""
         for tenant in self.added:
             await self.kv.hdel(TENANTS, tenant)
-            limits = [k async for k in self.kv.scan_iter(f"rl:config:{tenant}*")]
+            limits = [k async for k in self.kv.scan_iter(rate_limit_override(tenant) + "*")]
             if limits:
                 await self.kv.delete(*limits)
             await self.kv.delete(f"cp:notifications:{tenant}")

@@ -28,6 +28,7 @@ from controlplane.identity import IdentityAdmin
 from controlplane.tenants.owned import find_owned
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
+from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugin import PluginEnv
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -177,7 +178,10 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     # the AI gateway, (d) the edge consumer group enforcing the limit for the tenant's keys.
     stored = json.loads(await kv.hget("cp:tenants", tenant_id))
     assert stored["plan"] == plan and stored["rate_limit_max"] == limit
-    assert json.loads(await kv.get(f"rl:config:{tenant_id}")) == {"limit": limit, "window": "60s"}
+    assert json.loads(await kv.get(rate_limit_override(tenant_id))) == {
+        "limit": limit,
+        "window": "60s",
+    }
     assert await api(ai, "GET", f"/v1/budget/{tenant_id}") == (
         200,
         {"tenant_id": tenant_id, "remaining_tokens": budget},
@@ -290,8 +294,10 @@ async def test_live_figures_come_from_the_stores(
     # clock): two routes count, entries older than the window do not.
     seconds, micros = await kv.time()
     now = seconds * 1_000_000 + micros
-    await kv.zadd(f"rl:{tid}:r1:60", {"a": now - 1_000_000, "b": now, "old": now - 120_000_000})
-    await kv.zadd(f"rl:{tid}:r2:60", {"c": now})
+    await kv.zadd(
+        rate_limit_window(tid, "r1", 60), {"a": now - 1_000_000, "b": now, "old": now - 120_000_000}
+    )
+    await kv.zadd(rate_limit_window(tid, "r2", 60), {"c": now})
     # The AI gateway debits the budget counter.
     await kv.decrby(f"{tid}:budget:tokens", 1500)
     # The edge's request log.
@@ -334,11 +340,11 @@ async def test_patch_changes_only_the_given_fields(cp: Serving, ai: Serving, kv:
     assert got == {**tenant, "plan": "enterprise"}  # the limits stay as they were
 
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 7}))[0] == 200
-    assert json.loads(await kv.get(f"rl:config:{tid}")) == {"limit": 7, "window": "60s"}
+    assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 7, "window": "60s"}
     # A window set through the rate-limit API is kept.
-    await kv.set(f"rl:config:{tid}", '{"limit": 7, "window": "30s"}')
+    await kv.set(rate_limit_override(tid), '{"limit": 7, "window": "30s"}')
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 9}))[0] == 200
-    assert json.loads(await kv.get(f"rl:config:{tid}")) == {"limit": 9, "window": "30s"}
+    assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 9, "window": "30s"}
 
     await kv.decrby(f"{tid}:budget:tokens", 40_000)  # spent at the AI gateway
     _, got = await api(cp, "GET", f"/api/tenants/{tid}")
@@ -384,7 +390,7 @@ async def test_bad_patch_is_400_naming_the_field_and_changes_nothing(
     assert status == 400, answer
     assert field in answer["message"]
     assert await kv.hget("cp:tenants", tid) == before
-    assert json.loads(await kv.get(f"rl:config:{tid}"))["limit"] == 100
+    assert json.loads(await kv.get(rate_limit_override(tid)))["limit"] == 100
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
 
@@ -562,8 +568,8 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
             f"{tid}-{name}",
             {"group_id": tid, "plugins": {"key-auth": {"key": f"secret-{tid}-{name}"}}},
         )
-    await kv.set(f"rl:config:{tid}:r1", '{"limit": 5}')
-    await kv.zadd(f"rl:{tid}:r1:60", {"m": 1})
+    await kv.set(rate_limit_override(tid, "r1"), '{"limit": 5}')
+    await kv.zadd(rate_limit_window(tid, "r1", 60), {"m": 1})
     await kv.set(f"cp:branding:{tid}", "{}")
     await kv.set(f"cp:notify-prefs:{tid}", "{}")
     notification = {"tenant_id": tid, "notification_type": "key_approved", "title": "t",
