@@ -17,7 +17,8 @@ from shared_kit import MASTER_KEY, ConfigFor, store_text, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
-from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry
+from controlplane.edge_config.keys import kind_hash
+from controlplane.edge_config.store import EdgeConfigStore, Entry
 from runtime.config import ServiceConfig
 from runtime.keyring import Keyring, is_digest, is_sealed, kid_of, new_key, parse_keys
 from runtime.stores import Stores
@@ -94,7 +95,7 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             assert not [c for c in CANARIES if c in text]
             keyring = Keyring(parse_keys(K1), MASTER_KEY)
             # the client decodes (decode_responses=True); redis-py types answers `bytes | str`
-            consumers = cast("dict[str, str]", await kv.hgetall(f"{PREFIX}:consumers"))
+            consumers = cast("dict[str, str]", await kv.hgetall(kind_hash("consumers")))
             key = json.loads(consumers["legacy-key"])["value"]["plugins"]["key-auth"]["key"]
             assert is_digest(key) and keyring.matches(key, API_KEY)
             jwt = json.loads(consumers["legacy-jwt"])["value"]["plugins"]["jwt-auth"]["secret"]
@@ -119,7 +120,7 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             # A second start finds nothing to do.
             async with serving(build_controlplane(config, stores_for(config))):
                 pass
-            again = await kv.hgetall(f"{PREFIX}:consumers")
+            again = await kv.hgetall(kind_hash("consumers"))
             assert {k: again[k] for k in migrated} == migrated
         finally:
             await kv.aclose()

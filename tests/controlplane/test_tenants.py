@@ -23,6 +23,7 @@ from shared_kit import ADMIN_API_KEY, MASTER_KEY, ConfigFor, free_port, user_tok
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.keys import TAG as EDGE_CONFIG
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
 from controlplane.tenants.owned import find_owned
@@ -139,7 +140,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
         if tenant in json.dumps(entry.value)
     )
     return {
-        "keys": [k for k in keys if not k.startswith("edge:config")],
+        "keys": [k for k in keys if not k.startswith(EDGE_CONFIG)],
         "hashes": {k: v for k, v in hashes.items() if v},
         "edge": edge,
         "owned": await find_owned(kv, tenant),
