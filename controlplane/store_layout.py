@@ -14,6 +14,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 import controlplane.edge_config.keys
+import gateways.ai.providers.keys
+import gateways.ai.tenants.keys
 import gateways.edge.keys
 from runtime.stores.lock import StoreLock
 from runtime.stores.renames import KeyRename, apply_renames
@@ -27,6 +29,8 @@ LOCK_TTL_MS = 60_000
 RENAMES: tuple[KeyRename, ...] = (
     *gateways.edge.keys.RENAMES,
     *controlplane.edge_config.keys.RENAMES,
+    *gateways.ai.tenants.keys.RENAMES,
+    *gateways.ai.providers.keys.RENAMES,
 )
 
 

@@ -3,12 +3,13 @@
 Layout (the one the AI gateway reads):
 - `platform:providers`, a hash: field = provider id, value = the provider JSON of the spec
   (metadata and key references; a `manual` key source holds only `masked_value`).
-- `platform:provider-secrets`, a hash: provider id → the key of a `manual` key source, sealed
+- `{platform:providers}:secrets`, a hash: provider id → the key of a `manual` key source, sealed
   with the platform keyring and bound to the provider (`runtime/keyring.py`; development
   only; never answered, never logged). Keys stored in clear before they were sealed are
   sealed when a control plane starts (`reseal_secrets`), as are those under an older key.
-- every write INCRs `platform:providers:version` and publishes the provider id on
-  `platform:providers:changed`, in the same transaction as the write.
+- every write INCRs `{platform:providers}:version` and publishes the provider id on
+  `{platform:providers}:changed`, in the same transaction as the write (every key carries the
+  spec's `platform:providers` as its hash tag: one cluster slot; `gateways/ai/providers/keys.py`).
 
 Built-ins: while the hash is empty or absent, the ten built-in providers of
 `gateways/ai/providers/builtin.py` apply (GET lists them). The first write (an upsert, a

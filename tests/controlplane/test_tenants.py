@@ -29,6 +29,7 @@ from controlplane.identity import IdentityAdmin
 from controlplane.tenants.owned import find_owned
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.tenants.keys import budget_key, prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugin import PluginEnv
 from runtime.config import ServiceConfig
@@ -300,7 +301,7 @@ async def test_live_figures_come_from_the_stores(
     )
     await kv.zadd(rate_limit_window(tid, "r2", 60), {"c": now})
     # The AI gateway debits the budget counter.
-    await kv.decrby(f"{tid}:budget:tokens", 1500)
+    await kv.decrby(budget_key(tid), 1500)
     # The edge's request log.
     row = {
         "tenant_id": tid,
@@ -347,7 +348,7 @@ async def test_patch_changes_only_the_given_fields(cp: Serving, ai: Serving, kv:
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 9}))[0] == 200
     assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 9, "window": "30s"}
 
-    await kv.decrby(f"{tid}:budget:tokens", 40_000)  # spent at the AI gateway
+    await kv.decrby(budget_key(tid), 40_000)  # spent at the AI gateway
     _, got = await api(cp, "GET", f"/api/tenants/{tid}")
     assert got["token_budget_used"] == 40_000
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"token_budget": 123_456}))[0] == 200
@@ -451,7 +452,7 @@ async def test_a_tenant_token_sees_and_reaches_only_its_own_tenant(
             status, answer = await api(cp, method, path, body, token=alice)
             assert status == 403, (method, path, answer)
         assert await kv.hget("cp:tenants", "globex") == before
-        assert await kv.exists("cp:ip-allowlist:globex", "cp:prompt-config:globex") == 0
+        assert await kv.exists("cp:ip-allowlist:globex", prompt_config_key("globex")) == 0
         assert (await api(cp, "GET", "/api/tenants/acme", token=MASTER))[1]["token_budget"] == (
             2_000_000
         )
@@ -729,7 +730,7 @@ async def test_prompt_config_is_stored_where_the_ai_gateway_reads_it(cp: Serving
     config = {"system_prompt": "You are Acme's assistant.", "prefix": "Q: ", "suffix": "\nA:"}
     assert await api(cp, "PUT", path, config) == (200, config)
     assert await api(cp, "GET", path) == (200, config)
-    assert json.loads(await kv.get(f"cp:prompt-config:{tid}")) == config
+    assert json.loads(await kv.get(prompt_config_key(tid))) == config
     for bad, field in (
         ({"temperature": 2}, "temperature"),
         ({"system_prompt": 5}, "system_prompt"),
@@ -744,7 +745,7 @@ async def test_prompt_config_is_stored_where_the_ai_gateway_reads_it(cp: Serving
         {"system_prompt": "Short."},
     )
     assert await api(cp, "PUT", path, {}) == (200, {})
-    assert await kv.exists(f"cp:prompt-config:{tid}") == 0
+    assert await kv.exists(prompt_config_key(tid)) == 0
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
 

@@ -49,8 +49,9 @@ def prompt_hash(
 def exact_key(
     tenant: str, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
 ) -> str:
-    """`{tenant_id}:{model}:{prompt_hash}` (spec)."""
-    return f"{tenant}:{model}:{prompt_hash(tenant, model, messages, params)}"
+    """`{tenant_id}:{model}:{prompt_hash}` (spec), the tenant's braces kept: its hash tag (a
+    tenant's keys share one cluster slot)."""
+    return f"{{{tenant}}}:{model}:{prompt_hash(tenant, model, messages, params)}"
 
 
 def scope(
