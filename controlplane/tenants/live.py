@@ -76,10 +76,10 @@ async def _usage(kv: Redis, ids: list[str], now_us: int) -> dict[str, int]:
     match = rate_limit_windows(ids[0]) if len(ids) == 1 else ALL_WINDOWS
     keys: list[tuple[str, str, int]] = []  # (tenant, key, window seconds)
     async for key in kv.scan_iter(match=match, count=1000, _type="zset"):
-        window = parse_window(key)
-        if window is None or window[0] not in wanted:
+        parsed = parse_window(key)
+        if parsed is None or parsed[0] not in wanted:
             continue
-        keys.append((window[0], key, window[2]))
+        keys.append((parsed[0], key, parsed[2]))
     usage: dict[str, int] = {}
     if not keys:
         return usage
