@@ -1,7 +1,8 @@
 """k8s/observability/: the Prometheus rules parse (promtool when installed, else a structural
 check of each rule and its expression), the Grafana dashboards (one per layer) are well formed,
 and every metric either names is one the services export, read from the services' own
-registries (not yet from a scrape of a running stack)."""
+registries (tests/stack/test_local_stack.py checks the same names against a scrape of a
+running stack)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from manifests_kit import OBSERVABILITY
+from manifests_kit import OBSERVABILITY, SELECTOR
 from prometheus_client import CollectorRegistry
 
 from gateways.agent.mcp.metrics import McpMetrics
@@ -58,8 +59,6 @@ def exported_metrics() -> set[str]:
     return series_names(service.registry) | series_names(edge.registry, _APISIX_COUNTERS)
 
 
-# A series selector: a name followed by its label matchers or its range.
-SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{\[]")
 PAIRS = {")": "(", "]": "[", "}": "{"}
 
 
