@@ -77,7 +77,8 @@ EXPECTED_ENV: dict[str, str | None] = {
     "STS_TOKEN_TTL_SECS": "120",
     "STS_JWKS_URL": "http://controlplane:4001/sts/jwks",
     "ALLOWED_ORIGINS": None,  # any non-empty value
-    "OTEL_EXPORTER_OTLP_ENDPOINT": "",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4317",
+    "OTEL_COLLECTOR_ADDRESS": "otel-collector:4317",
     "LOG_LEVEL": "info",
     "BIND_HOST": "0.0.0.0",
 }
@@ -293,7 +294,8 @@ def env_problems(docs: list[Doc]) -> list[str]:
 
 
 def address_problems(docs: list[Doc]) -> list[str]:
-    """host:port in each *_URL / *_GRPC / *_URI value must be a Service port in the tree."""
+    """host:port in each *_URL / *_GRPC / *_URI / *_ENDPOINT / *_ADDRESS value must be a Service
+    port in the tree."""
     services = {
         name: {p["port"] for p in svc["spec"]["ports"]}
         for name, svc in of_kind(docs, "Service").items()
@@ -301,7 +303,7 @@ def address_problems(docs: list[Doc]) -> list[str]:
     data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
     problems = []
     for key, value in data.items():
-        if not value or not re.search(r"_(URL|URI|GRPC)$", key):
+        if not value or not re.search(r"_(URL|URI|GRPC|ENDPOINT|ADDRESS)$", key):
             continue
         m = re.match(r"^(?:\w+://)?(?:[^@/]*@)?([a-z0-9-]+):(\d+)", value)
         if not m:

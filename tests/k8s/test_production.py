@@ -63,9 +63,7 @@ GATEWAYS = ("ai-gateway", "agent-gateway", "edge-proxy")  # autoscaled
 # (Not OTEL_SERVICE_NAME: runtime/telemetry.py names the service itself, and wins.)
 READ_ELSEWHERE = {"AI_PII_WORKERS": "gateways/ai/pii/batching.py"}
 # Defaults that only make sense on one machine, left on purpose.
-LOCAL_DEFAULT_KEPT = {
-    "OTEL_COLLECTOR_ADDRESS": "the edge's opentelemetry plugin; set with the OTel collector",
-}
+LOCAL_DEFAULT_KEPT: dict[str, str] = {}
 
 # Idle RSS in MiB under `strata up` (issue 25's note: the highest figure, times the processes
 # of the pod); a memory request below it evicts the pod the moment the node is tight.
