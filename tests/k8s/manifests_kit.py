@@ -72,6 +72,14 @@ def of_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
     return {d["metadata"]["name"]: d for d in docs if d.get("kind") == kind}
 
 
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
+
+
+def workloads(docs: list[Doc]) -> dict[str, Doc]:
+    """Every object that runs pods (Deployments, StatefulSets, Jobs), by name."""
+    return {d["metadata"]["name"]: d for d in docs if d.get("kind") in WORKLOAD_KINDS}
+
+
 def pod_spec(deployment: Doc) -> Doc:
     return deployment["spec"]["template"]["spec"]
 
