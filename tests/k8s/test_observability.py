@@ -130,10 +130,11 @@ def test_rules_name_only_exported_metrics_and_are_well_formed() -> None:
     document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
     assert rule_problems(document, exported_metrics()) == []
     alerts = {r["alert"] for g in document["groups"] for r in g["rules"]}
-    # What the issue asks alerts for (breaker open: read from the providers' outcomes).
+    # What the issue asks alerts for.
     assert {
         "StrataFrontDoorErrorRate",
         "StrataFrontDoorLatencyHigh",
+        "StrataAiBreakerOpen",
         "StrataAiProviderFailing",
         "StrataRateLimiterFailingOpen",
         "StrataBudgetExhaustion",
