@@ -7,7 +7,7 @@ rewrite is conditional on the record being unchanged).
   basic-auth password its hash, a jwt-auth secret is sealed (or re-sealed), through the Admin
   API's own write path (`gateways/edge/model/credentials.py`); digests made under an older key are
   counted and logged (they cannot be re-made without the key: keep that key listed);
-- manual provider keys (`platform:provider-secrets`), the platform settings' secrets
+- manual provider keys (`{platform:providers}:secrets`), the platform settings' secrets
   (`cp:settings`), the notification preferences' and webhooks' secrets and URLs
   (`cp:notify-prefs:*`, `cp:webhooks`): sealed, or re-sealed under the newest key.
 
