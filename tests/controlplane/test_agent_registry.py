@@ -41,7 +41,7 @@ async def test_register_list_get_update_delete(controlplane, valkey_url) -> None
                             credential_ref=f"client-{agent[6:]}")  # fmt: skip
         status, answer = await request("POST", f"{url}/api/agents", json_body=body, headers=MASTER)
         assert (status, answer) == (200, {"status": "registered", "agent_id": agent})
-        assert json.loads(await kv.hget(REGISTRY_KEY, agent)) == body  # type: ignore[arg-type]
+        assert json.loads(await kv.hget(REGISTRY_KEY, agent)) == body
         assert await kv.smembers(deleg_key(agent)) == {"agent:b", "agent:c"}
         assert await kv.hget(CREDENTIALS_KEY, body["credential_ref"]) == agent
 
