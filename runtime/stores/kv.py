@@ -130,6 +130,7 @@ async def kv_status(client: Kv) -> str:
     when the node asked (its default node) says every slot is served (`cluster_state:ok`)."""
     try:
         if isinstance(client, RedisCluster):
+            await client.initialize()  # (redis-py resolves target_nodes with what it reads)
             info = await client.cluster_info(target_nodes=RedisCluster.DEFAULT_NODE)
             return "connected" if info.get("cluster_state") == "ok" else "unreachable"
         await client.ping()
