@@ -14,11 +14,12 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import redis.asyncio as redis
+from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import SSLConnection, parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError, RedisClusterException, RedisError
 from redis.maint_notifications import MaintNotificationsConfig
 
 # A store client, either kind. Most code annotates `redis.asyncio.Redis` (the methods Strata
@@ -123,6 +124,20 @@ def connect_kv(url: str) -> Any:
         require_full_coverage=True,  # and reads from masters only: redis-py's default
         **options,
     )
+
+
+async def open_pubsub(kv: Kv) -> PubSub:
+    """`kv.pubsub()`, ready to SUBSCRIBE. On a cluster (`ClusterPubSub`) the slot map is read
+    first: a cluster client's pub/sub connects to the master of its first channel's slot as the
+    map says, and does not read the map itself, so a subscriber that lost its node (a failover)
+    re-subscribes where the map says now. Classic pub/sub is broadcast: every PUBLISH in the
+    cluster, inside scripts too, reaches a subscriber on any node. Raises RedisError."""
+    if isinstance(kv, RedisCluster):
+        try:
+            await kv.nodes_manager.initialize()
+        except RedisClusterException as exc:  # no seed answered: not a RedisError
+            raise ConnectionError(f"cannot read the store's slot map: {exc}") from None
+    return kv.pubsub()
 
 
 async def kv_status(client: Kv) -> str:

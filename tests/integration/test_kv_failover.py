@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kv_cluster_kit import KvCluster, valkey_cluster
 from redis.crc import key_slot
 from redis.exceptions import RedisError
 
+from runtime.change_feed import ChangeWatch
 from runtime.errors import Unavailable
 from runtime.stores.kv import connect_kv
 from runtime.stores.kv_errors import kv_unavailable
@@ -114,3 +116,47 @@ async def test_a_killed_master_fails_limits_open_and_security_closed_until_its_r
             close_reachability(kv)
             close_pipelined(kv)
             await kv.aclose()
+
+
+async def test_a_change_feed_whose_node_dies_subscribes_again_and_hears_changes(
+    tmp_path: Path,
+) -> None:
+    """Classic pub/sub through the cluster client: the subscription lives on the master of
+    the channel's slot; killed, the watch stops trusting its copies, subscribes again where
+    the slot map says after the promotion, and hears a PUBLISH made inside a script."""
+    channel, counter = "t:feed:changed", "t:feed:version"
+    with valkey_cluster(tmp_path, masters=3, replicas=1) as cluster:
+        victim = master_of(cluster, channel)
+        seed = next(n for n in cluster.masters if n is not victim)
+        kv = connect_kv(f"redis+cluster://127.0.0.1:{seed.port}")
+        writer = connect_kv(f"redis+cluster://127.0.0.1:{seed.port}")
+        watch = ChangeWatch(kv, channel, counter)
+        heard: list[int] = []
+        watch.on_change(lambda: heard.append(1), on_loss=False)
+
+        async def until(what: str, check: Callable[[], bool]) -> None:
+            deadline = time.monotonic() + SAFETY_SECS
+            while not check():
+                assert time.monotonic() < deadline, f"never {what}"
+                await asyncio.sleep(0.02)
+
+        announce = "redis.call('INCR', KEYS[1]) redis.call('PUBLISH', ARGV[1], 'x') return 1"
+        await watch.start()
+        try:
+            await until("subscribed", lambda: watch.trusted)
+            cluster.kill(victim)
+            await until("lost", lambda: not watch.trusted)
+            await until("subscribed again", lambda: watch.trusted)
+            before = len(heard)
+            for attempt in range(3):  # the writer's first command after a failover may
+                try:  # meet the dead node (one attempt per command); the next re-reads the map
+                    await writer.eval(announce, 1, counter, channel)
+                    break
+                except RedisError:
+                    if attempt == 2:
+                        raise
+            await until("heard", lambda: len(heard) > before)
+        finally:
+            await watch.stop()
+            await kv.aclose()
+            await writer.aclose()
