@@ -30,10 +30,16 @@ Kv: TypeAlias = redis.Redis | RedisCluster
 # watchdog. A URL's own `?socket_timeout=…` overrides it (redis-py's URL options win over
 # these defaults).
 TIMEOUT_SECS = 1.0
-# How long opening a connection may take. A store that accepts connections answers the
-# handshake within a round trip; this bounds a store that does not (a dead address, a full
-# backlog). A URL's `?socket_connect_timeout=…` overrides it.
-CONNECT_TIMEOUT_SECS = 1.0
+# How long opening a pooled connection may take (the TCP or TLS connect; the handshake's
+# replies are commands, bounded by TIMEOUT_SECS). Longer than a command: a burst of
+# concurrent calls opens many connections at once, and on a loaded machine the event loop
+# may take more than a second to get through them although the store accepts at once (a 503
+# store_unavailable that was the process's lag, not the store's). A store that refuses
+# (stopped, restarting) still fails at once; only an address that swallows connection
+# attempts (a host gone from the network) takes this long to fail a call that needs a new
+# connection. Requests' own calls are not held by it: the batcher opens its connection
+# within TIMEOUT_SECS. A URL's `?socket_connect_timeout=…` overrides it.
+CONNECT_TIMEOUT_SECS = 3.0
 # How long a request's own store calls may wait for the store (`kv_pipeline.hot_command`, and
 # scripts run with `hot=True`; read at each call). The store answers in well under a
 # millisecond, so a call still owed a reply after this long means the store hangs or is gone,

@@ -131,6 +131,11 @@ class PipelinedCalls:
         self._sending: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
         self._watchdog: asyncio.TimerHandle | None = None
         self.timeout = float(self.settings.get("socket_timeout") or 5.0)
+        # Requests wait for this connection: it opens within a command's timeout, not the
+        # pool's longer connect timeout (kv.CONNECT_TIMEOUT_SECS).
+        self.connect_timeout = min(
+            float(self.settings.get("socket_connect_timeout") or 5.0), self.timeout
+        )
 
     def evalsha(self, sha: str, numkeys: int, *args: Any) -> asyncio.Future[Any]:
         return self.command("EVALSHA", sha, numkeys, *args)
@@ -254,7 +259,7 @@ class PipelinedCalls:
             return _Channel(encoding)
 
         try:
-            async with asyncio.timeout(settings.get("socket_connect_timeout") or 5.0):
+            async with asyncio.timeout(self.connect_timeout):
                 if issubclass(self.connection_class, UnixDomainSocketConnection):
                     _, opened = await loop.create_unix_connection(channel, settings["path"])
                 else:
