@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import hiredis
-from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
 from redis.crc import key_slot
 from redis.exceptions import (
@@ -363,9 +363,13 @@ def _from_node(exc: RedisError, node: str) -> RedisError:
 
 
 def failed_node(exc: BaseException) -> str | None:
-    """The cluster node (`host:port`) a batched call failed on, if it went to one."""
+    """The cluster node (`host:port`) a call failed on, if it went to one: the batcher's, or
+    redis-py's cluster client's (which sets the node as the error's `connection`)."""
     node = getattr(exc, "kv_node", None)
-    return node if isinstance(node, str) else None
+    if isinstance(node, str):
+        return node
+    target = getattr(exc, "connection", None)
+    return str(target.name) if isinstance(target, ClusterNode) else None
 
 
 class ClusterCalls:
@@ -443,15 +447,19 @@ class ClusterCalls:
         manager = self.nodes_manager
         if not manager.slots_cache or "" in self._stale:
             await self.refresh(seconds)
-        if slot is None:
-            return str(manager.default_node.name)
-        name = self.owner_now(slot)
+        name = self._route(slot)
         if name is None or name in self._stale:
             await self.refresh(seconds)
-            name = self.owner_now(slot)
+            name = self._route(slot)
         if name is None:
             raise ConnectionError(f"no node of the store serves slot {slot}")
         return name
+
+    def _route(self, slot: int | None) -> str | None:
+        if slot is not None:
+            return self.owner_now(slot)
+        default = self.nodes_manager.default_node
+        return str(default.name) if default is not None else None
 
     def owner_now(self, slot: int) -> str | None:
         """The node serving `slot` as the map says now (no store call), None if unknown."""

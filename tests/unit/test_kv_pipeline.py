@@ -30,6 +30,7 @@ from redis.exceptions import (
 from shared_kit import free_port, valkey_server
 
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv
+from runtime.stores.kv_reachability import close_reachability, reachability
 from runtime.stores.kv_pipeline import (
     ClusterCalls,
     PipelinedCalls,
@@ -338,7 +339,7 @@ async def test_an_ask_redirect_is_sent_to_the_importing_node_after_asking(
                 c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", owner.node_id)
 
 
-async def test_a_dead_node_is_a_connection_error_naming_it(tmp_path: Path) -> None:
+async def test_a_dead_node_is_a_connection_error_naming_it_and_only_it_is_down(tmp_path: Path) -> None:
     with valkey_cluster(tmp_path, masters=3) as cluster:
         kv = connect_kv(f"redis+cluster://127.0.0.1:{cluster.seed_port}")
         try:
@@ -352,6 +353,12 @@ async def test_a_dead_node_is_a_connection_error_naming_it(tmp_path: Path) -> No
             alive = next(f"t:dead:{i}" for i in range(100)
                          if cluster.node_of_slot(slot_of(f"t:dead:{i}")) is not dead)  # fmt: skip
             assert await INCR(kv, [alive], [], hot=True) == 1  # other masters still serve
+            # the store breaker marks that one node down, not the store
+            breaker = reachability(kv)
+            breaker.failed(raised.value)
+            assert breaker.down_for(key) and not breaker.down_for(alive)
+            assert not breaker.down
+            close_reachability(kv)
         finally:
             close_pipelined(kv)
             await kv.aclose()
