@@ -30,7 +30,6 @@ from redis.exceptions import (
 from shared_kit import free_port, valkey_server
 
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv
-from runtime.stores.kv_reachability import close_reachability, reachability
 from runtime.stores.kv_pipeline import (
     ClusterCalls,
     PipelinedCalls,
@@ -40,6 +39,7 @@ from runtime.stores.kv_pipeline import (
     hot_command,
     pipelined,
 )
+from runtime.stores.kv_reachability import close_reachability, reachability
 
 INCR = PipelinedScript("return redis.call('INCR', KEYS[1])")
 FAILS = PipelinedScript("return redis.error_reply('ERR nope: ' .. ARGV[1])")
@@ -339,7 +339,9 @@ async def test_an_ask_redirect_is_sent_to_the_importing_node_after_asking(
                 c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", owner.node_id)
 
 
-async def test_a_dead_node_is_a_connection_error_naming_it_and_only_it_is_down(tmp_path: Path) -> None:
+async def test_a_dead_node_is_a_connection_error_naming_it_and_only_it_is_down(
+    tmp_path: Path,
+) -> None:
     with valkey_cluster(tmp_path, masters=3) as cluster:
         kv = connect_kv(f"redis+cluster://127.0.0.1:{cluster.seed_port}")
         try:
