@@ -140,6 +140,7 @@ async def open_pubsub(kv: Kv) -> PubSub:
     cluster, inside scripts too, reaches a subscriber on any node. Raises RedisError."""
     if isinstance(kv, RedisCluster):
         try:
+            await kv.initialize()  # the client's own command table too, once
             await kv.nodes_manager.initialize()
         except RedisClusterException as exc:  # no seed answered: not a RedisError
             raise ConnectionError(f"cannot read the store's slot map: {exc}") from None

@@ -433,7 +433,13 @@ class ClusterCalls:
     async def _refresh(self) -> None:
         self._stale.clear()
         self.refreshes += 1
+        kv = self._kv()
+        if kv is None:
+            raise ConnectionError("the store client is closed")
         try:
+            # The client's own first: redis-py's commands read its command table, which only
+            # its initialize() loads (a no-op once done), and then the slot map again.
+            await kv.initialize()
             await self.nodes_manager.initialize()
         except (RedisError, RedisClusterException, OSError) as exc:
             self._stale.add("")  # the map is unknown: read it before the next call

@@ -364,3 +364,13 @@ async def test_a_dead_node_is_a_connection_error_naming_it_and_only_it_is_down(
         finally:
             close_pipelined(kv)
             await kv.aclose()
+
+
+async def test_the_client_still_works_when_the_batcher_mapped_the_cluster_first(
+    cluster_kv: Any,
+) -> None:
+    """redis-py's cluster client reads its command table only in its own initialize(): the
+    batcher's slot map read must not leave it half-initialized."""
+    assert await hot_command(cluster_kv, "GET", "t:first:none") is None  # the batcher first
+    assert await cluster_kv.zrem("t:first:z", "m") == 0  # redis-py finds the key by its table
+    assert await cluster_kv.get("t:first:none") is None
