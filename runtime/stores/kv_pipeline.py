@@ -25,6 +25,7 @@ a `RedisError`), so callers fail closed or open exactly as they did with redis-p
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import ssl
 import time
@@ -398,6 +399,15 @@ class ClusterCalls:
         self._stale: set[str] = set()  # nodes whose slots must be read again before a call
         self._refreshing: asyncio.Task[None] | None = None
         self.refreshes = 0  # slot maps read (tests, diagnostics)
+        # A request waits for the slot map as for a new connection (`within`: the store's
+        # silence counts, not the setting up): at most the command timeout. The first read
+        # also loads redis-py's command table, too long for the hot path's bound on a loaded
+        # machine.
+        settings = kv.connection_kwargs
+        self.map_timeout = min(
+            float(settings.get("socket_connect_timeout") or 5.0),
+            float(settings.get("socket_timeout") or 5.0),
+        )
 
     def node(self, name: str) -> PipelinedCalls:
         """The batcher of one node (`host:port`)."""
@@ -427,7 +437,7 @@ class ClusterCalls:
         try:
             async with asyncio.timeout(seconds):
                 await refreshing
-        except TimeoutError:
+        except builtins.TimeoutError:  # asyncio's, as redis-py's TimeoutError
             raise TimeoutError(f"the store's slot map was not read within {seconds}s") from None
 
     async def _refresh(self) -> None:
@@ -451,11 +461,12 @@ class ClusterCalls:
     async def owner(self, slot: int | None, seconds: float | None = None) -> str:
         """The node a call for `slot` goes to now (the map read first when it is stale)."""
         manager = self.nodes_manager
+        bound = None if seconds is None else max(seconds, self.map_timeout)
         if not manager.slots_cache or "" in self._stale:
-            await self.refresh(seconds)
+            await self.refresh(bound)
         name = self._route(slot)
         if name is None or name in self._stale:
-            await self.refresh(seconds)
+            await self.refresh(bound)
             name = self._route(slot)
         if name is None:
             raise ConnectionError(f"no node of the store serves slot {slot}")

@@ -180,7 +180,7 @@ class Reachability:
     async def _node_serves(calls: ClusterCalls, node: str) -> bool:
         """Whether calls routed to `node` can be served: it is no master any more (the map
         read again), or it answers with every slot served."""
-        await calls.refresh(kv_settings.HOT_PATH_SECS)
+        await calls.refresh(calls.map_timeout)
         masters = calls.nodes_manager.get_nodes_by_server_type(PRIMARY)
         if node not in {master.name for master in masters}:
             return True

@@ -81,6 +81,8 @@ async def test_a_killed_master_fails_limits_open_and_security_closed_until_its_r
         phases: dict[str, Counter[str]] = {p: Counter() for p in ("before", "during", "after")}
         others: Counter[str] = Counter()
         try:
+            await COUNT(kv, [tenant], [])  # the client set up (slot map, command table)
+            await COUNT(kv, [other], [])
             for _ in range(20):
                 await limiter_call(kv, "rl:" + tenant, phases["before"])
                 await security_call(kv, tenant, phases["before"])
