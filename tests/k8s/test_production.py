@@ -504,7 +504,7 @@ def test_rules_catch_environment_the_code_refuses_or_never_reads(base_docs: list
     del of_kind(docs, "Secret")["strata-secrets"]["stringData"]["MASTER_KEY"]
     data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
     data["LOG_LEVEL"] = "loud"
-    data["REDIS_URI"] = data.pop("REDIS_URL")  # a typo: the code reads REDIS_URL
+    data["STORE_URI"] = data.pop("STORE_URL")  # a typo: the code reads STORE_URL
     problems = environment_problems(docs)
     assert (
         "edge-proxy: MASTER_KEY is required (platform master key: operators and "
@@ -515,7 +515,7 @@ def test_rules_catch_environment_the_code_refuses_or_never_reads(base_docs: list
         "agent-gateway: STORE_URL unset, its default 'redis://127.0.0.1:6379/0' is local"
         in problems
     )
-    assert "REDIS_URI is set but no config class reads it" in problems
+    assert "STORE_URI is set but no config class reads it" in problems
 
 
 def test_rules_catch_ports_and_probes_that_name_nothing(base_docs: list[Doc]) -> None:
