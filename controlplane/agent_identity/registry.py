@@ -6,13 +6,18 @@ Store (read by the STS at mint time and by the agent gateway at call time):
   (`agent_id`, `tenant_id`, `allowed_audiences`, `allowed_tools`, `credential_ref`,
   `description`);
 - `svc:deleg:{agent_id}`, a set: the agent's allowed audiences (absent when it has none);
-- `svc:agent-credentials`, a hash: credential_ref → agent_id, so that an actor token without
-  an `agent_id` claim (Keycloak without the mapper) finds its agent by client id (`azp`).
+  the spec's template read literally, so the agent id is its hash tag;
+- `{svc:agent-registry}:credentials`, a hash: credential_ref → agent_id, so that an actor
+  token without an `agent_id` claim (Keycloak without the mapper) finds its agent by client
+  id (`azp`); tagged with the registry's name, so it shares the registry's slot.
 
-Register (a new agent or an update; the whole registration is replaced) and delete are each
-one Lua script, so the registration, its delegation set and its credential entry change
-together: the STS and the gateway never read a registration with another version's set. A
-credential_ref already bound to another agent is 409.
+The registration and its credential entry change together, in one Lua script (one slot of a
+clustered store). The delegation set lives in the agent's own slot and changes in a second
+step, ordered so that a crash between the two never lets an agent delegate more than its
+registration says: register writes the registration, then the set (grant last); delete removes
+the registration, then the set (revoke first). The STS allows an audience only when both the
+registration and the set name it, and a re-sent PUT or DELETE repairs a half-done one. A
+credential_ref already bound to another agent is 409 (nothing written).
 """
 
 from __future__ import annotations
@@ -44,40 +49,56 @@ MAX_TOOL = 256
 MAX_REF = 256
 MAX_DESCRIPTION = 2000
 
-# KEYS: registry, the agent's delegation set, credentials index.
-# ARGV: agent_id, registration JSON, credential_ref ('' for none), audiences...
+# KEYS: registry, credentials index (one slot).
+# ARGV: agent_id, registration JSON, credential_ref ('' for none).
 REGISTER = """
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if ARGV[3] ~= '' then
-  local owner = redis.call('HGET', KEYS[3], ARGV[3])
+  local owner = redis.call('HGET', KEYS[2], ARGV[3])
   if owner and owner ~= ARGV[1] then return {'taken', owner} end
 end
 if old then
   local ref = cjson.decode(old)['credential_ref']
   if type(ref) == 'string' and ref ~= '' and ref ~= ARGV[3]
-     and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
-    redis.call('HDEL', KEYS[3], ref)
+     and redis.call('HGET', KEYS[2], ref) == ARGV[1] then
+    redis.call('HDEL', KEYS[2], ref)
   end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('DEL', KEYS[2])
-if #ARGV >= 4 then redis.call('SADD', KEYS[2], unpack(ARGV, 4)) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[1]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[3], ARGV[1]) end
 return {'ok', ''}
 """
 
-# KEYS: registry, the agent's delegation set, credentials index. ARGV: agent_id.
+# KEYS: registry, credentials index (one slot). ARGV: agent_id.
 DEREGISTER = """
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if not old then return 0 end
 local ref = cjson.decode(old)['credential_ref']
-if type(ref) == 'string' and ref ~= '' and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
-  redis.call('HDEL', KEYS[3], ref)
+if type(ref) == 'string' and ref ~= '' and redis.call('HGET', KEYS[2], ref) == ARGV[1] then
+  redis.call('HDEL', KEYS[2], ref)
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[2])
 return 1
 """
+
+
+async def replace_delegations(kv: Redis, agent_id: str, audiences: list[str]) -> None:
+    """The agent's delegation set becomes `audiences` (one transaction on its one key)."""
+    async with kv.pipeline(transaction=True) as pipe:
+        pipe.delete(deleg_key(agent_id))
+        if audiences:
+            pipe.sadd(deleg_key(agent_id), *audiences)
+        await pipe.execute()
+
+
+async def deregister(kv: Redis, agent_id: str) -> bool:
+    """Remove the registration (with its credential entry), then the delegation set: revoke
+    first, the registration being what the STS and the gateway check before the set. The set
+    goes also when the registration is already gone (a delete re-sent after a crash between
+    the two). False when the agent was not registered."""
+    removed = await kv.eval(DEREGISTER, 2, REGISTRY_KEY, CREDENTIALS_KEY, agent_id)
+    await kv.delete(deleg_key(agent_id))
+    return bool(removed)
 
 
 def _text(field: str, value: str, limit: int, *, spaces: bool) -> str:
@@ -157,14 +178,9 @@ class TenantAgents:
         return [f"{REGISTRY_KEY}[{agent}]" for agent in await self._agents(kv, tenant_id)]
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
-        deregister = kv.register_script(DEREGISTER)
         removed = 0
         for agent in await self._agents(kv, tenant_id):
-            removed += int(
-                await deregister(
-                    keys=[REGISTRY_KEY, deleg_key(agent), CREDENTIALS_KEY], args=[agent]
-                )
-            )
+            removed += int(await deregister(kv, agent))
         return removed
 
     @staticmethod
@@ -181,7 +197,6 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
         self._register = kv.register_script(REGISTER)
-        self._deregister = kv.register_script(DEREGISTER)
 
     @store_errors
     async def RegisterAgent(
@@ -190,15 +205,16 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
         record = registration(request.agent)
         agent_id = record["agent_id"]
         outcome, owner = await self._register(
-            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY],
-            args=[agent_id, json.dumps(record), record["credential_ref"],
-                  *record["allowed_audiences"]],
-        )  # fmt: skip
+            keys=[REGISTRY_KEY, CREDENTIALS_KEY],
+            args=[agent_id, json.dumps(record), record["credential_ref"]],
+        )
         if outcome == "taken":
             raise AlreadyExists(
                 f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
                 error="credential_ref_taken",
             )
+        # Grant last: the set after the registration (the STS asks both).
+        await replace_delegations(self.kv, agent_id, record["allowed_audiences"])
         return pb.RegisterAgentResponse(status="registered", agent_id=agent_id)
 
     @store_errors
@@ -224,10 +240,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
         self, request: pb.DeleteAgentRequest, context: ServicerContext
     ) -> pb.DeleteAgentResponse:
         agent_id = _lookup_id(request.agent_id)
-        removed = await self._deregister(
-            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY], args=[agent_id]
-        )
-        if not removed:
+        if not await deregister(self.kv, agent_id):
             raise not_registered(agent_id)
         return pb.DeleteAgentResponse(status="deleted", agent_id=agent_id)
 

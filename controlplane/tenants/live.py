@@ -43,11 +43,16 @@ async def live_figures(
     if not records:
         return []
     ids = [str(r["id"]) for r in records]
+    # One GET per key, not MGET: each tenant's keys are in its own slot of a clustered store
+    # (the cluster client's pipeline sends each GET to its node).
     async with kv.pipeline(transaction=False) as pipe:
         pipe.time()
-        pipe.mget([rl_config_key(i) for i in ids])
-        pipe.mget([budget_key(i) for i in ids])
-        (seconds, micros), limits, budgets = await pipe.execute()
+        for i in ids:
+            pipe.get(rl_config_key(i))
+        for i in ids:
+            pipe.get(budget_key(i))
+        (seconds, micros), *values = await pipe.execute()
+    limits, budgets = values[: len(ids)], values[len(ids) :]
     now_us = int(seconds) * 1_000_000 + int(micros)
     usage = await _usage(kv, ids, now_us)
     requests = await _requests_24h(analytics, ids)
@@ -77,10 +82,12 @@ async def _usage(kv: Redis, ids: list[str], now_us: int) -> dict[str, int]:
     keys: list[tuple[str, str, int]] = []  # (tenant, key, window seconds)
     async for key in kv.scan_iter(match=match, count=1000, _type="zset"):
         parts = key.split(":")
-        # rl:{tenant}:{route}:{window}; tenant ids hold no ':' (records.TENANT_ID)
-        if len(parts) < 4 or parts[1] not in wanted or not parts[-1].isdigit():
+        # rl:{<tenant>}:{route}:{window} (the tenant in braces: its hash tag); tenant ids
+        # hold no ':' nor braces (records.TENANT_ID)
+        tenant = parts[1].removeprefix("{").removesuffix("}") if len(parts) > 1 else ""
+        if len(parts) < 4 or tenant not in wanted or not parts[-1].isdigit():
             continue
-        keys.append((parts[1], key, int(parts[-1])))
+        keys.append((tenant, key, int(parts[-1])))
     usage: dict[str, int] = {}
     if not keys:
         return usage

@@ -2,58 +2,66 @@
 entry of `OWNED` (after its edge consumer group and consumers, its AI gateway budget and its
 identity provider organization, which their own layers remove; see `servicer.py`).
 
-A part of the control plane that keeps per-tenant state adds its layout here, once:
+A part of the control plane that keeps per-tenant state adds its layout here, once, naming
+the function of its keys module that gives the tenant's key (never a template string: a key
+name holds braces, its hash tag, which `str.format` would read):
 
-- `Key("cp:branding:{tenant}")` — one key.
-- `Pattern("rl:config:{tenant}:*", type="string")` — every key matching a glob (SCAN MATCH;
-  `type` narrows it to one Redis type when another layout shares the prefix).
-- `HashEntries("cp:api-keys")` — the fields of a hash whose JSON value names the tenant in
+- `Key(branding_key)` — one key.
+- `Pattern(lambda t: rate_limit_override(t, "*"), type="string")` — every key matching a glob
+  (SCAN MATCH; `type` narrows it to one Redis type when another layout shares the prefix).
+- `HashEntries(api_keys.KEYS)` — the fields of a hash whose JSON value names the tenant in
   `tenant_id` (or `field`).
 - `TenantAgents()` — the tenant's agent registrations, each deregistered as one step.
 
-`{tenant}` is the tenant id (glob characters escaped in patterns). Tenant ids never contain
-`:` (records.TENANT_ID), so `rl:{tenant}:*` cannot reach another tenant's keys. The tenant's
-metadata (`cp:tenants`) is removed last by the servicer itself, so a delete that fails part
-way can be sent again.
+A pattern's function is given the tenant id with its glob characters escaped. Tenant ids
+never contain `:` (records.TENANT_ID), so `rl:{acme}:*` cannot reach another tenant's keys.
+The tenant's metadata (`cp:tenants`) is removed last by the servicer itself, so a delete that
+fails part way can be sent again.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from controlplane import api_keys as api_key_store
 from controlplane.agent_identity.registry import TenantAgents
+from controlplane.branding import branding_key
+from controlplane.notifications import store as notifications
+from controlplane.tenants.records import allowlist_key
 from gateways.ai.tenants.keys import prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_windows
 
 
 @dataclass(frozen=True)
 class Key:
-    """One key."""
+    """One key: `key(tenant_id)`."""
 
-    template: str
+    key: Callable[[str], str]
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
-        return int(await kv.delete(self.template.format(tenant=tenant_id)))
+        return int(await kv.delete(self.key(tenant_id)))
 
     async def find(self, kv: Redis, tenant_id: str) -> list[str]:
-        key = self.template.format(tenant=tenant_id)
+        key = self.key(tenant_id)
         return [key] if await kv.exists(key) else []
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """Every key matching a glob, optionally of one Redis type (`string`, `zset`, `hash`...)."""
+    """Every key matching the glob `pattern(escaped tenant id)`, optionally of one Redis type
+    (`string`, `zset`, `hash`...)."""
 
-    template: str
+    pattern: Callable[[str], str]
     type: str | None = None
 
     async def find(self, kv: Redis, tenant_id: str) -> list[str]:
-        match = self.template.format(tenant=_glob_escape(tenant_id))
+        match = self.pattern(_glob_escape(tenant_id))
         return [key async for key in kv.scan_iter(match=match, count=1000, _type=self.type)]
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
@@ -98,25 +106,25 @@ Owned = Key | Pattern | HashEntries | TenantAgents
 
 OWNED: tuple[Owned, ...] = (
     # Tenants (this part): IP allowlist, prompt configuration.
-    Key("cp:ip-allowlist:{tenant}"),
-    Key(prompt_config_key("{tenant}")),
+    Key(allowlist_key),
+    Key(prompt_config_key),
     # Rate limits: the tenant override, route overrides, the edge's sliding windows.
-    Key(rate_limit_override("{tenant}")),
-    Pattern(rate_limit_override("{tenant}", "*"), type="string"),
-    Pattern(rate_limit_windows("{tenant}"), type="zset"),
+    Key(rate_limit_override),
+    Pattern(lambda tenant: rate_limit_override(tenant, "*"), type="string"),
+    Pattern(rate_limit_windows, type="zset"),
     # API keys and key requests (JSON records carrying tenant_id).
-    HashEntries("cp:api-keys"),
-    HashEntries("cp:key-requests"),
+    HashEntries(api_key_store.KEYS),
+    HashEntries(api_key_store.REQUESTS),
     # Notifications, their read marks and delivery preferences (controlplane/notifications/
     # store.py; the id → tenant index entries go with them in delete_tenant_notifications).
-    Key("cp:notifications:items:{tenant}"),
-    Key("cp:notifications:order:{tenant}"),
-    Key("cp:notifications:read:{tenant}"),
-    Key("cp:notify-prefs:{tenant}"),
+    Key(notifications.items_key),
+    Key(notifications.order_key),
+    Key(notifications.read_key),
+    Key(notifications.prefs_key),
     # Branding.
-    Key("cp:branding:{tenant}"),
+    Key(branding_key),
     # Webhooks (JSON records carrying tenant_id).
-    HashEntries("cp:webhooks"),
+    HashEntries(notifications.WEBHOOKS),
     # Registered agents: each with its delegation set and credential entry.
     TenantAgents(),
 )

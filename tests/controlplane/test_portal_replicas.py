@@ -12,7 +12,7 @@ import pytest
 from portal_kit import Browser
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
 
-from controlplane.portal.sessions import SESSION_PREFIX, digest
+from controlplane.portal.sessions import session_key
 from runtime.stores.kv import connect_kv
 
 pytestmark = pytest.mark.timeout(90)
@@ -75,7 +75,7 @@ async def test_two_control_planes_share_a_session(replicas: list[str], valkey_ur
             assert body["portal_title"] == "Acme B"
             # A refresh made by B is what A uses next (the rotated refresh token included).
             kv = connect_kv(valkey_url)
-            key = SESSION_PREFIX + digest(sid)
+            key = session_key(sid)
             try:
                 await kv.hset(key, "access_expires_at", "0")
                 assert (await at_b.call("GET", "/portal/api/session"))[0] == 200

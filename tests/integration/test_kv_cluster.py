@@ -237,8 +237,8 @@ def agent_hop_first_use() -> Case:
         pytest.param(edge_tenant_rate_limit, marks=CROSSSLOT_TODAY),
         pytest.param(ai_budget_settle, marks=CROSSSLOT_TODAY),
         pytest.param(agent_session_create, marks=CROSSSLOT_TODAY),
-        pytest.param(controlplane_key_decision, marks=CROSSSLOT_TODAY),
-        pytest.param(sts_resolve, marks=CROSSSLOT_TODAY),
+        pytest.param(controlplane_key_decision),
+        pytest.param(sts_resolve),
         pytest.param(agent_hop_first_use, marks=CROSSSLOT_TODAY),
     ],
 )
