@@ -16,18 +16,24 @@ clustered store). The delegation set lives in the agent's own slot and changes i
 step, ordered so that a crash between the two never lets an agent delegate more than its
 registration says: register writes the registration, then the set (grant last); delete removes
 the registration, then the set (revoke first). The STS allows an audience only when both the
-registration and the set name it, and a re-sent PUT or DELETE repairs a half-done one. A
-credential_ref already bound to another agent is 409 (nothing written).
+registration and the set name it, and a re-sent PUT or DELETE repairs a half-done one. Changes
+of one agent hold its lock (`cp:agent-lock:{agent_id}`), so two racing PUTs cannot leave one's
+registration with the other's set. A credential_ref already bound to another agent is 409
+(nothing written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from runtime.access import IDENTIFIER
 from runtime.context import ServicerContext
@@ -41,6 +47,7 @@ from runtime.hop_tokens import (
     parse_registration,
 )
 from runtime.stores.kv_errors import store_errors
+from runtime.stores.lock import StoreLock
 from strata.controlplane.v1 import agent_registry_pb2 as pb
 from strata.controlplane.v1 import agent_registry_pb2_grpc
 
@@ -82,13 +89,36 @@ return 1
 """
 
 
-async def replace_delegations(kv: Redis, agent_id: str, audiences: list[str]) -> None:
-    """The agent's delegation set becomes `audiences` (one transaction on its one key)."""
-    async with kv.pipeline(transaction=True) as pipe:
-        pipe.delete(deleg_key(agent_id))
-        if audiences:
-            pipe.sadd(deleg_key(agent_id), *audiences)
-        await pipe.execute()
+# KEYS: the agent's delegation set. ARGV: the audiences (none: the set goes).
+REPLACE_SET = """
+redis.call('DEL', KEYS[1])
+if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
+return 1
+"""
+LOCK_TTL_MS = 10_000
+LOCK_WAIT_SECS = 10.0
+
+
+def lock_key(agent_id: str) -> str:
+    """Held while one request changes the agent (its registration, then its set)."""
+    return f"cp:agent-lock:{{{agent_id}}}"
+
+
+@asynccontextmanager
+async def agent_locked(kv: Redis, agent_id: str) -> AsyncIterator[None]:
+    """One change of the agent at a time, across every control plane replica (409 after
+    LOCK_WAIT_SECS; a crashed holder's lock expires after LOCK_TTL_MS)."""
+    lock = StoreLock(kv, LOCK_TTL_MS)
+    token = await lock.acquire(lock_key(agent_id), wait_secs=LOCK_WAIT_SECS)
+    if token is None:
+        raise AlreadyExists(
+            f"agent {agent_id} is being changed by another request; try again", error="conflict"
+        )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(RedisError, OSError):  # it expires after LOCK_TTL_MS
+            await lock.release(lock_key(agent_id), token)
 
 
 async def deregister(kv: Redis, agent_id: str) -> bool:
@@ -96,8 +126,9 @@ async def deregister(kv: Redis, agent_id: str) -> bool:
     first, the registration being what the STS and the gateway check before the set. The set
     goes also when the registration is already gone (a delete re-sent after a crash between
     the two). False when the agent was not registered."""
-    removed = await kv.eval(DEREGISTER, 2, REGISTRY_KEY, CREDENTIALS_KEY, agent_id)
-    await kv.delete(deleg_key(agent_id))
+    async with agent_locked(kv, agent_id):
+        removed = await kv.eval(DEREGISTER, 2, REGISTRY_KEY, CREDENTIALS_KEY, agent_id)
+        await kv.delete(deleg_key(agent_id))
     return bool(removed)
 
 
@@ -197,6 +228,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
         self._register = kv.register_script(REGISTER)
+        self._replace_set = kv.register_script(REPLACE_SET)
 
     @store_errors
     async def RegisterAgent(
@@ -204,17 +236,18 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
     ) -> pb.RegisterAgentResponse:
         record = registration(request.agent)
         agent_id = record["agent_id"]
-        outcome, owner = await self._register(
-            keys=[REGISTRY_KEY, CREDENTIALS_KEY],
-            args=[agent_id, json.dumps(record), record["credential_ref"]],
-        )
-        if outcome == "taken":
-            raise AlreadyExists(
-                f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
-                error="credential_ref_taken",
+        async with agent_locked(self.kv, agent_id):
+            outcome, owner = await self._register(
+                keys=[REGISTRY_KEY, CREDENTIALS_KEY],
+                args=[agent_id, json.dumps(record), record["credential_ref"]],
             )
-        # Grant last: the set after the registration (the STS asks both).
-        await replace_delegations(self.kv, agent_id, record["allowed_audiences"])
+            if outcome == "taken":
+                raise AlreadyExists(
+                    f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
+                    error="credential_ref_taken",
+                )
+            # Grant last: the set after the registration (the STS asks both).
+            await self._replace_set(keys=[deleg_key(agent_id)], args=record["allowed_audiences"])
         return pb.RegisterAgentResponse(status="registered", agent_id=agent_id)
 
     @store_errors

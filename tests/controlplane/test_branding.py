@@ -5,15 +5,24 @@ tokens."""
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import cast
 
 import pytest
-from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
+from controlplane_kit import (  # noqa: F401
+    MASTER,
+    Start,
+    Tokens,
+    call,
+    drop_tenant,
+    put_tenant,
+    start_fixture,
+    tokens_fixture,
+)
 from shared_kit import free_port
 
+from controlplane.branding import branding_key
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
@@ -31,10 +40,10 @@ DEFAULTS = {
 async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
     kv = connect_kv(valkey_url)
     for tenant in ("acme", "globex"):
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
-        await kv.delete(f"cp:branding:{tenant}")
-    await kv.hdel("cp:tenants", "ghost")
-    await kv.delete("cp:branding:ghost")
+        await put_tenant(kv, tenant)
+        await kv.delete(branding_key(tenant))
+    await drop_tenant(kv, "ghost")
+    await kv.delete(branding_key("ghost"))
     async with start() as svc:
         yield svc
     await kv.aclose()
@@ -43,7 +52,7 @@ async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
 async def stored(valkey_url: str, tenant: str) -> dict[str, str]:
     kv = connect_kv(valkey_url)
     try:
-        return cast("dict[str, str]", await kv.hgetall(f"cp:branding:{tenant}"))
+        return cast("dict[str, str]", await kv.hgetall(branding_key(tenant)))
     finally:
         await kv.aclose()
 

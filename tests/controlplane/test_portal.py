@@ -6,17 +6,17 @@ and the pages' security headers."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from controlplane_kit import MASTER, Start, call, start_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, call, put_tenant, start_fixture  # noqa: F401
 from portal_kit import Browser
 from shared_kit import free_port, keyring_for_tests
 
+from controlplane.branding import branding_key
 from controlplane.portal.sessions import session_key
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
@@ -28,8 +28,8 @@ TENANTS = ("acme", "globex", "platform")
 async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
     kv = connect_kv(valkey_url)
     for tenant in TENANTS:
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
-        await kv.delete(f"cp:branding:{tenant}")  # other modules brand these tenants too
+        await put_tenant(kv, tenant)
+        await kv.delete(branding_key(tenant))  # other modules brand these tenants too
     await kv.aclose()
     async with start(HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off") as svc:
         yield svc

@@ -4,11 +4,11 @@ and a logout at one ends it at both. Nothing of a session is in a process's memo
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from controlplane_kit import put_tenant
 from portal_kit import Browser
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(90)
 async def replicas(valkey_url: str, idp: str, tmp_path: Path) -> AsyncIterator[list[str]]:
     kv = connect_kv(valkey_url)
     for tenant in ("acme", "globex"):
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
+        await put_tenant(kv, tenant)
     await kv.aclose()
     processes, urls = [], []
     try:
