@@ -132,13 +132,13 @@ async def test_racing_updates_leave_one_version_of_registration_and_set(
                 assert r.status == 200
 
         async def read() -> set[str]:
-            members: set[str] = await kv.smembers(deleg_key(agent))
-            return members
+            return {str(m) for m in await kv.smembers(deleg_key(agent))}
 
         await write(0)
         seen = await asyncio.gather(*(write(i) for i in range(30)), *(read() for _ in range(30)))
         assert {frozenset(s) for s in seen if s is not None} <= {frozenset(v) for v in versions}
         text = await kv.hget(REGISTRY_KEY, agent)
+        assert text is not None
         assert set(json.loads(text)["allowed_audiences"]) == await kv.smembers(deleg_key(agent))
     await kv.aclose()
 
