@@ -23,6 +23,7 @@ from controlplane_kit import (  # noqa: F401
 from shared_kit import free_port
 
 from controlplane.branding import branding_key
+from controlplane.tenancy import tenant_marker
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
@@ -163,6 +164,25 @@ async def test_unknown_tenant_is_404_and_leaves_nothing(cp: Serving, valkey_url:
     assert await stored(valkey_url, "ghost") == {}
     status, body = await call(cp, "GET", "/api/tenants/bad%20id/branding", MASTER)
     assert status == 400 and body["error"] == "invalid_request"
+
+
+async def test_a_tenant_being_deleted_gets_no_branding(cp: Serving, valkey_url: str) -> None:
+    """A deletion removes the tenant's marker first (its record goes last): from then on the
+    branding script, which checks the marker in the tenant's own slot, writes nothing."""
+    kv = connect_kv(valkey_url)
+    try:
+        await put_tenant(kv, "leaving")
+        await kv.delete(branding_key("leaving"))
+        await kv.delete(tenant_marker("leaving"))  # as a deletion's first step leaves it
+        status, body = await call(
+            cp, "POST", "/api/tenants/leaving/branding", MASTER, {"portal_title": "Late"}
+        )
+        assert (status, body) == (404, {"error": "Tenant not found"})
+        assert await stored(valkey_url, "leaving") == {}
+        assert (await call(cp, "GET", "/api/tenants/leaving/branding", MASTER))[0] == 404
+    finally:
+        await drop_tenant(kv, "leaving")
+        await kv.aclose()
 
 
 async def test_tenants_see_and_change_only_their_own_branding(

@@ -28,7 +28,7 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
 from controlplane.notifications import store as notifications
-from controlplane.tenancy import TENANTS
+from controlplane.tenancy import TENANTS, tenant_exists
 from controlplane.tenants.owned import find_owned
 from controlplane.tenants.records import allowlist_key
 from gateways.ai.app import build as build_ai
@@ -184,6 +184,7 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     # the AI gateway, (d) the edge consumer group enforcing the limit for the tenant's keys.
     stored = json.loads(await kv.hget(TENANTS, tenant_id))
     assert stored["plan"] == plan and stored["rate_limit_max"] == limit
+    assert await tenant_exists(kv, tenant_id)  # its marker, checked by its own writes
     assert json.loads(await kv.get(rate_limit_override(tenant_id))) == {
         "limit": limit,
         "window": "60s",
