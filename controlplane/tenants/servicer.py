@@ -8,14 +8,17 @@ provisions, in order, each step a real call: (a) the metadata claim, (b) the rat
 consumer group (`edge.py`), (e) with `org_name` or `realm_name`, the organization at the
 identity provider (when `IDP_ADMIN_URL` and `IDP_ADMIN_TOKEN` are set; skipped otherwise).
 A failed step undoes the earlier ones and answers 503/502 naming the layer (`steps.py`). The
-claimed record is hidden (404) until the last step marks it active; a claim left by a crashed
-process is taken over after `STALE_CLAIM_SECS`.
+claimed record is hidden (404) until the last step marks it active and sets the tenant's marker
+`cp:tenant:{<id>}` (`controlplane/tenancy.py`); a claim left by a crashed process is taken over
+after `STALE_CLAIM_SECS`.
 
 Patch, delete and the IP allowlist hold a per-tenant lock (`cp:tenant-lock:{id}`) so that the
-edge, the AI gateway and the metadata always agree. Delete removes, in order: the edge consumer
-group and its consumers (the tenant's API keys), the AI gateway budget (`DeleteBudget`), the
+edge, the AI gateway and the metadata always agree. Patch writes a changed rate limit and the
+metadata as two steps (they are in two slots of a clustered store; the first is undone when the
+second fails). Delete removes, in order: the tenant's marker (from then on no per-tenant write
+lands), the edge consumer group and its consumers (the tenant's API keys), the AI gateway budget (`DeleteBudget`), the
 identity provider organization made at create, every key of `owned.OWNED`, then the metadata
-— a delete that fails part way names the layer and can be sent again.
+(and the marker again) — a delete that fails part way names the layer and can be sent again.
 
 Who sees what: platform administrators see every tenant; a tenant's token lists only its own
 tenant and reads only its own (another tenant's id is 403 `forbidden`, answered by the guard
