@@ -16,9 +16,10 @@ Patch, delete and the IP allowlist hold a per-tenant lock (`cp:tenant-lock:{id}`
 edge, the AI gateway and the metadata always agree. Patch writes a changed rate limit and the
 metadata as two steps (they are in two slots of a clustered store; the first is undone when the
 second fails). Delete removes, in order: the tenant's marker (from then on no per-tenant write
-lands), the edge consumer group and its consumers (the tenant's API keys), the AI gateway budget (`DeleteBudget`), the
-identity provider organization made at create, every key of `owned.OWNED`, then the metadata
-(and the marker again) — a delete that fails part way names the layer and can be sent again.
+lands), the edge consumer group and its consumers (the tenant's API keys), the AI gateway
+budget (`DeleteBudget`), the identity provider organization made at create, every key of
+`owned.OWNED`, then the metadata (and the marker again) — a delete that fails part way names
+the layer and can be sent again.
 
 Who sees what: platform administrators see every tenant; a tenant's token lists only its own
 tenant and reads only its own (another tenant's id is 403 `forbidden`, answered by the guard
