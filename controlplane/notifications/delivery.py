@@ -252,12 +252,25 @@ class DeliveryWorker:
         """Create the consumer group once (again after a store error: it may have been lost)."""
         if self._group_ready:
             return
+        await self._adopt_old_queue()
         try:
             await self.kv.xgroup_create(store.QUEUE, store.GROUP, id="0", mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
         self._group_ready = True
+
+    async def _adopt_old_queue(self) -> None:
+        """The queue still under its name before issue 24 (the renaming at start could not run:
+        the store was away) moves before a new queue is made beside it, with its consumer group
+        and pending entries (RENAMENX: never over a queue already there). Only a single-node
+        store can hold the old names (a deployment moves to a cluster after its renaming)."""
+        if not isinstance(self.kv, redis.Redis):
+            return
+        for old, new in store.QUEUE_MOVES:
+            with contextlib.suppress(ResponseError):  # nothing left under the old name
+                if await self.kv.renamenx(old, new):
+                    log.info("delivery queue renamed", extra={"old": old, "new": new})
 
     async def _promote_due(self) -> None:
         await self.kv.eval(_PROMOTE, 2, store.RETRY, store.QUEUE, int(time.time() * 1000), 100)

@@ -106,15 +106,20 @@ def prefs_binding(tenant_id: str) -> str:
     return f"cp:notify-prefs:{tenant_id}"
 
 
+# The delivery queue's names before issue 24 → now (also moved by a worker before it makes
+# its consumer group: delivery.py).
+QUEUE_MOVES = (
+    ("cp:deliveries", QUEUE),
+    ("cp:deliveries:retry", RETRY),
+    ("cp:deliveries:dead", DEAD),
+)
 # The names before issue 24 (renamed when a control plane starts).
 RENAMES = (
     retag("cp:notifications:items:", items_key),
     retag("cp:notifications:order:", order_key),
     retag("cp:notifications:read:", read_key),
     retag("cp:notify-prefs:", prefs_key),
-    exact("cp:deliveries", QUEUE),
-    exact("cp:deliveries:retry", RETRY),
-    exact("cp:deliveries:dead", DEAD),
+    *(exact(old, new) for old, new in QUEUE_MOVES),
 )
 
 # Drop a tenant's oldest notifications beyond the cap, with their read marks; returns the ids

@@ -5,6 +5,7 @@ preferences, the delivery queue with its consumer group and pending entry, brand
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 from controlplane_kit import MASTER, Start, call, start_fixture  # noqa: F401
 from shared_kit import keyring_for_tests
 
-from controlplane import api_keys
+from controlplane import api_keys, app
 from controlplane.branding import branding_key
 from controlplane.notifications import store as notify
 from controlplane.tenancy import TENANTS, tenant_exists
@@ -127,3 +128,28 @@ async def check_served(cp: Serving, kv: Any) -> None:
     assert await kv.hget(branding_key("acme"), "portal_title") == "Old title"
     status, body = await call(cp, "GET", "/api/tenants/acme/branding", MASTER)
     assert status == 200 and body["portal_title"] == "Old title", body
+
+
+async def test_a_worker_adopts_the_old_queue_when_the_renaming_at_start_did_not_run(
+    start: Start, old_store: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store was away when the control plane started (its renaming logged and skipped):
+    the delivery worker, before it makes its consumer group, moves the old queue with its
+    group, so the jobs a worker had taken are not stranded beside a new, empty queue."""
+    url, kv = old_store
+    await kv.xgroup_create("cp:deliveries", notify.GROUP, id="0", mkstream=True)
+    taken = await kv.xadd("cp:deliveries", {"job": "{}"})
+    await kv.xreadgroup(notify.GROUP, "old-worker", {"cp:deliveries": ">"})
+
+    async def away(kv: Any) -> int:
+        raise ConnectionError("the store is away")
+
+    monkeypatch.setattr(app, "rename_store_keys", away)
+    async with start(REDIS_URL=url, STORE_URL=url, NOTIFY_POLL_SECS="0.05"):
+        for _ in range(100):
+            if not await kv.exists("cp:deliveries") and await kv.exists(notify.QUEUE):
+                break
+            await asyncio.sleep(0.05)
+        (group,) = await kv.xinfo_groups(notify.QUEUE)
+    assert not await kv.exists("cp:deliveries")
+    assert group["name"] == notify.GROUP and group["last-delivered-id"] == taken
