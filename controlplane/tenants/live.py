@@ -82,12 +82,10 @@ async def _usage(kv: Redis, ids: list[str], now_us: int) -> dict[str, int]:
     keys: list[tuple[str, str, int]] = []  # (tenant, key, window seconds)
     async for key in kv.scan_iter(match=match, count=1000, _type="zset"):
         parts = key.split(":")
-        # rl:{<tenant>}:{route}:{window} (the tenant in braces: its hash tag); tenant ids
-        # hold no ':' nor braces (records.TENANT_ID)
-        tenant = parts[1].removeprefix("{").removesuffix("}") if len(parts) > 1 else ""
-        if len(parts) < 4 or tenant not in wanted or not parts[-1].isdigit():
+        # rl:{tenant}:{route}:{window}; tenant ids hold no ':' (records.TENANT_ID)
+        if len(parts) < 4 or parts[1] not in wanted or not parts[-1].isdigit():
             continue
-        keys.append((tenant, key, int(parts[-1])))
+        keys.append((parts[1], key, int(parts[-1])))
     usage: dict[str, int] = {}
     if not keys:
         return usage

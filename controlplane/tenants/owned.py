@@ -2,28 +2,25 @@
 entry of `OWNED` (after its edge consumer group and consumers, its AI gateway budget and its
 identity provider organization, which their own layers remove; see `servicer.py`).
 
-A part of the control plane that keeps per-tenant state adds its layout here, once, naming
-the function of its keys module that gives the tenant's key (never a template string: a key
-name holds braces, its hash tag, which `str.format` would read):
+A part of the control plane that keeps per-tenant state adds its layout here, once:
 
-- `Key(branding_key)` — one key.
-- `Pattern(lambda t: rate_limit_override(t, "*"), type="string")` — every key matching a glob
-  (SCAN MATCH; `type` narrows it to one Redis type when another layout shares the prefix).
-- `HashEntries(api_keys.KEYS)` — the fields of a hash whose JSON value names the tenant in
+- `Key("cp:branding:{tenant}")` — one key.
+- `Pattern("rl:config:{tenant}:*", type="string")` — every key matching a glob (SCAN MATCH;
+  `type` narrows it to one Redis type when another layout shares the prefix).
+- `HashEntries("cp:api-keys")` — the fields of a hash whose JSON value names the tenant in
   `tenant_id` (or `field`).
 - `TenantAgents()` — the tenant's agent registrations, each deregistered as one step.
 
-A pattern's function is given the tenant id with its glob characters escaped. Tenant ids
-never contain `:` (records.TENANT_ID), so `rl:{acme}:*` cannot reach another tenant's keys.
-The tenant's metadata (`cp:tenants`) is removed last by the servicer itself, so a delete that
-fails part way can be sent again.
+`{tenant}` is the tenant id (glob characters escaped in patterns). Tenant ids never contain
+`:` (records.TENANT_ID), so `rl:{tenant}:*` cannot reach another tenant's keys. The tenant's
+metadata (`cp:tenants`) is removed last by the servicer itself, so a delete that fails part
+way can be sent again.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -33,35 +30,33 @@ from controlplane import api_keys as api_key_store
 from controlplane.agent_identity.registry import TenantAgents
 from controlplane.branding import branding_key
 from controlplane.notifications import store as notifications
-from controlplane.tenants.records import allowlist_key
 from gateways.ai.tenants.keys import prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_windows
 
 
 @dataclass(frozen=True)
 class Key:
-    """One key: `key(tenant_id)`."""
+    """One key."""
 
-    key: Callable[[str], str]
+    template: str
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
-        return int(await kv.delete(self.key(tenant_id)))
+        return int(await kv.delete(self.template.format(tenant=tenant_id)))
 
     async def find(self, kv: Redis, tenant_id: str) -> list[str]:
-        key = self.key(tenant_id)
+        key = self.template.format(tenant=tenant_id)
         return [key] if await kv.exists(key) else []
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """Every key matching the glob `pattern(escaped tenant id)`, optionally of one Redis type
-    (`string`, `zset`, `hash`...)."""
+    """Every key matching a glob, optionally of one Redis type (`string`, `zset`, `hash`...)."""
 
-    pattern: Callable[[str], str]
+    template: str
     type: str | None = None
 
     async def find(self, kv: Redis, tenant_id: str) -> list[str]:
-        match = self.pattern(_glob_escape(tenant_id))
+        match = self.template.format(tenant=_glob_escape(tenant_id))
         return [key async for key in kv.scan_iter(match=match, count=1000, _type=self.type)]
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
@@ -104,25 +99,34 @@ class HashEntries:
 
 Owned = Key | Pattern | HashEntries | TenantAgents
 
+TENANT = "\0tenant\0"  # a stand-in tenant id, for a keys module's function to place
+
+
+def _template(key: str) -> str:
+    """A keys module's key for TENANT as a template of this module (the function's own
+    braces, e.g. a hash tag `rl:config:{acme}`, kept literally)."""
+    return key.replace("{", "{{").replace("}", "}}").replace(TENANT, "{tenant}")
+
+
 OWNED: tuple[Owned, ...] = (
     # Tenants (this part): IP allowlist, prompt configuration.
-    Key(allowlist_key),
-    Key(prompt_config_key),
+    Key("cp:ip-allowlist:{tenant}"),
+    Key(_template(prompt_config_key(TENANT))),
     # Rate limits: the tenant override, route overrides, the edge's sliding windows.
-    Key(rate_limit_override),
-    Pattern(lambda tenant: rate_limit_override(tenant, "*"), type="string"),
-    Pattern(rate_limit_windows, type="zset"),
+    Key(_template(rate_limit_override(TENANT))),
+    Pattern(_template(rate_limit_override(TENANT, "*")), type="string"),
+    Pattern(_template(rate_limit_windows(TENANT)), type="zset"),
     # API keys and key requests (JSON records carrying tenant_id).
     HashEntries(api_key_store.KEYS),
     HashEntries(api_key_store.REQUESTS),
     # Notifications, their read marks and delivery preferences (controlplane/notifications/
     # store.py; the id → tenant index entries go with them in delete_tenant_notifications).
-    Key(notifications.items_key),
-    Key(notifications.order_key),
-    Key(notifications.read_key),
-    Key(notifications.prefs_key),
+    Key(_template(notifications.items_key(TENANT))),
+    Key(_template(notifications.order_key(TENANT))),
+    Key(_template(notifications.read_key(TENANT))),
+    Key(_template(notifications.prefs_key(TENANT))),
     # Branding.
-    Key(branding_key),
+    Key(_template(branding_key(TENANT))),
     # Webhooks (JSON records carrying tenant_id).
     HashEntries(notifications.WEBHOOKS),
     # Registered agents: each with its delegation set and credential entry.

@@ -32,6 +32,7 @@ from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
 MASTER = f"Bearer {MASTER_KEY}"
+TENANTS = "cp:tenants"
 
 
 def unique(prefix: str) -> str:
@@ -119,11 +120,15 @@ class Tenants:
     async def cleanup(self, names: set[str]) -> None:
         """Remove the tenants added here and the keys, requests, names and limits the test
         made (key names in `names`)."""
-        for tenant in self.added:
+        for tenant in self.added:  # its marker (and record) first, as a deletion does
             await drop_tenant(self.kv, tenant)
+
+        for tenant in self.added:
+            await self.kv.hdel(TENANTS, tenant)
             limits = [k async for k in self.kv.scan_iter(rate_limit_override(tenant) + "*")]
             if limits:
                 await self.kv.delete(*limits)
+            await self.kv.delete(f"cp:notifications:{tenant}")
         for hash_name in (api_keys.REQUESTS, api_keys.KEYS):
             for id_, raw in (await self.kv.hgetall(hash_name)).items():
                 record = json.loads(raw)

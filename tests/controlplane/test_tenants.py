@@ -28,12 +28,11 @@ from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
 from controlplane.notifications import store as notifications
-from controlplane.tenancy import TENANTS, tenant_exists
+from controlplane.tenancy import tenant_exists
 from controlplane.tenants.owned import find_owned
-from controlplane.tenants.records import allowlist_key
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
-from gateways.ai.tenants.keys import prompt_config_key
+from gateways.ai.tenants.keys import budget_key, prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugin import PluginEnv
 from runtime.config import ServiceConfig
@@ -134,7 +133,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
     """Everything of the tenant in the key-value store and the edge configuration."""
     keys = sorted([k async for k in kv.scan_iter(match=f"*{tenant}*", count=1000)])
     hashes = {}
-    for name in (TENANTS, api_keys.KEYS, api_keys.REQUESTS, notifications.WEBHOOKS):
+    for name in ("cp:tenants", api_keys.KEYS, api_keys.REQUESTS, notifications.WEBHOOKS):
         entries = await kv.hgetall(name) if await kv.type(name) == "hash" else {}
         hashes[name] = sorted(k for k, v in entries.items() if tenant in k or tenant in v)
     state = await EdgeConfigStore(kv).load()
@@ -182,9 +181,8 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     }
     # (a) metadata, (b) the rate-limit bucket in the edge plugin's format, (c) the budget at
     # the AI gateway, (d) the edge consumer group enforcing the limit for the tenant's keys.
-    stored = json.loads(await kv.hget(TENANTS, tenant_id))
+    stored = json.loads(await kv.hget("cp:tenants", tenant_id))
     assert stored["plan"] == plan and stored["rate_limit_max"] == limit
-    assert await tenant_exists(kv, tenant_id)  # its marker, checked by its own writes
     assert json.loads(await kv.get(rate_limit_override(tenant_id))) == {
         "limit": limit,
         "window": "60s",
@@ -196,6 +194,7 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     group = (await EdgeConfigStore(kv).load()).of("consumer_groups")[tenant_id].value
     assert group["plugins"] == {"tenant-rate-limit": {"tenant_header": "X-Tenant-ID"}}
     assert group["labels"] == {"tenant": tenant_id}
+    assert await tenant_exists(kv, tenant_id)  # its marker, checked by its own writes
     assert await api(cp, "GET", f"/api/tenants/{tenant_id}") == (200, tenant)
     await api(cp, "DELETE", f"/api/tenants/{tenant_id}")
 
@@ -207,7 +206,7 @@ async def test_generated_id_is_identifier_safe(cp: Serving, kv: Any) -> None:
     status, other = await api(cp, "POST", "/api/tenants", {"name": "!!!", "plan": "pro"})
     assert status == 201 and re.fullmatch(r"t-[0-9a-f]{6}", other["id"])
     for t in (tenant, other):
-        assert await kv.hexists(TENANTS, t["id"])
+        assert await kv.hexists("cp:tenants", t["id"])
         assert (await api(cp, "DELETE", f"/api/tenants/{t['id']}"))[0] == 200
 
 
@@ -238,7 +237,7 @@ async def test_duplicate_is_409_and_concurrent_creates_of_one_id_make_one_tenant
         409,
         {"error": "Tenant already exists"},
     )
-    assert json.loads(await kv.hget(TENANTS, tenant_id))["plan"] == "free"
+    assert json.loads(await kv.hget("cp:tenants", tenant_id))["plan"] == "free"
     await api(cp, "DELETE", f"/api/tenants/{tenant_id}")
 
 
@@ -279,12 +278,12 @@ async def test_unknown_tenant_is_404_everywhere(cp: Serving) -> None:
 async def test_bad_create_is_400_naming_the_field_and_creates_nothing(
     cp: Serving, kv: Any, body: dict[str, Any], field: str
 ) -> None:
-    before = await kv.hlen(TENANTS)
+    before = await kv.hlen("cp:tenants")
     status, answer = await api(cp, "POST", "/api/tenants", body)
     assert status == 400, answer
     assert answer["error"] == "invalid_request"
     assert field in answer["message"]
-    assert await kv.hlen(TENANTS) == before
+    assert await kv.hlen("cp:tenants") == before
 
 
 async def test_malformed_json_is_400(cp: Serving) -> None:
@@ -302,12 +301,11 @@ async def test_live_figures_come_from_the_stores(
     seconds, micros = await kv.time()
     now = seconds * 1_000_000 + micros
     await kv.zadd(
-        rate_limit_window(tid, "r1") + "60",
-        {"a": now - 1_000_000, "b": now, "old": now - 120_000_000},
+        rate_limit_window(tid, "r1", 60), {"a": now - 1_000_000, "b": now, "old": now - 120_000_000}
     )
-    await kv.zadd(rate_limit_window(tid, "r2") + "60", {"c": now})
+    await kv.zadd(rate_limit_window(tid, "r2", 60), {"c": now})
     # The AI gateway debits the budget counter.
-    await kv.decrby(f"{tid}:budget:tokens", 1500)
+    await kv.decrby(budget_key(tid), 1500)
     # The edge's request log.
     row = {
         "tenant_id": tid,
@@ -354,7 +352,7 @@ async def test_patch_changes_only_the_given_fields(cp: Serving, ai: Serving, kv:
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 9}))[0] == 200
     assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 9, "window": "30s"}
 
-    await kv.decrby(f"{tid}:budget:tokens", 40_000)  # spent at the AI gateway
+    await kv.decrby(budget_key(tid), 40_000)  # spent at the AI gateway
     _, got = await api(cp, "GET", f"/api/tenants/{tid}")
     assert got["token_budget_used"] == 40_000
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"token_budget": 123_456}))[0] == 200
@@ -393,11 +391,11 @@ async def test_bad_patch_is_400_naming_the_field_and_changes_nothing(
 ) -> None:
     tenant = await create(cp, "free")
     tid = tenant["id"]
-    before = await kv.hget(TENANTS, tid)
+    before = await kv.hget("cp:tenants", tid)
     status, answer = await api(cp, "PATCH", f"/api/tenants/{tid}", body)
     assert status == 400, answer
     assert field in answer["message"]
-    assert await kv.hget(TENANTS, tid) == before
+    assert await kv.hget("cp:tenants", tid) == before
     assert json.loads(await kv.get(rate_limit_override(tid)))["limit"] == 100
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
@@ -441,7 +439,7 @@ async def test_a_tenant_token_sees_and_reaches_only_its_own_tenant(
             assert status == 403 and answer["error"] == "forbidden", path
         assert (await api(cp, "GET", "/api/tenants/acme", token=untenanted))[0] == 403
 
-        before = await kv.hget(TENANTS, "globex")
+        before = await kv.hget("cp:tenants", "globex")
         refused = [
             ("GET", "/api/tenants/globex/ip-allowlist", None),
             ("PUT", "/api/tenants/globex/ip-allowlist", {"cidrs": ["10.0.0.0/8"]}),
@@ -457,8 +455,8 @@ async def test_a_tenant_token_sees_and_reaches_only_its_own_tenant(
         for method, path, body in refused:
             status, answer = await api(cp, method, path, body, token=alice)
             assert status == 403, (method, path, answer)
-        assert await kv.hget(TENANTS, "globex") == before
-        assert await kv.exists(allowlist_key("globex"), prompt_config_key("globex")) == 0
+        assert await kv.hget("cp:tenants", "globex") == before
+        assert await kv.exists("cp:ip-allowlist:globex", prompt_config_key("globex")) == 0
         assert (await api(cp, "GET", "/api/tenants/acme", token=MASTER))[1]["token_budget"] == (
             2_000_000
         )
@@ -577,7 +575,7 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
             {"group_id": tid, "plugins": {"key-auth": {"key": f"secret-{tid}-{name}"}}},
         )
     await kv.set(rate_limit_override(tid, "r1"), '{"limit": 5}')
-    await kv.zadd(rate_limit_window(tid, "r1") + "60", {"m": 1})
+    await kv.zadd(rate_limit_window(tid, "r1", 60), {"m": 1})
     await kv.set(branding_key(tid), "{}")
     await kv.set(notifications.prefs_key(tid), "{}")
     notification = {"tenant_id": tid, "notification_type": "key_approved", "title": "t",
@@ -635,7 +633,7 @@ async def test_ip_allowlist_validates_normalizes_and_stores(cp: Serving, kv: Any
         assert f"cidrs[{index}]" in answer["message"] and repr(bad[index]) in answer["message"]
     status, answer = await api(cp, "PUT", path, {"cidrs": "10.0.0.0/8"})
     assert status == 400 and "cidrs" in answer["message"]
-    assert await kv.exists(allowlist_key(tid)) == 0
+    assert await kv.exists(f"cp:ip-allowlist:{tid}") == 0
 
     cidrs = ["10.1.2.3/8", "192.168.0.7", "2001:db8::/32", "10.0.0.0/8"]
     normalized = ["10.0.0.0/8", "192.168.0.7/32", "2001:db8::/32"]
@@ -644,13 +642,13 @@ async def test_ip_allowlist_validates_normalizes_and_stores(cp: Serving, kv: Any
         {"status": "updated", "tenant_id": tid, "cidrs": normalized},
     )
     assert await api(cp, "GET", path) == (200, {"tenant_id": tid, "cidrs": normalized})
-    assert json.loads(await kv.get(allowlist_key(tid))) == normalized
+    assert json.loads(await kv.get(f"cp:ip-allowlist:{tid}")) == normalized
     group = (await EdgeConfigStore(kv).load()).of("consumer_groups")[tid].value
     assert group["plugins"]["ip-restriction"]["whitelist"] == normalized
     assert (await api(cp, "PUT", path, {"cidrs": []}))[0] == 200
     group = (await EdgeConfigStore(kv).load()).of("consumer_groups")[tid].value
     assert "ip-restriction" not in group["plugins"]
-    assert await kv.exists(allowlist_key(tid)) == 0
+    assert await kv.exists(f"cp:ip-allowlist:{tid}") == 0
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
 
