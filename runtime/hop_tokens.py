@@ -71,8 +71,9 @@ RENAMES = (
 
 
 def jti_key(jti: str) -> str:
-    """The replay guard of one hop token."""
-    return f"sts:jti:{jti}"
+    """The replay guard of one hop token (the spec's `sts:jti:{jti}` read literally: the jti is
+    the hash tag; a guard lives at most a token's lifetime, so the name changed without a move)."""
+    return f"sts:jti:{{{jti}}}"
 
 
 def is_agent_id(value: str) -> bool:

@@ -4,7 +4,8 @@ identity provider organization, which their own layers remove; see `servicer.py`
 
 A part of the control plane that keeps per-tenant state adds its layout here, once:
 
-- `Key("cp:branding:{tenant}")` — one key.
+- `Key("cp:ip-allowlist:{tenant}")` — one key; a key a keys module's function names goes
+  through `_template` (its own braces, the hash tag, kept): `Key(_template(branding_key(TENANT)))`.
 - `Pattern("rl:config:{tenant}:*", type="string")` — every key matching a glob (SCAN MATCH;
   `type` narrows it to one Redis type when another layout shares the prefix).
 - `HashEntries("cp:api-keys")` — the fields of a hash whose JSON value names the tenant in
