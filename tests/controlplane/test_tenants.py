@@ -25,6 +25,7 @@ from controlplane import api_keys
 from controlplane.app import build as build_cp
 from controlplane.branding import branding_key
 from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.keys import TAG as EDGE_CONFIG
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
 from controlplane.notifications import store as notifications
@@ -144,7 +145,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
         if tenant in json.dumps(entry.value)
     )
     return {
-        "keys": [k for k in keys if not k.startswith("edge:config")],
+        "keys": [k for k in keys if not k.startswith(EDGE_CONFIG)],
         "hashes": {k: v for k, v in hashes.items() if v},
         "edge": edge,
         "owned": await find_owned(kv, tenant),

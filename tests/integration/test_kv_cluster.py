@@ -23,17 +23,23 @@ from redis.exceptions import (
     RedisClusterException,
     RedisError,
 )
+from shared_kit import keyring_for_tests
 
 from controlplane import api_keys, branding, rate_limits
 from controlplane.agent_identity import registry, sts
 from controlplane.branding import branding_key
+from controlplane.edge_config import keys as edge_keys
+from controlplane.edge_config import store as edge_config_store
 from controlplane.notifications import delivery, raise_notification
 from controlplane.notifications import store as notify
 from controlplane.portal.sessions import session_key
+from controlplane.providers.store import ProviderStore, Write
 from controlplane.tenancy import tenant_marker
 from gateways.agent import hop_identity
 from gateways.agent.sessions import store as sessions
-from gateways.ai import budget_reservation
+from gateways.ai import breaker, budget, budget_reservation, no_budget
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.providers.keys import breaker_keys
 from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugins import tenant_rate_limit
@@ -42,6 +48,7 @@ from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, jti_key
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS
 from runtime.issued_keys import VERSION as KEYS_VERSION
+from strata.ai.v1 import budget_pb2
 
 # A script over several slots, refused by the server (CROSSSLOT) or by redis-py's cluster client
 REFUSED = (ClusterCrossSlotError, RedisClusterException)
@@ -208,14 +215,34 @@ CROSSSLOT_TODAY = pytest.mark.xfail(
 
 
 def edge_tenant_rate_limit() -> Case:
-    prefix = rate_limit_window("acme", "r1")
-    keys = [rate_limit_override("acme"), prefix + "60", rate_limit_override("acme", "r1")]
-    return tenant_rate_limit.SCRIPT, keys, [prefix, "100", "60", "m-1"], {}
+    keys = [
+        rate_limit_override("acme"),
+        rate_limit_window("acme", "r1", 60),
+        rate_limit_override("acme", "r1"),
+        rate_limit_window("acme", "r1", 120),
+    ]
+    return tenant_rate_limit.SCRIPT, keys, ["100", "60", "m-1", "120"], {}
 
 
 def ai_budget_settle() -> Case:
     keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
     return budget_reservation._SETTLE.text, keys, ["10", "0.8"], {}
+
+
+def ai_budget_write() -> Case:
+    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
+    return budget._WRITE, keys, ["1000", no_budget.CHANNEL, "acme"], {}
+
+
+def ai_breaker_failure() -> Case:
+    return breaker._FAIL.text, list(breaker_keys("openai")), ["60000", "1", "30000"], {}
+
+
+def edge_config_write() -> Case:
+    """Two hashes written and the seed marker set: every key declared, one tag."""
+    keys = [edge_keys.REVISION, edge_keys.kind_hash("routes"), edge_keys.kind_hash("upstreams")]
+    args = ["0", "1", edge_keys.CHANNEL, "r1", "{}", "u1", "{}"]
+    return edge_config_store._WRITE, [*keys, edge_keys.SEEDED], args, {}
 
 
 def agent_session_create() -> Case:
@@ -242,8 +269,11 @@ def agent_hop_first_use() -> Case:
 @pytest.mark.parametrize(
     "script",
     [
-        pytest.param(edge_tenant_rate_limit, marks=CROSSSLOT_TODAY),
-        pytest.param(ai_budget_settle, marks=CROSSSLOT_TODAY),
+        edge_tenant_rate_limit,
+        ai_budget_settle,
+        ai_budget_write,
+        ai_breaker_failure,
+        edge_config_write,
         pytest.param(agent_session_create, marks=CROSSSLOT_TODAY),
         pytest.param(controlplane_key_decision),
         pytest.param(sts_resolve),
@@ -377,16 +407,6 @@ def cp_rate_limit_put() -> CpCase:
     return rate_limits._PUT, keys, ['{"limit": 5}'], [("SET", keys[0], "1")]
 
 
-# The overrides' names are the edge's (gateways/edge/keys.py, renamed on another branch): until
-# they carry the tenant's tag, `_PUT`'s two keys are in two slots.
-OVERRIDE_UNTAGGED = pytest.mark.xfail(
-    slot(rate_limit_override("acme")) != slot(tenant_marker("acme")),
-    raises=REFUSED,
-    reason="issue 24: rl:config:<tenant> does not carry the tenant's hash tag yet",
-    strict=True,
-)
-
-
 @pytest.mark.parametrize(
     "script",
     [
@@ -401,7 +421,7 @@ OVERRIDE_UNTAGGED = pytest.mark.xfail(
         cp_notification_mark_read,
         cp_deliveries_promote,
         cp_branding_update,
-        pytest.param(cp_rate_limit_put, marks=OVERRIDE_UNTAGGED),
+        cp_rate_limit_put,
     ],
 )
 async def test_control_plane_scripts_run_on_the_cluster(
@@ -463,5 +483,111 @@ async def test_notifications_are_raised_read_listed_and_removed_on_the_cluster(
         assert await notify.list_notifications(kv, "t-cl") == []
         assert not await kv.exists(notify.items_key("t-cl"))
         assert await kv.hget(notify.IDS, ids[2]) is None
+    finally:
+        await kv.aclose()
+
+
+# The edge's and the AI gateway's other multi-key operations, as the product runs them (its
+# code where it runs through redis-py, its script texts where it runs through the batcher).
+
+
+async def test_an_overridden_window_is_asked_for_then_counted_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """tenant-rate-limit: the override's window is declared (KEYS[4]); a script told another
+    window answers which one to declare instead, and counts there once it is."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        await kv.set(rate_limit_override("initech"), '{"limit": 1, "window": "2m"}')
+
+        async def count(declared: int) -> list[int]:
+            keys = [
+                rate_limit_override("initech"),
+                rate_limit_window("initech", "r1", 60),
+                rate_limit_override("initech", "r1"),
+                rate_limit_window("initech", "r1", declared),
+            ]
+            args = ["100", "60", f"m-{declared}", str(declared)]
+            return list(await kv.eval(tenant_rate_limit.SCRIPT, len(keys), *keys, *args))
+
+        assert await count(60) == [-1, 120]  # told the default's window: asks for 120
+        assert (await count(120))[:3] == [1, 1, 1]
+        assert (await count(120))[:3] == [0, 1, 1]
+        assert await kv.zcard(rate_limit_window("initech", "r1", 120)) == 1
+    finally:
+        await kv.aclose()
+
+
+async def test_the_edge_configuration_store_reads_and_writes_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """The write script (revision, every hash, the seed marker) and the consistent read
+    (MULTI/EXEC over the revision and every kind's hash) of `EdgeConfigStore`, unchanged."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        store = edge_config_store.EdgeConfigStore(kv)  # type: ignore[arg-type]
+        await kv.delete(edge_keys.SEEDED)  # the script's case above set it
+        start = await store.revision()
+        route = edge_config_store.Entry({"uri": "/a"}, start + 1, start + 1)
+        ops: list[edge_config_store.Op] = [("routes", "r1", route), ("upstreams", "u1", route)]
+        assert await store.write(start, ops, marker=edge_keys.SEEDED) == start + 1
+        with pytest.raises(edge_config_store.Conflict, match="marker exists"):
+            await store.write(start + 1, ops, marker=edge_keys.SEEDED)
+        state = await store.load()
+        assert state.revision == start + 1
+        assert state.of("routes")["r1"].value == {"uri": "/a"}
+        assert await store.write(start + 1, [("routes", "r1", None)]) == start + 2
+        assert "r1" not in (await store.load()).of("routes")
+    finally:
+        await kv.aclose()
+
+
+async def test_budgets_are_written_and_announced_on_the_cluster(cluster: KvCluster) -> None:
+    """POST/DELETE /v1/budget's servicer: the budget's keys and the message in one script."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        servicer = budget.BudgetServicer(kv)  # type: ignore[arg-type]
+        set_request = budget_pb2.SetBudgetRequest(tenant_id="umbrella", tokens=500)
+        await servicer.SetBudget(set_request, None)  # type: ignore[arg-type]
+        await kv.set(warned_key("umbrella"), "1")
+        await servicer.SetBudget(set_request, None)  # type: ignore[arg-type]
+        assert await kv.get(budget_key("umbrella")) == "500"
+        assert await kv.get(limit_key("umbrella")) == "500"
+        assert await kv.get(warned_key("umbrella")) is None  # a new budget warns again
+        delete = budget_pb2.DeleteBudgetRequest(tenant_id="umbrella")
+        assert (await servicer.DeleteBudget(delete, None)).deleted  # type: ignore[arg-type]
+        assert await kv.exists(budget_key("umbrella"), limit_key("umbrella")) == 0
+    finally:
+        await kv.aclose()
+
+
+def test_a_breaker_is_reset_by_one_command_on_the_cluster(cluster: KvCluster) -> None:
+    """A success deletes the provider's three breaker keys in one DEL (`Breakers.success`,
+    through the batcher): the server itself refuses a DEL over several slots."""
+    keys = breaker_keys("openai")
+    with cluster.node_of_slot(slot(keys[0])).client() as plain:
+        plain.set(keys[0], "3")
+        plain.set(keys[1], "1")
+        assert plain.delete(*keys) == 2
+
+
+async def test_the_provider_table_is_written_in_one_transaction_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """`ProviderStore.transact`: WATCH both hashes, write them, move the version, publish."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        store = ProviderStore(kv, keyring_for_tests())  # type: ignore[arg-type]
+        before = int(await kv.get(providers_keys.VERSION) or 0)
+
+        async def plan(effective: dict[str, Any], pipe: Any) -> Write:
+            provider = dict(effective["openai"], enabled=False)
+            return Write("openai", put={"openai": provider}, put_secrets={"openai": "sealed"})
+
+        assert await store.transact(plan) is not None
+        stored = await kv.hget(providers_keys.PROVIDERS, "openai")
+        assert stored is not None and json.loads(stored)["enabled"] is False
+        assert await kv.hget(providers_keys.SECRETS, "openai") == "sealed"
+        assert await kv.get(providers_keys.VERSION) == str(before + 1)
     finally:
         await kv.aclose()
