@@ -4,26 +4,31 @@ denies it, and an issued key (`k-…`, `active`) can be revoked (its consumer le
 
 Key-value layout (the control plane's store):
 
-    cp:key-requests          hash    request id → KeyRequest JSON (+ `decided_at`, and the
+    {cp:api-keys}:requests   hash    request id → KeyRequest JSON (+ `decided_at`, and the
                                      `key_id` it became once approved)
-    cp:api-keys              hash    key id → the listed key fields + `key_hash` (SHA-256 hex
+    {cp:api-keys}            hash    key id → the listed key fields + `key_hash` (SHA-256 hex
                                      of the secret), `request_id`, `revoked_at`
-    cp:key-names             hash    key name → the id of the pending request or active key
+    {cp:api-keys}:names      hash    key name → the id of the pending request or active key
                                      holding it: a name is unique among them (freed on deny
                                      and revoke) and among the edge's consumers
-    cp:key-decision:{kr-id}  string  held while one approval or denial of that request runs
+    cp:key-decision:<kr-id>  string  held while one approval or denial of that request runs
                                      (SET NX, 30 s TTL so a crashed process frees it)
-    cp:api-key-digests       hash    key_hash → {id, tenant_id, name, status}: the projection
+    {cp:api-keys}:digests    hash    key_hash → {id, tenant_id, name, status}: the projection
                                      the AI and agent gateways authenticate `Bearer sk-…` with
                                      (`runtime/issued_keys.py`), with its change feed
-                                     `cp:api-keys:version` (INCR) and `cp:api-keys:changed`
+                                     `{cp:api-keys}:version` (INCR) and `{cp:api-keys}:changed`
+
+Every key a transition touches carries the hash tag `{cp:api-keys}`: one slot of a clustered
+store, so each transition stays one script (issue 24; the names before it are renamed when a
+control plane starts, `RENAMES`). Filing a request checks the tenant before its script (the
+tenant's marker is in the tenant's own slot); approval checks it again.
 
 Every transition is one Lua script that checks the state it starts from (pending → approved
 or denied; active → revoked), so two concurrent decisions give exactly one success; the
 other answers 409. Approve and revoke write the key's projection and announce it in the same
-script, so a gateway never sees a key in a state `cp:api-keys` does not hold. Keys issued
+script, so a gateway never sees a key in a state `{cp:api-keys}` does not hold. Keys issued
 before the projection existed get theirs when a control plane starts (`project_all`: one
-script that makes `cp:api-key-digests` match `cp:api-keys`).
+script that makes `{cp:api-keys}:digests` match `{cp:api-keys}`).
 
 The secret (`sk-` + 43 url-safe characters: 256 random bits) is stored only as its SHA-256.
 A fast hash is enough for a random secret of that entropy (no dictionary to try, 2^256
@@ -67,30 +72,39 @@ from controlplane.edge_config.servicer import Change, EdgeConfigServicer
 from controlplane.edge_config.store import State
 from controlplane.notifications import raise_notification
 from controlplane.tenancy import (
-    TENANTS,
     identifier,
     invalid,
     now_iso,
     require_tenant_exists,
     store_errors,
+    tenant_exists,
     tenant_not_found,
     visible_tenant,
 )
 from gateways.edge.model import CONSUMER_GROUPS, CONSUMERS, ROUTES
+from runtime import issued_keys
 from runtime.context import ServicerContext, respond
 from runtime.errors import AlreadyExists, NotFound, PermissionDenied, StrataError
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
-from runtime.issued_keys import DIGESTS, digest
+from runtime.issued_keys import DIGESTS, TAG, digest
 from runtime.issued_keys import VERSION as KEYS_VERSION
 from runtime.stores.analytics import Analytics
 from runtime.stores.lock import StoreLock
+from runtime.stores.renames import exact
 from strata.controlplane.v1 import api_key_pb2, api_key_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-REQUESTS = "cp:key-requests"
-KEYS = "cp:api-keys"
-NAMES = "cp:key-names"
+KEYS = TAG
+REQUESTS = TAG + ":requests"
+NAMES = TAG + ":names"
+# The names before issue 24 (the projection's own: runtime/issued_keys.py).
+RENAMES = (
+    exact("cp:api-keys", KEYS),
+    exact("cp:key-requests", REQUESTS),
+    exact("cp:key-names", NAMES),
+    *issued_keys.RENAMES,
+)
 DECISION = "cp:key-decision:"
 DECISION_TTL_MS = 30_000
 
@@ -105,11 +119,10 @@ SHOWN = 4  # characters of the key a masked `prefix` shows
 FUNCTION = "strata.allow_routes"
 LABEL_KEY, LABEL_REQUEST, LABEL_TENANT = "strata.key_id", "strata.key_request", "strata.tenant"
 
-# KEYS: tenants, names, requests. ARGV: tenant, name, request id, request JSON.
+# KEYS: names, requests. ARGV: name, request id, request JSON.
 _FILE = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 'no_tenant' end
-if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 0 then return 'name_taken' end
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 'name_taken' end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 'ok'
 """
 # The gateways' view of a key (a stored key JSON): `runtime.issued_keys` reads it.
@@ -241,7 +254,7 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
         self._project_all = kv.register_script(_PROJECT_ALL)
 
     async def project_all(self) -> int:
-        """Make the gateways' projection (`cp:api-key-digests`) match `cp:api-keys`: keys
+        """Make the gateways' projection (`{cp:api-keys}:digests`) match `{cp:api-keys}`: keys
         issued before it existed start working as bearer credentials. Returns the entries
         changed; run when a control plane starts (one atomic script, idempotent)."""
         changed = int(
@@ -287,12 +300,13 @@ class ApiKeyServicer(api_key_pb2_grpc.ApiKeyServiceServicer):
             "requested_at": now_iso(),
             "status": "pending",
         }
-        outcome = await self._file(
-            keys=[TENANTS, NAMES, REQUESTS],
-            args=[tenant, name, key_request["id"], json.dumps(key_request)],
-        )
-        if outcome == "no_tenant":
+        # A tenant deleted after this check leaves a pending request that approval refuses
+        # (it checks again) and the deletion's sweep removes (tenants/owned.py).
+        if not await tenant_exists(self.kv, tenant):
             raise tenant_not_found()
+        outcome = await self._file(
+            keys=[NAMES, REQUESTS], args=[name, key_request["id"], json.dumps(key_request)]
+        )
         if outcome == "name_taken":
             raise _name_taken(name)
         respond(context, status=201)

@@ -34,6 +34,7 @@ from controlplane.providers import ProviderServicer
 from controlplane.rate_limits import RateLimitServicer
 from controlplane.secrets_at_rest import protect_secrets_at_rest
 from controlplane.store_layout import rename_store_keys
+from controlplane.tenancy import mark_tenants
 from controlplane.tenants import TenantServicer
 from runtime.auth import authenticator_for
 from runtime.background import RowWriter
@@ -203,6 +204,13 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         except (RedisError, OSError) as exc:
             log.error("store key layout not checked at start", extra={"error": repr(exc)})
 
+    async def mark_existing_tenants() -> None:
+        # Tenants created before their markers existed get theirs (idempotent).
+        try:
+            await mark_tenants(stores.kv)
+        except (RedisError, OSError) as exc:
+            log.error("tenant markers not checked at start", extra={"error": repr(exc)})
+
     async def project_api_keys() -> None:
         # Keys issued before the gateways' projection existed get their entries (idempotent).
         try:
@@ -250,6 +258,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         routes=portal.routes,
         on_startup=[
             rename_keys,
+            mark_existing_tenants,
             migrate,
             edge_config.start,
             start_delivery,

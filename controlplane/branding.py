@@ -1,8 +1,10 @@
-"""BrandingService: each tenant's portal branding, in the hash `cp:branding:{tenant_id}`.
+"""BrandingService: each tenant's portal branding, in the hash `cp:branding:{<tenant_id>}`
+(the tenant is the hash tag: the branding shares its slot with the tenant's marker,
+`controlplane/tenancy.py`).
 
-Only the fields a POST names change; the tenant check and the write are one script, so a
-tenant deleted meanwhile gets no branding left behind, and two POSTs changing different
-fields both land.
+Only the fields a POST names change; the tenant check (its marker) and the write are one
+script, so a tenant deleted meanwhile gets no branding left behind, and two POSTs changing
+different fields both land.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 
 from controlplane.kv_errors import kv_unavailable
-from controlplane.tenancy import TENANTS, visible_tenant
+from controlplane.tenancy import tenant_marker, visible_tenant
 from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, NotFound
+from runtime.stores.renames import retag
 from strata.controlplane.v1 import branding_pb2 as pb
 from strata.controlplane.v1 import branding_pb2_grpc
 
@@ -29,24 +32,28 @@ TITLE_LIMIT = 200
 HEX_COLOR = re.compile(r"#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
 FIELDS = ("logo_base64", "portal_title", "primary_color")
 
-# KEYS: tenants hash, branding hash. ARGV: tenant id, updated_at, then (field, value) pairs,
-# an empty value deleting. Returns the branding hash, or false for an unknown tenant.
+# KEYS: the tenant's marker, branding hash. ARGV: updated_at, then (field, value) pairs, an
+# empty value deleting. Returns the branding hash, or false for an unknown tenant.
 _UPDATE = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return false end
-for i = 3, #ARGV, 2 do
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+for i = 2, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', KEYS[2], ARGV[i])
   else
     redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   end
 end
-redis.call('HSET', KEYS[2], 'updated_at', ARGV[2])
+redis.call('HSET', KEYS[2], 'updated_at', ARGV[1])
 return redis.call('HGETALL', KEYS[2])
 """
 
 
 def branding_key(tenant_id: str) -> str:
-    return f"cp:branding:{tenant_id}"
+    return f"cp:branding:{{{tenant_id}}}"
+
+
+# The name before issue 24 (renamed when a control plane starts).
+RENAMES = (retag("cp:branding:", branding_key),)
 
 
 def now_iso() -> str:
@@ -110,7 +117,7 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
         visible_tenant()  # a token without a tenant_id claim acts for none: 403
         with kv_unavailable():
             async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.hexists(TENANTS, request.id)
+                pipe.exists(tenant_marker(request.id))
                 pipe.hgetall(branding_key(request.id))
                 exists, stored = await pipe.execute()
         if not exists:
@@ -136,7 +143,8 @@ class BrandingServicer(branding_pb2_grpc.BrandingServiceServicer):
             raise invalid(f"nothing to change: send any of {', '.join(FIELDS)}")
         with kv_unavailable():
             flat = await self._update(
-                keys=[TENANTS, branding_key(request.id)], args=[request.id, now_iso(), *changes]
+                keys=[tenant_marker(request.id), branding_key(request.id)],
+                args=[now_iso(), *changes],
             )
         if flat is None:
             raise tenant_not_found()

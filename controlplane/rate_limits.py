@@ -29,11 +29,11 @@ from redis.exceptions import ResponseError
 
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.tenancy import (
-    TENANTS,
     identifier,
     invalid,
     require_tenant_exists,
     store_errors,
+    tenant_marker,
     tenant_not_found,
     visible_tenant,
 )
@@ -52,10 +52,11 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 WINDOW = re.compile(r"([1-9][0-9]{0,5})([smhd])")
 STORED_WINDOW = re.compile(r"([0-9]+)([smhd]?)")  # what the plugin parses
 
-# KEYS: tenants, the override key. ARGV: tenant, value. The tenant must exist.
+# KEYS: the tenant's marker, the override key (both in the tenant's slot). ARGV: value.
+# The tenant must exist (controlplane/tenancy.py: a deletion removes the marker first).
 _PUT = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[2], ARGV[1])
 return 1
 """
 
@@ -210,7 +211,7 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
 
     async def _write(self, tenant: str, key: str, limit: int, window: str) -> None:
         value = json.dumps({"limit": limit, "window": window})
-        if not await self._put(keys=[TENANTS, key], args=[tenant, value]):
+        if not await self._put(keys=[tenant_marker(tenant), key], args=[value]):
             raise tenant_not_found()
 
     async def _default_limit(self) -> int:

@@ -9,7 +9,7 @@ rewrite is conditional on the record being unchanged).
   counted and logged (they cannot be re-made without the key: keep that key listed);
 - manual provider keys (`{platform:providers}:secrets`), the platform settings' secrets
   (`cp:settings`), the notification preferences' and webhooks' secrets and URLs
-  (`cp:notify-prefs:*`, `cp:webhooks`): sealed, or re-sealed under the newest key.
+  (`cp:notify-prefs:{*}`, `cp:webhooks`): sealed, or re-sealed under the newest key.
 
 When anything was rewritten, the store is asked to rewrite its append-only file
 (BGREWRITEAOF), so that the values written in clear before leave the disk too.

@@ -14,6 +14,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 import controlplane.edge_config.keys
+import controlplane.key_renames
 import gateways.ai.providers.keys
 import gateways.ai.tenants.keys
 import gateways.edge.keys
@@ -31,6 +32,7 @@ RENAMES: tuple[KeyRename, ...] = (
     *controlplane.edge_config.keys.RENAMES,
     *gateways.ai.tenants.keys.RENAMES,
     *gateways.ai.providers.keys.RENAMES,
+    *controlplane.key_renames.RENAMES,
 )
 
 

@@ -27,6 +27,7 @@ import jwt
 from runtime.access import IDENTIFIER
 from runtime.auth import INVALID_TOKEN
 from runtime.errors import Unauthenticated
+from runtime.stores.renames import exact, retag
 
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt"
@@ -38,8 +39,11 @@ MAX_CHAIN = 5
 
 # Key-value store layout (spec "Other stored structures"), shared by the control plane, which
 # writes the registry, and the agent gateway, which reads it per call.
+# The spec's registry keeps its name; its companions carry it as their hash tag, so that they
+# share its slot of a clustered store. Each delegation set is tagged by its agent (the spec's
+# `svc:deleg:{agent_id}` read literally): it is read and written in steps of its own.
 REGISTRY_KEY = "svc:agent-registry"  # hash: agent_id → registration JSON
-CREDENTIALS_KEY = "svc:agent-credentials"  # hash: credential_ref → agent_id (actor lookup)
+CREDENTIALS_KEY = "{svc:agent-registry}:credentials"  # hash: credential_ref → agent_id
 STS_KEYS_KEY = "sts:keys"  # hash: kid → {jwk, until}: the STS's published public keys
 
 
@@ -55,13 +59,21 @@ def parse_registration(text: str | bytes | None) -> dict[str, Any] | None:
 
 
 def deleg_key(agent_id: str) -> str:
-    """The set of audiences `agent_id` may delegate to."""
-    return f"svc:deleg:{agent_id}"
+    """The set of audiences `agent_id` may delegate to (`svc:deleg:{agent:planner}`)."""
+    return f"svc:deleg:{{{agent_id}}}"
+
+
+# The names before issue 24, renamed by the control plane at start (its store_layout.py).
+RENAMES = (
+    exact("svc:agent-credentials", CREDENTIALS_KEY),
+    retag("svc:deleg:", deleg_key),
+)
 
 
 def jti_key(jti: str) -> str:
-    """The replay guard of one hop token."""
-    return f"sts:jti:{jti}"
+    """The replay guard of one hop token (the spec's `sts:jti:{jti}` read literally: the jti is
+    the hash tag; a guard lives at most a token's lifetime, so the name changed without a move)."""
+    return f"sts:jti:{{{jti}}}"
 
 
 def is_agent_id(value: str) -> bool:

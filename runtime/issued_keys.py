@@ -5,10 +5,13 @@ Keys are stored only as their SHA-256. The control plane keeps a projection the 
 written in the same Lua transition as approve and revoke (`controlplane/api_keys.py`), so a
 lookup is one HGET and never a gRPC hop:
 
-    cp:api-key-digests     hash     SHA-256 hex of the key → {"id", "tenant_id", "name",
+    {cp:api-keys}:digests  hash     SHA-256 hex of the key → {"id", "tenant_id", "name",
                                     "status"} (`active` or `revoked`)
-    cp:api-keys:version    counter  incremented by every transition
-    cp:api-keys:changed    channel  published on by every transition (the digest)
+    {cp:api-keys}:version  counter  incremented by every transition
+    {cp:api-keys}:changed  channel  published on by every transition (the digest)
+
+Every key of the API key workflow carries the tag `{cp:api-keys}` (one slot of a clustered
+store), so a transition stays one script.
 
 `IssuedKeys` keeps what it looked up in memory while the change feed is trusted (a
 `WatchedHash`, `runtime/stores/watched_hash.py`): a warm key costs no store round trip, and any
@@ -39,13 +42,17 @@ from redis.asyncio import Redis
 
 from runtime.auth import INVALID_TOKEN, UNAUTHORIZED, Principal
 from runtime.errors import Unauthenticated
+from runtime.stores.renames import exact
 from runtime.stores.watched_hash import WatchedHash
 
 log = logging.getLogger(__name__)
 
-DIGESTS = "cp:api-key-digests"
-VERSION = "cp:api-keys:version"
-CHANNEL = "cp:api-keys:changed"
+TAG = "{cp:api-keys}"  # the API key workflow's hash tag (controlplane/api_keys.py)
+DIGESTS = TAG + ":digests"
+VERSION = TAG + ":version"
+CHANNEL = TAG + ":changed"
+# The names before issue 24, renamed by the control plane at start (its store_layout.py).
+RENAMES = (exact("cp:api-key-digests", DIGESTS), exact("cp:api-keys:version", VERSION))
 
 # An issued key is `sk-` + 43 url-safe characters; a little room either way, nothing more.
 FORMAT = re.compile(r"sk-[A-Za-z0-9_-]{20,200}")

@@ -6,9 +6,12 @@ The binding is read from the key-value store, never over gRPC. The control plane
 servicer writes it at create (HSETNX: one realm, one tenant) and removes it at delete, each
 time moving the counter and publishing on the channel (`runtime/change_feed.py`):
 
-    cp:tenant-realms          hash     realm name → {"tenant_id", "claim_path"}
-    cp:tenant-realms:version  counter  incremented by every change
-    cp:tenant-realms:changed  channel  published on by every change (the realm name)
+    {cp:tenant-realms}          hash     realm name → {"tenant_id", "claim_path"}
+    {cp:tenant-realms}:version  counter  incremented by every change
+    {cp:tenant-realms}:changed  channel  published on by every change (the realm name)
+
+(one hash tag: the binding and its counter share a slot of a clustered store, so a change
+and its announcement stay one script).
 
 A realm is recognised by its issuer, Keycloak's `<base>/realms/<name>` beside the platform's
 own issuer (IDP_ISSUER, else the realm of IDP_JWKS_URL): any other issuer is not one of ours.
@@ -40,13 +43,16 @@ from redis.asyncio import Redis
 from runtime.auth import JWKS_FETCH_TIMEOUT_SECS, JWKS_MIN_REFRESH_SECS, JwksCache
 from runtime.config import ServiceConfig
 from runtime.idp_tokens import InvalidToken
+from runtime.stores.renames import exact
 from runtime.stores.watched_hash import WatchedHash
 
 log = logging.getLogger(__name__)
 
-REALMS = "cp:tenant-realms"
-VERSION = "cp:tenant-realms:version"
-CHANNEL = "cp:tenant-realms:changed"
+REALMS = "{cp:tenant-realms}"
+VERSION = REALMS + ":version"
+CHANNEL = REALMS + ":changed"
+# The names before issue 24, renamed by the control plane at start (its store_layout.py).
+RENAMES = (exact("cp:tenant-realms", REALMS), exact("cp:tenant-realms:version", VERSION))
 DEFAULT_CLAIM = "tenant_id"
 REALM_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")  # a tenant id's alphabet (controlplane.tenants)
 MAX_CACHED = 10_000  # realm lookups held in memory: bound ones, and as many unbound

@@ -6,23 +6,34 @@ Store (read by the STS at mint time and by the agent gateway at call time):
   (`agent_id`, `tenant_id`, `allowed_audiences`, `allowed_tools`, `credential_ref`,
   `description`);
 - `svc:deleg:{agent_id}`, a set: the agent's allowed audiences (absent when it has none);
-- `svc:agent-credentials`, a hash: credential_ref → agent_id, so that an actor token without
-  an `agent_id` claim (Keycloak without the mapper) finds its agent by client id (`azp`).
+  the spec's template read literally, so the agent id is its hash tag;
+- `{svc:agent-registry}:credentials`, a hash: credential_ref → agent_id, so that an actor
+  token without an `agent_id` claim (Keycloak without the mapper) finds its agent by client
+  id (`azp`); tagged with the registry's name, so it shares the registry's slot.
 
-Register (a new agent or an update; the whole registration is replaced) and delete are each
-one Lua script, so the registration, its delegation set and its credential entry change
-together: the STS and the gateway never read a registration with another version's set. A
-credential_ref already bound to another agent is 409.
+The registration and its credential entry change together, in one Lua script (one slot of a
+clustered store). The delegation set lives in the agent's own slot and changes in a second
+step, ordered so that a crash between the two never lets an agent delegate more than its
+registration says: register writes the registration, then the set (grant last); delete removes
+the registration, then the set (revoke first). The STS allows an audience only when both the
+registration and the set name it, and a re-sent PUT or DELETE repairs a half-done one. Changes
+of one agent hold its lock (`cp:agent-lock:{agent_id}`), so two racing PUTs cannot leave one's
+registration with the other's set. A credential_ref already bound to another agent is 409
+(nothing written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from runtime.access import IDENTIFIER
 from runtime.context import ServicerContext
@@ -36,6 +47,7 @@ from runtime.hop_tokens import (
     parse_registration,
 )
 from runtime.stores.kv_errors import store_errors
+from runtime.stores.lock import StoreLock
 from strata.controlplane.v1 import agent_registry_pb2 as pb
 from strata.controlplane.v1 import agent_registry_pb2_grpc
 
@@ -44,40 +56,80 @@ MAX_TOOL = 256
 MAX_REF = 256
 MAX_DESCRIPTION = 2000
 
-# KEYS: registry, the agent's delegation set, credentials index.
-# ARGV: agent_id, registration JSON, credential_ref ('' for none), audiences...
+# KEYS: registry, credentials index (one slot).
+# ARGV: agent_id, registration JSON, credential_ref ('' for none).
 REGISTER = """
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if ARGV[3] ~= '' then
-  local owner = redis.call('HGET', KEYS[3], ARGV[3])
+  local owner = redis.call('HGET', KEYS[2], ARGV[3])
   if owner and owner ~= ARGV[1] then return {'taken', owner} end
 end
 if old then
   local ref = cjson.decode(old)['credential_ref']
   if type(ref) == 'string' and ref ~= '' and ref ~= ARGV[3]
-     and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
-    redis.call('HDEL', KEYS[3], ref)
+     and redis.call('HGET', KEYS[2], ref) == ARGV[1] then
+    redis.call('HDEL', KEYS[2], ref)
   end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('DEL', KEYS[2])
-if #ARGV >= 4 then redis.call('SADD', KEYS[2], unpack(ARGV, 4)) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[1]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[3], ARGV[1]) end
 return {'ok', ''}
 """
 
-# KEYS: registry, the agent's delegation set, credentials index. ARGV: agent_id.
+# KEYS: registry, credentials index (one slot). ARGV: agent_id.
 DEREGISTER = """
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if not old then return 0 end
 local ref = cjson.decode(old)['credential_ref']
-if type(ref) == 'string' and ref ~= '' and redis.call('HGET', KEYS[3], ref) == ARGV[1] then
-  redis.call('HDEL', KEYS[3], ref)
+if type(ref) == 'string' and ref ~= '' and redis.call('HGET', KEYS[2], ref) == ARGV[1] then
+  redis.call('HDEL', KEYS[2], ref)
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('DEL', KEYS[2])
 return 1
 """
+
+
+# KEYS: the agent's delegation set. ARGV: the audiences (none: the set goes).
+REPLACE_SET = """
+redis.call('DEL', KEYS[1])
+if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end
+return 1
+"""
+LOCK_TTL_MS = 10_000
+LOCK_WAIT_SECS = 10.0
+
+
+def lock_key(agent_id: str) -> str:
+    """Held while one request changes the agent (its registration, then its set)."""
+    return f"cp:agent-lock:{{{agent_id}}}"
+
+
+@asynccontextmanager
+async def agent_locked(kv: Redis, agent_id: str) -> AsyncIterator[None]:
+    """One change of the agent at a time, across every control plane replica (409 after
+    LOCK_WAIT_SECS; a crashed holder's lock expires after LOCK_TTL_MS)."""
+    lock = StoreLock(kv, LOCK_TTL_MS)
+    token = await lock.acquire(lock_key(agent_id), wait_secs=LOCK_WAIT_SECS)
+    if token is None:
+        raise AlreadyExists(
+            f"agent {agent_id} is being changed by another request; try again", error="conflict"
+        )
+    try:
+        yield
+    finally:
+        with contextlib.suppress(RedisError, OSError):  # it expires after LOCK_TTL_MS
+            await lock.release(lock_key(agent_id), token)
+
+
+async def deregister(kv: Redis, agent_id: str) -> bool:
+    """Remove the registration (with its credential entry), then the delegation set: revoke
+    first, the registration being what the STS and the gateway check before the set. The set
+    goes also when the registration is already gone (a delete re-sent after a crash between
+    the two). False when the agent was not registered."""
+    async with agent_locked(kv, agent_id):
+        removed = await kv.eval(DEREGISTER, 2, REGISTRY_KEY, CREDENTIALS_KEY, agent_id)
+        await kv.delete(deleg_key(agent_id))
+    return bool(removed)
 
 
 def _text(field: str, value: str, limit: int, *, spaces: bool) -> str:
@@ -157,14 +209,9 @@ class TenantAgents:
         return [f"{REGISTRY_KEY}[{agent}]" for agent in await self._agents(kv, tenant_id)]
 
     async def remove(self, kv: Redis, tenant_id: str) -> int:
-        deregister = kv.register_script(DEREGISTER)
         removed = 0
         for agent in await self._agents(kv, tenant_id):
-            removed += int(
-                await deregister(
-                    keys=[REGISTRY_KEY, deleg_key(agent), CREDENTIALS_KEY], args=[agent]
-                )
-            )
+            removed += int(await deregister(kv, agent))
         return removed
 
     @staticmethod
@@ -181,7 +228,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
         self._register = kv.register_script(REGISTER)
-        self._deregister = kv.register_script(DEREGISTER)
+        self._replace_set = kv.register_script(REPLACE_SET)
 
     @store_errors
     async def RegisterAgent(
@@ -189,16 +236,18 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
     ) -> pb.RegisterAgentResponse:
         record = registration(request.agent)
         agent_id = record["agent_id"]
-        outcome, owner = await self._register(
-            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY],
-            args=[agent_id, json.dumps(record), record["credential_ref"],
-                  *record["allowed_audiences"]],
-        )  # fmt: skip
-        if outcome == "taken":
-            raise AlreadyExists(
-                f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
-                error="credential_ref_taken",
+        async with agent_locked(self.kv, agent_id):
+            outcome, owner = await self._register(
+                keys=[REGISTRY_KEY, CREDENTIALS_KEY],
+                args=[agent_id, json.dumps(record), record["credential_ref"]],
             )
+            if outcome == "taken":
+                raise AlreadyExists(
+                    f"credential_ref {record['credential_ref']!r} is bound to agent {owner}",
+                    error="credential_ref_taken",
+                )
+            # Grant last: the set after the registration (the STS asks both).
+            await self._replace_set(keys=[deleg_key(agent_id)], args=record["allowed_audiences"])
         return pb.RegisterAgentResponse(status="registered", agent_id=agent_id)
 
     @store_errors
@@ -224,10 +273,7 @@ class AgentRegistryServicer(agent_registry_pb2_grpc.AgentRegistryServiceServicer
         self, request: pb.DeleteAgentRequest, context: ServicerContext
     ) -> pb.DeleteAgentResponse:
         agent_id = _lookup_id(request.agent_id)
-        removed = await self._deregister(
-            keys=[REGISTRY_KEY, deleg_key(agent_id), CREDENTIALS_KEY], args=[agent_id]
-        )
-        if not removed:
+        if not await deregister(self.kv, agent_id):
             raise not_registered(agent_id)
         return pb.DeleteAgentResponse(status="deleted", agent_id=agent_id)
 

@@ -18,14 +18,18 @@ text as `error_description` (RFC 6749 body; `error` the nearest RFC code):
 3. the audience is registered (400 `audience not registered`).
 4. subject, caller (its registration and its token's `tenant_id`) and audience share one
    tenant (403 `cross-tenant exchange refused`).
-5. the audience is in `svc:deleg:{caller}` (403 `agent may not delegate`).
+5. the audience is in `svc:deleg:{caller}` and in the caller's registered `allowed_audiences`
+   (403 `agent may not delegate`).
 6. the audience is not in the chain, the caller included (403 `delegation loop detected`).
 7. mint: the caller appended to `act_chain`, which may then hold at most 5 actors (403
    `delegation depth exceeded`); `sub` caller, `aud` audience, `jti` a new UUID, `exp` now +
    `STS_TOKEN_TTL_SECS`; signed (`keys.py`).
 
-Registry, delegation set and credential index are read in one Lua script: one round trip, and
-one consistent snapshot of what the registry's writes change together. Verified identity
+Registry and credential index are read in one Lua script (they share the registry's slot of a
+clustered store); the caller's delegation set, in the caller's own slot, is read beside it in
+the same round trip (a second one only when the caller was found through its credential).
+The registry writes a registration and its set in two steps (`registry.py`), so step 5 asks
+both: no moment between them lets an agent delegate beyond its registration. Verified identity
 provider tokens are remembered until they expire (an agent presents its actor token for many
 exchanges). Every attempt writes one `gateway.sts_token_issuance` row (`ISSUED`, or `DENIED`
 with `deny_reason`) off the request path, inside the span `sts.token_exchange`. An
@@ -34,6 +38,7 @@ unreachable key-value store denies (503): the STS fails closed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -71,7 +76,7 @@ from runtime.hop_tokens import (
     peek_issuer,
     verify_hop_token,
 )
-from runtime.stores.kv_pipeline import PipelinedScript
+from runtime.stores.kv_pipeline import PipelinedScript, pipelined
 from runtime.telemetry import Metrics
 from strata.controlplane.v1 import sts_pb2 as pb
 from strata.controlplane.v1 import sts_pb2_grpc
@@ -86,10 +91,9 @@ TOKEN_TYPES = frozenset(
 MAX_SCOPE = 1024
 MAX_CACHED_TOKENS = 10_000
 
-# KEYS: registry, credential index. ARGV: audience, then the caller's candidate names (agent
-# ids or credential refs), most specific first. Returns caller id, its registration, the
-# audience's registration, and whether the audience is in the caller's delegation set.
-# (`deleg_key(caller)` is found here, so it is not among KEYS: single-node store only.)
+# KEYS: registry, credential index (one slot). ARGV: audience, then the caller's candidate
+# names (agent ids or credential refs), most specific first. Returns caller id, its
+# registration and the audience's registration.
 # Through the store client's batcher (`kv_pipeline`): concurrent exchanges share one write.
 RESOLVE = PipelinedScript(
     """
@@ -104,13 +108,14 @@ for i = 2, #ARGV do
   end
 end
 local audience = redis.call('HGET', KEYS[1], ARGV[1])
-local allowed = 0
-if caller then allowed = redis.call('SISMEMBER', '"""
-    + deleg_key("")  # the delegation sets' prefix (runtime/hop_tokens.py owns the layout)
-    + """' .. caller, ARGV[1]) end
-return {caller, record, audience, allowed}
+return {caller, record, audience}
 """
 )
+
+
+async def may_delegate(kv: Redis, agent_id: str, audience: str) -> bool:
+    """Whether `audience` is in the agent's delegation set (one command of the batcher)."""
+    return bool(await pipelined(kv).command("SISMEMBER", deleg_key(agent_id), audience))
 
 
 def denied(cls: type[StrataError], text: str, error: str, detail: str = "") -> StrataError:
@@ -321,9 +326,14 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
             ]  # fmt: skip
         attempt.subject = candidates[0][:256] if candidates else ""
         with store():
-            caller, caller_text, audience_text, allowed = await RESOLVE(
-                self.kv, [REGISTRY_KEY, CREDENTIALS_KEY], [audience, *candidates]
+            # The likeliest caller's delegation set in the same round trip as the registry.
+            resolved, allowed = await asyncio.gather(
+                RESOLVE(self.kv, [REGISTRY_KEY, CREDENTIALS_KEY], [audience, *candidates]),
+                may_delegate(self.kv, candidates[0], audience) if candidates else _false(),
             )
+            caller, caller_text, audience_text = resolved
+            if caller is not None and (not candidates or caller != candidates[0]):
+                allowed = await may_delegate(self.kv, caller, audience)
         caller_record = parse_registration(caller_text)
         if caller is None or caller_record is None:
             raise denied(PermissionDenied, "calling agent not registered", "unauthorized_client")
@@ -349,8 +359,8 @@ class TokenExchangeServicer(sts_pb2_grpc.TokenExchangeServiceServicer):
         if len(tenants) != 1:
             raise denied(PermissionDenied, "cross-tenant exchange refused", "invalid_request")
 
-        # 5. Delegation policy.
-        if not allowed:
+        # 5. Delegation policy: the set, and the registration (written in two steps).
+        if not allowed or audience not in (caller_record.get("allowed_audiences") or ()):
             raise denied(PermissionDenied, "agent may not delegate", "unauthorized_client")
 
         # 6. Loops.
@@ -459,3 +469,7 @@ def request_of(body: Mapping[str, Any]) -> pb.ExchangeTokenRequest:
 
 def _scope(request: pb.ExchangeTokenRequest) -> str:
     return request.scope if request.HasField("scope") else ""
+
+
+async def _false() -> bool:
+    return False

@@ -1,7 +1,7 @@
 """The delivery worker: sends every new notification to its tenant's targets.
 
-Queue. `raise_notification` adds a `notification` job to the stream `cp:deliveries` in the same
-transaction that stores the notification. Every control plane replica runs one worker in the
+Queue. `raise_notification` adds a `notification` job to the stream `{cp:deliveries}` right
+after it stores the notification (`store.py`). Every control plane replica runs one worker in the
 consumer group `delivery` (consumer name unique per process), so each stream entry goes to
 one replica: XREADGROUP is the atomic claim. A worker
 
@@ -15,13 +15,13 @@ one replica: XREADGROUP is the atomic claim. A worker
    (DNS rebinding) and the connection goes only to the addresses the guard vetted.
 
 Retries. A failed attempt that may succeed later (connection error, timeout, HTTP 408, 425, 429
-or 5xx, SMTP 4xx) is rescheduled in the sorted set `cp:deliveries:retry` at now + min(max,
+or 5xx, SMTP 4xx) is rescheduled in the sorted set `{cp:deliveries}:retry` at now + min(max,
 base * 2^(attempt-1)) scaled by a random factor in [0.5, 1] (jitter keeps many failed
 deliveries from retrying in lockstep), in the transaction that acknowledges the attempt. Any
 worker moves due jobs back into the stream with an atomic script. After NOTIFY_MAX_ATTEMPTS
 attempts, or at once for a permanent failure (another 3xx or 4xx, a URL the guard refuses, an
 SMTP 5xx), the job is logged (`notification delivery failed`) and kept in
-`cp:deliveries:dead`. A retry library such as tenacity retries inside the running coroutine,
+`{cp:deliveries}:dead`. A retry library such as tenacity retries inside the running coroutine,
 sleeping between attempts: the pending retries would die with the process and a slow target
 would hold a worker slot for minutes, so the schedule lives in the store instead.
 
@@ -87,7 +87,8 @@ CONCURRENCY = 8  # attempts in flight per worker
 RETRYABLE_STATUS = frozenset({408, 425, 429})
 USER_AGENT = f"Strata-Notifications/{VERSION}"
 
-# Move due retries back into the stream (atomic: each due job is moved by one worker).
+# Move due retries back into the stream (atomic: each due job is moved by one worker). KEYS:
+# retries, queue (one slot: the `{cp:deliveries}` tag).
 _PROMOTE = """
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 for _, job in ipairs(due) do
@@ -251,12 +252,25 @@ class DeliveryWorker:
         """Create the consumer group once (again after a store error: it may have been lost)."""
         if self._group_ready:
             return
+        await self._adopt_old_queue()
         try:
             await self.kv.xgroup_create(store.QUEUE, store.GROUP, id="0", mkstream=True)
         except ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
         self._group_ready = True
+
+    async def _adopt_old_queue(self) -> None:
+        """The queue still under its name before issue 24 (the renaming at start could not run:
+        the store was away) moves before a new queue is made beside it, with its consumer group
+        and pending entries (RENAMENX: never over a queue already there). Only a single-node
+        store can hold the old names (a deployment moves to a cluster after its renaming)."""
+        if not isinstance(self.kv, redis.Redis):
+            return
+        for old, new in store.QUEUE_MOVES:
+            with contextlib.suppress(ResponseError):  # nothing left under the old name
+                if await self.kv.renamenx(old, new):
+                    log.info("delivery queue renamed", extra={"old": old, "new": new})
 
     async def _promote_due(self) -> None:
         await self.kv.eval(_PROMOTE, 2, store.RETRY, store.QUEUE, int(time.time() * 1000), 100)

@@ -1,15 +1,18 @@
 """Notifications, delivery preferences and webhooks in the key-value store.
 
 Key layout (every key is the control plane's; a tenant id is `[A-Za-z0-9._:-]{1,128}`, and
-each per-tenant key has a fixed segment before the tenant so no two tenants' keys collide):
+each per-tenant key has a fixed segment before the tenant so no two tenants' keys collide).
+A per-tenant key carries the tenant as its hash tag (`{acme}`): a tenant's keys share one slot
+of a clustered store, so its scripts and transactions stay one step; the global indexes and
+the delivery queue are written in steps of their own.
 
-- `cp:notifications:items:{tenant}` (hash): notification id → notification JSON (no `read`).
-- `cp:notifications:order:{tenant}` (sorted set): notification ids by creation time (ms); the
+- `cp:notifications:items:{<tenant>}` (hash): notification id → notification JSON (no `read`).
+- `cp:notifications:order:{<tenant>}` (sorted set): notification ids by creation time (ms); the
   oldest beyond NOTIFY_KEEP_PER_TENANT are dropped with their read marks.
-- `cp:notifications:read:{tenant}` (set): ids of the tenant's notifications marked read.
+- `cp:notifications:read:{<tenant>}` (set): ids of the tenant's notifications marked read.
 - `cp:notifications:ids` (hash): notification id → tenant (mark read by id).
 - `cp:notifications:tenants` (set): tenants that have notifications (listing all tenants).
-- `cp:notify-prefs:{tenant}` (string): preferences JSON `{tenant_id, webhook_url, slack_url,
+- `cp:notify-prefs:{<tenant>}` (string): preferences JSON `{tenant_id, webhook_url, slack_url,
   email, enabled_types, signing_secret, updated_at}`.
 - `cp:webhooks` (hash): webhook id (`wh-...`) → `{id, tenant_id, url, event_types, secret,
   created_at}` (`tenant_id` null: platform-wide).
@@ -19,13 +22,20 @@ credential; any webhook URL may carry a token) are stored sealed with the platfo
 each bound to its record and field (`runtime/keyring.py`); they are opened on read, so what the
 API answers does not change. Values stored in clear before (or under an older key) are sealed
 when a control plane starts (`reseal_secrets`).
-- `cp:deliveries` (stream, consumer group `delivery`): delivery jobs, field `job` (JSON); see
+- `{cp:deliveries}` (stream, consumer group `delivery`): delivery jobs, field `job` (JSON); see
   `delivery.py`.
-- `cp:deliveries:retry` (sorted set): jobs waiting for their next attempt, by due time (ms).
-- `cp:deliveries:dead` (list): the latest 1000 jobs given up on, newest first, for operators.
+- `{cp:deliveries}:retry` (sorted set): jobs waiting for their next attempt, by due time (ms).
+- `{cp:deliveries}:dead` (list): the latest 1000 jobs given up on, newest first, for operators.
 
-A new notification and its delivery job are written in one MULTI/EXEC transaction: a
-notification that is listed is also queued, and the other way round.
+A new notification is written in three steps, each one slot: its index entries (id → tenant,
+the tenant in the set of tenants), the tenant's notification (one transaction: record and
+order), then its delivery job. A crash between them leaves at worst an index entry naming no
+notification (read as absent: 404) or a listed notification never delivered; never a delivery
+of a notification that is not listed. A tenant's deletion removes the index entries first,
+then the tenant's keys: a deletion re-sent after a crash finds the notifications again.
+
+The names before issue 24 are renamed when a control plane starts (`RENAMES`; a renamed
+stream keeps its consumer group and its pending entries).
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from controlplane.kv_errors import kv_unavailable
 from runtime.access import IDENTIFIER
 from runtime.errors import InvalidRequest
 from runtime.keyring import Keyring, SealError
+from runtime.stores.renames import exact, retag
 
 log = logging.getLogger(__name__)
 
@@ -63,30 +74,68 @@ MAX_TITLE = 256
 MAX_MESSAGE = 8192
 MAX_WEBHOOKS = 25  # per tenant, and platform-wide
 
-ITEMS = "cp:notifications:items:"
-ORDER = "cp:notifications:order:"
-READ = "cp:notifications:read:"
 IDS = "cp:notifications:ids"
 TENANTS = "cp:notifications:tenants"
-PREFS = "cp:notify-prefs:"
 WEBHOOKS = "cp:webhooks"
-QUEUE = "cp:deliveries"
+QUEUE = "{cp:deliveries}"
 GROUP = "delivery"
-RETRY = "cp:deliveries:retry"
-DEAD = "cp:deliveries:dead"
+RETRY = QUEUE + ":retry"
+DEAD = QUEUE + ":dead"
 DEAD_KEPT = 1000
 
-# Drop a tenant's oldest notifications beyond the cap, with their read marks and id index.
+
+def items_key(tenant_id: str) -> str:
+    return f"cp:notifications:items:{{{tenant_id}}}"
+
+
+def order_key(tenant_id: str) -> str:
+    return f"cp:notifications:order:{{{tenant_id}}}"
+
+
+def read_key(tenant_id: str) -> str:
+    return f"cp:notifications:read:{{{tenant_id}}}"
+
+
+def prefs_key(tenant_id: str) -> str:
+    return f"cp:notify-prefs:{{{tenant_id}}}"
+
+
+def prefs_binding(tenant_id: str) -> str:
+    """What the preferences' sealed secrets are bound to: the key's name before issue 24, kept
+    so that secrets sealed then still open under the renamed key."""
+    return f"cp:notify-prefs:{tenant_id}"
+
+
+# The delivery queue's names before issue 24 → now (also moved by a worker before it makes
+# its consumer group: delivery.py).
+QUEUE_MOVES = (
+    ("cp:deliveries", QUEUE),
+    ("cp:deliveries:retry", RETRY),
+    ("cp:deliveries:dead", DEAD),
+)
+# The names before issue 24 (renamed when a control plane starts).
+RENAMES = (
+    retag("cp:notifications:items:", items_key),
+    retag("cp:notifications:order:", order_key),
+    retag("cp:notifications:read:", read_key),
+    retag("cp:notify-prefs:", prefs_key),
+    *(exact(old, new) for old, new in QUEUE_MOVES),
+)
+
+# Drop a tenant's oldest notifications beyond the cap, with their read marks; returns the ids
+# dropped (their id index entries go in a second step: the index is not in the tenant's slot).
+# KEYS: items, order, read of one tenant. ARGV: how many to keep.
 _TRIM = """
 local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[1])
-if excess <= 0 then return 0 end
+if excess <= 0 then return {} end
 local popped = redis.call('ZPOPMIN', KEYS[2], excess)
+local ids = {}
 for i = 1, #popped, 2 do
   redis.call('HDEL', KEYS[1], popped[i])
   redis.call('SREM', KEYS[3], popped[i])
-  redis.call('HDEL', KEYS[4], popped[i])
+  ids[#ids + 1] = popped[i]
 end
-return excess
+return ids
 """
 # Mark read only a notification that still exists (a trimmed one must not leave a mark).
 _MARK_READ = """
@@ -187,23 +236,32 @@ async def raise_notification(
     nid = notification["id"]
     job = json.dumps({"kind": "notification", "notification": notification})
     with kv_unavailable():
+        # Three steps, each one slot, in this order (the module's docstring says why).
+        async with kv.pipeline(transaction=False) as pipe:
+            pipe.hset(IDS, nid, tenant_id)
+            pipe.sadd(TENANTS, tenant_id)
+            await pipe.execute()
         async with kv.pipeline(transaction=True) as tx:
-            tx.hset(ITEMS + tenant_id, nid, json.dumps(notification))
-            tx.zadd(ORDER + tenant_id, {nid: int(created.timestamp() * 1000)})
-            tx.hset(IDS, nid, tenant_id)
-            tx.sadd(TENANTS, tenant_id)
-            tx.xadd(QUEUE, {"job": job})
+            tx.hset(items_key(tenant_id), nid, json.dumps(notification))
+            tx.zadd(order_key(tenant_id), {nid: int(created.timestamp() * 1000)})
             await tx.execute()
+        await kv.xadd(QUEUE, {"job": job})
     try:
-        await kv.eval(_TRIM, 4, *_tenant_keys(tenant_id), keep)
+        await trim(kv, tenant_id, keep)
     except (RedisError, OSError) as exc:  # the next notification trims again
         log.warning("could not trim notifications", extra={"error": repr(exc)})
     wake_workers()
     return nid
 
 
-def _tenant_keys(tenant_id: str) -> tuple[str, str, str, str]:
-    return (ITEMS + tenant_id, ORDER + tenant_id, READ + tenant_id, IDS)
+async def trim(kv: redis.Redis, tenant_id: str, keep: int) -> int:
+    """Drop the tenant's oldest notifications beyond `keep`, then their id index entries (an
+    entry left by a crash between names no notification: read as absent)."""
+    keys = (items_key(tenant_id), order_key(tenant_id), read_key(tenant_id))
+    dropped = await kv.eval(_TRIM, len(keys), *keys, keep)
+    if dropped:
+        await kv.hdel(IDS, *dropped)
+    return len(dropped)
 
 
 async def list_notifications(
@@ -216,8 +274,8 @@ async def list_notifications(
         )
         async with kv.pipeline(transaction=False) as pipe:
             for tenant in tenants:
-                pipe.hgetall(ITEMS + tenant)
-                pipe.smembers(READ + tenant)
+                pipe.hgetall(items_key(tenant))
+                pipe.smembers(read_key(tenant))
             replies = await pipe.execute()
     found: list[dict[str, Any]] = []
     for items, read in zip(replies[::2], replies[1::2], strict=True):
@@ -237,12 +295,12 @@ async def mark_read(kv: redis.Redis, notification_id: str, tenant_id: str | None
         owner = None if found is None else str(found)
         if owner is None or (tenant_id is not None and owner != tenant_id):
             return False
-        done = await kv.eval(_MARK_READ, 2, ITEMS + owner, READ + owner, notification_id)
+        done = await kv.eval(_MARK_READ, 2, items_key(owner), read_key(owner), notification_id)
     return bool(done)
 
 
 async def get_notification(kv: redis.Redis, tenant_id: str, nid: str) -> dict[str, Any] | None:
-    raw = await kv.hget(ITEMS + tenant_id, nid)
+    raw = await kv.hget(items_key(tenant_id), nid)
     return None if raw is None else dict(json.loads(raw))
 
 
@@ -295,16 +353,17 @@ def _opened(
 async def get_preferences(kv: redis.Redis, tenant_id: str, keyring: Keyring) -> dict[str, Any]:
     """The tenant's preferences (secrets opened), or the defaults when it saved none."""
     with kv_unavailable():
-        raw = await kv.get(PREFS + tenant_id)
+        raw = await kv.get(prefs_key(tenant_id))
     if raw is None:
         return default_preferences(tenant_id)
-    return _opened(dict(json.loads(raw)), PREFS_SECRETS, keyring, PREFS + tenant_id)
+    return _opened(dict(json.loads(raw)), PREFS_SECRETS, keyring, prefs_binding(tenant_id))
 
 
 async def put_preferences(kv: redis.Redis, preferences: dict[str, Any], keyring: Keyring) -> None:
-    key = PREFS + preferences["tenant_id"]
+    tenant = preferences["tenant_id"]
+    sealed = _sealed(preferences, PREFS_SECRETS, keyring, prefs_binding(tenant))
     with kv_unavailable():
-        await kv.set(key, json.dumps(_sealed(preferences, PREFS_SECRETS, keyring, key)))
+        await kv.set(prefs_key(tenant), json.dumps(sealed))
 
 
 def new_secret(prefix: str) -> str:
@@ -346,9 +405,10 @@ async def reseal_secrets(kv: redis.Redis, keyring: Keyring) -> int:
     Each write is WATCHed (a concurrent change wins). Idempotent; run when a control plane
     starts."""
     changed = 0
-    async for name in kv.scan_iter(match=PREFS + "*", count=500):
+    async for name in kv.scan_iter(match=prefs_key("*"), count=500):
         key = name.decode() if isinstance(name, bytes) else str(name)
-        changed += await _reseal_string(kv, key, keyring)
+        tenant = key.removeprefix(prefs_key("")[:-2]).removeprefix("{").removesuffix("}")
+        changed += await _reseal_string(kv, key, keyring, prefs_binding(tenant))
     changed += await _reseal_webhooks(kv, keyring)
     if changed:
         log.info("notification secrets sealed", extra={"records": changed})
@@ -368,13 +428,13 @@ def _resealed(
     return bool(stale)
 
 
-async def _reseal_string(kv: redis.Redis, key: str, keyring: Keyring) -> int:
+async def _reseal_string(kv: redis.Redis, key: str, keyring: Keyring, where: str) -> int:
     async with kv.pipeline(transaction=True) as pipe:
         try:
             await pipe.watch(key)
             raw = await pipe.get(key)
             record = json.loads(raw) if raw is not None else None
-            if not isinstance(record, dict) or not _resealed(record, PREFS_SECRETS, keyring, key):
+            if not isinstance(record, dict) or not _resealed(record, PREFS_SECRETS, keyring, where):
                 return 0
             pipe.multi()
             pipe.set(key, json.dumps(record))
@@ -418,19 +478,26 @@ async def delete_tenant_notifications(kv: redis.Redis, tenant_id: str) -> None:
     their target gone and are dropped)."""
     check_tenant(tenant_id)
     with kv_unavailable():
-        ids = await kv.hkeys(ITEMS + tenant_id)
+        ids = await kv.hkeys(items_key(tenant_id))
         hooks = [
             hook_id
             for hook_id, raw in (await kv.hgetall(WEBHOOKS)).items()
             if json.loads(raw).get("tenant_id") == tenant_id
         ]
-        async with kv.pipeline(transaction=True) as tx:
-            tx.delete(ITEMS + tenant_id, ORDER + tenant_id, READ + tenant_id, PREFS + tenant_id)
+        # The global entries first, then the tenant's keys (one slot): a deletion re-sent
+        # after a crash between the two still finds the ids in the tenant's hash.
+        async with kv.pipeline(transaction=False) as pipe:
             if ids:
-                tx.hdel(IDS, *ids)
+                pipe.hdel(IDS, *ids)
             if hooks:
-                tx.hdel(WEBHOOKS, *hooks)
-            tx.srem(TENANTS, tenant_id)
+                pipe.hdel(WEBHOOKS, *hooks)
+            pipe.srem(TENANTS, tenant_id)
+            await pipe.execute()
+        async with kv.pipeline(transaction=True) as tx:
+            tx.delete(
+                items_key(tenant_id), order_key(tenant_id), read_key(tenant_id),
+                prefs_key(tenant_id),
+            )  # fmt: skip
             await tx.execute()
 
 

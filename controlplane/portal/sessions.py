@@ -6,11 +6,15 @@ Store layout (the cookie value itself is never stored, only its SHA-256):
     cp:portal:login:{state}          JSON of a login in progress (PKCE verifier sealed, nonce,
                                      `next`, redirect URI, SHA-256 of the browser's login
                                      cookie); TTL LOGIN_TTL_SECS; taken once (GETDEL)
-    cp:portal:session:{sha256(sid)}  hash: the user (sub, name, email, tenant_id,
+    cp:portal:session:{<sha256(sid)>}  hash: the user (sub, name, email, tenant_id,
                                      platform_admin), csrf_token, the IdP's tokens sealed under
                                      the keyring (context: the key and field), their expiries,
                                      created_at, expires_at; the key expires at expires_at
-    cp:portal:session:{sha256(sid)}:refreshing   a lock: one process refreshes the tokens
+    cp:portal:session:{<sha256(sid)>}:refreshing   a lock: one process refreshes the tokens
+
+A session and its lock share the session's hash tag (one slot of a clustered store: a logout
+removes both in one command). Sessions stored under the names before issue 24 (no braces) are
+not renamed: they are not found, and their users log in again.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ return 1
 
 def digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
+
+
+def session_key(sid: str) -> str:
+    """The store key of the session whose cookie value is `sid`."""
+    return f"{SESSION_PREFIX}{{{digest(sid)}}}"
 
 
 def new_secret() -> str:
@@ -151,7 +160,7 @@ class SessionStore:
     async def create(self, user: dict[str, Any], tokens: Tokens) -> tuple[str, Session]:
         """A new session for `user` (the `Session.user()` fields): its cookie value, and it."""
         sid = new_secret()
-        key = SESSION_PREFIX + digest(sid)
+        key = session_key(sid)
         created = int(time.time())
         expires = self._expiry(created, tokens)
         fields: dict[str, str] = {
@@ -174,7 +183,7 @@ class SessionStore:
         return sid, session
 
     async def load(self, sid: str) -> Session | None:
-        key = SESSION_PREFIX + digest(sid)
+        key = session_key(sid)
         return self._parse(key, await self._hash(key))
 
     async def reload(self, key: str) -> Session | None:

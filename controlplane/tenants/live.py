@@ -43,11 +43,16 @@ async def live_figures(
     if not records:
         return []
     ids = [str(r["id"]) for r in records]
+    # One GET per key, not MGET: each tenant's keys are in its own slot of a clustered store
+    # (the cluster client's pipeline sends each GET to its node).
     async with kv.pipeline(transaction=False) as pipe:
         pipe.time()
-        pipe.mget([rl_config_key(i) for i in ids])
-        pipe.mget([budget_key(i) for i in ids])
-        (seconds, micros), limits, budgets = await pipe.execute()
+        for i in ids:
+            pipe.get(rl_config_key(i))
+        for i in ids:
+            pipe.get(budget_key(i))
+        (seconds, micros), *values = await pipe.execute()
+    limits, budgets = values[: len(ids)], values[len(ids) :]
     now_us = int(seconds) * 1_000_000 + int(micros)
     usage = await _usage(kv, ids, now_us)
     requests = await _requests_24h(analytics, ids)

@@ -4,7 +4,8 @@ identity provider organization, which their own layers remove; see `servicer.py`
 
 A part of the control plane that keeps per-tenant state adds its layout here, once:
 
-- `Key("cp:branding:{tenant}")` — one key.
+- `Key("cp:ip-allowlist:{tenant}")` — one key; a key a keys module's function names goes
+  through `_template` (its own braces, the hash tag, kept): `Key(_template(branding_key(TENANT)))`.
 - `Pattern("rl:config:{tenant}:*", type="string")` — every key matching a glob (SCAN MATCH;
   `type` narrows it to one Redis type when another layout shares the prefix).
 - `HashEntries("cp:api-keys")` — the fields of a hash whose JSON value names the tenant in
@@ -26,7 +27,10 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from controlplane import api_keys as api_key_store
 from controlplane.agent_identity.registry import TenantAgents
+from controlplane.branding import branding_key
+from controlplane.notifications import store as notifications
 from gateways.ai.tenants.keys import prompt_config_key
 from gateways.edge.keys import rate_limit_override, rate_limit_windows
 
@@ -114,18 +118,18 @@ OWNED: tuple[Owned, ...] = (
     Pattern(_template(rate_limit_override(TENANT, "*")), type="string"),
     Pattern(_template(rate_limit_windows(TENANT)), type="zset"),
     # API keys and key requests (JSON records carrying tenant_id).
-    HashEntries("cp:api-keys"),
-    HashEntries("cp:key-requests"),
+    HashEntries(api_key_store.KEYS),
+    HashEntries(api_key_store.REQUESTS),
     # Notifications, their read marks and delivery preferences (controlplane/notifications/
     # store.py; the id → tenant index entries go with them in delete_tenant_notifications).
-    Key("cp:notifications:items:{tenant}"),
-    Key("cp:notifications:order:{tenant}"),
-    Key("cp:notifications:read:{tenant}"),
-    Key("cp:notify-prefs:{tenant}"),
+    Key(_template(notifications.items_key(TENANT))),
+    Key(_template(notifications.order_key(TENANT))),
+    Key(_template(notifications.read_key(TENANT))),
+    Key(_template(notifications.prefs_key(TENANT))),
     # Branding.
-    Key("cp:branding:{tenant}"),
+    Key(_template(branding_key(TENANT))),
     # Webhooks (JSON records carrying tenant_id).
-    HashEntries("cp:webhooks"),
+    HashEntries(notifications.WEBHOOKS),
     # Registered agents: each with its delegation set and credential entry.
     TenantAgents(),
 )

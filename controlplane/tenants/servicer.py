@@ -8,14 +8,18 @@ provisions, in order, each step a real call: (a) the metadata claim, (b) the rat
 consumer group (`edge.py`), (e) with `org_name` or `realm_name`, the organization at the
 identity provider (when `IDP_ADMIN_URL` and `IDP_ADMIN_TOKEN` are set; skipped otherwise).
 A failed step undoes the earlier ones and answers 503/502 naming the layer (`steps.py`). The
-claimed record is hidden (404) until the last step marks it active; a claim left by a crashed
-process is taken over after `STALE_CLAIM_SECS`.
+claimed record is hidden (404) until the last step marks it active and sets the tenant's marker
+`cp:tenant:{<id>}` (`controlplane/tenancy.py`); a claim left by a crashed process is taken over
+after `STALE_CLAIM_SECS`.
 
 Patch, delete and the IP allowlist hold a per-tenant lock (`cp:tenant-lock:{id}`) so that the
-edge, the AI gateway and the metadata always agree. Delete removes, in order: the edge consumer
-group and its consumers (the tenant's API keys), the AI gateway budget (`DeleteBudget`), the
-identity provider organization made at create, every key of `owned.OWNED`, then the metadata
-— a delete that fails part way names the layer and can be sent again.
+edge, the AI gateway and the metadata always agree. Patch writes a changed rate limit and the
+metadata as two steps (they are in two slots of a clustered store; the first is undone when the
+second fails). Delete removes, in order: the tenant's marker (from then on no per-tenant write
+lands), the edge consumer group and its consumers (the tenant's API keys), the AI gateway
+budget (`DeleteBudget`), the identity provider organization made at create, every key of
+`owned.OWNED`, then the metadata (and the marker again) — a delete that fails part way names
+the layer and can be sent again.
 
 Who sees what: platform administrators see every tenant; a tenant's token lists only its own
 tenant and reads only its own (another tenant's id is 403 `forbidden`, answered by the guard
@@ -44,7 +48,7 @@ from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.identity import IdentityAdmin
 from controlplane.kv_errors import kv_unavailable
 from controlplane.notifications import delete_tenant_notifications
-from controlplane.tenancy import TENANTS, visible_tenant
+from controlplane.tenancy import MARKER_VALUE, TENANTS, tenant_marker, visible_tenant
 from controlplane.tenants import records as rec
 from controlplane.tenants.budget import TenantBudget
 from controlplane.tenants.edge import TenantEdge
@@ -213,9 +217,13 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 extra={"tenant_id": tenant},
             )
         final = rec.dump_record(record)
+        marker = tenant_marker(tenant)
 
         async def activate() -> None:
+            # The marker first: the tenant's own writes (branding, overrides) check it.
+            await self.kv.set(marker, MARKER_VALUE)
             if not await self.cas.set(TENANTS, tenant, expected=claim, new=final):
+                await self.kv.delete(marker)
                 raise Unavailable("the tenant's claim changed while it was being provisioned")
 
         await steps.run(METADATA, activate)
@@ -312,18 +320,20 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                     lambda _: self.budget.restore(tenant, before),
                 )
 
-            async def write() -> None:
-                limit = None
-                if "rate_limit_max" in changes:
-                    previous = rec.text_of(await self.kv.get(rec.rl_config_key(tenant)))
-                    limit = rec.rl_config_value(changes["rate_limit_max"], previous)
-                async with self.kv.pipeline(transaction=True) as pipe:
-                    pipe.hset(TENANTS, tenant, rec.dump_record(updated))
-                    if limit is not None:
-                        pipe.set(rec.rl_config_key(tenant), limit)
-                    await pipe.execute()
-
-            await steps.run(METADATA, write)
+            if "rate_limit_max" in changes:
+                # Its own step (the override is in the tenant's slot of a clustered store,
+                # the metadata in `cp:tenants`'s): undone when the metadata's write fails.
+                key = rec.rl_config_key(tenant)
+                previous = rec.text_of(await self.kv.get(key))
+                limit = rec.rl_config_value(changes["rate_limit_max"], previous)
+                await steps.run(
+                    RATE_LIMIT,
+                    lambda: self.kv.set(key, limit),
+                    lambda _: self.kv.set(key, previous) if previous else self.kv.delete(key),
+                )
+            await steps.run(
+                METADATA, lambda: self.kv.hset(TENANTS, tenant, rec.dump_record(updated))
+            )
 
     # --- delete --------------------------------------------------------------------------
 
@@ -338,6 +348,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
         async with self._locked(tenant):
             record = await self._load(tenant, stale_claims=True)
             steps = Steps("deletion")
+            # The marker first: from now on no write of the tenant's own state lands.
+            await steps.run(METADATA, lambda: self.kv.delete(tenant_marker(tenant)))
             removed = await steps.run(EDGE, lambda: self.edge.remove(tenant))
             await steps.run(TOKEN_BUDGET, lambda: self.budget.delete(tenant))
             idp = self.idp
@@ -359,6 +371,8 @@ class TenantServicer(tenant_pb2_grpc.TenantServiceServicer):
                 await delete_tenant_notifications(self.kv, tenant)  # and its index entries
                 await remove_owned(self.kv, tenant)
                 await self.kv.hdel(TENANTS, tenant)
+                # Again: a control plane starting meanwhile may have set it (mark_tenants).
+                await self.kv.delete(tenant_marker(tenant))
 
             await steps.run(METADATA, forget)
         log.info("tenant deleted", extra={"tenant_id": tenant, "consumers_removed": len(removed)})

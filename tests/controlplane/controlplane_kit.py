@@ -16,6 +16,7 @@ from shared_kit import MASTER_KEY, ConfigFor, service_token, user_token
 
 from controlplane.app import build
 from controlplane.config import ControlPlaneConfig
+from controlplane.tenancy import MARKER_VALUE, TENANTS, tenant_marker
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.testing import Serving, serving
@@ -23,6 +24,21 @@ from runtime.testing import Serving, serving
 MASTER = {"Authorization": f"Bearer {MASTER_KEY}"}
 
 Start = Callable[..., AbstractAsyncContextManager[Serving]]
+
+
+async def put_tenant(kv: Any, tenant: str, record: dict[str, Any] | None = None) -> bool:
+    """A tenant as the tenants service leaves a finished create: its record (when absent;
+    returns whether it was written) and its marker."""
+    record = record or {"id": tenant, "name": tenant}
+    written = bool(await kv.hsetnx(TENANTS, tenant, json.dumps(record)))
+    await kv.set(tenant_marker(tenant), MARKER_VALUE)
+    return written
+
+
+async def drop_tenant(kv: Any, tenant: str) -> None:
+    """The tenant's record and marker gone (not the rest of what it owns)."""
+    await kv.delete(tenant_marker(tenant))
+    await kv.hdel(TENANTS, tenant)
 
 
 def bearer(token: str) -> dict[str, str]:

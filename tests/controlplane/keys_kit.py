@@ -1,7 +1,8 @@
 """What the API key and rate limit tests share: the control plane and an edge (both in-process,
 the edge's data plane fed by the control plane over xDS, as in production), HTTP helpers for
 the control plane's API, the edge's Admin API and its data plane, and tenants written where
-the tenants service keeps them (`cp:tenants`), removed again afterwards."""
+the tenants service keeps them (`cp:tenants` and the tenant's marker), removed again
+afterwards."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from controlplane_kit import drop_tenant, put_tenant
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, keyring_for_tests
 
+from controlplane import api_keys
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.keys import ALL, SEEDED
@@ -25,6 +28,7 @@ from controlplane.edge_config.store import EdgeConfigStore
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
 from gateways.edge.keys import rate_limit_override
+from runtime.issued_keys import DIGESTS
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
@@ -110,28 +114,31 @@ class Tenants:
     async def add(self, tenant_id: str | None = None) -> str:
         tenant_id = tenant_id or unique("t")
         record = {"id": tenant_id, "name": tenant_id, "plan": "free", "status": "active"}
-        if await self.kv.hsetnx(TENANTS, tenant_id, json.dumps(record)):
+        if await put_tenant(self.kv, tenant_id, record):
             self.added.append(tenant_id)
         return tenant_id
 
     async def cleanup(self, names: set[str]) -> None:
         """Remove the tenants added here and the keys, requests, names and limits the test
         made (key names in `names`)."""
+        for tenant in self.added:  # its marker (and record) first, as a deletion does
+            await drop_tenant(self.kv, tenant)
+
         for tenant in self.added:
             await self.kv.hdel(TENANTS, tenant)
             limits = [k async for k in self.kv.scan_iter(rate_limit_override(tenant) + "*")]
             if limits:
                 await self.kv.delete(*limits)
             await self.kv.delete(f"cp:notifications:{tenant}")
-        for hash_name in ("cp:key-requests", "cp:api-keys"):
+        for hash_name in (api_keys.REQUESTS, api_keys.KEYS):
             for id_, raw in (await self.kv.hgetall(hash_name)).items():
                 record = json.loads(raw)
                 if record["name"] in names:
                     await self.kv.hdel(hash_name, id_)
                     if record.get("key_hash"):  # the gateways' entry of the key
-                        await self.kv.hdel("cp:api-key-digests", record["key_hash"])
+                        await self.kv.hdel(DIGESTS, record["key_hash"])
         if names:
-            await self.kv.hdel("cp:key-names", *names)
+            await self.kv.hdel(api_keys.NAMES, *names)
         # Their edge consumers and the groups made for the tenants, through the edge
         # configuration's own write path (one revision, as the Admin API would).
         added = set(self.added)

@@ -30,6 +30,7 @@ from keys_kit import (
 )
 from shared_kit import free_port, keyring_for_tests, user_token
 
+from controlplane import api_keys
 from controlplane.edge_config.keys import kind_hash
 from runtime.stores.analytics import Analytics
 
@@ -145,9 +146,9 @@ async def test_request_approve_list_revoke_in_the_spec_shapes(
     datetime.fromisoformat(key["created_at"].replace("Z", "+00:00"))
 
     # Only a hash of the secret is kept by the control plane; the full key is shown once.
-    stored = json.loads(await kv.hget("cp:api-keys", key["id"]))
+    stored = json.loads(await kv.hget(api_keys.KEYS, key["id"]))
     assert stored["key_hash"] == hashlib.sha256(full_key.encode()).hexdigest()
-    for hash_name in ("cp:api-keys", "cp:key-requests", "cp:key-names"):
+    for hash_name in (api_keys.KEYS, api_keys.REQUESTS, api_keys.NAMES):
         assert full_key not in json.dumps(await kv.hgetall(hash_name))
     # The edge consumer: the request's name, in the tenant's group, key-auth, its routes only.
     # It holds the key's keyed digest, never the key (issue 19, defect 2).
@@ -195,7 +196,7 @@ async def test_deny(cp: Platform, kv: Any, tenants: Tenants, names: set[str]) ->
 
     status, body = await cp.api("POST", f"/api/keys/requests/{created['id']}/deny")
     assert status == 200 and body == {"status": "denied"}
-    assert json.loads(await kv.hget("cp:key-requests", created["id"]))["status"] == "denied"
+    assert json.loads(await kv.hget(api_keys.REQUESTS, created["id"]))["status"] == "denied"
     _, pending = await cp.api("GET", "/api/keys/requests")
     assert created["id"] not in {r["id"] for r in pending}
     for decision in ("approve", "deny"):
@@ -233,7 +234,7 @@ async def test_bad_requests_name_the_field_and_change_nothing(
     await tenants.put_routes(route)
     good = key_request(unique("key"), tenant, [route])
     names.add(good["name"])
-    before = await kv.hlen("cp:key-requests")
+    before = await kv.hlen(api_keys.REQUESTS)
     cases: list[tuple[dict[str, Any], str]] = [
         *(({k: v for k, v in good.items() if k != missing}, missing) for missing in good),
         ({**good, "name": ""}, "name"),
@@ -260,8 +261,8 @@ async def test_bad_requests_name_the_field_and_change_nothing(
     assert status == 400
     status, answer = await file(cp, {**good, "tenant_id": unique("nope")})
     assert status == 404 and answer == {"error": "Tenant not found"}
-    assert await kv.hlen("cp:key-requests") == before  # nothing was written
-    assert not await kv.hexists("cp:key-names", good["name"])
+    assert await kv.hlen(api_keys.REQUESTS) == before  # nothing was written
+    assert not await kv.hexists(api_keys.NAMES, good["name"])
 
 
 async def test_names_are_unique_among_keys_requests_and_consumers(
@@ -308,7 +309,7 @@ async def test_approve_never_replaces_a_foreign_consumer_but_retries_its_own(
     await edge.write(lambda state: ([("consumers", name, {"plugins": {}})], None))
     status, body = await cp.api("POST", f"/api/keys/requests/{created['id']}/approve")
     assert status == 409 and name in body["error"]
-    assert json.loads(await kv.hget("cp:key-requests", created["id"]))["status"] == "pending"
+    assert json.loads(await kv.hget(api_keys.REQUESTS, created["id"]))["status"] == "pending"
     foreign = await stored_consumer(kv, name)
     assert foreign is not None and foreign["plugins"] == {}  # untouched
 
@@ -345,7 +346,7 @@ async def test_concurrent_decisions_give_exactly_one_success(
         winner = next(body for status, body in answers if status == 200)
         _, keys = await cp.api("GET", f"/api/keys?tenant_id={tenant}")
         issued = [k for k in keys if k["name"] == name]
-        stored = json.loads(await kv.hget("cp:key-requests", created["id"]))
+        stored = json.loads(await kv.hget(api_keys.REQUESTS, created["id"]))
         if winner["status"] == "approved":
             assert len(issued) == 1 and issued[0]["id"] == winner["key_id"]
             issued_ids.append(winner["key_id"])
@@ -441,7 +442,7 @@ async def test_tenants_see_and_change_only_their_own_keys(
     # Another tenant's key is not found (its existence does not leak) and stays active.
     status, body = await cp.api("DELETE", f"/api/keys/{approved['key_id']}", token=bob)
     assert status == 404 and body == {"error": "API key not found"}
-    assert json.loads(await kv.hget("cp:api-keys", approved["key_id"]))["status"] == "active"
+    assert json.loads(await kv.hget(api_keys.KEYS, approved["key_id"]))["status"] == "active"
     status, body = await cp.api("DELETE", f"/api/keys/{approved['key_id']}", token=alice)
     assert status == 200 and body == {"status": "revoked"}
 

@@ -5,15 +5,25 @@ tokens."""
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import cast
 
 import pytest
-from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
+from controlplane_kit import (  # noqa: F401
+    MASTER,
+    Start,
+    Tokens,
+    call,
+    drop_tenant,
+    put_tenant,
+    start_fixture,
+    tokens_fixture,
+)
 from shared_kit import free_port
 
+from controlplane.branding import branding_key
+from controlplane.tenancy import tenant_marker
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
@@ -31,10 +41,10 @@ DEFAULTS = {
 async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
     kv = connect_kv(valkey_url)
     for tenant in ("acme", "globex"):
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
-        await kv.delete(f"cp:branding:{tenant}")
-    await kv.hdel("cp:tenants", "ghost")
-    await kv.delete("cp:branding:ghost")
+        await put_tenant(kv, tenant)
+        await kv.delete(branding_key(tenant))
+    await drop_tenant(kv, "ghost")
+    await kv.delete(branding_key("ghost"))
     async with start() as svc:
         yield svc
     await kv.aclose()
@@ -43,7 +53,7 @@ async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
 async def stored(valkey_url: str, tenant: str) -> dict[str, str]:
     kv = connect_kv(valkey_url)
     try:
-        return cast("dict[str, str]", await kv.hgetall(f"cp:branding:{tenant}"))
+        return cast("dict[str, str]", await kv.hgetall(branding_key(tenant)))
     finally:
         await kv.aclose()
 
@@ -154,6 +164,25 @@ async def test_unknown_tenant_is_404_and_leaves_nothing(cp: Serving, valkey_url:
     assert await stored(valkey_url, "ghost") == {}
     status, body = await call(cp, "GET", "/api/tenants/bad%20id/branding", MASTER)
     assert status == 400 and body["error"] == "invalid_request"
+
+
+async def test_a_tenant_being_deleted_gets_no_branding(cp: Serving, valkey_url: str) -> None:
+    """A deletion removes the tenant's marker first (its record goes last): from then on the
+    branding script, which checks the marker in the tenant's own slot, writes nothing."""
+    kv = connect_kv(valkey_url)
+    try:
+        await put_tenant(kv, "leaving")
+        await kv.delete(branding_key("leaving"))
+        await kv.delete(tenant_marker("leaving"))  # as a deletion's first step leaves it
+        status, body = await call(
+            cp, "POST", "/api/tenants/leaving/branding", MASTER, {"portal_title": "Late"}
+        )
+        assert (status, body) == (404, {"error": "Tenant not found"})
+        assert await stored(valkey_url, "leaving") == {}
+        assert (await call(cp, "GET", "/api/tenants/leaving/branding", MASTER))[0] == 404
+    finally:
+        await drop_tenant(kv, "leaving")
+        await kv.aclose()
 
 
 async def test_tenants_see_and_change_only_their_own_branding(

@@ -307,7 +307,7 @@ async def test_a_replica_that_missed_the_message_refuses_within_a_poll(
         assert (await get(ai, "/v1/models", key))[0] == 200
         entry = json.loads(await kv.hget(DIGESTS, digest(key)))
         await kv.hset(DIGESTS, digest(key), json.dumps({**entry, "status": "revoked"}))
-        await kv.incr("cp:api-keys:version")  # no PUBLISH: as if the message were lost
+        await kv.incr(issued_keys.VERSION)  # no PUBLISH: as if the message were lost
 
         async def refused() -> bool:
             return (await get(ai, "/v1/models", key))[0] == 401
@@ -451,7 +451,7 @@ async def test_keys_issued_before_the_projection_work_once_a_control_plane_start
     _, active = await issue(cp, tenants, names, tenant)
     revoked_id, revoked = await issue(cp, tenants, names, tenant)
     assert (await cp.api("DELETE", f"/api/keys/{revoked_id}"))[0] == 200
-    # The store as an earlier release left it: `cp:api-keys` (with key_hash), no projection.
+    # The store as an earlier release left it: `{cp:api-keys}` (with key_hash), no projection.
     await kv.hdel(DIGESTS, digest(active), digest(revoked))
     async with ai_gateway() as ai:
         assert (await get(ai, "/v1/models", active))[0] == 401

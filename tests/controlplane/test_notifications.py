@@ -95,8 +95,8 @@ async def test_create_list_and_mark_read(cp, kv) -> None:
     status, body = await call(cp, "GET", f"/api/notifications?tenant_id={acme}")
     assert {n["id"]: n["read"] for n in body["notifications"]} == {nid: True, second: False}
     # Stored where the layout says.
-    assert await kv.hexists(f"cp:notifications:items:{acme}", nid)
-    assert await kv.sismember(f"cp:notifications:read:{acme}", nid)
+    assert await kv.hexists(store.items_key(acme), nid)
+    assert await kv.sismember(store.read_key(acme), nid)
 
 
 async def test_list_all_tenants_for_a_platform_admin(cp) -> None:
@@ -143,7 +143,7 @@ async def test_create_refuses_bad_fields_and_writes_nothing(cp, kv, change, fiel
     assert status == 400, answer
     assert answer["error"] == "invalid_request"
     assert answer["field"] == field and field in answer["message"]
-    assert not await kv.exists(f"cp:notifications:items:{acme}")
+    assert not await kv.exists(store.items_key(acme))
     assert await kv.xlen(store.QUEUE) <= before
 
 
@@ -195,11 +195,11 @@ async def test_preferences_defaults_put_and_get(cp, kv) -> None:
     secret = body["signing_secret"]
     assert secret.startswith("whsec_") and len(secret) > 30
     # Sealed at rest with the platform keyring, each bound to its tenant (issue 19 defect 5).
-    raw = await kv.get(f"cp:notify-prefs:{acme}")
+    raw = await kv.get(store.prefs_key(acme))
     assert secret not in raw and "127.0.0.1:9/hook" not in raw
     stored = json.loads(raw)
     keyring = keyring_for_tests()
-    where = f"cp:notify-prefs:{acme}"
+    where = store.prefs_binding(acme)
     assert keyring.open(stored["signing_secret"], f"{where}:signing_secret") == secret
     assert keyring.open(stored["webhook_url"], f"{where}:webhook_url") == "http://127.0.0.1:9/hook"
 
@@ -250,11 +250,11 @@ async def test_preferences_refuse_bad_values_and_keep_the_old_ones(cp, kv, chang
     acme = tenant()
     good = {"tenant_id": acme, "webhook_url": "http://127.0.0.1:9/ok", "email": "a@acme.example"}
     assert (await call(cp, "PUT", "/api/notifications/preferences", body=good))[0] == 200
-    before = await kv.get(f"cp:notify-prefs:{acme}")
+    before = await kv.get(store.prefs_key(acme))
     status, body = await call(cp, "PUT", "/api/notifications/preferences", body={**good, **change})
     assert status == 400, body
     assert body["field"] == field and field in body["message"]
-    assert await kv.get(f"cp:notify-prefs:{acme}") == before
+    assert await kv.get(store.prefs_key(acme)) == before
 
 
 async def test_private_and_loopback_targets_only_in_development(start) -> None:
@@ -305,7 +305,7 @@ async def test_create_over_grpc_with_the_master_key(cp, kv) -> None:
         timeout=5,
     )
     assert reply.status == "created"
-    assert await kv.hexists(f"cp:notifications:items:{acme}", reply.id)
+    assert await kv.hexists(store.items_key(acme), reply.id)
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await stub.CreateNotification(
             notification_pb2.CreateNotificationRequest(
@@ -334,7 +334,7 @@ async def test_only_the_newest_notifications_are_kept(start, kv) -> None:
         assert [n["id"] for n in body["notifications"]] == ids[:1:-1]
         status, body = await call(svc, "POST", f"/api/notifications/{ids[0]}/read")
         assert status == 404
-    assert await kv.scard(f"cp:notifications:read:{acme}") == 0
+    assert await kv.scard(store.read_key(acme)) == 0
     assert not await kv.hexists(store.IDS, ids[0])
 
 
@@ -345,7 +345,7 @@ async def test_tenant_deletion_removes_notifications_and_preferences(cp, kv) -> 
     await store.delete_tenant_notifications(kv, acme)
     for key in ("items", "order", "read"):
         assert not await kv.exists(f"cp:notifications:{key}:{acme}")
-    assert not await kv.exists(f"cp:notify-prefs:{acme}")
+    assert not await kv.exists(store.prefs_key(acme))
     assert not await kv.hexists(store.IDS, nid)
     assert not await kv.sismember(store.TENANTS, acme)
 

@@ -6,18 +6,18 @@ and the pages' security headers."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from controlplane_kit import MASTER, Start, call, start_fixture  # noqa: F401
+from controlplane_kit import MASTER, Start, call, put_tenant, start_fixture  # noqa: F401
 from portal_kit import Browser
 from shared_kit import free_port, keyring_for_tests
 
-from controlplane.portal.sessions import SESSION_PREFIX, digest
+from controlplane.branding import branding_key
+from controlplane.portal.sessions import session_key
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
@@ -28,8 +28,8 @@ TENANTS = ("acme", "globex", "platform")
 async def cp(start: Start, valkey_url: str) -> AsyncIterator[Serving]:
     kv = connect_kv(valkey_url)
     for tenant in TENANTS:
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
-        await kv.delete(f"cp:branding:{tenant}")  # other modules brand these tenants too
+        await put_tenant(kv, tenant)
+        await kv.delete(branding_key(tenant))  # other modules brand these tenants too
     await kv.aclose()
     async with start(HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off") as svc:
         yield svc
@@ -105,9 +105,9 @@ async def test_a_session_is_stored_by_digest_with_its_tokens_sealed(
         assert sid
         kv = connect_kv(valkey_url)
         try:
-            stored = cast("dict[str, str]", await kv.hgetall(SESSION_PREFIX + digest(sid)))
+            stored = cast("dict[str, str]", await kv.hgetall(session_key(sid)))
             assert not await kv.keys(f"*{sid}*")  # the cookie itself is never a key
-            ttl = await kv.ttl(SESSION_PREFIX + digest(sid))
+            ttl = await kv.ttl(session_key(sid))
         finally:
             await kv.aclose()
         assert stored["access_token"].startswith("enc:")
@@ -175,7 +175,7 @@ async def test_logout_ends_the_session(cp: Serving, valkey_url: str) -> None:
         assert (status, body) == (200, {"logged_out": True})
         kv = connect_kv(valkey_url)
         try:
-            assert not await kv.exists(SESSION_PREFIX + digest(sid))
+            assert not await kv.exists(session_key(sid))
         finally:
             await kv.aclose()
         # Even a copy of the old cookie no longer works.
@@ -188,7 +188,7 @@ async def _expire_access_token(valkey_url: str, sid: str) -> dict[str, str]:
     """Make the session's access token look spent (as if 5 minutes had passed)."""
     kv = connect_kv(valkey_url)
     try:
-        key = SESSION_PREFIX + digest(sid)
+        key = session_key(sid)
         before = cast("dict[str, str]", await kv.hgetall(key))
         await kv.hset(key, "access_expires_at", str(int(time.time())))
         return before
@@ -212,12 +212,12 @@ async def test_a_spent_access_token_is_refreshed_once_for_concurrent_calls(
         assert [status for status, _ in answers] == [200] * 6, answers
         kv = connect_kv(valkey_url)
         try:
-            after = await kv.hgetall(SESSION_PREFIX + digest(sid))
+            after = await kv.hgetall(session_key(sid))
         finally:
             await kv.aclose()
         assert int(after["access_expires_at"]) > time.time() + 60
         keyring = keyring_for_tests()
-        context = SESSION_PREFIX + digest(sid)
+        context = session_key(sid)
         for field in ("access_token", "refresh_token"):
             old = keyring.open(before[field], f"{context}:{field}")
             new = keyring.open(after[field], f"{context}:{field}")
@@ -230,7 +230,7 @@ async def test_a_refresh_the_idp_refuses_ends_the_session(cp: Serving, valkey_ur
         sid = browser.cookie("strata_session")
         assert sid is not None
         await _expire_access_token(valkey_url, sid)
-        key = SESSION_PREFIX + digest(sid)
+        key = session_key(sid)
         kv = connect_kv(valkey_url)
         try:
             spent = keyring_for_tests().seal("not-a-refresh-token", f"{key}:refresh_token")

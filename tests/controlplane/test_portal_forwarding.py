@@ -11,10 +11,12 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import pytest
+from controlplane_kit import put_tenant
 from portal_kit import Browser
 from shared_kit import ConfigFor, free_port
 
 from controlplane.app import build as build_cp
+from controlplane.branding import branding_key
 from controlplane.config import ControlPlaneConfig
 from gateways.agent.app import build as build_agent
 from gateways.agent.approvals.store import ApprovalQueue
@@ -45,8 +47,8 @@ async def platform(
 ) -> AsyncIterator[Platform]:
     kv = connect_kv(valkey_url)
     for tenant in ("acme", "globex", "platform"):
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
-        await kv.delete(f"cp:branding:{tenant}")
+        await put_tenant(kv, tenant)
+        await kv.delete(branding_key(tenant))
     await kv.aclose()
     cp_grpc = free_port()  # the edge forwards its Admin API there; the control plane starts last
     async with AsyncExitStack() as stack:

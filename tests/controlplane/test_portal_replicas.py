@@ -4,15 +4,15 @@ and a logout at one ends it at both. Nothing of a session is in a process's memo
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from controlplane_kit import put_tenant
 from portal_kit import Browser
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, free_port, service_process
 
-from controlplane.portal.sessions import SESSION_PREFIX, digest
+from controlplane.portal.sessions import session_key
 from runtime.stores.kv import connect_kv
 
 pytestmark = pytest.mark.timeout(90)
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(90)
 async def replicas(valkey_url: str, idp: str, tmp_path: Path) -> AsyncIterator[list[str]]:
     kv = connect_kv(valkey_url)
     for tenant in ("acme", "globex"):
-        await kv.hset("cp:tenants", tenant, json.dumps({"id": tenant, "name": tenant}))
+        await put_tenant(kv, tenant)
     await kv.aclose()
     processes, urls = [], []
     try:
@@ -75,7 +75,7 @@ async def test_two_control_planes_share_a_session(replicas: list[str], valkey_ur
             assert body["portal_title"] == "Acme B"
             # A refresh made by B is what A uses next (the rotated refresh token included).
             kv = connect_kv(valkey_url)
-            key = SESSION_PREFIX + digest(sid)
+            key = session_key(sid)
             try:
                 await kv.hset(key, "access_expires_at", "0")
                 assert (await at_b.call("GET", "/portal/api/session"))[0] == 200

@@ -45,7 +45,7 @@ from shared_kit import free_port, service_token, user_token
 from controlplane.agent_identity.keys import public_jwk
 from controlplane.config import ControlPlaneConfig
 from runtime.config import ConfigError
-from runtime.hop_tokens import STS_KEYS_KEY
+from runtime.hop_tokens import STS_KEYS_KEY, deleg_key
 from runtime.stores.kv import connect_kv
 from strata.controlplane.v1 import sts_pb2
 
@@ -157,6 +157,35 @@ async def test_the_steps_deny_in_the_spec_order_with_its_texts(controlplane, idp
         for (subject, actor, audience, extra), expected in cases:
             answer = await sts.exchange(subject, actor, audience, **extra)
             assert answer == expected, (audience, extra)
+
+
+async def test_a_delegation_needs_both_the_registration_and_the_set(
+    controlplane, idp, valkey_url
+) -> None:
+    """The registry writes a registration and its delegation set in two steps (two slots of a
+    clustered store): whatever a crash between them leaves, an agent never delegates to an
+    audience its registration does not name, nor to one its set has lost."""
+    human = await user_token(idp, "alice", "alice")
+    kv = connect_kv(valkey_url)
+    async with controlplane() as cp:
+        sts = Sts(cp)
+        a, b, c = await registered_agents(idp, sts, ("a", "b", "c"))
+        assert (await sts.exchange(human, a.token, b.agent_id))[0] == 200
+        # An update narrowing a's audiences to none, cut after its registration: the set
+        # still names b.
+        await sts.register(a.agent_id, "acme", (), ("echo",), credential_ref=a.client_id)
+        await kv.sadd(deleg_key(a.agent_id), b.agent_id)
+        assert await sts.exchange(human, a.token, b.agent_id) == denial(
+            403, "agent may not delegate", "unauthorized_client"
+        )
+        # An update widening them to c, cut before its set: c is not granted yet.
+        await sts.register(a.agent_id, "acme", (c.agent_id,), ("echo",),
+                           credential_ref=a.client_id)  # fmt: skip
+        await kv.srem(deleg_key(a.agent_id), c.agent_id)
+        assert await sts.exchange(human, a.token, c.agent_id) == denial(
+            403, "agent may not delegate", "unauthorized_client"
+        )
+    await kv.aclose()
 
 
 async def test_a_delegation_loop_is_refused(controlplane, idp) -> None:

@@ -21,11 +21,15 @@ import pytest
 from google.protobuf import struct_pb2
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, ConfigFor, free_port, user_token
 
+from controlplane import api_keys
 from controlplane.app import build as build_cp
+from controlplane.branding import branding_key
 from controlplane.config import ControlPlaneConfig
 from controlplane.edge_config.keys import TAG as EDGE_CONFIG
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
+from controlplane.notifications import store as notifications
+from controlplane.tenancy import tenant_exists
 from controlplane.tenants.owned import find_owned
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
@@ -130,7 +134,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
     """Everything of the tenant in the key-value store and the edge configuration."""
     keys = sorted([k async for k in kv.scan_iter(match=f"*{tenant}*", count=1000)])
     hashes = {}
-    for name in ("cp:tenants", "cp:api-keys", "cp:key-requests", "cp:webhooks"):
+    for name in ("cp:tenants", api_keys.KEYS, api_keys.REQUESTS, notifications.WEBHOOKS):
         entries = await kv.hgetall(name) if await kv.type(name) == "hash" else {}
         hashes[name] = sorted(k for k, v in entries.items() if tenant in k or tenant in v)
     state = await EdgeConfigStore(kv).load()
@@ -191,6 +195,7 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     group = (await EdgeConfigStore(kv).load()).of("consumer_groups")[tenant_id].value
     assert group["plugins"] == {"tenant-rate-limit": {"tenant_header": "X-Tenant-ID"}}
     assert group["labels"] == {"tenant": tenant_id}
+    assert await tenant_exists(kv, tenant_id)  # its marker, checked by its own writes
     assert await api(cp, "GET", f"/api/tenants/{tenant_id}") == (200, tenant)
     await api(cp, "DELETE", f"/api/tenants/{tenant_id}")
 
@@ -572,14 +577,14 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
         )
     await kv.set(rate_limit_override(tid, "r1"), '{"limit": 5}')
     await kv.zadd(rate_limit_window(tid, "r1", 60), {"m": 1})
-    await kv.set(f"cp:branding:{tid}", "{}")
-    await kv.set(f"cp:notify-prefs:{tid}", "{}")
+    await kv.set(branding_key(tid), "{}")
+    await kv.set(notifications.prefs_key(tid), "{}")
     notification = {"tenant_id": tid, "notification_type": "key_approved", "title": "t",
                     "message": "m"}  # fmt: skip
     assert (await api(cp, "POST", "/api/notifications", notification))[0] == 201
-    await kv.hset("cp:api-keys", f"k-{tid}", json.dumps({"tenant_id": tid}))
-    await kv.hset("cp:api-keys", f"k-{other['id']}", json.dumps({"tenant_id": other["id"]}))
-    await kv.hset("cp:key-requests", f"kr-{tid}", json.dumps({"tenant_id": tid}))
+    await kv.hset(api_keys.KEYS, f"k-{tid}", json.dumps({"tenant_id": tid}))
+    await kv.hset(api_keys.KEYS, f"k-{other['id']}", json.dumps({"tenant_id": other["id"]}))
+    await kv.hset(api_keys.REQUESTS, f"kr-{tid}", json.dumps({"tenant_id": tid}))
     assert (await traces(kv, tid))["edge"] == [
         f"consumer_groups/{tid}",
         f"consumers/{tid}-k1",
@@ -592,8 +597,8 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
     assert await api(cp, "GET", f"/api/tenants/{tid}") == (404, {"error": "Tenant not found"})
     assert await api(cp, "DELETE", f"/api/tenants/{tid}") == (404, {"error": "Tenant not found"})
     # Another tenant's entries in the shared hashes stay.
-    assert await kv.hexists("cp:api-keys", f"k-{other['id']}")
-    await kv.hdel("cp:api-keys", f"k-{other['id']}")
+    assert await kv.hexists(api_keys.KEYS, f"k-{other['id']}")
+    await kv.hdel(api_keys.KEYS, f"k-{other['id']}")
     await api(cp, "DELETE", f"/api/tenants/{other['id']}")
 
 

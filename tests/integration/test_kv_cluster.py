@@ -25,11 +25,16 @@ from redis.exceptions import (
 )
 from shared_kit import keyring_for_tests
 
-from controlplane import api_keys
-from controlplane.agent_identity import sts
+from controlplane import api_keys, branding, rate_limits
+from controlplane.agent_identity import registry, sts
+from controlplane.branding import branding_key
 from controlplane.edge_config import keys as edge_keys
 from controlplane.edge_config import store as edge_config_store
+from controlplane.notifications import delivery, raise_notification
+from controlplane.notifications import store as notify
+from controlplane.portal.sessions import session_key
 from controlplane.providers.store import ProviderStore, Write
+from controlplane.tenancy import tenant_marker
 from gateways.agent import hop_identity
 from gateways.agent.sessions import store as sessions
 from gateways.ai import breaker, budget, budget_reservation, no_budget
@@ -38,6 +43,7 @@ from gateways.ai.providers.keys import breaker_keys
 from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugins import tenant_rate_limit
+from runtime import tenant_realms
 from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, jti_key
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS
@@ -269,8 +275,8 @@ def agent_hop_first_use() -> Case:
         ai_breaker_failure,
         edge_config_write,
         pytest.param(agent_session_create, marks=CROSSSLOT_TODAY),
-        pytest.param(controlplane_key_decision, marks=CROSSSLOT_TODAY),
-        pytest.param(sts_resolve, marks=CROSSSLOT_TODAY),
+        pytest.param(controlplane_key_decision),
+        pytest.param(sts_resolve),
         pytest.param(agent_hop_first_use, marks=CROSSSLOT_TODAY),
     ],
 )
@@ -284,6 +290,199 @@ async def test_product_scripts_run_on_the_cluster(
             for name, value in fields.items():
                 await kv.hset(key, name, value)
         await kv.eval(text, len(keys), *keys, *args)
+    finally:
+        await kv.aclose()
+
+
+# The control plane's other multi-key scripts and transactions (issue 24, keys-cp), each run on
+# the cluster with the product's text and keys. (script text, KEYS, ARGV, commands run first)
+CpCase = tuple[str, list[str], list[str], list[tuple[str, ...]]]
+A_KEY = json.dumps(
+    {"id": "k-1", "tenant_id": "acme", "name": "n", "key_hash": "h", "status": "active"}
+)
+REVOKED = json.dumps({**json.loads(A_KEY), "status": "revoked"})
+REGISTERED = json.dumps({"agent_id": "agent:a", "credential_ref": "old"})
+
+
+def cp_api_key_request() -> CpCase:
+    return api_keys._FILE, [api_keys.NAMES, api_keys.REQUESTS], ["n", "kr-1", "{}"], []
+
+
+def cp_api_key_revoke() -> CpCase:
+    keys = [api_keys.KEYS, api_keys.NAMES, DIGESTS, KEYS_VERSION]
+    return (
+        api_keys._REVOKE,
+        keys,
+        ["k-1", REVOKED, "n", KEYS_CHANGED],
+        [("HSET", api_keys.KEYS, "k-1", A_KEY)],
+    )
+
+
+def cp_api_key_projection() -> CpCase:
+    keys = [api_keys.KEYS, DIGESTS, KEYS_VERSION]
+    return api_keys._PROJECT_ALL, keys, [KEYS_CHANGED], [("HSET", api_keys.KEYS, "k-1", A_KEY)]
+
+
+def cp_realm_bind() -> CpCase:
+    keys = [tenant_realms.REALMS, tenant_realms.VERSION]
+    return tenant_realms.BIND, keys, ["r1", '{"tenant_id": "acme"}', tenant_realms.CHANNEL], []
+
+
+def cp_realm_unbind() -> CpCase:
+    keys = [tenant_realms.REALMS, tenant_realms.VERSION]
+    return (
+        tenant_realms.UNBIND,
+        keys,
+        ["r2", "acme", tenant_realms.CHANNEL],
+        [("HSET", tenant_realms.REALMS, "r2", '{"tenant_id": "acme"}')],
+    )
+
+
+def cp_agent_register() -> CpCase:
+    keys = [REGISTRY_KEY, CREDENTIALS_KEY]
+    return (
+        registry.REGISTER,
+        keys,
+        ["agent:a", REGISTERED, "new"],
+        [
+            ("HSET", REGISTRY_KEY, "agent:a", REGISTERED),
+            ("HSET", CREDENTIALS_KEY, "old", "agent:a"),
+        ],
+    )
+
+
+def cp_agent_deregister() -> CpCase:
+    return (
+        registry.DEREGISTER,
+        [REGISTRY_KEY, CREDENTIALS_KEY],
+        ["agent:d"],
+        [
+            ("HSET", REGISTRY_KEY, "agent:d", REGISTERED),
+            ("HSET", CREDENTIALS_KEY, "old", "agent:d"),
+        ],
+    )
+
+
+def cp_notifications_trim() -> CpCase:
+    keys = [notify.items_key("acme"), notify.order_key("acme"), notify.read_key("acme")]
+    return (
+        notify._TRIM,
+        keys,
+        ["0"],
+        [
+            ("HSET", keys[0], "n-1", "{}"),
+            ("ZADD", keys[1], "1", "n-1"),
+            ("SADD", keys[2], "n-1"),
+        ],
+    )
+
+
+def cp_notification_mark_read() -> CpCase:
+    keys = [notify.items_key("acme"), notify.read_key("acme")]
+    return notify._MARK_READ, keys, ["n-2"], [("HSET", keys[0], "n-2", "{}")]
+
+
+def cp_deliveries_promote() -> CpCase:
+    keys = [notify.RETRY, notify.QUEUE]
+    return (
+        delivery._PROMOTE,
+        keys,
+        [str(int(time.time() * 1000)), "100"],
+        [("ZADD", notify.RETRY, "1", "{}")],
+    )
+
+
+def cp_branding_update() -> CpCase:
+    keys = [tenant_marker("acme"), branding_key("acme")]
+    return (
+        branding._UPDATE,
+        keys,
+        ["2026-01-01T00:00:00.000Z", "portal_title", "T"],
+        [("SET", keys[0], "1")],
+    )
+
+
+def cp_rate_limit_put() -> CpCase:
+    keys = [tenant_marker("acme"), rate_limit_override("acme")]
+    return rate_limits._PUT, keys, ['{"limit": 5}'], [("SET", keys[0], "1")]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        cp_api_key_request,
+        cp_api_key_revoke,
+        cp_api_key_projection,
+        cp_realm_bind,
+        cp_realm_unbind,
+        cp_agent_register,
+        cp_agent_deregister,
+        cp_notifications_trim,
+        cp_notification_mark_read,
+        cp_deliveries_promote,
+        cp_branding_update,
+        cp_rate_limit_put,
+    ],
+)
+async def test_control_plane_scripts_run_on_the_cluster(
+    cluster: KvCluster, script: Callable[[], CpCase]
+) -> None:
+    text, keys, args, first = script()
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        for command in first:
+            await kv.execute_command(*command)
+        assert await kv.eval(text, len(keys), *keys, *args)
+    finally:
+        await kv.aclose()
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        # a tenant's new notification; a tenant's deletion (notifications/store.py)
+        [notify.items_key("acme"), notify.order_key("acme")],
+        [notify.items_key("acme"), notify.order_key("acme"), notify.read_key("acme"),
+         notify.prefs_key("acme")],
+        # an attempt acknowledged with what follows from it (notifications/delivery.py)
+        [notify.QUEUE, notify.RETRY, notify.DEAD],
+        # a tenant's branding read with its marker (branding.py)
+        [tenant_marker("acme"), branding_key("acme")],
+        # a portal session and its refresh lock, removed together (portal/sessions.py)
+        [session_key("sid"), session_key("sid") + ":refreshing"],
+    ],
+)  # fmt: skip
+async def test_control_plane_transactions_run_on_the_cluster(
+    cluster: KvCluster, keys: list[str]
+) -> None:
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        async with kv.pipeline(transaction=True) as tx:
+            for key in keys:
+                tx.exists(key)
+            assert len(await tx.execute()) == len(keys)  # refused (CROSSSLOT) over two slots
+    finally:
+        await kv.aclose()
+
+
+async def test_notifications_are_raised_read_listed_and_removed_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """The notification store's own functions (three steps in three slots, a per-tenant script,
+    a tenant's deletion) through redis-py's cluster client."""
+    kv: Any = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        ids = [await raise_notification(kv, "t-cl", "key_approved", "t", f"m{i}", keep=2)
+               for i in range(3)]  # fmt: skip
+        assert await kv.hget(notify.IDS, ids[0]) is None  # trimmed, its index entry too
+        assert await notify.mark_read(kv, ids[2], "t-cl")
+        listed = await notify.list_notifications(kv, "t-cl")
+        assert [(n["id"], n["read"]) for n in listed] == [(ids[2], True), (ids[1], False)]
+        assert await kv.xlen(notify.QUEUE) >= 3
+        await notify.delete_tenant_notifications(kv, "t-cl")
+        assert await notify.list_notifications(kv, "t-cl") == []
+        assert not await kv.exists(notify.items_key("t-cl"))
+        assert await kv.hget(notify.IDS, ids[2]) is None
     finally:
         await kv.aclose()
 
