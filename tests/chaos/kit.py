@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -70,6 +71,17 @@ class ChaosStack(Stack):
         os.kill(pid, sig)
         return pid
 
+    async def gone(self, pid: int) -> float:
+        """When `pid` has exited and its parent, the launcher, has reaped it. A dying process
+        holds its sockets until its last thread is gone (connections the kernel accepts for it
+        meanwhile are reset), and its main thread shows as a zombie before that: only the reap
+        says it is all over."""
+        for _ in range(6000):  # SIGTERM: the drain, at most the launcher's grace
+            if not Path(f"/proc/{pid}").exists():
+                break
+            await asyncio.sleep(0.01)
+        return time.monotonic()
+
 
 @dataclass
 class Call:
@@ -90,8 +102,9 @@ class Event:
     """A process taken down: which one, and when (monotonic clock)."""
 
     name: str
-    at: float
+    at: float  # the signal sent
     serves: tuple[str, ...]  # the kinds of call it serves
+    gone: float = float("inf")  # the process exited: until then it held its sockets
 
 
 Caller = Callable[[Http, int, dict[str, str]], Awaitable[Reply]]  # (client, n, headers)
@@ -137,7 +150,9 @@ class Load:
 
 def in_flight(call: Call, events: list[Event]) -> bool:
     """Whether `call` was under way when a process serving its kind was taken down."""
-    return any(call.kind in e.serves and call.started <= e.at <= call.ended for e in events)
+    return any(
+        call.kind in e.serves and call.started <= e.gone and call.ended >= e.at for e in events
+    )
 
 
 def table(rows: list[dict[str, Any]]) -> str:

@@ -160,8 +160,10 @@ async def take_down(
     """`sig` to one replica; while it is away the survivors serve; back once the launcher
     has replaced it. The over-admissions seen meanwhile."""
     service = next(s for s in REPLICATED if name.startswith(s))
-    events.append(Event(name, time.monotonic(), SERVES[service]))
+    event = Event(name, time.monotonic(), SERVES[service])
+    events.append(event)
     pid = await stack.kill(name, sig)
+    event.gone = await stack.gone(pid)
     over = await survivors_serve(stack, http, w, limited)
     await stack.replaced(name, pid)
     return over
@@ -245,8 +247,12 @@ def _flat(value: Any) -> str:
 
 
 def unexpected(load: Load, events: list[Event]) -> list[str]:
-    return [f"{c.kind} {c.status} {c.detail}" for c in load.calls
-            if not c.ok and not in_flight(c, events)]  # fmt: skip
+    """The failed calls that were not in flight on a downed replica, with when they ran
+    beside each fault (seconds from the signal to the call's start and end; the exit)."""
+    return [f"{c.kind} {c.status} {c.detail} "
+            + "; ".join(f"{e.name}: {c.started - e.at:+.3f} {c.ended - e.at:+.3f} "
+                        f"exit {e.gone - e.at:+.3f}" for e in events)
+            for c in load.calls if not c.ok and not in_flight(c, events)]  # fmt: skip
 
 
 async def test_kill_9_one_replica_of_each_service_in_turn(stack: ChaosStack, mcp_url: str) -> None:
