@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -77,7 +76,7 @@ class ChaosStack(Stack):
         meanwhile are reset), and its main thread shows as a zombie before that: only the reap
         says it is all over."""
         for _ in range(6000):  # SIGTERM: the drain, at most the launcher's grace
-            if not Path(f"/proc/{pid}").exists():
+            if not os.path.exists(f"/proc/{pid}"):
                 break
             await asyncio.sleep(0.01)
         return time.monotonic()
