@@ -76,10 +76,14 @@ class ChaosStack(Stack):
         meanwhile are reset), and its main thread shows as a zombie before that: only the reap
         says it is all over."""
         for _ in range(6000):  # SIGTERM: the drain, at most the launcher's grace
-            if not os.path.exists(f"/proc/{pid}"):
+            if reaped(pid):
                 break
             await asyncio.sleep(0.01)
         return time.monotonic()
+
+
+def reaped(pid: int) -> bool:
+    return not os.path.exists(f"/proc/{pid}")
 
 
 @dataclass

@@ -110,8 +110,8 @@ async def test_the_workers_drain_together_with_their_primary(valkey_url: str) ->
     assert len(workers) == 1
     admin = f"http://127.0.0.1:{env['ADMIN_PORT']}/apisix/admin/routes"
     key = f"X-API-KEY: {env['ADMIN_API_KEY']}"
-    in_flight = asyncio.create_task(asyncio.to_thread(
-        subprocess.run, ["curl", "-s", "-m", "40", "-H", key, admin], capture_output=True))  # fmt: skip
+    curl = ["curl", "-s", "-m", "40", "-H", key, admin]
+    in_flight = asyncio.create_task(asyncio.to_thread(subprocess.run, curl, capture_output=True))
     try:
         await asyncio.sleep(1)  # the admin call reached the primary, which waits on its peer
         primary.send_signal(signal.SIGTERM)
