@@ -39,8 +39,7 @@ from reliability.kit import (
 )
 from shared_kit import free_port
 
-from chaos.kit import REPLICATED, Call, ChaosStack, Event, Load, in_flight, table
-from gateways.agent.audit import digest
+from chaos.kit import REPLICATED, ChaosStack, Event, Load, in_flight, table
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 
@@ -121,18 +120,13 @@ def start_load(stack: ChaosStack, w: World) -> Load:
         headers={"Cache-Control": "no-store", **h}), clients=2)  # fmt: skip
     load.start("tool", lambda http, n, h: http.call(
         "POST", f"{stack.edge}/v1/mcp/tools/call", token=t.token, headers=h,
-        json_body={**tool, "arguments": tool_arguments(h)}), clients=2)  # fmt: skip
+        json_body={**tool, "arguments": {"text": f"call {n}"}}), clients=2)  # fmt: skip
     load.start("session", lambda http, n, h: http.call(
         "GET", f"{stack.edge}/v1/sessions/{w.session}/tools", token=t.token, headers=h),
         clients=1)  # fmt: skip
     load.start("routed", lambda http, n, h: http.call(
         "GET", f"{stack.edge}/api/rows/{n}", token=t.token, headers=h), clients=1)  # fmt: skip
     return load
-
-
-def tool_arguments(headers: dict[str, str]) -> dict[str, str]:
-    """A tool call's arguments, unique per call: its audit row holds their hash."""
-    return {"text": f"call {headers['traceparent'].split('-')[1]}"}
 
 
 async def survivors_serve(stack: ChaosStack, http: Http, w: World, limited: str) -> int:
@@ -181,34 +175,30 @@ async def edge_config_served(stack: ChaosStack, http: Http) -> None:
     assert "ai-gateway" in config.text, config.text
 
 
-# How a row names the call that left it: the trace id the call sent (`traceparent`), or for an
-# audit row, which records no trace of its caller's, the hash of the call's unique arguments.
-ROW_KEY = {"request_log": "trace_id", "ai_request_log": "trace_id", "agent_audit_log": "input_hash"}
+async def trace_ids(http: Http, stack: ChaosStack, table: str, tenant: str) -> Counter[str]:
+    return Counter(r["trace_id"] for r in await export_rows(http, stack, table, tenant))
 
 
-def call_key(table: str, call: Call) -> str:
-    if ROW_KEY[table] == "input_hash":
-        return digest(tool_arguments({"traceparent": f"00-{call.trace_id}-0-01"}))
-    return call.trace_id
-
-
-async def row_keys(http: Http, stack: ChaosStack, table: str, tenant: str) -> Counter[str]:
-    return Counter(r[ROW_KEY[table]] for r in await export_rows(http, stack, table, tenant))
+async def tool_call_rows(http: Http, stack: ChaosStack, tenant: str) -> int:
+    rows = await export_rows(http, stack, "agent_audit_log", tenant)
+    return len([r for r in rows if r["action"] == "tool_call" and r["tool_name"] == "echo"])
 
 
 async def rows_and_debits(
     stack: ChaosStack, http: Http, w: World, load: Load, events: list[Event]
 ) -> dict[str, Any]:
-    """Per table: rows lost (a call that succeeded without its row, found by the call's trace
-    id) and rows written twice; budget debits beyond the chats that may have run (those that
-    succeeded, and those in flight on a killed AI gateway, which may have run before it died)."""
-    tables = {"request_log": "routed", "ai_request_log": "chat", "agent_audit_log": "tool"}
+    """Per table: rows lost (a call that succeeded without its row) and rows written twice;
+    budget debits beyond the chats that may have run (those that succeeded, and those in
+    flight on a killed AI gateway, which may have run before it died). `request_log` and
+    `ai_request_log` rows carry the trace id each call sent; the agent gateway's audit rows
+    carry a trace of its own, so they are counted: lost = calls that succeeded - rows, twice =
+    rows beyond the calls that may have run."""
     lost, twice = {}, {}
-    for table_name, kind in tables.items():
-        wanted = {call_key(table_name, c) for c in load.of(kind) if c.ok}
+    for table_name, kind in {"request_log": "routed", "ai_request_log": "chat"}.items():
+        wanted = {c.trace_id for c in load.of(kind) if c.ok}
 
         async def rows(table_name: str = table_name) -> Counter[str]:
-            return await row_keys(http, stack, table_name, w.tenant.id)
+            return await trace_ids(http, stack, table_name, w.tenant.id)
 
         def complete(found: Counter[str], wanted: set[str] = wanted) -> bool:
             return wanted <= set(found)
@@ -216,6 +206,13 @@ async def rows_and_debits(
         found = await eventually(rows, complete)
         lost[table_name] = len(wanted - set(found))
         twice[table_name] = sum(n - 1 for n in found.values() if n > 1)
+    tools = load.of("tool")
+    tools_ok = sum(c.ok for c in tools)
+    tools_may = sum(not c.ok and in_flight(c, events) for c in tools)
+    audited = await eventually(partial(tool_call_rows, http, stack, w.tenant.id),
+                               lambda n: n >= tools_ok)  # fmt: skip
+    lost["agent_audit_log"] = max(0, tools_ok - audited)
+    twice["agent_audit_log"] = max(0, audited - tools_ok - tools_may)
     chats = load.of("chat")
     ok = sum(c.ok for c in chats)
     may = sum(not c.ok and in_flight(c, events) for c in chats)
