@@ -33,6 +33,13 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
 def add_up_options(parser: argparse.ArgumentParser) -> None:
     add_data_dir(parser)
     parser.add_argument("--edge-workers", type=int, default=1, help="edge proxy worker processes")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="processes of the control plane, the AI gateway and the agent gateway each (the "
+        "edge balances the gateways'; replica k listens on its ports + (k - 1) * 10)",
+    )
     parser.add_argument("--port-offset", type=int, default=0, help=OFFSET_HELP)
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
     parser.add_argument(

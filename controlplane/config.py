@@ -100,6 +100,13 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
         bounds=(0.1, 60),
     )
 
+    analytics_owner: bool = var(
+        "CONTROLPLANE_ANALYTICS_OWNER",
+        True,
+        "`off` with an embedded chDB: another control plane replica owns its directory; this "
+        "one ships its rows to CONTROLPLANE_GRPC and answers analytics queries 503",
+    )
+
     # Notification delivery (controlplane/notifications): e-mail over SMTP, and the worker.
     smtp_host: str | None = var(
         "SMTP_HOST", None, "SMTP server of notification e-mail (unset: e-mail is not sent)"
@@ -199,5 +206,6 @@ class ControlPlaneConfig(AgentIdentityConfig, EnvironmentConfig):
 
     @property
     def owns_analytics(self) -> bool:
-        """The control plane owns chDB, and writes to a remote ClickHouse like everyone."""
-        return True
+        """The control plane owns chDB, and writes to a remote ClickHouse like everyone. A
+        replica beside the chDB owner (`strata up --replicas N`) ships to it instead."""
+        return self.analytics_owner or not self.clickhouse_url.startswith("chdb://")

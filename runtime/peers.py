@@ -44,6 +44,16 @@ RECONNECT = frozenset(
 )
 
 
+# A peer that restarted (a rolling restart, a replica replaced) is reached again within a
+# second or two: gRPC's default reconnect backoff grows to 120 s, and a service draining
+# meanwhile could not hand over its last rows in its shutdown flush.
+RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
+
+
 class Peer:
     """One peer service. The channel is opened on first use, inside the running event loop
     (a grpc.aio channel belongs to the loop it was created in), and connects lazily, so peers
@@ -59,7 +69,7 @@ class Peer:
     def channel(self) -> grpc.aio.Channel:
         if self._channel is None:
             self._channel = grpc.aio.insecure_channel(
-                self.target, interceptors=aio_client_interceptors()
+                self.target, options=RECONNECT_OPTIONS, interceptors=aio_client_interceptors()
             )
         return self._channel
 

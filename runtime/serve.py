@@ -54,7 +54,10 @@ class Running:
 
     async def stop(self, grace: float = 5.0) -> None:
         """Drain: health NOT_SERVING first so load balancers stop sending, then HTTP stops
-        accepting and finishes in-flight requests, then in-flight RPCs get `grace` seconds."""
+        accepting and finishes in-flight requests, then in-flight RPCs get `grace` seconds.
+        `on_drain` hooks run first (the edge's workers start their own drain at once)."""
+        for drain in self.definition.on_drain:
+            drain()
         if self.health is not None:
             await self.health.enter_graceful_shutdown()
         for listener in self.servers:

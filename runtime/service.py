@@ -108,6 +108,8 @@ class ServiceDefinition:
             plane); their ports come first among `Running.extra_ports`.
         on_startup, on_cleanup: open and close store clients and peer channels.
         on_reload: run on SIGHUP, in order (the edge rereads its standalone configuration).
+        on_drain: run when the drain begins (SIGTERM), before anything stops accepting (the
+            edge primary passes SIGTERM on to its workers, so that they drain together).
         client_max_size: request body limit in bytes (413 beyond it).
         allowed_origins: browser origins allowed by CORS (none: no CORS headers).
         middlewares: service-specific aiohttp middlewares, run inside the error handler and
@@ -135,6 +137,7 @@ class ServiceDefinition:
     on_startup: list[Lifecycle] = field(default_factory=list)
     on_cleanup: list[Lifecycle] = field(default_factory=list)
     on_reload: list[Callable[[], None]] = field(default_factory=list)
+    on_drain: list[Callable[[], None]] = field(default_factory=list)
     client_max_size: int = 1024 * 1024
     allowed_origins: tuple[str, ...] = ()
     middlewares: Sequence[Any] = ()

@@ -10,7 +10,8 @@ the running stack. State lives in one data directory across restarts.
 
 Modules: `plan` (the processes and their environment), `secrets_file` (secrets.json),
 `ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
-`state` (stack.json), `banner` (what is printed), `up`, `config_file` (`up --config`: a
+`state` (stack.json), `banner` (what is printed), `balance` (`--replicas`: the edge's upstreams
+over the gateways' replicas), `up`, `config_file` (`up --config`: a
 declarative configuration applied once up), `commands` (the other verbs). The command line
 itself is `cli.main` (`strata config` lives in cli/declarative).
 """

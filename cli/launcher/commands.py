@@ -141,6 +141,8 @@ def env_lines(stack: Stack, secrets: dict[str, str], token: str, admin_token: st
         "CP_GRPC": u["CP_GRPC"],  # the control plane's internal API, for grpcurl
         "IDP_URL": u["IDP_ISSUER"],  # the identity provider's realm (its token endpoint below)
     }
+    # every replica (`strata up --replicas N`); a stack.json from before has none
+    values |= {name: u[name] for name in ("CP_URLS", "AI_URLS", "AGENT_URLS") if name in u}
     return [f"export {name}={shlex.quote(value)}" for name, value in values.items()]
 
 

@@ -3,6 +3,16 @@ environment and where it is reached. The services' ports are their config classe
 (`ServiceConfig.ports()`), shifted by `--port-offset`; only the sidecars' ports are listed here.
 Every process gets the one platform environment: the stores, the peers' addresses and the
 generated platform secrets (`secrets_file.py`).
+
+`--replicas N` runs N processes of the control plane, the AI gateway and the agent gateway
+against the same stores. Replica k (from 1) listens on its service's ports plus
+(k - 1) * REPLICA_PORT_STEP and is named `<service>-k` (the first keeps the service's name).
+The edge is not replicated: it is the one local entry point, and its own data-plane workers
+(`--edge-workers`) are its replicas; it balances the gateways' replicas (`balance.py`).
+With the embedded chDB only one process may own the analytics directory: the first control
+plane; the others ship their rows to it (CONTROLPLANE_ANALYTICS_OWNER=off), as the gateways do.
+Milvus Lite's file has one owner as well: replica k of the AI gateway keeps its semantic cache
+in `milvus-k.db` (a Milvus server, as in Kubernetes, is shared by all).
 """
 
 from __future__ import annotations
@@ -24,6 +34,10 @@ from runtime.config import ServiceConfig
 
 SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
 
+REPLICATED = frozenset({"controlplane", "ai-gateway", "agent-gateway"})
+REPLICA_PORT_STEP = 10  # replica k's ports: the service's own + (k - 1) * 10
+MAX_REPLICAS = 9  # 4000 + 80 stays below the next service's port of the layout
+
 # The platform's services, in start order: the module `python -m` runs, and its config class.
 SERVICES: tuple[tuple[str, type[ServiceConfig]], ...] = (
     ("controlplane", ControlPlaneConfig),
@@ -41,27 +55,54 @@ class Child:
     url: str = ""  # where users reach it, for the table
     health_url: str | None = None
     grpc_target: str | None = None
+    service: str = ""  # the service a replica belongs to ("ai-gateway" for ai-gateway-2)
     process: asyncio.subprocess.Process | None = field(default=None, repr=False)
     log_path: Path | None = None  # set when spawned
     log_offset: int = 0  # where this run's lines start in the (appended) log file
 
 
-def layout(offset: int) -> dict[int, str]:
-    """Every port a stack at `offset` listens on, and whose it is ("edge-proxy ADMIN_PORT")."""
+def replica_name(service: str, k: int) -> str:
+    """`ai-gateway` for the first replica, `ai-gateway-2` for the second."""
+    return service if k == 1 else f"{service}-{k}"
+
+
+def replica_count(service: str, replicas: int) -> int:
+    return replicas if service in REPLICATED else 1
+
+
+def replica_ports(cls: type[ServiceConfig], offset: int, k: int) -> dict[str, int]:
+    """Replica k's ports (k from 1), by variable (HTTP_PORT, GRPC_PORT, ...)."""
+    shift = offset + (k - 1) * REPLICA_PORT_STEP
+    return {var: port + shift for var, port in cls.ports().items()}
+
+
+def layout(offset: int, replicas: int = 1) -> dict[int, str]:
+    """Every port a stack at `offset` listens on, and whose it is ("edge-proxy ADMIN_PORT",
+    "ai-gateway-2 HTTP_PORT")."""
     ports = {port + offset: name for name, port in SIDECAR_PORTS.items()}
     for _, cls in SERVICES:
-        for var, port in cls.ports().items():
-            ports[port + offset] = f"{cls.service} {var}"
+        for k in range(1, replica_count(cls.service, replicas) + 1):
+            for var, port in replica_ports(cls, offset, k).items():
+                ports[port] = f"{replica_name(cls.service, k)} {var}"
     return dict(sorted(ports.items()))
 
 
-def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, str]) -> list[Child]:
+def replica_urls(children: list[Child], service: str) -> list[str]:
+    """The HTTP front door of every replica of `service`, first replica first."""
+    return [f"http://127.0.0.1:{c.env['HTTP_PORT']}" for c in children if c.service == service]
+
+
+def plan(
+    data_dir: Path,
+    offset: int,
+    edge_workers: int,
+    environ: Mapping[str, str],
+    replicas: int = 1,
+) -> list[Child]:
     """Every process of the local platform, with its environment; each service's config is
     loaded from that environment here, so a bad one fails before anything starts."""
     side = {name: p + offset for name, p in SIDECAR_PORTS.items()}
-    ports = {
-        cls.service: {var: p + offset for var, p in cls.ports().items()} for _, cls in SERVICES
-    }
+    ports = {cls.service: replica_ports(cls, offset, 1) for _, cls in SERVICES}
     cp, ai, agent, edge = (ports[cls.service] for _, cls in SERVICES)
     idp = f"http://127.0.0.1:{side['idp']}/realms/strata"
     env = {
@@ -147,20 +188,27 @@ def plan(data_dir: Path, offset: int, edge_workers: int, environ: Mapping[str, s
         ),
     ]
     for module, cls in SERVICES:
-        svc_env = {**env, **{var: str(p) for var, p in ports[cls.service].items()}}
-        config = cls.from_env(svc_env)
-        front_door = f"http://127.0.0.1:{config.front_door_port}"
-        url = front_door
-        if config.front_door_port != config.http_port:  # the edge: data plane, then admin
-            url = f"http://127.0.0.1:{config.http_port}  admin :{config.front_door_port}"
-        children.append(
-            Child(
-                cls.service,
-                [py, "-m", module],
-                svc_env,
-                url=url,
-                health_url=f"{front_door}/health",
-                grpc_target=f"127.0.0.1:{config.grpc_port}",
+        for k in range(1, replica_count(cls.service, replicas) + 1):
+            svc_env = {**env, **{var: str(p) for var, p in replica_ports(cls, offset, k).items()}}
+            if cls.service == "controlplane" and k > 1:
+                # chDB's directory has one owner (replica 1); this one ships its rows there.
+                svc_env["CONTROLPLANE_ANALYTICS_OWNER"] = "off"
+            if k > 1:  # Milvus Lite's file has one owner too: a semantic cache per replica
+                svc_env["MILVUS_URI"] = str(data_dir / f"milvus-{k}.db")
+            config = cls.from_env(svc_env)
+            front_door = f"http://127.0.0.1:{config.front_door_port}"
+            url = front_door
+            if config.front_door_port != config.http_port:  # the edge: data plane, then admin
+                url = f"http://127.0.0.1:{config.http_port}  admin :{config.front_door_port}"
+            children.append(
+                Child(
+                    replica_name(cls.service, k),
+                    [py, "-m", module],
+                    svc_env,
+                    url=url,
+                    health_url=f"{front_door}/health",
+                    grpc_target=f"127.0.0.1:{config.grpc_port}",
+                    service=cls.service,
+                )
             )
-        )
     return children

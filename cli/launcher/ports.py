@@ -21,8 +21,19 @@ DEFAULT = layout(0)
 COLLIDING = sorted({abs(a - b) for a in DEFAULT for b in DEFAULT if a != b})
 
 
-def offset_problem(offset: int) -> str | None:
+def colliding(replicas: int) -> list[int]:
+    """|a - b| for two ports of the layout with `replicas` replicas."""
+    ports = layout(0, replicas)
+    return sorted({abs(a - b) for a in ports for b in ports if a != b})
+
+
+def offset_problem(offset: int, replicas: int = 1) -> str | None:
     """Why a stack cannot run at `offset` (None: it can)."""
+    if replicas > 1 and offset in colliding(replicas):
+        return (
+            f"--port-offset {offset} with --replicas {replicas} puts two of the stack's own "
+            f"ports on one; try {suggest(offset, replicas)}"
+        )
     if offset < 0:
         return f"--port-offset {offset}: the offset must be 0 or more"
     top = max(DEFAULT)
@@ -42,10 +53,11 @@ def offset_problem(offset: int) -> str | None:
     return None
 
 
-def suggest(offset: int) -> int:
+def suggest(offset: int, replicas: int = 1) -> int:
     """The next multiple of 100 above `offset` that collides with no default port."""
+    taken = set(COLLIDING) | set(colliding(replicas))
     candidate = (offset // 100 + 1) * 100
-    while candidate in COLLIDING:
+    while candidate in taken:
         candidate += 100
     return candidate
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cli.launcher.plan import Child
+from cli.launcher.plan import Child, replica_urls
 
 FILE = "stack.json"
 
@@ -58,6 +58,10 @@ def urls(children: list[Child]) -> dict[str, str]:
         "CP_GRPC": cp["CONTROLPLANE_GRPC"],
         "IDP_ISSUER": cp["IDP_ISSUER"],
         "IDP_TOKEN_URL": cp["IDP_TOKEN_URL"],
+        # every replica's front door (`--replicas`), space-separated, the first one first
+        "CP_URLS": " ".join(replica_urls(children, "controlplane")),
+        "AI_URLS": " ".join(replica_urls(children, "ai-gateway")),
+        "AGENT_URLS": " ".join(replica_urls(children, "agent-gateway")),
     }
 
 

@@ -2,8 +2,9 @@
 development, print the banner, and stop everything cleanly on Ctrl-C or SIGTERM (`strata
 stop`). A process that fails while starting is named with its last log lines. Once up, the
 key-value store is started again when it exits (a line each time, with backoff, at most
-RESTARTS_PER_MINUTE a minute); any other process exiting stops the stack, named with its last
-log lines."""
+RESTARTS_PER_MINUTE a minute); so is a service replica when there are several (`--replicas`:
+the others serve meanwhile, as behind a Kubernetes Service); any other process exiting stops
+the stack, named with its last log lines."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import time
 from pathlib import Path
 
 from cli.launcher import config_file, ports
+from cli.launcher.balance import balance
 from cli.launcher.banner import session_help
 from cli.launcher.bootstrap import bootstrap
-from cli.launcher.plan import Child, layout, plan
+from cli.launcher.plan import MAX_REPLICAS, REPLICATED, Child, layout, plan, replica_urls
 from cli.launcher.secrets_file import read_secrets
 from cli.launcher.state import Stack, clear_state, read_state, write_state
 from cli.launcher.supervise import (
@@ -45,6 +47,10 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+def replicas_of(args: argparse.Namespace) -> int:
+    return int(getattr(args, "replicas", 1))
+
+
 def up(args: argparse.Namespace) -> int:
     """Run the whole platform until Ctrl-C; the exit code says whether it stopped cleanly."""
     data = Path(args.data_dir).resolve()
@@ -57,14 +63,18 @@ def up(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    problem = ports.offset_problem(args.port_offset)
+    replicas = replicas_of(args)
+    if not 1 <= replicas <= MAX_REPLICAS:
+        print(f"--replicas {replicas}: from 1 to {MAX_REPLICAS}", file=sys.stderr)
+        return 2
+    problem = ports.offset_problem(args.port_offset, replicas)
     if problem:
         print(problem, file=sys.stderr)
         return 2
     if args.config is not None and config_file.check(args.config) is None:
         print(f"nothing was started: {args.config} cannot be applied", file=sys.stderr)
         return 1
-    needed = layout(args.port_offset)
+    needed = layout(args.port_offset, replicas)
     taken = ports.busy(needed)
     if taken:
         for line in taken:
@@ -81,7 +91,7 @@ def up(args: argparse.Namespace) -> int:
         say(warning)
     (data / "logs").mkdir(parents=True, exist_ok=True)
     try:
-        children = plan(data, args.port_offset, args.edge_workers, os.environ)
+        children = plan(data, args.port_offset, args.edge_workers, os.environ, replicas)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -168,7 +178,14 @@ async def start_all(
         return False
     cp = next(c for c in children if c.name == "controlplane")
     await bootstrap(data, f"http://127.0.0.1:{cp.env['HTTP_PORT']}", cp.env, say)
-    return True
+    edge = next(c for c in children if c.name == "edge-proxy")
+    return await balance(
+        f"http://127.0.0.1:{edge.env['ADMIN_PORT']}",
+        read_secrets(data)["ADMIN_API_KEY"],
+        replica_urls(children, "ai-gateway"),
+        replica_urls(children, "agent-gateway"),
+        say,
+    )
 
 
 def print_banner(stack: Stack, children: list[Child], took: float, secrets: dict[str, str]) -> None:
@@ -190,7 +207,12 @@ async def until_stopped(
 ) -> int:
     """0 when asked to stop; 1 when a process died on its own (named, with its last lines) and
     is not one the launcher restarts, or was restarted too often."""
-    restarts = {c.name: Restarts() for c in children if c.name in RESTARTED}
+    replicated = replicas_of(args) > 1
+    restarts = {
+        c.name: Restarts()
+        for c in children
+        if c.name in RESTARTED or (replicated and c.service in REPLICATED)
+    }
     while True:
         waiters = {asyncio.create_task(c.process.wait()): c for c in children if c.process}
         stopper = asyncio.create_task(stop.wait())

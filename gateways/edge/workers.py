@@ -95,12 +95,20 @@ def with_workers(build: Build) -> Build:
                 with contextlib.suppress(ProcessLookupError):
                     worker.send_signal(signal.SIGHUP)
 
+        def drain_together() -> None:
+            # SIGTERM to the primary alone (a pod's PID 1, `strata stop`): the workers begin
+            # their drain with it rather than after it, so all of it fits the grace period.
+            for worker in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.terminate()
+
         async def data_plane_port_free() -> None:
             check_free(config.host, config.http_port, "edge-proxy's data-plane port (HTTP_PORT)")
 
         definition.on_startup.insert(0, data_plane_port_free)
         definition.on_startup.append(start)
         definition.on_reload.append(relay)
+        definition.on_drain.append(drain_together)
         definition.on_cleanup.insert(0, stop)  # cleanups run in reverse: the workers last
         return definition
 

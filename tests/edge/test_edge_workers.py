@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,32 @@ async def test_a_worker_does_not_outlive_its_primary(valkey_url: str) -> None:
             break
         await asyncio.sleep(0.1)
     assert not running(workers[0]), "the worker outlived its primary"
+
+
+async def test_the_workers_drain_together_with_their_primary(valkey_url: str) -> None:
+    """SIGTERM to the primary alone (a pod's PID 1): its workers begin their drain at once, not
+    once the primary's own drain is over. The primary is held in its drain by an admin call
+    still in flight (its control plane accepts the connection and never answers)."""
+    silent = socket.create_server(("127.0.0.1", 0))  # a control plane that never answers
+    env = edge_env(valkey_url, CONTROLPLANE_GRPC=f"127.0.0.1:{silent.getsockname()[1]}",
+                   GRPC_DEADLINE_SECS="30")  # fmt: skip
+    primary = await start_edge(env)
+    workers = children(primary.pid)
+    assert len(workers) == 1
+    admin = f"http://127.0.0.1:{env['ADMIN_PORT']}/apisix/admin/routes"
+    key = f"X-API-KEY: {env['ADMIN_API_KEY']}"
+    curl = ["curl", "-s", "-m", "40", "-H", key, admin]
+    in_flight = asyncio.create_task(asyncio.to_thread(subprocess.run, curl, capture_output=True))
+    try:
+        await asyncio.sleep(1)  # the admin call reached the primary, which waits on its peer
+        primary.send_signal(signal.SIGTERM)
+        for _ in range(100):
+            if not running(workers[0]):
+                break
+            await asyncio.sleep(0.1)
+        assert not running(workers[0]), "the worker waited for its primary's drain"
+        assert primary.returncode is None and not in_flight.done(), in_flight.result()
+    finally:
+        silent.close()  # the admin call ends, and with it the primary's drain
+        await asyncio.wait_for(primary.wait(), 40)
+        await in_flight

@@ -141,3 +141,37 @@ async def test_another_node_by_apisix_rules(edge: Edge) -> None:
         nodes = {f"127.0.0.1:{free_port()}": 1, f"127.0.0.1:{good_port}": 1}
         assert (await call("/refused", "POST"))[0] == 200
         assert good.hits["POST /refused"] == 1
+
+
+async def test_a_post_whose_node_died_goes_to_another_node_with_its_body(edge: Edge) -> None:
+    """A replica killed between two requests (issue 24, chaos): the edge's kept-alive
+    connection to it is found closed as a POST goes out (its body already streaming), and a
+    new connection to it is refused. The request never reached it, so it goes to the other
+    node, body and all, instead of answering 502."""
+    answered: list[bytes] = []
+
+    async def dying(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await _read_head(reader):  # the first request of the connection is answered
+            await reader.readexactly(len(b"first"))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                         b"content-length: 7\r\n\r\n\"dying\"")  # fmt: skip
+            await writer.drain()
+        await _read_head(reader)  # the next one: the process is gone, nothing answers
+        writer.close()
+
+    async def echo(request: web.Request) -> web.Response:
+        answered.append(await request.read())
+        return web.json_response({"echo": answered[-1].decode()})
+
+    server = await asyncio.start_server(dying, "127.0.0.1", 0)
+    dying_port = server.sockets[0].getsockname()[1]
+    async with upstream(echo) as good_port:
+        nodes = {f"127.0.0.1:{dying_port}": 1, f"127.0.0.1:{good_port}": 1}  # the first try
+        edge.apply(routes=[{"id": "r", "uri": "/*", "upstream": {"nodes": nodes, "timeout": READ}}])
+        assert (await edge.call("/chat", "POST", data=b"first"))[:2] == (200, "dying")
+        assert (await edge.call("/chat", "POST", data=b"second"))[:2] == (200, {"echo": "second"})
+        server.close()  # no new connection; the kept-alive one closes at its next request
+        body = b'{"messages": [{"role": "user", "content": "third"}]}'
+        status, answer, _ = await edge.call("/chat", "POST", data=body)
+        assert (status, answer) == (200, {"echo": body.decode()})
+        assert answered == [b"second", body]

@@ -52,6 +52,32 @@ def test_service_ports_come_from_the_config_classes(tmp_path: Path) -> None:
     assert "SMTP_PORT" not in children["controlplane"].env  # a peer's port, not shifted
 
 
+def test_replicas_get_their_own_ports_names_and_store_owners(tmp_path: Path) -> None:
+    """`--replicas 3`: replica k of the control plane and of each gateway on its ports +
+    (k - 1) * 10; the edge once; one owner of chDB's directory and of each Milvus Lite file."""
+    children = {c.name: c for c in plan(tmp_path, 100, 1, {}, replicas=3)}
+    assert sorted(children) == sorted([
+        "valkey", "idp", "mock-backend", "echo-llm", "edge-proxy",
+        *(f"{s}{k}" for s in ("controlplane", "ai-gateway", "agent-gateway")
+          for k in ("", "-2", "-3")),
+    ])  # fmt: skip
+    assert children["ai-gateway-3"].env["HTTP_PORT"] == "4120"
+    assert children["ai-gateway-3"].env["GRPC_PORT"] == "14120"
+    assert children["controlplane-2"].env["HTTP_PORT"] == "4111"
+    assert children["agent-gateway-2"].grpc_target == "127.0.0.1:15111"
+    assert children["ai-gateway-2"].service == "ai-gateway"
+    assert "CONTROLPLANE_ANALYTICS_OWNER" not in children["controlplane"].env
+    assert children["controlplane-2"].env["CONTROLPLANE_ANALYTICS_OWNER"] == "off"
+    milvus = {children[f"ai-gateway{k}"].env["MILVUS_URI"] for k in ("", "-2", "-3")}
+    assert len(milvus) == 3
+    # every peer reaches the first control plane (the chDB owner the others ship rows to)
+    assert {c.env["CONTROLPLANE_GRPC"] for c in children.values()} == {"127.0.0.1:14101"}
+    extra = {p: n for p, n in layout(100, 3).items() if p not in layout(100)}
+    assert len(extra) == 2 * 3 * 2  # two more replicas of three services, two ports each
+    assert extra[4120] == "ai-gateway-3 HTTP_PORT" and extra[15111] == "agent-gateway-2 GRPC_PORT"
+    assert offset_problem(10, 2) is not None  # replica 2's ports are replica 1's + 10
+
+
 def test_both_commands_take_the_same_options() -> None:
     for argv in ([STRATA, "up", "--help"], [sys.executable, "-m", "cli.launcher", "--help"]):
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True)

@@ -6,7 +6,8 @@ the response. The response is never buffered: the upstream connection hands its 
 chunks to `Forward`, which runs `header_filter`/`body_filter` and writes them to the client,
 pausing the upstream socket while the client's socket is full. A failure before any response
 byte goes to another node as APISIX does (`retries`, default nodes - 1, within `retry_timeout`;
-a sent request only if its method is idempotent; a body that began streaming never), then 502,
+a sent request only if its method is idempotent; its body read again from the copy kept of
+its first 64 KiB, so a longer body that began streaming never), then 502,
 or 504 for a timeout. A kept-alive connection the upstream had closed is replaced once, on the
 same node; a timeout is never a reason to send a request again on the same node.
 """
@@ -257,7 +258,8 @@ async def forward(
     # tried after a connect failure, a reset or a timeout before any response byte, at most
     # `retries` times and, with `retry_timeout`, only within that many seconds of the first
     # try; a request that was sent goes to another node only when its method is idempotent
-    # (nginx's default, without `non_idempotent`), and a body that began streaming never does.
+    # (nginx's default, without `non_idempotent`), with its body read again from what was kept
+    # of it (`Body.rewind`: up to REPLAY_BYTES; a longer body that began streaming never is).
     deadline = time.monotonic() + up.retry_timeout if up.retry_timeout > 0 else None
     may_resend = ctx.method in IDEMPOTENT
     stale: Node | None = None  # a node whose kept-alive connection was found closed
@@ -270,7 +272,7 @@ async def forward(
         except UpstreamError as exc:
             _report(up, node, exc)
             tried.append(node)
-            if len(tried) <= up.retries and not ex.body.started and _in_time(deadline):
+            if len(tried) <= up.retries and _in_time(deadline) and ex.body.rewind():
                 continue  # nothing was sent: any method may go to another node
             return upstream_failed(ex, ctx, chain, exc)
         receiver = Forward(ex, ctx, chain, conn, timeouts, websocket)
@@ -293,7 +295,7 @@ async def forward(
             if receiver.head_sent:
                 _report(up, node, exc)
                 return
-            if _closed_before_reading(exc, reused) and not ex.body.started and _in_time(deadline):
+            if _closed_before_reading(exc, reused) and _in_time(deadline) and ex.body.rewind():
                 stale = node  # once more on a new connection to it, not counted as a retry
                 continue
             _report(up, node, exc)
@@ -302,8 +304,8 @@ async def forward(
                 exc.fresh
                 and may_resend
                 and len(tried) <= up.retries
-                and not ex.body.started
                 and _in_time(deadline)
+                and ex.body.rewind()
             ):
                 continue
             return upstream_failed(ex, ctx, chain, exc)
@@ -343,6 +345,7 @@ async def send_body(
     """Pump the client's body to the upstream as it arrives (flow-controlled both ways)."""
     try:
         if ex.wants_continue:
+            ex.wants_continue = False  # once, also when the body is sent again to another node
             ex.conn.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         body = ex.body
         write = conn.transport.write

@@ -34,6 +34,10 @@ MAX_HEADER_BYTES = (
 # the edge accepts, so that the edge never forwards a request they would refuse.
 MAX_FIELD_BYTES = MAX_TARGET_BYTES = HTTP_MAX_FIELD_BYTES
 BODY_HIGH_WATER = 256 * 1024  # pause reading the client when this much body waits unforwarded
+# A body is kept as it is read, up to this size, so that a request that never reached its
+# upstream node (its connection refused or found closed) can go to another one with its body,
+# as nginx's buffered request bodies can; a longer body that began streaming is never replayed.
+REPLAY_BYTES = 64 * 1024
 
 STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 
@@ -57,9 +61,20 @@ class BadRequest(Exception):
 class Body:
     """A request body as it arrives: `read()` returns the next chunk, b"" at the end. Reading of
     the socket pauses while more than `BODY_HIGH_WATER` bytes wait, so a large upload is never
-    held whole in memory."""
+    held whole in memory. What was read is kept up to REPLAY_BYTES: `rewind()` reads it again."""
 
-    __slots__ = ("_chunks", "_conn", "_size", "_waiter", "done", "error", "received", "started")
+    __slots__ = (
+        "_chunks",
+        "_conn",
+        "_kept",
+        "_kept_size",
+        "_size",
+        "_waiter",
+        "done",
+        "error",
+        "received",
+        "started",
+    )
 
     def __init__(self, conn: Connection, done: bool) -> None:
         self._conn = conn
@@ -69,7 +84,9 @@ class Body:
         self.done = done
         self.error: BaseException | None = None
         self.received = 0
-        self.started = False  # someone read from it (it cannot be replayed)
+        self.started = False  # someone read from it (replayable only by `rewind`)
+        self._kept: list[bytes] | None = []  # what was read; None once over REPLAY_BYTES
+        self._kept_size = 0
 
     def feed(self, chunk: bytes) -> None:
         self._chunks.append(chunk)
@@ -102,7 +119,25 @@ class Body:
         self._size -= len(chunk)
         if self._size <= BODY_HIGH_WATER:
             self._conn.resume_reading()
+        if self._kept is not None:
+            self._kept_size += len(chunk)
+            if self._kept_size <= REPLAY_BYTES:
+                self._kept.append(chunk)
+            else:
+                self._kept = None
         return chunk
+
+    def rewind(self) -> bool:
+        """Make what was read so far readable again, before what is still to come; False when
+        more than REPLAY_BYTES were read (that part is gone)."""
+        if not self.started:
+            return True
+        if self._kept is None:
+            return False
+        self._chunks.extendleft(reversed(self._kept))
+        self._size += self._kept_size
+        self._kept, self._kept_size = [], 0
+        return True
 
 
 class Exchange:
