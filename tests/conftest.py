@@ -25,8 +25,10 @@ from runtime.stores.kv_reachability import close_reachability
 from sidecars.idp.app import build_app as build_idp_app
 from sidecars.idp.config import IdpConfig
 
-# `STRATA_TEST_KV=cluster`: the session's store is a 3-master Valkey cluster, reached through
-# redis-py's cluster client (`redis+cluster://`), instead of one Valkey.
+# `STRATA_TEST_KV=cluster`: every module's store is a 3-master Valkey cluster, reached through
+# redis-py's cluster client (`redis+cluster://`), instead of one Valkey. Without it, the
+# store-facing suites (`pytestmark = pytest.mark.kv_cluster`) run on the cluster and the rest
+# on one Valkey: both clients are exercised in every run, CI's included.
 CLUSTER_MODE = os.environ.get("STRATA_TEST_KV", "single") == "cluster"
 
 
@@ -38,16 +40,21 @@ def kv_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KvCluster]:
 
 
 @pytest.fixture(scope="session")
-def valkey_url(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[str]:
-    """The session's key-value store: one Valkey, or the session's cluster (see CLUSTER_MODE)."""
-    if CLUSTER_MODE:
-        cluster: KvCluster = request.getfixturevalue("kv_cluster")
-        yield f"redis+cluster://127.0.0.1:{cluster.seed_port}"
-        return
+def single_valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Valkey for the session."""
     with valkey_server(tmp_path_factory.mktemp("valkey")) as port:
         yield f"redis://127.0.0.1:{port}/0"
+
+
+@pytest.fixture(scope="module")
+def valkey_url(request: pytest.FixtureRequest) -> str:
+    """The module's key-value store: the session's cluster for a `kv_cluster` module (or every
+    module under CLUSTER_MODE), else the session's one Valkey."""
+    if CLUSTER_MODE or request.node.get_closest_marker("kv_cluster"):
+        cluster: KvCluster = request.getfixturevalue("kv_cluster")
+        return f"redis+cluster://127.0.0.1:{cluster.seed_port}"
+    url: str = request.getfixturevalue("single_valkey_url")
+    return url
 
 
 @pytest.fixture(scope="session")
