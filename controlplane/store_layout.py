@@ -13,6 +13,7 @@ import logging
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+import gateways.agent.keys
 from runtime.stores.lock import StoreLock
 from runtime.stores.renames import KeyRename, apply_renames
 
@@ -22,7 +23,7 @@ LOCK = "cp:store-layout:lock"
 LOCK_TTL_MS = 60_000
 
 # Every layout's moves (one line per keys module).
-RENAMES: tuple[KeyRename, ...] = ()
+RENAMES: tuple[KeyRename, ...] = (*gateways.agent.keys.RENAMES,)
 
 
 async def rename_store_keys(kv: Redis, renames: tuple[KeyRename, ...] = RENAMES) -> int:

@@ -1,5 +1,5 @@
 """OAuth2 client credentials for upstream MCP servers (RFC 6749 §4.4): a token per server,
-obtained from its token endpoint and cached in the key-value store (`mcp:oauth-token:{id}`,
+obtained from its token endpoint and cached in the key-value store (`{mcp}:oauth-token:<id>`,
 sealed with the platform keyring, expiring 30 s before the token does) so every replica
 reuses it.
 
