@@ -1,6 +1,6 @@
 """`strata.agent.v1.PolicyService`: each tenant's security policy, the JSON value
 `{mcp}:policy:<t>` (`keys.policy_key`: under the change feed's tag, so that a PUT and its
-announcement are one transaction on a clustered store).
+announcement are one script on a clustered store).
 
 A tenant that never stored one has the defaults below (`updated_at` null): no tool needs a
 human approval, at most 100 sessions active at once, at most 1000 tool calls per session, and
@@ -19,7 +19,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateways.agent.changes import announce, changed_here
+from gateways.agent import changes
 from gateways.agent.keys import policy_key
 from runtime.context import ServicerContext
 from runtime.fields import identifier, invalid, now_iso
@@ -112,10 +112,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         identifier(request.tenant_id, "tenant_id")
         policy = policy_from_request(request, now_iso())
         stored = {k: v for k, v in asdict(policy).items() if k != "tenant_id"}
-        with kv_unavailable():
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.set(policy_key(policy.tenant_id), json.dumps(stored))
-                announce(pipe, "policy")  # replicas drop their copies (`changes.py`)
-                await pipe.execute()
-            changed_here()
+        with kv_unavailable():  # replicas drop their copies (`changes.py`)
+            await changes.write(
+                self.kv, "policy", put={policy_key(policy.tenant_id): json.dumps(stored)}
+            )
         return policy_pb2.PutPolicyResponse(policy=policy.to_proto())
