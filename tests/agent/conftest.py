@@ -18,6 +18,7 @@ from gateways.agent import changes
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.keys import policy_key
+from gateways.agent.mcp import keys as mcp_keys
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
@@ -29,8 +30,8 @@ POLICY = policy_key("acme")
 
 @pytest.fixture
 async def kv(valkey_url: str) -> AsyncIterator[Redis]:
-    """The session's Valkey, with every `mcp:*` key removed before and after the test (other
-    suites count the registry, `/health`'s `mcp_servers`)."""
+    """The session's Valkey, with the MCP registry's keys (`{mcp}:*`, `mcp:*`) removed before
+    and after the test (other suites count the registry, `/health`'s `mcp_servers`)."""
     client = connect_kv(valkey_url)
     await _clear_registry(client)
     yield client
@@ -39,7 +40,9 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 async def _clear_registry(client: Redis) -> None:
-    stale = [key async for key in client.scan_iter("mcp:*")]
+    stale = [
+        key for match in (f"{mcp_keys.TAG}:*", "mcp:*") async for key in client.scan_iter(match)
+    ]
     if stale:
         await client.delete(*stale)
 
