@@ -35,6 +35,18 @@ install: $(PY)
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	fi
+	@# promtool checks k8s/observability's Prometheus rules (tests/k8s): taken out of Debian's
+	@# prometheus package into the venv, without installing the server or its service.
+	@if [ -x $(VENV)/bin/promtool ]; then \
+	  echo "install: promtool for the Prometheus rules' check: already in $(VENV)/bin"; \
+	else \
+	  echo "install: promtool from Debian's prometheus package (apt-get download, unpacked into $(VENV)/bin)"; \
+	  tmp=$$(mktemp -d) && \
+	  ( cd $$tmp && { apt-get download -qq prometheus 2>/dev/null || \
+	      { $(SUDO) apt-get update -qq && apt-get download -qq prometheus; }; } ) && \
+	  dpkg-deb -x $$tmp/prometheus_*.deb $$tmp/root && \
+	  cp $$tmp/root/usr/bin/promtool $(VENV)/bin/promtool && rm -rf $$tmp; \
+	fi
 	@echo "install: done; $(VENV)/bin/strata version: $$($(VENV)/bin/strata version)"
 
 gen:

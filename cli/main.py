@@ -1,4 +1,4 @@
-"""The `strata` command: up, status, env, logs, stop, config, version."""
+"""The `strata` command: up, status, env, logs, stop, config, migrate, version."""
 
 from __future__ import annotations
 
@@ -79,9 +79,20 @@ def parser() -> argparse.ArgumentParser:
     add_stack_options(stop)
     stop.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it")
     add_config_verbs(verbs.add_parser("config", help=CONFIG_HELP, description=CONFIG))
+    verbs.add_parser(
+        "migrate",
+        help="apply the stores' pending migrations (the control plane's environment)",
+        description=MIGRATE,
+    )
     verbs.add_parser("version", help="the version of Strata")
     return main
 
+
+MIGRATE = """Bring the stores to this release's layout: the analytics schema's pending
+migrations and the key-value store's keys renamed to their cluster-safe names. What a control
+plane does at each start, run as a step of its own (a Kubernetes Job, or before an upgrade).
+Reads the control plane's environment (REDIS_URL, CLICKHOUSE_URL, MASTER_KEY, ...); idempotent.
+Exit 1: a store is unreachable; 2: the environment is invalid."""
 
 CONFIG_HELP = "the platform's configuration as a YAML file: export, validate, diff, apply"
 CONFIG = """The whole configuration of a running stack as one YAML document (apiVersion
@@ -133,6 +144,10 @@ def cli(argv: list[str] | None = None) -> int:
         return commands.version()
     if args.command == "config":
         return config_command(args)
+    if args.command == "migrate":
+        from cli.migrate import run  # the launcher starts without the stores' clients
+
+        return run()
     data = Path(args.data_dir).resolve()
     if args.command == "status":
         return commands.status(data, args.port_offset)

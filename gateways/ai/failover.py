@@ -17,6 +17,7 @@ from gateways.ai.breaker import PROBE, SKIP, Breakers
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.metering import Outcome
+from gateways.ai.metrics import AiMetrics
 from gateways.ai.provider_table import Provider, Snapshot
 from gateways.ai.providers.base import Adapter, ChatCall, ProviderError, ProviderTarget
 from gateways.ai.retry import backoff
@@ -51,11 +52,13 @@ class Failover:
         adapters: Mapping[str, Adapter],
         breakers: Breakers,
         http: HttpClient,
+        metrics: AiMetrics,
     ) -> None:
         self.config = config
         self.adapters = adapters
         self.breakers = breakers
         self.http = http
+        self.metrics = metrics
 
     def _call(self, prepared: Prepared) -> ChatCall:
         timeout = self.config.provider_timeout_secs
@@ -99,6 +102,7 @@ class Failover:
                 continue
             decision = await self.breakers.allow(provider.id)
             if decision == SKIP:
+                self.metrics.breaker_skipped.labels(provider.id).inc()
                 skipped_open += 1
                 last_error = f"provider {provider.id!r}: circuit breaker open"
                 continue
@@ -126,6 +130,8 @@ class Failover:
                         break
                     unavailable = True
                     opened = await self.breakers.failure(provider.id)
+                    if opened:
+                        self.metrics.breaker_opened.labels(provider.id).inc()
                     if not exc.retryable or opened or decision == PROBE:
                         break
                     if retry == config.retry_max:
@@ -147,8 +153,8 @@ class Failover:
     async def broke_off(self, provider: Provider, exc: ProviderError) -> UpstreamError:
         """A stream's provider failing after its first byte (no failover then): its breaker
         hears of it, the caller of a `provider_error`."""
-        if counts_against_availability(exc):
-            await self.breakers.failure(provider.id)
+        if counts_against_availability(exc) and await self.breakers.failure(provider.id):
+            self.metrics.breaker_opened.labels(provider.id).inc()
         return UpstreamError(
             f"provider {provider.id!r} failed mid-stream: {exc.message}", error="provider_error"
         )

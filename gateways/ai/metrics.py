@@ -49,6 +49,20 @@ class AiMetrics:
             ["provider", "kind"],
             registry=registry,
         )
+        # Circuit breakers (gateways/ai/breaker.py): their state is shared in the store, so
+        # each replica counts what it saw: the breaker it tripped, the calls it skipped.
+        self.breaker_opened = Counter(
+            "ai_gateway_breaker_opened_total",
+            "Circuit breakers this replica opened (a provider's failures reached the threshold)",
+            ["provider"],
+            registry=registry,
+        )
+        self.breaker_skipped = Counter(
+            "ai_gateway_breaker_skipped_total",
+            "Provider calls skipped because the provider's circuit breaker was open",
+            ["provider"],
+            registry=registry,
+        )
         self.active = Gauge(
             "ai_gateway_active_requests", "Chat completions in progress", registry=registry
         )

@@ -183,7 +183,7 @@ class ChatPipeline:
             resolve=guarded_resolve(development=True), user_agent=f"strata-ai-gateway/{VERSION}"
         )
         self.local_models = LocalModels(self.http, adapters, development=config.development)
-        self.failover = Failover(config, adapters, self.breakers, self.http)
+        self.failover = Failover(config, adapters, self.breakers, self.http, metrics)
         self.kv = kv
         self.reachability = reachability(kv)
         self.cache: ResponseCache | None = None  # opened by start()

@@ -23,6 +23,8 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000)
 STATUS_LABELS = ("code", "route", "matched_uri", "matched_host", "service", "consumer", "node")
 ROUTE_LABELS = ("type", "route", "service", "consumer", "node")
+# The plugins that let a request through when the rate-limit store is unreachable.
+FAIL_OPEN_PLUGINS = ("tenant-rate-limit",)
 # prometheus_client spells counters `<name>_total`; APISIX's exporter does not.
 _APISIX_COUNTERS = (b"apisix_http_status", b"apisix_bandwidth")
 
@@ -65,6 +67,10 @@ class EdgeMetrics:
             "Failed request-log batch writes (each retry counts)",
             registry=registry,
         )
+        # The fail-open series exists at 0 from the start, so that a dashboard and an alert
+        # see "none yet" instead of "no such series" (Prometheus's advice for labelled counters).
+        for plugin in FAIL_OPEN_PLUGINS:
+            self.rate_limit_fail_open.labels(plugin)
 
     @classmethod
     def from_env(cls) -> EdgeMetrics:

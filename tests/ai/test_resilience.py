@@ -28,6 +28,14 @@ from shared_kit import MASTER_KEY, running
 HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
+async def scraped(base_url: str, *series: str) -> list[float]:
+    """The values of exact series in a gateway's /metrics (0 for a series not written)."""
+    async with aiohttp.ClientSession() as http, http.get(f"{base_url}/metrics") as resp:
+        lines = (await resp.text()).splitlines()
+    values = dict(line.rsplit(" ", 1) for line in lines if line and not line.startswith("#"))
+    return [float(values.get(name, 0)) for name in series]
+
+
 async def test_retries_503_twice_then_success(gateway, scripted) -> None:
     scripted.script = [503, 503, 200]
     async with gateway() as ai, client(ai.http_url, tenant()) as sdk:
@@ -78,6 +86,11 @@ async def test_breaker_is_shared_opens_probes_once_and_closes(gateway, scripted,
             assert info.value.status_code == 503
             assert info.value.body["type"] == "all_providers_unavailable"  # type: ignore[index]
         assert len(scripted.attempts) == 3
+        # What each replica saw: the one that tripped it, and a skipped call on each.
+        opened = 'ai_gateway_breaker_opened_total{provider="flaky"}'
+        skipped = 'ai_gateway_breaker_skipped_total{provider="flaky"}'
+        assert await scraped(one.http_url, opened, skipped) == [1.0, 1.0]
+        assert await scraped(two.http_url, opened, skipped) == [0.0, 1.0]
         await asyncio.sleep(0.7)  # half-open: one probe, whichever instance wins it
         scripted.delay = 0.3
         results = await asyncio.gather(

@@ -53,6 +53,22 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / TICK
 
 
+def memory_mib(pids: list[int], field: str) -> float:
+    """A /proc/<pid>/status memory field summed over processes, in MiB: VmRSS (now) or VmHWM
+    (the peak since the process started, what a pod's memory limit must cover)."""
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            continue
+        total += next(
+            (int(line.split()[1]) for line in status.splitlines() if line.startswith(field + ":")),
+            0,
+        )
+    return total / 1024
+
+
 def tree(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [pid, *(p for child in out.split() for p in tree(int(child)))]
@@ -116,9 +132,12 @@ def measure(
     row: dict[str, object] = {"target": name}
     for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
         row[key] = statistics.median(float(r[key]) for r in runs)
+    pids = tree(pid) if pid else []
+    row["rss_mib"], row["peak_mib"] = memory_mib(pids, "VmRSS"), memory_mib(pids, "VmHWM")
     print(
         f"{name:<44} {row['rps']:>8.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
         f"p99 {row['p99_ms']:>7.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
+        + (f"  rss {row['rss_mib']:.0f} MiB (peak {row['peak_mib']:.0f})" if pid else "")
         + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
         flush=True,
     )

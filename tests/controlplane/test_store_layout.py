@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import uuid
+from pathlib import Path
 from typing import Any
+
+from shared_kit import STRATA
 
 from controlplane.store_layout import rename_store_keys
 from runtime.stores.renames import exact, retag
@@ -42,3 +47,34 @@ async def test_two_control_planes_starting_together_move_each_key_once(kv: Any) 
     moved = await asyncio.gather(*(rename_store_keys(kv, RENAMES) for _ in range(2)))
     assert sorted(moved) == [0, 200]
     assert await kv.get(f"{P}:branding:{{t199}}") == "199"
+
+
+def strata_migrate(environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "CLICKHOUSE_URL"}}
+    return subprocess.run(
+        [STRATA, "migrate"], env={**env, **environ}, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_strata_migrate_applies_the_schema_once_and_fails_on_an_unreachable_store(
+    valkey_url: str, tmp_path: Path
+) -> None:
+    environ = {
+        "MASTER_KEY": "k" * 32,
+        "REDIS_URL": valkey_url,
+        "CLICKHOUSE_URL": f"chdb://{tmp_path}",
+    }
+    first = strata_migrate(environ)
+    assert first.returncode == 0, first.stderr
+    assert "analytics schema: 4 migration(s) applied" in first.stdout
+    again = strata_migrate(environ)
+    assert again.returncode == 0, again.stderr
+    assert "analytics schema: 0 migration(s) applied" in again.stdout
+    assert "key-value store: 0 key(s) renamed" in again.stdout
+
+    down = strata_migrate({**environ, "REDIS_URL": "redis://127.0.0.1:9/0"})
+    assert down.returncode == 1
+    assert "key-value store unreachable" in down.stderr
+    invalid = strata_migrate({**environ, "MASTER_KEY": ""})
+    assert invalid.returncode == 2
+    assert "MASTER_KEY is required" in invalid.stderr

@@ -4,6 +4,8 @@ when kubectl is installed."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -70,6 +72,14 @@ def of_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
     return {d["metadata"]["name"]: d for d in docs if d.get("kind") == kind}
 
 
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
+
+
+def workloads(docs: list[Doc]) -> dict[str, Doc]:
+    """Every object that runs pods (Deployments, StatefulSets, Jobs), by name."""
+    return {d["metadata"]["name"]: d for d in docs if d.get("kind") in WORKLOAD_KINDS}
+
+
 def pod_spec(deployment: Doc) -> Doc:
     return deployment["spec"]["template"]["spec"]
 
@@ -98,3 +108,42 @@ def render(directory: Path) -> list[Doc]:
     if out.returncode != 0:
         raise AssertionError(f"kubectl kustomize {directory} failed:\n{out.stderr}")
     return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+# A series selector in PromQL: a name followed by its label matchers or its range.
+SELECTOR = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*[{\[]")
+
+
+def queried_metrics() -> dict[str, set[str]]:
+    """The metric names each Grafana dashboard (by layer) and the Prometheus rules query."""
+    queried = {
+        path.stem: {
+            name
+            for panel in json.loads(path.read_text(encoding="utf-8")).get("panels") or []
+            for target in panel.get("targets") or []
+            for name in SELECTOR.findall(target.get("expr", ""))
+        }
+        for path in (OBSERVABILITY / "dashboards").glob("*.json")
+    }
+    rules = yaml.safe_load((OBSERVABILITY / "prometheus-rules.yaml").read_text(encoding="utf-8"))
+    queried["rules"] = {
+        name
+        for group in rules["groups"]
+        for rule in group["rules"]
+        for name in SELECTOR.findall(rule["expr"])
+    }
+    return queried
+
+
+def scraped_series(exposition: str) -> set[str]:
+    """The series names a scrape offers: every sample's name, and for each declared family
+    (`# TYPE`, present before its first sample) the names its type gives it."""
+    suffixes = {"counter": ("", "_total", "_created"), "histogram": ("_bucket", "_sum", "_count")}
+    names = set()
+    for line in exposition.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, family, kind = line.split(maxsplit=3)
+            names |= {family + suffix for suffix in suffixes.get(kind, ("",))}
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    return names

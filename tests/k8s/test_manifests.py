@@ -34,6 +34,7 @@ from manifests_kit import (
     render,
     strata_deployments,
     tree_docs,
+    workloads,
     yaml_files,
 )
 
@@ -58,7 +59,7 @@ SIDECARS: dict[str, dict[str, Any]] = {
 
 # The environment every Strata container gets from the ConfigMap strata-config.
 EXPECTED_ENV: dict[str, str | None] = {
-    "REDIS_URL": "redis://redis:6379/0",
+    "REDIS_URL": "redis+cluster://valkey-0.valkey:6379,valkey-1.valkey:6379,valkey-2.valkey:6379",
     "CLICKHOUSE_URL": "http://default@clickhouse:8123/gateway",
     "MILVUS_URI": "http://milvus:19530",
     "IDP_JWKS_URL": "http://keycloak:8080/realms/strata/protocol/openid-connect/certs",
@@ -77,7 +78,8 @@ EXPECTED_ENV: dict[str, str | None] = {
     "STS_TOKEN_TTL_SECS": "120",
     "STS_JWKS_URL": "http://controlplane:4001/sts/jwks",
     "ALLOWED_ORIGINS": None,  # any non-empty value
-    "OTEL_EXPORTER_OTLP_ENDPOINT": "",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector:4317",
+    "OTEL_COLLECTOR_ADDRESS": "otel-collector:4317",
     "LOG_LEVEL": "info",
     "BIND_HOST": "0.0.0.0",
 }
@@ -200,7 +202,7 @@ def service_problems(name: str, deployment: Doc) -> list[str]:
 
 
 def selector_problems(docs: list[Doc]) -> list[str]:
-    deployments = of_kind(docs, "Deployment")
+    deployments = workloads(docs)
     problems = []
     for name, svc in of_kind(docs, "Service").items():
         selector = svc["spec"].get("selector") or {}
@@ -226,14 +228,15 @@ def selector_problems(docs: list[Doc]) -> list[str]:
                 problems.append(f"Service {name}: targetPort {target} not on the pods")
     for name, d in deployments.items():
         labels = d["spec"]["template"]["metadata"]["labels"]
-        if not d["spec"]["selector"]["matchLabels"].items() <= labels.items():
-            problems.append(f"Deployment {name}: selector does not match its pod labels")
+        selector = d["spec"].get("selector", {}).get("matchLabels", {})  # a Job's is generated
+        if not selector.items() <= labels.items():
+            problems.append(f"{d['kind']} {name}: selector does not match its pod labels")
     return problems
 
 
 def port_name_problems(docs: list[Doc]) -> list[str]:
     problems = []
-    for name, d in of_kind(docs, "Deployment").items():
+    for name, d in workloads(docs).items():
         for c in pod_spec(d)["containers"]:
             for p in c.get("ports", []):
                 port_name = p.get("name") or ""
@@ -246,7 +249,7 @@ def reference_problems(docs: list[Doc], generated: set[tuple[str, str]]) -> list
     """Every ConfigMap/Secret a pod reads must exist in the same tree."""
     have = {(d["kind"], d["metadata"]["name"]) for d in docs} | generated
     problems = []
-    for name, d in of_kind(docs, "Deployment").items():
+    for name, d in workloads(docs).items():
         spec = pod_spec(d)
         wanted = set()
         for v in spec.get("volumes", []):
@@ -293,21 +296,36 @@ def env_problems(docs: list[Doc]) -> list[str]:
 
 
 def address_problems(docs: list[Doc]) -> list[str]:
-    """host:port in each *_URL / *_GRPC / *_URI value must be a Service port in the tree."""
+    """host:port in each *_URL / *_GRPC / *_URI / *_ENDPOINT / *_ADDRESS value must be a Service
+    port in the tree; a cluster URL's every seed too, where `pod.service` names a pod of the
+    StatefulSet behind a headless Service."""
     services = {
         name: {p["port"] for p in svc["spec"]["ports"]}
         for name, svc in of_kind(docs, "Service").items()
     }
+    pods = {
+        f"{name}-{i}.{s['spec']['serviceName']}"
+        for name, s in of_kind(docs, "StatefulSet").items()
+        for i in range(s["spec"]["replicas"])
+    }
     data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
     problems = []
     for key, value in data.items():
-        if not value or not re.search(r"_(URL|URI|GRPC)$", key):
+        if not value or not re.search(r"_(URL|URI|GRPC|ENDPOINT|ADDRESS)$", key):
             continue
-        m = re.match(r"^(?:\w+://)?(?:[^@/]*@)?([a-z0-9-]+):(\d+)", value)
-        if not m:
+        m = re.match(r"^(?:[\w+]+://)?(?:[^@/]*@)?([^/?]+)", value)
+        seeds = m[1].split(",") if m else []
+        if not seeds:
             problems.append(f"{key}: cannot read host:port from {value!r}")
-        elif int(m[2]) not in services.get(m[1], set()):
-            problems.append(f"{key}: no Service {m[1]} with port {m[2]}")
+        for seed in seeds:
+            host, _, port = seed.rpartition(":")
+            service = host.split(".")[-1]
+            if not re.fullmatch(r"[a-z0-9-]+(\.[a-z0-9-]+)?", host) or not port.isdigit():
+                problems.append(f"{key}: cannot read host:port from {value!r}")
+            elif "." in host and host not in pods:
+                problems.append(f"{key}: no pod {host} of a StatefulSet")
+            elif int(port) not in services.get(service, set()):
+                problems.append(f"{key}: no Service {service} with port {port}")
     return problems
 
 
@@ -456,8 +474,17 @@ def test_configured_addresses_are_service_ports(base_docs: list[Doc]) -> None:
 
 def test_stores_and_identity_provider(base_docs: list[Doc]) -> None:
     deployments = of_kind(base_docs, "Deployment")
-    images = {n: pod_spec(d)["containers"][0]["image"] for n, d in deployments.items()}
-    assert images["redis"].startswith(("redis:7-alpine", "valkey/valkey:8"))
+    images = {n: pod_spec(d)["containers"][0]["image"] for n, d in workloads(base_docs).items()}
+    assert re.fullmatch(r"valkey/valkey:8\.\d+\.\d+-bookworm", images["valkey"])
+    assert images["valkey-cluster-form"] == images["valkey"]
+    valkey = of_kind(base_docs, "StatefulSet")["valkey"]
+    assert valkey["spec"]["replicas"] == 6  # three masters, one replica each
+    args = pod_spec(valkey)["containers"][0]["args"]
+    assert args[args.index("--cluster-enabled") + 1] == "yes"
+    assert (
+        "--cluster-replicas 1"
+        in pod_spec(of_kind(base_docs, "Job")["valkey-cluster-form"])["containers"][0]["args"][0]
+    )
     assert images["clickhouse"] == "clickhouse/clickhouse-server:24.8"
     assert re.fullmatch(r"milvusdb/milvus:v2\.5\.\d+", images["milvus"])
     assert re.fullmatch(r"quay\.io/keycloak/keycloak:26\.\d+\.\d+", images["keycloak"])
@@ -480,7 +507,8 @@ def test_stores_and_identity_provider(base_docs: list[Doc]) -> None:
         "key": "CLICKHOUSE_PASSWORD",
     }
     claims = {d["metadata"]["name"] for d in base_docs if d["kind"] == "PersistentVolumeClaim"}
-    assert {"redis-data", "clickhouse-data", "milvus-data"} <= claims
+    assert {"clickhouse-data", "milvus-data"} <= claims
+    assert [t["metadata"]["name"] for t in valkey["spec"]["volumeClaimTemplates"]] == ["data"]
 
 
 def test_keycloak_realm_export() -> None:
@@ -588,15 +616,20 @@ def test_rules_catch_a_selector_that_matches_nothing(base_docs: list[Doc]) -> No
 
 def test_rules_catch_unnamed_ports_and_missing_env(base_docs: list[Doc]) -> None:
     docs = copy.deepcopy(base_docs)
-    del pod_spec(of_kind(docs, "Deployment")["redis"])["containers"][0]["ports"][0]["name"]
-    assert port_name_problems(docs) == ["redis/redis: port 6379 badly named"]
+    del pod_spec(of_kind(docs, "StatefulSet")["valkey"])["containers"][0]["ports"][0]["name"]
+    assert port_name_problems(docs) == ["valkey/valkey: port 6379 badly named"]
     del of_kind(docs, "ConfigMap")["strata-config"]["data"]["EDGE_GRPC"]
-    of_kind(docs, "ConfigMap")["strata-config"]["data"]["REDIS_URL"] = "redis://redis:6380/0"
+    data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
+    data["REDIS_URL"] = "redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379"
     assert env_problems(docs) == [
-        "strata-config: REDIS_URL='redis://redis:6380/0', want 'redis://redis:6379/0'",
+        "strata-config: REDIS_URL='redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379', "
+        "want 'redis+cluster://valkey-0.valkey:6379,valkey-1.valkey:6379,valkey-2.valkey:6379'",
         "strata-config: EDGE_GRPC missing",
     ]
-    assert address_problems(docs) == ["REDIS_URL: no Service redis with port 6380"]
+    assert address_problems(docs) == [
+        "REDIS_URL: no Service valkey with port 6380",
+        "REDIS_URL: no pod valkey-6.valkey of a StatefulSet",
+    ]
 
 
 def test_rules_catch_a_missing_kustomization_resource(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from manifests_kit import (
     pod_spec,
     render,
     tree_docs,
+    workloads,
 )
 
 from cli.launcher.supervise import stop_all
@@ -63,9 +64,7 @@ GATEWAYS = ("ai-gateway", "agent-gateway", "edge-proxy")  # autoscaled
 # (Not OTEL_SERVICE_NAME: runtime/telemetry.py names the service itself, and wins.)
 READ_ELSEWHERE = {"AI_PII_WORKERS": "gateways/ai/pii/batching.py"}
 # Defaults that only make sense on one machine, left on purpose.
-LOCAL_DEFAULT_KEPT = {
-    "OTEL_COLLECTOR_ADDRESS": "the edge's opentelemetry plugin; set with the OTel collector",
-}
+LOCAL_DEFAULT_KEPT: dict[str, str] = {}
 
 # Idle RSS in MiB under `strata up` (issue 25's note: the highest figure, times the processes
 # of the pod); a memory request below it evicts the pod the moment the node is tight.
@@ -181,7 +180,7 @@ def listen_port_problems(docs: list[Doc]) -> list[str]:
 def probe_problems(docs: list[Doc]) -> list[str]:
     """Every probe of every Deployment names (or numbers) a port of its own container."""
     problems = []
-    for name, d in of_kind(docs, "Deployment").items():
+    for name, d in workloads(docs).items():
         for c in pod_spec(d)["containers"]:
             ports = container_ports(c) if c.get("ports") else {}
             for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -202,7 +201,7 @@ def target_port_problems(docs: list[Doc]) -> list[str]:
         selector = svc["spec"].get("selector") or {}
         pods = [
             d
-            for d in of_kind(docs, "Deployment").values()
+            for d in workloads(docs).values()
             if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
         ]
         if not pods:
@@ -353,7 +352,7 @@ def admitted(docs: list[Doc], deployment: Doc, port: Doc, client: tuple[str, Any
 
 def network_problems(docs: list[Doc]) -> list[str]:
     problems = []
-    for name, d in of_kind(docs, "Deployment").items():
+    for name, d in workloads(docs).items():
         for c in pod_spec(d)["containers"]:
             for port in c.get("ports", []):
                 where = f"{name}:{port.get('name', port['containerPort'])}"
@@ -372,7 +371,7 @@ def network_problems(docs: list[Doc]) -> list[str]:
     for pname, policy in of_kind(docs, "NetworkPolicy").items():
         selected = [
             d
-            for d in of_kind(docs, "Deployment").values()
+            for d in workloads(docs).values()
             if selects(policy["spec"]["podSelector"], d["spec"]["template"]["metadata"]["labels"])
         ]
         for rule in policy["spec"].get("ingress") or []:
@@ -570,7 +569,7 @@ def test_rules_catch_grpc_and_admin_ports_open_to_other_namespaces(base_docs: li
     # Without the two namespace-wide policies, the stores are open and the services' own
     # policies (their public port only) shut their gRPC ports to their own peers.
     problems = network_problems(without("default-deny-ingress", "allow-same-namespace"))
-    assert "redis:redis answers a pod of another namespace" in problems
+    assert "valkey:valkey answers a pod of another namespace" in problems
     assert "edge-proxy:grpc does not answer a pod of this namespace" in problems
     assert "edge-proxy:grpc answers outside the cluster" not in problems
 

@@ -19,6 +19,7 @@ import grpc
 import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from manifests_kit import queried_metrics, scraped_series
 from openai.types.chat import ChatCompletionMessageParam
 from shared_kit import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
 
@@ -265,3 +266,29 @@ async def test_strata_logs_shows_one_process(stack: Path) -> None:
     assert result.returncode == 0, result.stderr
     logged = (stack / "logs" / "controlplane.log").read_text().splitlines()
     assert result.stdout.splitlines() == logged[-3:]
+
+
+async def test_dashboards_and_alerts_query_only_what_the_running_services_expose(
+    stack: Path,
+) -> None:
+    """k8s/observability's queries against a scrape of every service of a running stack
+    (after the traffic of the tests above), not against the code's registries."""
+    scrapes = [url.removesuffix("/health") + "/metrics" for url, _, _ in SERVICES.values()]
+    scrapes.append(f"http://127.0.0.1:{9091 + OFFSET}/apisix/prometheus/metrics")
+    exposed: set[str] = set()
+    async with aiohttp.ClientSession() as http:
+        # One request through the edge: its per-route series exist once a request was counted.
+        proxied = f"http://127.0.0.1:{9080 + OFFSET}/smoke/hello"
+        async with http.get(proxied, headers={"X-Tenant-ID": "acme"}) as resp:
+            assert resp.status == 200
+        for url in scrapes:
+            async with http.get(url) as resp:
+                assert resp.status == 200, url
+                exposed |= scraped_series(await resp.text())
+    missing = {
+        where: sorted(names - exposed)
+        for where, names in queried_metrics().items()
+        if names - exposed
+    }
+    assert missing == {}
+    assert len(queried_metrics()) == 5  # four dashboards and the rules
