@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from state_kit import kv, tenant
 
 from controlplane.store_layout import RENAMES, rename_store_keys
@@ -19,6 +21,8 @@ __all__ = ["kv"]  # fixtures
 
 
 async def test_a_session_stored_under_the_old_names_is_found_by_its_tenant(kv: Redis) -> None:
+    if isinstance(kv, RedisCluster):  # (`STRATA_TEST_KV=cluster`)
+        pytest.skip("renames run on a single node: a cluster refuses a rename across slots")
     t, sid = tenant(), str(uuid.uuid4())
     session = SessionRecord(sid, t, "agent-1", ["search"], 100, ACTIVE, "2026-01-01T00:00:00Z")
     await kv.set(f"agent:session:{sid}", session.to_json())
