@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import asdict, replace
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -45,6 +46,7 @@ from runtime.errors import NotFound, PermissionDenied, ResourceExhausted, Unavai
 from runtime.peers import Peer
 from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv
+from runtime.stores.kv_pipeline import PipelinedCalls
 from runtime.telemetry import Metrics
 
 __all__ = ["kv"]  # fixtures
@@ -226,6 +228,28 @@ async def test_a_changed_registry_gives_back_what_a_session_call_took(kv) -> Non
         await kv.delete(SERVERS_VERSION)
     counters = await SessionStore(kv).counters(session)
     assert (counters.tool_calls, counters.tokens_used) == (1, 5)  # the stale call kept nothing
+
+
+async def test_a_session_call_is_admitted_in_one_round_trip(kv, monkeypatch) -> None:
+    """The configuration read (the registry's slot) and the session's decision (the tenant's
+    slot) go out in one write of the batcher: one round trip, as one script was before the
+    split, once the tenant's policy is known (its first call reads the policy first)."""
+    writes: list[int] = []
+    write = PipelinedCalls._write
+
+    def counted(self: PipelinedCalls, channel: Any, batch: list[Any]) -> None:
+        writes.append(len(batch))
+        write(self, channel, batch)
+
+    monkeypatch.setattr(PipelinedCalls, "_write", counted)
+    session = await new_session(kv, tenant())
+    recent = RecentPolicies()
+    call = ToolCall(session.tenant_id, "search", {}, session.id)
+    await admit(kv, call, server_id="srv", version="", want=1, recent=recent)
+    before = len(writes)
+    entry = await admit(kv, call, server_id="srv", version="", want=1, recent=recent)
+    assert entry.reserved == 1
+    assert writes[before:] == [2]  # CONFIG and DECIDE, one write
 
 
 async def test_a_session_call_is_decided_again_under_a_changed_policy(kv) -> None:
