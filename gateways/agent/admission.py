@@ -39,7 +39,6 @@ enforced at session creation (`sessions/store.py`). An unreachable store is 503
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
@@ -47,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from gateways.agent.approvals.events import ApprovalEvents
 from gateways.agent.approvals.store import ApprovalQueue
@@ -59,7 +58,7 @@ from gateways.agent.sessions.store import SessionRecord, SessionStore
 from runtime.errors import NotFound, PermissionDenied, ResourceExhausted, StrataError
 from runtime.fields import now_iso
 from runtime.stores.kv_errors import kv_unavailable
-from runtime.stores.kv_pipeline import PipelinedScript
+from runtime.stores.kv_pipeline import PipelinedScript, pipelined
 
 __all__ = [
     "Admission",
@@ -253,20 +252,27 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-async def _read_config(kv: Redis, call: ToolCall, server_id: str, version: str) -> _Config:
-    """The registry check and what every call reads; `Stale` when `version` is no longer the
-    registry's."""
-    keys = [
+def _config_keys(call: ToolCall, server_id: str) -> list[str]:
+    return [
         mcp_keys.SERVERS_VERSION,
         policy_key(call.tenant_id),
         mcp_keys.auth_config(server_id),
         mcp_keys.oauth_token(server_id),
     ]
-    answer = await CONFIG(kv, keys, [version])
+
+
+def _config(answer: list[Any]) -> _Config:
+    """`CONFIG`'s answer; `Stale` when the registry moved on."""
     if _text(answer[0]) == "stale":
         raise Stale
     _, policy, auth, token, ttl_ms = answer
     return _Config(policy, auth, token, max(0, int(ttl_ms)) / 1000)
+
+
+async def _read_config(kv: Redis, call: ToolCall, server_id: str, version: str) -> _Config:
+    """The registry check and what every call reads; `Stale` when `version` is no longer the
+    registry's."""
+    return _config(await CONFIG(kv, _config_keys(call, server_id), [version]))
 
 
 def _session_keys(tenant_id: str, session_id: str) -> list[str]:
@@ -277,12 +283,17 @@ def _session_keys(tenant_id: str, session_id: str) -> list[str]:
     ]
 
 
-async def _decide(kv: Redis, call: ToolCall, policy: Policy, want: int) -> list[Any]:
-    """Steps 2, 3, 4 and 6 under `policy` (the `DECIDE` script's answer)."""
+def _decide_args(call: ToolCall, policy: Policy, want: int) -> tuple[list[str], list[Any]]:
     assert call.session_id is not None
     hitl = 1 if call.tool_name in policy.hitl_required_tools else 0
     args = [call.tenant_id, call.tool_name, want, policy.max_tool_calls_per_session, hitl]
-    return list(await DECIDE(kv, _session_keys(call.tenant_id, call.session_id), args))
+    return _session_keys(call.tenant_id, call.session_id), args
+
+
+async def _decide(kv: Redis, call: ToolCall, policy: Policy, want: int) -> list[Any]:
+    """Steps 2, 3, 4 and 6 under `policy` (the `DECIDE` script's answer)."""
+    keys, args = _decide_args(call, policy, want)
+    return list(await DECIDE(kv, keys, args))
 
 
 async def _give_back(kv: Redis, call: ToolCall, decided: list[Any]) -> None:
@@ -295,23 +306,45 @@ async def _give_back(kv: Redis, call: ToolCall, decided: list[Any]) -> None:
         await SETTLE(kv, keys, [reserved, 0, 0])
 
 
+async def _run(
+    kv: Redis, script: PipelinedScript, sent: Any, keys: list[str], args: list[Any]
+) -> Any:
+    """The answer of `script`, already sent (`sent`: its reply's future), or the error it
+    raised; a store that had not loaded it runs it again once loaded."""
+    try:
+        return await sent
+    except NoScriptError:
+        try:
+            return await script(kv, keys, args)
+        except (RedisError, OSError) as exc:
+            return exc
+    except (RedisError, OSError) as exc:
+        return exc
+
+
 async def _config_and_decision(
     kv: Redis, call: ToolCall, server_id: str, version: str, policy: bytes | None, want: int
 ) -> tuple[_Config, list[Any]]:
-    """`CONFIG` and `DECIDE` (under `policy`) sent together: one round trip. When `CONFIG`
-    fails (`Stale`, or the store), what `DECIDE` took is given back before it is raised."""
-    config, decided = await asyncio.gather(
-        _read_config(kv, call, server_id, version),
-        _decide(kv, call, _policy(call.tenant_id, policy), want),
-        return_exceptions=True,
-    )
+    """`CONFIG` and `DECIDE` (under `policy`) sent together: one round trip (both calls are
+    queued on the batcher before either is awaited). When `CONFIG` fails (`Stale`, or the
+    store), what `DECIDE` took is given back before it is raised."""
+    calls = pipelined(kv)
+    config_keys, config_args = _config_keys(call, server_id), [version]
+    decide_keys, decide_args = _decide_args(call, _policy(call.tenant_id, policy), want)
+    config_sent = calls.evalsha(CONFIG.sha, len(config_keys), *config_keys, *config_args)
+    decide_sent = calls.evalsha(DECIDE.sha, len(decide_keys), *decide_keys, *decide_args)
+    read = await _run(kv, CONFIG, config_sent, config_keys, config_args)
+    decided = await _run(kv, DECIDE, decide_sent, decide_keys, decide_args)
     if isinstance(decided, BaseException):
         raise decided
-    if isinstance(config, BaseException):
-        with contextlib.suppress(RedisError, OSError):  # best effort: `config` says why
-            await _give_back(kv, call, decided)
-        raise config
-    return config, decided
+    try:
+        if isinstance(read, BaseException):
+            raise read
+        return _config(read), list(decided)
+    except (Stale, RedisError, OSError):
+        with contextlib.suppress(RedisError, OSError):  # best effort: the error says why
+            await _give_back(kv, call, list(decided))
+        raise
 
 
 async def admit(
