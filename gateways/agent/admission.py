@@ -39,6 +39,7 @@ enforced at session creation (`sessions/store.py`). An unreachable store is 503
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
@@ -331,8 +332,14 @@ async def _config_and_decision(
     calls = pipelined(kv)
     config_keys, config_args = _config_keys(call, server_id), [version]
     decide_keys, decide_args = _decide_args(call, _policy(call.tenant_id, policy), want)
-    config_sent = calls.evalsha(CONFIG.sha, len(config_keys), *config_keys, *config_args)
-    decide_sent = calls.evalsha(DECIDE.sha, len(decide_keys), *decide_keys, *decide_args)
+    # A future on one node (no task); a batcher that routes per node may answer a coroutine,
+    # made a task here so that both go out before either is awaited.
+    config_sent = asyncio.ensure_future(
+        calls.evalsha(CONFIG.sha, len(config_keys), *config_keys, *config_args)
+    )
+    decide_sent = asyncio.ensure_future(
+        calls.evalsha(DECIDE.sha, len(decide_keys), *decide_keys, *decide_args)
+    )
     read = await _run(kv, CONFIG, config_sent, config_keys, config_args)
     decided = await _run(kv, DECIDE, decide_sent, decide_keys, decide_args)
     if isinstance(decided, BaseException):
