@@ -3,11 +3,11 @@ brought to its at-rest form under the keyring's newest key (`runtime/keyring.py`
 (what is already right is not rewritten) and safe beside other replicas and live writes (each
 rewrite is conditional on the record being unchanged).
 
-- edge consumers (`edge:config:consumers`): a clear key-auth key becomes its digest, a clear
+- edge consumers (`{edge:config}:consumers`): a clear key-auth key becomes its digest, a clear
   basic-auth password its hash, a jwt-auth secret is sealed (or re-sealed), through the Admin
   API's own write path (`gateways/edge/model/credentials.py`); digests made under an older key are
   counted and logged (they cannot be re-made without the key: keep that key listed);
-- manual provider keys (`platform:provider-secrets`), the platform settings' secrets
+- manual provider keys (`{platform:providers}:secrets`), the platform settings' secrets
   (`cp:settings`), the notification preferences' and webhooks' secrets and URLs
   (`cp:notify-prefs:*`, `cp:webhooks`): sealed, or re-sealed under the newest key.
 

@@ -13,7 +13,11 @@ import logging
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+import controlplane.edge_config.keys
 import gateways.agent.keys
+import gateways.ai.providers.keys
+import gateways.ai.tenants.keys
+import gateways.edge.keys
 from runtime.stores.lock import StoreLock
 from runtime.stores.renames import KeyRename, apply_renames
 
@@ -23,7 +27,13 @@ LOCK = "cp:store-layout:lock"
 LOCK_TTL_MS = 60_000
 
 # Every layout's moves (one line per keys module).
-RENAMES: tuple[KeyRename, ...] = (*gateways.agent.keys.RENAMES,)
+RENAMES: tuple[KeyRename, ...] = (
+    *gateways.edge.keys.RENAMES,
+    *controlplane.edge_config.keys.RENAMES,
+    *gateways.ai.tenants.keys.RENAMES,
+    *gateways.ai.providers.keys.RENAMES,
+    *gateways.agent.keys.RENAMES,
+)
 
 
 async def rename_store_keys(kv: Redis, renames: tuple[KeyRename, ...] = RENAMES) -> int:

@@ -39,7 +39,10 @@ import weakref
 from collections.abc import Callable
 
 from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
+
+from runtime.stores.kv import open_pubsub
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +126,9 @@ class ChangeWatch:
     async def _follow(self) -> None:
         delay = 0.1
         while True:
-            pubsub = self.kv.pubsub()
+            pubsub: PubSub | None = None
             try:
+                pubsub = await open_pubsub(self.kv)
                 await pubsub.subscribe(self.channel)
                 async for message in pubsub.listen():
                     kind = message.get("type")
@@ -143,7 +147,8 @@ class ChangeWatch:
                 # RuntimeError: a feed never stopped is closed by the garbage collector
                 # after its loop has ended; there is nothing left to close it on.
                 with contextlib.suppress(RedisError, OSError, RuntimeError):
-                    await pubsub.aclose()
+                    if pubsub is not None:
+                        await pubsub.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 

@@ -59,6 +59,7 @@ class Var:
     shown_default: str | None = None  # the README's default, when the value says too little
     listens: bool = False  # a port the service listens on (what the launcher shifts and checks)
     secret: bool = False  # its value is never repeated in an error message
+    aliases: tuple[str, ...] = ()  # older names still read when `name` is unset
 
 
 def var(
@@ -72,9 +73,11 @@ def var(
     shown_default: str | None = None,
     listens: bool = False,
     secret: bool = False,
+    aliases: tuple[str, ...] = (),
 ) -> Any:
-    """A dataclass field read from the environment variable `name` (`REQUIRED`: no default)."""
-    spec = Var(name, doc, choices, bounds, check, shown_default, listens, secret)
+    """A dataclass field read from the environment variable `name` (`REQUIRED`: no default),
+    else from the first of its `aliases` that is set."""
+    spec = Var(name, doc, choices, bounds, check, shown_default, listens, secret, aliases)
     return dataclasses.field(default=default, metadata={"var": spec})
 
 
@@ -96,6 +99,13 @@ def grpc_port(default: int) -> Any:
 def loopback(port: int, scheme: str = "") -> str:
     """A local default address of a peer."""
     return f"{scheme}127.0.0.1:{port}"
+
+
+def store_url(value: str) -> None:
+    """Checks STORE_URL (its scheme, a cluster's seeds and database)."""
+    from runtime.stores.kv import check_store_url  # runtime.stores imports this module
+
+    check_store_url(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +134,15 @@ class ServiceConfig:
     )
     host: str = var("BIND_HOST", "127.0.0.1", "address every port listens on")
     # Stores
-    redis_url: str = var("REDIS_URL", "redis://127.0.0.1:6379/0", "key-value store")
+    redis_url: str = var(
+        "STORE_URL",
+        "redis://127.0.0.1:6379/0",
+        "key-value store: `redis://`, `rediss://` or `unix://` (one node), "
+        "`redis+cluster://host:port[,host:port…]` or `rediss+cluster://…` (a cluster, from its "
+        "seed nodes; database 0)",
+        check=store_url,
+        aliases=("REDIS_URL",),
+    )
     clickhouse_url: str = var(
         "CLICKHOUSE_URL",
         "chdb://data/clickhouse",
@@ -204,6 +222,8 @@ class ServiceConfig:
         for f in _var_fields(cls):
             spec: Var = f.metadata["var"]
             raw = environ.get(spec.name, "")
+            for alias in spec.aliases:
+                raw = raw or environ.get(alias, "")
             if not raw:
                 if f.default is MISSING:
                     problems.append(f"{spec.name} is required ({spec.doc})")
@@ -308,6 +328,8 @@ def markdown_table(configs: Iterable[type[ServiceConfig]]) -> str:
             raise ValueError(f"{name} is documented differently by {services}")
         if uses[0][1].choices:
             doc += ": " + ", ".join(f"`{choice}`" for choice in uses[0][1].choices)
+        if uses[0][1].aliases:
+            doc += " (also read as " + ", ".join(f"`{a}`" for a in uses[0][1].aliases) + ")"
         lines.append(f"| `{name}` | {services} | {default} | {doc} |")
     return "\n".join(lines) + "\n"
 

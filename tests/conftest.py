@@ -7,11 +7,13 @@ process may own only one), and tokens come from the dev IdP over HTTP.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from kv_cluster_kit import KvCluster, valkey_cluster
 from shared_kit import ADMIN_API_KEY, MASTER_KEY, C, ConfigFor, free_port, valkey_server
 
 from runtime.config import ServiceConfig
@@ -23,9 +25,27 @@ from runtime.stores.kv_reachability import close_reachability
 from sidecars.idp.app import build_app as build_idp_app
 from sidecars.idp.config import IdpConfig
 
+# `STRATA_TEST_KV=cluster`: the session's store is a 3-master Valkey cluster, reached through
+# redis-py's cluster client (`redis+cluster://`), instead of one Valkey.
+CLUSTER_MODE = os.environ.get("STRATA_TEST_KV", "single") == "cluster"
+
 
 @pytest.fixture(scope="session")
-def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def kv_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KvCluster]:
+    """A 3-master Valkey cluster for the session (no replicas: nothing here kills a node)."""
+    with valkey_cluster(tmp_path_factory.mktemp("valkey-cluster"), masters=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def valkey_url(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """The session's key-value store: one Valkey, or the session's cluster (see CLUSTER_MODE)."""
+    if CLUSTER_MODE:
+        cluster: KvCluster = request.getfixturevalue("kv_cluster")
+        yield f"redis+cluster://127.0.0.1:{cluster.seed_port}"
+        return
     with valkey_server(tmp_path_factory.mktemp("valkey")) as port:
         yield f"redis://127.0.0.1:{port}/0"
 

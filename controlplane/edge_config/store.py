@@ -1,6 +1,8 @@
 """The edge configuration in the key-value store, etcd-like: one hash per kind (id → JSON of
 `{value, createdIndex, modifiedIndex}`) and one revision counter.
 
+Keys: `controlplane/edge_config/keys.py` (all under the hash tag `{edge:config}`).
+
 Writes are optimistic transactions: a caller reads a consistent `State` (MULTI/EXEC), decides
 what to write from it (validation, references, uniqueness), and `write` applies the change
 only if the revision has not moved since (one Lua script: the revision check, the new
@@ -16,28 +18,38 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from controlplane.edge_config.keys import CHANNEL, IDS, REVISION, SEEDED, kind_hash
 from gateways.edge.model import KINDS, Snapshot
 
-PREFIX = "edge:config"
-REVISION = f"{PREFIX}:revision"
-CHANNEL = f"{PREFIX}:changes"  # PUBLISHed the new revision on every write
-SEEDED = f"{PREFIX}:seeded"  # set once, by the first seeding of the reference routes
-IDS = f"{PREFIX}:ids"  # generated ids (POST)
+__all__ = [
+    "CHANNEL",
+    "IDS",
+    "REVISION",
+    "SEEDED",
+    "Conflict",
+    "EdgeConfigStore",
+    "Entry",
+    "Op",
+    "State",
+]
 
-# ARGV: expected revision, marker key ('' for none), channel, then (hash, id, entry) triples,
-# an empty entry deleting. Returns the new revision, -1 on a moved revision, -2 when the
-# marker already exists.
+# KEYS: the revision, the hash of each change (in ARGV's order), then the seed marker when
+# ARGV[2] is '1'. ARGV: expected revision, '1' to set the marker (NX) or '', the channel, then
+# (id, entry) pairs, an empty entry deleting. Returns the new revision, -1 on a moved
+# revision, -2 when the marker already exists. Every key is declared and under one hash tag.
 _WRITE = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if current ~= tonumber(ARGV[1]) then return -1 end
-if ARGV[2] ~= '' and not redis.call('SET', ARGV[2], current + 1, 'NX') then return -2 end
+local ops = (#ARGV - 3) / 2
+if ARGV[2] == '1' and not redis.call('SET', KEYS[ops + 2], current + 1, 'NX') then return -2 end
 local nxt = current + 1
 redis.call('SET', KEYS[1], nxt)
-for i = 4, #ARGV, 3 do
-  if ARGV[i + 2] == '' then
-    redis.call('HDEL', ARGV[i], ARGV[i + 1])
+for i = 1, ops do
+  local id, entry = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  if entry == '' then
+    redis.call('HDEL', KEYS[1 + i], id)
   else
-    redis.call('HSET', ARGV[i], ARGV[i + 1], ARGV[i + 2])
+    redis.call('HSET', KEYS[1 + i], id, entry)
   end
 end
 redis.call('PUBLISH', ARGV[3], nxt)
@@ -77,10 +89,6 @@ class State:
 Op = tuple[str, str, Entry | None]
 
 
-def _hash(kind: str) -> str:
-    return f"{PREFIX}:{kind}"
-
-
 class EdgeConfigStore:
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
@@ -93,7 +101,7 @@ class EdgeConfigStore:
         async with self.kv.pipeline(transaction=True) as pipe:
             pipe.get(REVISION)
             for kind in KINDS:
-                pipe.hgetall(_hash(kind))
+                pipe.hgetall(kind_hash(kind))
             revision, *hashes = await pipe.execute()
         entries: dict[str, dict[str, Entry]] = {}
         for kind, raw in zip(KINDS, hashes, strict=True):
@@ -107,7 +115,8 @@ class EdgeConfigStore:
 
     async def write(self, expected: int, ops: list[Op], *, marker: str = "") -> int:
         """Apply `ops` as revision `expected + 1`; Conflict when the store is not at `expected`."""
-        args: list[Any] = [expected, marker, CHANNEL]
+        keys = [REVISION]
+        args: list[Any] = [expected, "1" if marker else "", CHANNEL]
         for kind, id_, entry in ops:
             encoded = "" if entry is None else json.dumps(
                 {
@@ -116,8 +125,11 @@ class EdgeConfigStore:
                     "modifiedIndex": entry.modified_index,
                 }
             )  # fmt: skip
-            args += [_hash(kind), id_, encoded]
-        result = int(await self._write(keys=[REVISION], args=args))
+            keys.append(kind_hash(kind))
+            args += [id_, encoded]
+        if marker:
+            keys.append(marker)
+        result = int(await self._write(keys=keys, args=args))
         if result < 0:
             raise Conflict("marker exists" if result == -2 else "revision moved")
         return result

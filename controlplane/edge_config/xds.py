@@ -28,6 +28,7 @@ from controlplane.edge_config.store import CHANNEL, EdgeConfigStore, State
 from gateways.edge.model import KINDS
 from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest
+from runtime.stores.kv import open_pubsub
 from runtime.telemetry import Metrics
 from strata.edge.v1 import config_pb2
 
@@ -84,7 +85,7 @@ class ConfigWatch:
         stopping = self._stopping
         while not stopping.is_set():
             try:
-                async with self.store.kv.pubsub() as pubsub:
+                async with await open_pubsub(self.store.kv) as pubsub:
                     await pubsub.subscribe(CHANNEL)
                     await self.refresh()  # whatever changed before the subscription
                     while not stopping.is_set():

@@ -3,12 +3,14 @@
 Layout (the one the AI gateway reads):
 - `platform:providers`, a hash: field = provider id, value = the provider JSON of the spec
   (metadata and key references; a `manual` key source holds only `masked_value`).
-- `platform:provider-secrets`, a hash: provider id → the key of a `manual` key source, sealed
+- `{platform:providers}:secrets`, a hash: provider id → the key of a `manual` key source, sealed
   with the platform keyring and bound to the provider (`runtime/keyring.py`; development
   only; never answered, never logged). Keys stored in clear before they were sealed are
   sealed when a control plane starts (`reseal_secrets`), as are those under an older key.
-- every write INCRs `platform:providers:version` and publishes the provider id on
-  `platform:providers:changed`, in the same transaction as the write.
+- every write INCRs `{platform:providers}:version` in the same transaction as the write (every
+  key carries the spec's `platform:providers` as its hash tag: one cluster slot;
+  `gateways/ai/providers/keys.py`), then publishes the provider id on
+  `{platform:providers}:changed`.
 
 Built-ins: while the hash is empty or absent, the ten built-in providers of
 `gateways/ai/providers/builtin.py` apply (GET lists them). The first write (an upsert, a
@@ -28,7 +30,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.exceptions import WatchError
+from redis.exceptions import RedisError, WatchError
 
 from controlplane.kv_errors import kv_unavailable
 from controlplane.providers.records import builtins, parse_stored
@@ -102,8 +104,8 @@ class ProviderStore:
                         if write.delete_secrets:
                             pipe.hdel(keys.SECRETS, *write.delete_secrets)
                         pipe.incr(keys.VERSION)
-                        pipe.publish(keys.CHANGED, write.notify)
                         await pipe.execute()
+                        await self._announce(write.notify)
                         return write
                     except WatchError:
                         continue
@@ -111,6 +113,16 @@ class ProviderStore:
             "the providers changed too often to apply this change; retry",
             error="store_unavailable",
         )
+
+    async def _announce(self, provider_id: str) -> None:
+        """The message, right after the transaction (redis-py's cluster client refuses a
+        PUBLISH inside one). The version moved with the write: a replica that misses the
+        message (this process dying in between, the store failing now) reloads at its next
+        poll of the version, within a second."""
+        try:
+            await self.kv.publish(keys.CHANGED, provider_id)
+        except (RedisError, OSError) as exc:
+            log.warning("provider change not announced", extra={"error": repr(exc)})
 
     async def reseal_secrets(self) -> int:
         """Seal, under the keyring's newest key, every manual key stored in clear (before keys

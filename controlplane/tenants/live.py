@@ -22,7 +22,7 @@ from redis.asyncio import Redis
 
 from controlplane.tenants.records import rate_limit_of, rl_config_key
 from gateways.ai.tenants.keys import budget_key
-from gateways.edge.keys import ALL_WINDOWS, rate_limit_windows
+from gateways.edge.keys import ALL_WINDOWS, parse_window, rate_limit_windows
 from runtime.stores.analytics import Analytics
 
 log = logging.getLogger(__name__)
@@ -76,11 +76,10 @@ async def _usage(kv: Redis, ids: list[str], now_us: int) -> dict[str, int]:
     match = rate_limit_windows(ids[0]) if len(ids) == 1 else ALL_WINDOWS
     keys: list[tuple[str, str, int]] = []  # (tenant, key, window seconds)
     async for key in kv.scan_iter(match=match, count=1000, _type="zset"):
-        parts = key.split(":")
-        # rl:{tenant}:{route}:{window}; tenant ids hold no ':' (records.TENANT_ID)
-        if len(parts) < 4 or parts[1] not in wanted or not parts[-1].isdigit():
+        parsed = parse_window(key)
+        if parsed is None or parsed[0] not in wanted:
             continue
-        keys.append((parts[1], key, int(parts[-1])))
+        keys.append((parsed[0], key, parsed[2]))
     usage: dict[str, int] = {}
     if not keys:
         return usage

@@ -96,14 +96,23 @@ class HashEntries:
 
 Owned = Key | Pattern | HashEntries | TenantAgents
 
+TENANT = "\0tenant\0"  # a stand-in tenant id, for a keys module's function to place
+
+
+def _template(key: str) -> str:
+    """A keys module's key for TENANT as a template of this module (the function's own
+    braces, e.g. a hash tag `rl:config:{acme}`, kept literally)."""
+    return key.replace("{", "{{").replace("}", "}}").replace(TENANT, "{tenant}")
+
+
 OWNED: tuple[Owned, ...] = (
     # Tenants (this part): IP allowlist, prompt configuration.
     Key("cp:ip-allowlist:{tenant}"),
-    Key(prompt_config_key("{tenant}")),
+    Key(_template(prompt_config_key(TENANT))),
     # Rate limits: the tenant override, route overrides, the edge's sliding windows.
-    Key(rate_limit_override("{tenant}")),
-    Pattern(rate_limit_override("{tenant}", "*"), type="string"),
-    Pattern(rate_limit_windows("{tenant}"), type="zset"),
+    Key(_template(rate_limit_override(TENANT))),
+    Pattern(_template(rate_limit_override(TENANT, "*")), type="string"),
+    Pattern(_template(rate_limit_windows(TENANT)), type="zset"),
     # API keys and key requests (JSON records carrying tenant_id).
     HashEntries("cp:api-keys"),
     HashEntries("cp:key-requests"),

@@ -1,6 +1,7 @@
 """A circuit breaker per provider, its state in the key-value store so every replica shares it.
 
-Keys (per provider id):
+Keys (per provider id, `providers/keys.py`: the id in braces is the hash tag, so the three
+share a cluster slot):
 - `ai:breaker:{id}:failures`: consecutive failed attempts that say the provider is unavailable
   (connection errors, timeouts, 429, 5xx, a broken answer: `failover.counts_against_availability`;
   never a routing miss nor another 4xx, which are the request's or the configuration's),
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from gateways.ai.providers.keys import breaker_keys
 from runtime.stores.kv_pipeline import PipelinedScript, hot_command
 from runtime.stores.kv_reachability import reachability
 
@@ -56,11 +58,6 @@ if n >= tonumber(ARGV[2]) then
 end
 return {n, 0}
 """)
-
-
-def _keys(provider_id: str) -> tuple[str, str, str]:
-    base = f"ai:breaker:{provider_id}"
-    return f"{base}:failures", f"{base}:open", f"{base}:probe"
 
 
 @dataclass
@@ -102,7 +99,7 @@ class Breakers:
             return SKIP
         if self.reachability.down:
             return GO
-        _, _, probe = _keys(provider_id)
+        _, _, probe = breaker_keys(provider_id)
         try:
             px = int(self.settings.probe_secs * 1000)
             won = await hot_command(self.kv, "SET", probe, "1", "NX", "PX", px)
@@ -120,7 +117,7 @@ class Breakers:
             self._views[provider_id] = _View(CLOSED, 0, view.read_at if view else float("-inf"))
             return
         try:
-            await hot_command(self.kv, "DEL", *_keys(provider_id))
+            await hot_command(self.kv, "DEL", *breaker_keys(provider_id))
         except (RedisError, OSError) as exc:
             self.reachability.failed(exc)
             log.warning("breaker %s: could not record a success: %s", provider_id, exc)
@@ -135,7 +132,7 @@ class Breakers:
         try:
             count, opened = await _FAIL(
                 self.kv,
-                _keys(provider_id),
+                breaker_keys(provider_id),
                 [int(s.window_secs * 1000), s.failures, int(s.open_secs * 1000)],
                 hot=True,
             )
@@ -185,7 +182,7 @@ class Breakers:
         return await asyncio.shield(reading)
 
     async def _read(self, provider_id: str, view: _View | None) -> _View:
-        failures_key, open_key, _ = _keys(provider_id)
+        failures_key, open_key, _ = breaker_keys(provider_id)
         try:
             failures, is_open = await asyncio.gather(  # one write, through the batcher
                 hot_command(self.kv, "GET", failures_key), hot_command(self.kv, "EXISTS", open_key)

@@ -14,11 +14,12 @@ Chat completions reserve from the counter and settle it against their real usage
 (`budget_reservation.py`); the key-value store is the one source, so every AI gateway replica
 sees the same budget. POST also records the budget set (`{tenant_id}:budget:limit`, the
 reference of the 80% `budget_warning`) and clears the warning marker
-(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. Both
-also announce the change (`ai:budgets:version` incremented, `ai:budgets:changed` published,
-in the same transaction): every AI gateway process then forgets which tenants it knew to
-have no budget (`no_budget.py`). An unreachable store is 503 (a budget is a security
-control: it fails closed).
+(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. The
+three keys share the tenant's hash tag: one script writes them and publishes the change on
+`ai:budgets:changed`, atomically (one cluster slot), and `ai:budgets:version` is incremented
+right after: every AI gateway process then forgets which tenants it knew to have no budget
+(`no_budget.py`). An unreachable store is 503 (a budget is a security control: it fails
+closed).
 """
 
 from __future__ import annotations
@@ -36,6 +37,23 @@ from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, Unavailable
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
+# KEYS: the tenant's tokens, limit and warned marker (one hash tag). ARGV: the tokens to set
+# ('' deletes the budget), the feed's channel, the tenant. Returns 1 when a budget was removed.
+# The message goes with the write (a classic PUBLISH: a cluster delivers it from any node).
+_WRITE = """
+local removed = 0
+if ARGV[1] == '' then
+  removed = redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[2], KEYS[3])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[2], ARGV[1])
+  redis.call('DEL', KEYS[3])
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return removed
+"""
+
 INVALID = "invalid_request"  # the spec's `type` of a bad budget POST
 MAX_TOKENS = 2**53 - 1  # stays exact in every JSON reader
 
@@ -51,6 +69,7 @@ def _tenant(tenant_id: str) -> str:
 class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
     def __init__(self, kv: Redis) -> None:
         self.kv = kv
+        self._write = kv.register_script(_WRITE)
 
     async def GetBudget(
         self, request: budget_pb2.GetBudgetRequest, context: ServicerContext
@@ -75,16 +94,9 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
                 f"'tokens' must be an integer between 0 and {MAX_TOKENS}", error=INVALID
             )
         try:
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.set(budget_key(tenant), request.tokens)
-                pipe.set(limit_key(tenant), request.tokens)
-                pipe.delete(warned_key(tenant))
-                _announce(pipe, tenant)
-                await pipe.execute()
+            await self._announced(tenant, str(request.tokens))
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
-        finally:
-            changed_here(no_budget.CHANNEL)  # even a failed write may have landed
         return budget_pb2.SetBudgetResponse(tenant_id=tenant, tokens_set=request.tokens)
 
     async def DeleteBudget(
@@ -92,22 +104,24 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
     ) -> budget_pb2.DeleteBudgetResponse:
         tenant = _tenant(request.tenant_id)
         try:
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.delete(budget_key(tenant))
-                pipe.delete(limit_key(tenant), warned_key(tenant))
-                _announce(pipe, tenant)
-                removed, *_ = await pipe.execute()
+            removed = await self._announced(tenant, "")
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
-        finally:
-            changed_here(no_budget.CHANNEL)
         return budget_pb2.DeleteBudgetResponse(tenant_id=tenant, deleted=bool(removed))
 
-
-def _announce(pipe: Any, tenant: str) -> None:
-    """Queue the change's announcement beside the write (`no_budget.py` follows it)."""
-    pipe.incr(no_budget.VERSION)
-    pipe.publish(no_budget.CHANNEL, tenant)
+    async def _announced(self, tenant: str, tokens: str) -> int:
+        """Write (or with no `tokens`, delete) the budget with its message, then move the
+        feed's counter: the poll's safety net for a process whose subscription died
+        silently. The counter cannot join the script (it is global, the budget is in its
+        tenant's slot); moved after the write, a process that polls it forgets whatever it
+        learnt before the write. Returns 1 when a budget was removed."""
+        keys = [budget_key(tenant), limit_key(tenant), warned_key(tenant)]
+        try:
+            removed = int(await self._write(keys=keys, args=[tokens, no_budget.CHANNEL, tenant]))
+            await self.kv.incr(no_budget.VERSION)
+        finally:
+            changed_here(no_budget.CHANNEL)  # even a failed write may have landed
+        return removed
 
 
 def _unavailable(exc: BaseException) -> Unavailable:

@@ -98,7 +98,7 @@ class Budgets:
         await self.no_budget.stop()
 
     async def reserve(self, tenant_id: str, amount: int) -> Reservation:
-        if self.reachability.down:
+        if self.reachability.down_for(budget_key(tenant_id)):
             return self._without_store(tenant_id, None)
         generation = self.no_budget.generation
         try:
@@ -134,7 +134,7 @@ class Budgets:
         if not reservation.limited:
             return Settled(None, False)
         tenant = reservation.tenant_id
-        if self.reachability.down:
+        if self.reachability.down_for(budget_key(tenant)):
             raise Unavailable("the key-value store holding budgets is known to be out")
         try:
             left, warn = await _SETTLE(

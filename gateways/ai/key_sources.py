@@ -3,7 +3,7 @@
 - `env_var` {var_name}: this AI gateway process's environment (read per call, so a rotated
   variable in a restarted process needs nothing else; the name is dynamic, which is why this
   one module reads `os.environ` below `__main__`);
-- `manual`: the secret stored apart in `platform:provider-secrets`, only when
+- `manual`: the secret stored apart in `{platform:providers}:secrets`, only when
   ENVIRONMENT=development (loaded with the provider table, `provider_table.py`);
 - `none`: no key.
 

@@ -7,11 +7,14 @@ the tenant here (when it was read), a run that found a budget removes it. Nothin
 read, so knowing costs no store call.
 
 What it knows is dropped when it may be wrong:
-- every budget write (POST and DELETE `/v1/budget/{tenant}`, `budget.py`) increments
-  `ai:budgets:version` and publishes on `ai:budgets:changed`; every AI gateway process follows
-  that feed (`runtime/change_feed.py`) and forgets everything it knows on a change (budget
-  writes are rare operator actions; the next request of each tenant learns again, at no
-  cost). The process that wrote forgets at once.
+- every budget write (POST and DELETE `/v1/budget/{tenant}`, `budget.py`) publishes on
+  `ai:budgets:changed` (in the write's own script) and then increments `ai:budgets:version`;
+  every AI gateway process follows that feed (`runtime/change_feed.py`) and forgets
+  everything it knows on a change (budget writes are rare operator actions; the next request
+  of each tenant learns again, at no cost). The process that wrote forgets at once. (In a
+  cluster the counter is in another slot than the budget, which is in its tenant's: it cannot
+  be moved in the write's script. The message can, and does; the counter, moved right after,
+  is the safety net of a subscription that died silently.)
 - a read older than MAX_AGE_SECS does not count: a replica cut off from a store that others
   still reach (a partition) cannot hear of a budget set meanwhile, so it serves a tenant
   without a budget only for that long after it last saw the tenant's counter absent.

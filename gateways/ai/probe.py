@@ -2,7 +2,7 @@
 
 The control plane's `POST /api/providers/{id}/test` sends the stored provider here, so the
 answer is about this process: its environment (`env_var` keys), the manual key it can open
-(`platform:provider-secrets`, development only; read from the store, not the table, so a key
+(`{platform:providers}:secrets`, development only; read from the store, not the table, so a key
 saved a moment ago is probed), its outbound guard and its adapters. Only env_var, manual and
 none can be tested.
 """

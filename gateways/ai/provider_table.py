@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from gateways.ai.providers import keys
@@ -32,6 +33,7 @@ from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from gateways.ai.providers.keys import secret_context
 from runtime.errors import Unavailable
 from runtime.keyring import Keyring, SealError
+from runtime.stores.kv import open_pubsub
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +182,9 @@ class ProviderTable:
     async def _subscribe(self) -> None:
         delay = 0.1
         while True:
-            pubsub = self.kv.pubsub()
+            pubsub: PubSub | None = None
             try:
+                pubsub = await open_pubsub(self.kv)
                 await pubsub.subscribe(keys.CHANGED)
                 delay = 0.1
                 async for message in pubsub.listen():
@@ -191,6 +194,7 @@ class ProviderTable:
                 log.debug("providers subscription lost: %s", exc)
             finally:
                 with contextlib.suppress(RedisError, OSError):
-                    await pubsub.aclose()
+                    if pubsub is not None:
+                        await pubsub.aclose()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

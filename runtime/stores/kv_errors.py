@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from runtime.errors import Unavailable
 
@@ -23,7 +23,7 @@ def kv_unavailable() -> Iterator[None]:
     """Turn a key-value store failure inside the block into Unavailable (503)."""
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:  # (the cluster's is no RedisError)
         raise Unavailable(
             f"the key-value store is unreachable: {type(exc).__name__}", error="store_unavailable"
         ) from exc

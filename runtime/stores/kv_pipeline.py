@@ -25,6 +25,7 @@ a `RedisError`), so callers fail closed or open exactly as they did with redis-p
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 import ssl
 import time
@@ -34,8 +35,19 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import hiredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.connection import SSLConnection, UnixDomainSocketConnection
-from redis.exceptions import ConnectionError, NoScriptError, ResponseError, TimeoutError
+from redis.crc import key_slot
+from redis.exceptions import (
+    ClusterCrossSlotError,
+    ConnectionError,
+    MovedError,
+    NoScriptError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    TimeoutError,
+)
 
 from runtime.stores import kv as kv_settings
 
@@ -111,16 +123,20 @@ class PipelinedCalls:
     `await calls.command("GET", key)`: any command whose reply needs no conversion (GET, HGET:
     a string or None). Raises what redis-py raises for that command (NoScriptError included)."""
 
-    def __init__(self, kv: Any) -> None:
-        pool = kv.connection_pool
-        self.settings: dict[str, Any] = dict(pool.connection_kwargs)
-        self.connection_class = pool.connection_class
+    def __init__(self, settings: dict[str, Any], connection_class: type) -> None:
+        self.settings = settings
+        self.connection_class = connection_class
         self._pending: list[Call] = []
         self._channel: _Channel | None = None
         self._opening: asyncio.Task[_Channel] | None = None
         self._sending: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
         self._watchdog: asyncio.TimerHandle | None = None
         self.timeout = float(self.settings.get("socket_timeout") or 5.0)
+        # Requests wait for this connection: it opens within a command's timeout, not the
+        # pool's longer connect timeout (kv.CONNECT_TIMEOUT_SECS).
+        self.connect_timeout = min(
+            float(self.settings.get("socket_connect_timeout") or 5.0), self.timeout
+        )
 
     def evalsha(self, sha: str, numkeys: int, *args: Any) -> asyncio.Future[Any]:
         return self.command("EVALSHA", sha, numkeys, *args)
@@ -244,7 +260,7 @@ class PipelinedCalls:
             return _Channel(encoding)
 
         try:
-            async with asyncio.timeout(settings.get("socket_connect_timeout") or 5.0):
+            async with asyncio.timeout(self.connect_timeout):
                 if issubclass(self.connection_class, UnixDomainSocketConnection):
                     _, opened = await loop.create_unix_connection(channel, settings["path"])
                 else:
@@ -293,6 +309,249 @@ class PipelinedCalls:
             self._channel = None
 
 
+# Commands whose every argument is a key; a script's keys follow its key count; a command not
+# named here and not keyless has its key first (GET, SET, HGET, EXPIRE...).
+_ALL_KEYS = frozenset({"DEL", "EXISTS", "UNLINK", "TOUCH", "MGET"})
+_SCRIPTS = frozenset({"EVALSHA", "EVAL", "EVALSHA_RO", "EVAL_RO", "FCALL", "FCALL_RO"})
+_KEYLESS = frozenset({"PING", "ECHO", "SCRIPT", "TIME", "INFO", "CLUSTER", "ASKING"})
+# How many times one call follows MOVED/ASK before it gives up (a slot map still settling).
+MAX_REDIRECTS = 5
+
+
+def call_keys(command: Sequence[Any]) -> Sequence[Any]:
+    """The keys a command names, as the cluster routes them."""
+    name = str(command[0]).upper()
+    if name in _SCRIPTS:
+        return command[3 : 3 + int(command[2])]
+    if name in _KEYLESS or len(command) < 2:
+        return ()
+    if name in _ALL_KEYS:
+        return command[1:]
+    return command[1:2]
+
+
+def _slot(key: Any) -> int:
+    return key_slot(key if isinstance(key, bytes) else str(key).encode())
+
+
+def call_slot(command: Sequence[Any]) -> int | None:
+    """The slot a call goes to (its keys' one slot), None for a keyless call. Keys of one call
+    in different slots are the caller's mistake, refused before anything is sent: the store
+    would refuse them too (CROSSSLOT), or worse, run them where a later resharding breaks
+    them."""
+    keys = call_keys(command)
+    if not keys:
+        return None
+    slot = _slot(keys[0])
+    if len(keys) > 1 and any(_slot(key) != slot for key in keys[1:]):
+        named = ", ".join(f"{key} (slot {_slot(key)})" for key in keys)
+        raise ClusterCrossSlotError(
+            f"CROSSSLOT the keys of one {command[0]} call are in different slots: {named}; "
+            "give them one hash tag"
+        )
+    return slot
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # ASKING's own reply matters to nobody; its failure is the call's
+
+
+def _from_node(exc: RedisError, node: str) -> RedisError:
+    """`exc`, marked with the node that failed it (the store breaker keeps one flag per node)."""
+    exc.kv_node = node  # type: ignore[attr-defined]
+    return exc
+
+
+def failed_node(exc: BaseException) -> str | None:
+    """The cluster node (`host:port`) a call failed on, if it went to one: the batcher's, or
+    redis-py's cluster client's (which sets the node as the error's `connection`)."""
+    node = getattr(exc, "kv_node", None)
+    if isinstance(node, str):
+        return node
+    target = getattr(exc, "connection", None)
+    return str(target.name) if isinstance(target, ClusterNode) else None
+
+
+class ClusterCalls:
+    """The batcher of a Redis Cluster client: one `PipelinedCalls` (one connection) per master,
+    opened lazily from the client's slot map (its `nodes_manager`); each call goes to the
+    master of its keys' slot (`call_slot`), keyless calls to the client's default node.
+
+    - MOVED (the slot has another master; the call did not run): the client's slot map is
+      patched as redis-py does and the call re-sent to the new master;
+    - ASK (the slot is migrating and the key has left): `ASKING` and the call are sent once
+      to the named node, on its connection, one after the other;
+    - CLUSTERDOWN, TRYAGAIN, a lost connection or a timeout: redis-py's ConnectionError (or
+      TimeoutError) to the caller, who fails open or closed as with one node; the slot map is
+      read again before the next call to that node (after a failover its slots have a new
+      master). Nothing is re-sent: a call that may have run (an INCR) runs once at most;
+    - NOSCRIPT: the script is loaded on the node that answered (each node, a promoted
+      replica too, has its own script cache) and run again.
+
+    Every error carries the node it came from (`failed_node`), for the per-node breaker."""
+
+    def __init__(self, kv: RedisCluster) -> None:
+        self._kv = weakref.ref(kv)  # the client owns this, not the other way round
+        self.nodes_manager = kv.nodes_manager
+        self._defaults: dict[str, Any] = dict(kv.connection_kwargs)
+        self._nodes: dict[str, PipelinedCalls] = {}
+        self._stale: set[str] = set()  # nodes whose slots must be read again before a call
+        self._refreshing: asyncio.Task[None] | None = None
+        self.refreshes = 0  # slot maps read (tests, diagnostics)
+        # A request waits for the slot map as for a new connection (`within`: the store's
+        # silence counts, not the setting up): at most the command timeout. The first read
+        # also loads redis-py's command table, too long for the hot path's bound on a loaded
+        # machine.
+        settings = kv.connection_kwargs
+        self.map_timeout = min(
+            float(settings.get("socket_connect_timeout") or 5.0),
+            float(settings.get("socket_timeout") or 5.0),
+        )
+
+    def node(self, name: str) -> PipelinedCalls:
+        """The batcher of one node (`host:port`)."""
+        calls = self._nodes.get(name)
+        if calls is None:
+            known = self.nodes_manager.nodes_cache.get(name)
+            if known is not None:
+                settings = dict(known.connection_kwargs)
+                connection_class: type = known.connection_class
+            else:  # an ASK to a node the map does not name yet
+                host, _, port = name.rpartition(":")
+                settings = {**self._defaults, "host": host, "port": int(port)}
+                connection_class = settings.pop("connection_class")
+            settings.pop("response_callbacks", None)
+            calls = self._nodes[name] = PipelinedCalls(settings, connection_class)
+        return calls
+
+    async def refresh(self, seconds: float | None = None) -> None:
+        """Read the slot map again (one read shared by every caller that asks meanwhile);
+        waited for at most `seconds`."""
+        if self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
+        refreshing = asyncio.shield(self._refreshing)
+        if seconds is None:
+            await refreshing
+            return
+        try:
+            async with asyncio.timeout(seconds):
+                await refreshing
+        except builtins.TimeoutError:  # asyncio's, as redis-py's TimeoutError
+            raise TimeoutError(f"the store's slot map was not read within {seconds}s") from None
+
+    async def _refresh(self) -> None:
+        self._stale.clear()
+        self.refreshes += 1
+        kv = self._kv()
+        if kv is None:
+            raise ConnectionError("the store client is closed")
+        try:
+            # The client's own first: redis-py's commands read its command table, which only
+            # its initialize() loads (a no-op once done), and then the slot map again.
+            await kv.initialize()
+            await self.nodes_manager.initialize()
+        except (RedisError, RedisClusterException, OSError) as exc:
+            self._stale.add("")  # the map is unknown: read it before the next call
+            raise ConnectionError(f"cannot read the store's slot map: {exc}") from None
+        known = self.nodes_manager.nodes_cache
+        for name in [name for name in self._nodes if name not in known]:
+            self._nodes.pop(name).close()  # a node gone from the cluster
+
+    async def owner(self, slot: int | None, seconds: float | None = None) -> str:
+        """The node a call for `slot` goes to now (the map read first when it is stale)."""
+        manager = self.nodes_manager
+        bound = None if seconds is None else max(seconds, self.map_timeout)
+        if not manager.slots_cache or "" in self._stale:
+            await self.refresh(bound)
+        name = self._route(slot)
+        if name is None or name in self._stale:
+            await self.refresh(bound)
+            name = self._route(slot)
+        if name is None:
+            raise ConnectionError(f"no node of the store serves slot {slot}")
+        return name
+
+    def _route(self, slot: int | None) -> str | None:
+        if slot is not None:
+            return self.owner_now(slot)
+        default = self.nodes_manager.default_node
+        return str(default.name) if default is not None else None
+
+    def owner_now(self, slot: int) -> str | None:
+        """The node serving `slot` as the map says now (no store call), None if unknown."""
+        nodes = self.nodes_manager.slots_cache.get(slot)
+        return str(nodes[0].name) if nodes else None
+
+    def command(self, *command: Any) -> Awaitable[Any]:
+        return self.call(None, command)
+
+    def evalsha(self, sha: str, numkeys: int, *args: Any) -> Awaitable[Any]:
+        return self.call(None, ("EVALSHA", sha, numkeys, *args))
+
+    def within(self, seconds: float, *command: Any) -> Awaitable[Any]:
+        return self.call(seconds, command)
+
+    async def call(self, seconds: float | None, command: tuple[Any, ...]) -> Any:
+        """`command`'s reply from the master of its slot (see the class)."""
+        slot = call_slot(command)
+        asking: str | None = None
+        for _ in range(MAX_REDIRECTS):
+            name = asking or await self.owner(slot, seconds)
+            try:
+                return await self.to_node(name, seconds, command, asking=asking is not None)
+            except ResponseError as exc:
+                kind, _, rest = str(exc).partition(" ")
+                if kind == "MOVED":
+                    await self.nodes_manager.move_slot(MovedError(rest))
+                    asking = None
+                    continue
+                if kind == "ASK" and asking is None:
+                    asking = rest.rpartition(" ")[2]
+                    continue
+                if kind in ("CLUSTERDOWN", "TRYAGAIN"):
+                    self._stale.add(name)
+                    raise _from_node(ConnectionError(str(exc)), name) from None
+                raise _from_node(exc, name) from None
+            except (ConnectionError, TimeoutError) as exc:
+                self._stale.add(name)
+                raise _from_node(exc, name) from None
+        raise ConnectionError(f"the store kept redirecting a {command[0]} call (slot {slot})")
+
+    def to_node(
+        self, name: str, seconds: float | None, command: tuple[Any, ...], *, asking: bool = False
+    ) -> Awaitable[Any]:
+        """`command` sent to one node, whatever its slot (after `ASKING` with `asking`)."""
+        calls = self.node(name)
+        if asking:  # queued just before the call: same write, same connection
+            calls.command("ASKING").add_done_callback(_consume)
+        if seconds is None:
+            return calls.command(*command)
+        return calls.within(seconds, *command)
+
+    async def script(
+        self, script: PipelinedScript, keys: Sequence[Any], args: Sequence[Any], *, hot: bool
+    ) -> Any:
+        seconds = kv_settings.HOT_PATH_SECS if hot else None
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        for _ in range(2):  # a slot that moves between the load and the call: once more
+            try:
+                return await self.call(seconds, command)
+            except NoScriptError as exc:
+                node = failed_node(exc)
+                if node is None:
+                    raise
+                await self.to_node(node, seconds, ("SCRIPT", "LOAD", script.text))
+        return await self.call(seconds, command)
+
+    def close(self) -> None:
+        if self._refreshing is not None:
+            self._refreshing.cancel()
+        for calls in self._nodes.values():
+            calls.close()
+        self._nodes.clear()
+
+
 def _tls_context(settings: dict[str, Any]) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=settings.get("ssl_ca_certs"))
     if settings.get("ssl_certfile"):
@@ -303,14 +562,21 @@ def _tls_context(settings: dict[str, Any]) -> ssl.SSLContext:
     return context
 
 
-_by_client: weakref.WeakKeyDictionary[Any, PipelinedCalls] = weakref.WeakKeyDictionary()
+_by_client: weakref.WeakKeyDictionary[Any, PipelinedCalls | ClusterCalls] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def pipelined(kv: Any) -> PipelinedCalls:
+def pipelined(kv: Any) -> PipelinedCalls | ClusterCalls:
     """The one batcher of a store client (per worker: its plugins share the round trips)."""
     calls = _by_client.get(kv)
     if calls is None:
-        calls = _by_client[kv] = PipelinedCalls(kv)
+        if isinstance(kv, RedisCluster):
+            calls = _by_client[kv] = ClusterCalls(kv)
+        else:
+            pool = kv.connection_pool
+            calls = PipelinedCalls(dict(pool.connection_kwargs), pool.connection_class)
+            _by_client[kv] = calls
     return calls
 
 
@@ -340,6 +606,8 @@ class PipelinedScript:
         self, kv: Any, keys: Sequence[Any], args: Sequence[Any], *, hot: bool = False
     ) -> Any:
         calls = pipelined(kv)
+        if isinstance(calls, ClusterCalls):
+            return await calls.script(self, keys, args, hot=hot)
 
         async def call(*command: Any) -> Any:
             if not hot:
@@ -354,10 +622,12 @@ class PipelinedScript:
 
 
 __all__ = [
+    "ClusterCalls",
     "NoScriptError",
     "PipelinedCalls",
     "PipelinedScript",
     "close_pipelined",
+    "failed_node",
     "hot_command",
     "pipelined",
 ]

@@ -14,6 +14,15 @@ within a loop turn and little was refused. A command error (a script's, a wrong 
 caller's or the configuration's and never trips it.
 
 One per store client (`reachability(kv)`), shared by every part of the process that uses it.
+
+On a cluster, one dead master must not make every tenant skip the store while the others
+serve: a failure of a call the batcher routed to a node marks that node down (`failed_node`),
+and a hot path that has a key asks `down_for(key)`: whether the master of that key's slot is
+down. `down` (no key) is the whole store: the slot map itself cannot be read. A node's probe
+reads the slot map again, then asks the node for `CLUSTER INFO`: the node is back when it
+serves no slot any more (a replica was promoted in its place: the first call for its slots
+goes to the new master without waiting) or says `cluster_state:ok`. CLUSTERDOWN (a slot
+without a master, during an election) and TRYAGAIN count as unavailability.
 """
 
 from __future__ import annotations
@@ -24,9 +33,19 @@ import time
 import weakref
 from typing import Any
 
-from redis.exceptions import ConnectionError, RedisError, TimeoutError
+from redis.asyncio.cluster import RedisCluster
+from redis.cluster import PRIMARY
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    RedisClusterException,
+    RedisError,
+    TimeoutError,
+    TryAgainError,
+)
 
-from runtime.stores.kv_pipeline import hot_command
+from runtime.stores import kv as kv_settings
+from runtime.stores.kv_pipeline import ClusterCalls, call_slot, failed_node, hot_command, pipelined
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +54,18 @@ PROBE_SECS = 0.25
 
 def is_unavailability(exc: BaseException) -> bool:
     """A failure that says the store cannot be used now (not a command's own error)."""
-    # redis-py's BusyLoadingError (a restarted store loading its data) is a ConnectionError.
-    return isinstance(exc, ConnectionError | TimeoutError | OSError)
+    # redis-py's BusyLoadingError (a restarted store loading its data) is a ConnectionError;
+    # a cluster's CLUSTERDOWN and TRYAGAIN are ResponseErrors, and a cluster the client cannot
+    # map (no seed answers, a slot not covered) a RedisClusterException: all unavailability.
+    return isinstance(
+        exc,
+        ConnectionError
+        | TimeoutError
+        | OSError
+        | ClusterDownError
+        | TryAgainError
+        | RedisClusterException,
+    )
 
 
 class Reachability:
@@ -47,17 +76,43 @@ class Reachability:
         self.failures = 0  # availability failures reported: store calls that were tried
         self.last_failure: BaseException | None = None
         self._probe: asyncio.Task[None] | None = None
+        self.cluster = isinstance(kv, RedisCluster)
+        self.nodes_down: dict[str, float] = {}  # a cluster's masters found down, since when
+        self._node_probes: dict[str, asyncio.Task[None]] = {}
 
     @property
     def down(self) -> bool:
+        """The whole store cannot be used (one node: the store; a cluster: its slot map)."""
         return self.down_since is not None
 
+    def down_for(self, key: str) -> bool:
+        """Calls for `key` cannot be served now: the store is down, or (a cluster) the master
+        of `key`'s slot is."""
+        if self.down_since is not None:
+            return True
+        if not self.nodes_down:
+            return False
+        kv = self._kv()
+        if kv is None:
+            return False
+        calls = pipelined(kv)
+        slot = call_slot(("GET", key))
+        owner = (
+            calls.owner_now(slot) if isinstance(calls, ClusterCalls) and slot is not None else None
+        )
+        return owner in self.nodes_down
+
     def failed(self, exc: BaseException) -> None:
-        """A store call failed with `exc`; an availability failure marks the store down."""
+        """A store call failed with `exc`; an availability failure marks the store (or, on a
+        cluster, the node the call went to) down."""
         if not is_unavailability(exc):
             return
         self.failures += 1
         self.last_failure = exc
+        node = failed_node(exc) if self.cluster else None
+        if node is not None:
+            self._node_failed(node, exc)
+            return
         if self.down_since is not None:
             return
         self.down_since = time.monotonic()
@@ -86,10 +141,59 @@ class Reachability:
         took = time.monotonic() - since if since is not None else 0.0
         log.warning("key-value store reachable again", extra={"down_secs": round(took, 3)})
 
+    def _node_failed(self, node: str, exc: BaseException) -> None:
+        if node in self.nodes_down:
+            return
+        self.nodes_down[node] = time.monotonic()
+        self.outages += 1
+        log.warning(
+            "key-value store node unreachable; its slots served from memory where allowed",
+            extra={"node": node, "error": f"{type(exc).__name__}: {exc}"},
+        )
+        self._node_probes[node] = asyncio.get_running_loop().create_task(
+            self._until_node_back(node), name=f"kv-reachability-probe-{node}"
+        )
+
+    async def _until_node_back(self, node: str) -> None:
+        while True:
+            kv = self._kv()
+            if kv is None:
+                return
+            calls = pipelined(kv)
+            assert isinstance(calls, ClusterCalls)
+            try:
+                if await self._node_serves(calls, node):
+                    break
+            except (RedisError, OSError):
+                pass
+            del kv, calls
+            await asyncio.sleep(PROBE_SECS)
+        since = self.nodes_down.pop(node, None)
+        self._node_probes.pop(node, None)
+        took = time.monotonic() - since if since is not None else 0.0
+        log.warning(
+            "key-value store node reachable again (or replaced)",
+            extra={"node": node, "down_secs": round(took, 3)},
+        )
+
+    @staticmethod
+    async def _node_serves(calls: ClusterCalls, node: str) -> bool:
+        """Whether calls routed to `node` can be served: it is no master any more (the map
+        read again), or it answers with every slot served."""
+        await calls.refresh(calls.map_timeout)
+        masters = calls.nodes_manager.get_nodes_by_server_type(PRIMARY)
+        if node not in {master.name for master in masters}:
+            return True
+        info = await calls.to_node(node, kv_settings.HOT_PATH_SECS, ("CLUSTER", "INFO"))
+        return "cluster_state:ok" in str(info)
+
     def close(self) -> None:
         if self._probe is not None:
             self._probe.cancel()
             self._probe = None
+        for probe in self._node_probes.values():
+            probe.cancel()
+        self._node_probes.clear()
 
 
 _by_client: weakref.WeakKeyDictionary[Any, Reachability] = weakref.WeakKeyDictionary()

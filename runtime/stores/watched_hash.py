@@ -79,7 +79,7 @@ class WatchedHash(Generic[T]):
                 return found
             if field in self.absent:
                 return None
-        if self.reachability.down:
+        if self.reachability.down_for(self.key):
             raise store_unavailable()
         generation = self.watch.generation
         try:

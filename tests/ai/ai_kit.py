@@ -25,10 +25,11 @@ from shared_kit import MASTER_KEY, free_port, service_process
 
 from gateways.ai.chat import ChatServicer
 from gateways.ai.pipeline import ChatPipeline
+from gateways.ai.providers import keys as providers_keys
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from runtime.testing import Serving
 
-PROVIDERS = "platform:providers"
+PROVIDERS = providers_keys.PROVIDERS
 ECHO_KEY = "sk-echo-dev-0123456789abcdef"  # ECHO_LLM_API_KEY in the tests
 # The key variables of the built-in providers (unset: they list no model).
 KEY_VARS = [
@@ -84,10 +85,10 @@ async def set_providers(kv: Redis, *providers: dict[str, Any]) -> None:
         pipe.delete(PROVIDERS)
         if providers:
             pipe.hset(PROVIDERS, mapping={p["id"]: json.dumps(p) for p in providers})
-        pipe.incr("platform:providers:version")
+        pipe.incr(providers_keys.VERSION)
         await pipe.execute()
     for p in providers or ({"id": ""},):
-        await kv.publish("platform:providers:changed", p["id"])
+        await kv.publish(providers_keys.CHANGED, p["id"])
 
 
 async def listed(ai_url: str, until: set[str] | None = None) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
 from gateways.ai.app import build
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.providers import keys as providers_keys
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
@@ -31,7 +32,7 @@ Starter = Callable[..., AbstractAsyncContextManager[Serving]]  # `async with sta
 async def kv(valkey_url: str) -> AsyncIterator[Redis]:
     client = connect_kv(valkey_url)
     yield client
-    await client.delete(PROVIDERS, "platform:provider-secrets")
+    await client.delete(PROVIDERS, providers_keys.SECRETS)
     await client.aclose()
 
 
@@ -61,7 +62,7 @@ def control_plane_with(
 
     @asynccontextmanager
     async def start(**env: str) -> AsyncIterator[Serving]:
-        await kv.delete(PROVIDERS, "platform:provider-secrets")
+        await kv.delete(PROVIDERS, providers_keys.SECRETS)
         config = config_for(
             ControlPlaneConfig, HEALTH_PROBE_INTERVAL_SECS="0", NOTIFY_DELIVERY="off", **env
         )

@@ -15,6 +15,7 @@ from shared_kit import MASTER_KEY
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
+from gateways.ai.tenants.keys import budget_key, warned_key
 from runtime.testing import serving
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
@@ -56,25 +57,25 @@ async def test_settles_exactly_and_refuses_when_not_enough(gateway, echo_provide
         await set_budget(ai.http_url, t, RESERVED + USED)
         async with client(ai.http_url, t) as sdk:
             await sdk.chat.completions.create(model="echo-1", messages=MESSAGES, max_tokens=10)
-            assert int(await kv.get(f"{t}:budget:tokens")) == RESERVED  # 23 - 7
+            assert int(await kv.get(budget_key(t))) == RESERVED  # 23 - 7
             await sdk.chat.completions.create(model="echo-1", messages=MESSAGES, max_tokens=10)
-            assert int(await kv.get(f"{t}:budget:tokens")) == RESERVED - USED  # 9 < 16
+            assert int(await kv.get(budget_key(t))) == RESERVED - USED  # 9 < 16
             with pytest.raises(openai.RateLimitError) as info:
                 await sdk.chat.completions.create(model="echo-1", messages=MESSAGES, max_tokens=10)
             assert info.value.body["type"] == "budget_exceeded"  # type: ignore[index]
-            assert int(await kv.get(f"{t}:budget:tokens")) == RESERVED - USED  # nothing taken
+            assert int(await kv.get(budget_key(t))) == RESERVED - USED  # nothing taken
             # A stream is settled too.
             await set_budget(ai.http_url, t, 100)
             stream = await sdk.chat.completions.create(
                 model="echo-1", messages=MESSAGES, max_tokens=10, stream=True
             )
             [_ async for _ in stream]
-            assert int(await kv.get(f"{t}:budget:tokens")) == 100 - USED
+            assert int(await kv.get(budget_key(t))) == 100 - USED
         # No budget: unlimited, nothing written.
         u = tenant()
         async with client(ai.http_url, u) as sdk:
             await sdk.chat.completions.create(model="echo-1", messages=MESSAGES)
-        assert await kv.get(f"{u}:budget:tokens") is None
+        assert await kv.get(budget_key(u)) is None
         async with aiohttp.ClientSession() as http, http.get(ai.http_url + "/metrics") as resp:
             metrics = await resp.text()
         assert "ai_gateway_budget_exceeded_total 1.0" in metrics
@@ -103,7 +104,7 @@ async def test_concurrent_burst_on_two_instances_never_overdraws(
         for sdk in sdks:
             await sdk.close()
     ok = outcomes.count("ok")
-    left = int(await kv.get(f"{t}:budget:tokens"))
+    left = int(await kv.get(budget_key(t)))
     assert left == budget - USED * ok  # every success billed exactly its usage
     assert left >= 0
     assert ok >= budget // RESERVED  # at least what fits at once was served
@@ -123,12 +124,12 @@ async def test_budget_warning_reaches_the_control_plane_once(
         async with client(ai.http_url, t) as sdk:
             for _ in range(5):  # 50 → 43 → 36 → 29 → 22 → 15: not yet
                 await sdk.chat.completions.create(model="echo-1", messages=MESSAGES, max_tokens=10)
-            assert int(await kv.get(f"{t}:budget:tokens")) == 15
-            assert await kv.get(f"{t}:budget:warned") is None
+            assert int(await kv.get(budget_key(t))) == 15
+            assert await kv.get(warned_key(t)) is None
             await sdk.chat.completions.create(  # → 8: crossed
                 model="echo-1", messages=MESSAGES, max_tokens=2
             )
-            assert int(await kv.get(f"{t}:budget:tokens")) == 8
+            assert int(await kv.get(budget_key(t))) == 8
             stub = notification_pb2_grpc.NotificationServiceStub(cp.channel)
             listed = None
             for _ in range(100):
@@ -176,6 +177,6 @@ async def test_burst_from_two_gateway_processes(echo_provider, kv, valkey_url, t
         for sdk in sdks:
             await sdk.close()
     ok = outcomes.count("ok")
-    left = int(await kv.get(f"{t}:budget:tokens"))
+    left = int(await kv.get(budget_key(t)))
     assert left == budget - USED * ok >= 0
     assert ok >= budget // RESERVED and outcomes.count("refused") > 0

@@ -91,7 +91,8 @@ async def test_exact_hit(cache: ResponseCache, tenant: str) -> None:
 async def test_exact_key_is_the_specs(cache: ResponseCache, kv: Redis, tenant: str) -> None:
     await cache.store(tenant, "m1", user(ASKED), PARAMS, completion("x"))
     key = keys.exact_key(tenant, "m1", user(ASKED), PARAMS)
-    assert key.startswith(f"{tenant}:m1:") and len(key.rsplit(":", 1)[1]) == 64
+    # The spec's `{tenant_id}:{model}:{prompt_hash}`, the tenant's braces kept (its hash tag).
+    assert key.startswith(f"{{{tenant}}}:m1:") and len(key.rsplit(":", 1)[1]) == 64
     assert 0 < await kv.ttl(key) <= 60
 
 

@@ -12,6 +12,8 @@ import pytest
 from ai_kit import client, provider, set_providers, tenant
 from shared_kit import MASTER_KEY, user_token
 
+from gateways.ai.tenants.keys import prompt_config_key
+
 ECHO_KEY = "sk-echo-secret-value-1234"
 
 
@@ -237,7 +239,7 @@ async def test_unknown_model_with_the_sdk(ai) -> None:
 async def test_prompt_config_is_applied(ai, kv) -> None:
     t = tenant()
     await kv.set(
-        f"cp:prompt-config:{t}",
+        prompt_config_key(t),
         json.dumps({"system_prompt": "Be brief.", "prefix": "[", "suffix": "]"}),
     )
     async with client(ai.http_url, t) as sdk:

@@ -17,6 +17,9 @@ from ai_kit import client, gateway_processes, log_rows, pipeline_of, tenant
 from openai.types.chat import ChatCompletionMessageParam
 from shared_kit import MASTER_KEY
 
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.tenants.keys import budget_key, prompt_config_key
+
 ASKED = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"
 
@@ -78,11 +81,11 @@ async def test_a_hit_gets_its_own_id(gateway, scripted) -> None:
 
 
 async def test_no_crossing_tenants_or_models(gateway, scripted, kv) -> None:
-    scripted_models = json.loads(await kv.hget("platform:providers", "flaky"))
+    scripted_models = json.loads(await kv.hget(providers_keys.PROVIDERS, "flaky"))
     scripted_models["default_models"] = ["m-1", "m-2"]
-    await kv.hset("platform:providers", "flaky", json.dumps(scripted_models))
-    await kv.incr("platform:providers:version")
-    await kv.publish("platform:providers:changed", "flaky")
+    await kv.hset(providers_keys.PROVIDERS, "flaky", json.dumps(scripted_models))
+    await kv.incr(providers_keys.VERSION)
+    await kv.publish(providers_keys.CHANGED, "flaky")
     a, b, c = tenant(), tenant(), tenant()
     async with gateway() as ai:
         assert await ask(ai.http_url, a) == "MISS"
@@ -108,14 +111,14 @@ async def test_cache_control_bypasses(gateway, scripted) -> None:
 
 async def test_a_tenant_can_turn_the_cache_off(gateway, scripted, kv) -> None:
     t = tenant()
-    await kv.set(f"cp:prompt-config:{t}", json.dumps({"cache_enabled": False}))
+    await kv.set(prompt_config_key(t), json.dumps({"cache_enabled": False}))
     try:
         async with gateway() as ai:
             for _ in range(2):
                 assert await ask(ai.http_url, t) == "MISS"
                 await asyncio.sleep(0.3)
     finally:
-        await kv.delete(f"cp:prompt-config:{t}")
+        await kv.delete(prompt_config_key(t))
     assert len(scripted.attempts) == 2
 
 
@@ -138,12 +141,12 @@ async def test_a_hit_costs_no_budget(gateway, scripted, kv) -> None:
             headers={"Authorization": f"Bearer {MASTER_KEY}"},
         )
         assert await ask(ai.http_url, t) == "MISS"
-        spent = 1000 - int(await kv.get(f"{t}:budget:tokens"))
+        spent = 1000 - int(await kv.get(budget_key(t)))
         assert spent == 7 + 3  # the scripted provider's usage
         await asyncio.sleep(0.3)
         assert await ask(ai.http_url, t) == "HIT"
         assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
-        assert int(await kv.get(f"{t}:budget:tokens")) == 1000 - spent
+        assert int(await kv.get(budget_key(t))) == 1000 - spent
 
 
 async def test_a_vector_store_held_up_never_holds_a_chat_up(gateway, scripted) -> None:
@@ -230,12 +233,12 @@ async def test_a_tenants_suffix_does_not_keep_rewordings_from_hitting(
     """The prompt configuration glues its suffix to the user's last word ("year?ref-3f9a"):
     the guard compares what the user wrote, so a rewording is still a SEMANTIC_HIT."""
     t = tenant()
-    await kv.set(f"cp:prompt-config:{t}", json.dumps({"suffix": "ref-3f9a1c2e"}))
+    await kv.set(prompt_config_key(t), json.dumps({"suffix": "ref-3f9a1c2e"}))
     try:
         async with gateway() as ai:
             assert await ask(ai.http_url, t, ASKED) == "MISS"
             await asyncio.sleep(0.3)
             assert await ask(ai.http_url, t, REWORDED) == "SEMANTIC_HIT"
     finally:
-        await kv.delete(f"cp:prompt-config:{t}")
+        await kv.delete(prompt_config_key(t))
     assert len(scripted.attempts) == 1

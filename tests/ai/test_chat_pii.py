@@ -11,6 +11,8 @@ import aiohttp
 from ai_kit import client, log_rows, tenant
 from openai.types.chat import ChatCompletionMessageParam
 
+from gateways.ai.tenants.keys import prompt_config_key
+
 CONVERSATION: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "You are a support agent."},
     {"role": "user", "content": "My card is 4111 1111 1111 1111, email ana.lopez@example.com."},
@@ -55,24 +57,24 @@ async def test_the_metric_and_the_log_row(gateway, scripted, analytics) -> None:
 
 async def test_a_tenant_can_turn_redaction_off(gateway, scripted, kv) -> None:
     t = tenant()
-    await kv.set(f"cp:prompt-config:{t}", json.dumps({"pii_redaction": False}))
+    await kv.set(prompt_config_key(t), json.dumps({"pii_redaction": False}))
     try:
         async with gateway() as ai, client(ai.http_url, t) as sdk:
             await sdk.chat.completions.create(model="m-1", messages=CONVERSATION)
     finally:
-        await kv.delete(f"cp:prompt-config:{t}")
+        await kv.delete(prompt_config_key(t))
     assert scripted.attempts[0].body["messages"][3] == CONVERSATION[3]
 
 
 async def test_the_system_prompt_of_the_tenant_is_not_redacted(gateway, scripted, kv) -> None:
     t = tenant()
     config = {"system_prompt": "Sign as Maria Gonzalez, support lead."}
-    await kv.set(f"cp:prompt-config:{t}", json.dumps(config))
+    await kv.set(prompt_config_key(t), json.dumps(config))
     try:
         async with gateway() as ai, client(ai.http_url, t) as sdk:
             await sdk.chat.completions.create(model="m-1", messages=CONVERSATION[1:2])
     finally:
-        await kv.delete(f"cp:prompt-config:{t}")
+        await kv.delete(prompt_config_key(t))
     sent = scripted.attempts[0].body["messages"]
     assert sent[0] == {"role": "system", "content": config["system_prompt"]}
     assert sent[1]["content"] == "My card is <CREDIT_CARD>, email <EMAIL>."

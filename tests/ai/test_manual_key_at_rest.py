@@ -11,6 +11,7 @@ from shared_kit import MASTER_KEY, running
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
+from gateways.ai.providers import keys as providers_keys
 from runtime.keyring import Keyring, kid_of, new_key, parse_keys
 from runtime.testing import serving
 
@@ -38,15 +39,15 @@ async def test_a_sealed_manual_key_reaches_the_provider_across_a_rotation(
     kv, gateway, config_for, stores_for
 ) -> None:
     upstream = Scripted()
-    await kv.delete("platform:providers", "platform:provider-secrets")
+    await kv.delete(providers_keys.PROVIDERS, providers_keys.SECRETS)
     async with running(upstream.app()) as url:
         cp_config = config_for(ControlPlaneConfig, STRATA_DATA_KEYS=K1)
         async with serving(build_controlplane(cp_config, stores_for(cp_config))) as cp:
             await save_manual_provider(cp.http_url, f"{url}/v1")
-        stored = await kv.hget("platform:provider-secrets", "manual-llm")
+        stored = await kv.hget(providers_keys.SECRETS, "manual-llm")
         assert MANUAL not in stored and kid_of(stored) == "k1"
         assert Keyring(parse_keys(K1), MASTER_KEY).open(
-            stored, "platform:provider-secrets:manual-llm"
+            stored, providers_keys.secret_context("manual-llm")
         ) == (MANUAL)
 
         # The AI gateway runs with the rotated keyring: k2 seals, k1 still opens.
@@ -60,7 +61,7 @@ async def test_a_sealed_manual_key_reaches_the_provider_across_a_rotation(
 
             cp_config = config_for(ControlPlaneConfig, STRATA_DATA_KEYS=f"{K2},{K1}")
             async with serving(build_controlplane(cp_config, stores_for(cp_config))):
-                resealed = await kv.hget("platform:provider-secrets", "manual-llm")
+                resealed = await kv.hget(providers_keys.SECRETS, "manual-llm")
             assert kid_of(resealed) == "k2" and MANUAL not in resealed
 
         # Re-sealed under k2: a gateway holding only k2 opens it.

@@ -8,8 +8,6 @@ on where the scenario needs them."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import openai
 import pytest
 from ai_kit import (
@@ -29,6 +27,7 @@ from redis.asyncio import Redis
 from shared_kit import MASTER_KEY, free_port
 
 from gateways.ai import local_models
+from gateways.ai.providers import keys as providers_keys
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from sidecars.echo_llm.provider import echo_provider
 
@@ -46,7 +45,7 @@ def retrying_sdk(ai_url: str) -> AsyncOpenAI:
 
 
 async def breaker_keys(kv: Redis, *provider_ids: str) -> list[str]:
-    return [k for p in provider_ids for k in cast("list[str]", await kv.keys(f"ai:breaker:{p}:*"))]
+    return [k for p in provider_ids for k in providers_keys.breaker_keys(p) if await kv.exists(k)]
 
 
 async def forget_breakers(kv: Redis, *provider_ids: str) -> None:

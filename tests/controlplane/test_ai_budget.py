@@ -17,6 +17,7 @@ from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
 
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.tenants.keys import budget_key
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.testing import Serving, serving
@@ -75,10 +76,10 @@ async def test_post_sets_the_counter_and_get_reads_it(ai: Serving) -> None:
         200,
         {"tenant_id": t, "tokens_set": 50000},
     )
-    assert await ai.kv.get(f"{t}:budget:tokens") == "50000"  # type: ignore[attr-defined]
+    assert await ai.kv.get(budget_key(t)) == "50000"  # type: ignore[attr-defined]
     assert await call(ai, f"/v1/budget/{t}") == (200, {"tenant_id": t, "remaining_tokens": 50000})
     # What chat completions do: debit the counter; GET reads it live.
-    await ai.kv.decrby(f"{t}:budget:tokens", 1234)  # type: ignore[attr-defined]
+    await ai.kv.decrby(budget_key(t), 1234)  # type: ignore[attr-defined]
     assert await call(ai, f"/v1/budget/{t}") == (200, {"tenant_id": t, "remaining_tokens": 48766})
     # A new POST resets what is left; 0 is a budget too (exhausted, not unlimited).
     assert (await call(ai, f"/v1/budget/{t}", "POST", body={"tokens": 0}))[0] == 200
@@ -111,7 +112,7 @@ async def test_bad_tokens_are_400_in_the_openai_envelope_and_change_nothing(
     assert set(answer) == {"error"}
     assert answer["error"]["type"] == "invalid_request"
     assert isinstance(answer["error"]["message"], str) and answer["error"]["message"]
-    assert await ai.kv.exists(f"{t}:budget:tokens") == 0  # type: ignore[attr-defined]
+    assert await ai.kv.exists(budget_key(t)) == 0  # type: ignore[attr-defined]
 
 
 async def test_missing_tokens_message_names_the_field(ai: Serving) -> None:
@@ -142,11 +143,11 @@ async def test_a_tenant_reads_only_its_own_budget_and_cannot_set_it(ai: Serving,
     # Setting a budget is for platform administrators (the control plane), not tenants.
     status, _ = await call(ai, "/v1/budget/acme", "POST", headers=alice, body={"tokens": 10**9})
     assert status == 403
-    assert await ai.kv.get("acme:budget:tokens") == "777"  # type: ignore[attr-defined]
+    assert await ai.kv.get(budget_key("acme")) == "777"  # type: ignore[attr-defined]
     admin = {"Authorization": f"Bearer {await user_token(idp, 'admin', 'admin')}"}
     assert (await call(ai, "/v1/budget/globex", headers=admin))[0] == 200
     assert (await call(ai, "/v1/budget/globex", headers={}))[0] == 401
-    await ai.kv.delete("acme:budget:tokens", "globex:budget:tokens")  # type: ignore[attr-defined]
+    await ai.kv.delete(budget_key("acme"), budget_key("globex"))  # type: ignore[attr-defined]
 
 
 async def test_grpc_set_get_delete(ai: Serving) -> None:
@@ -166,7 +167,7 @@ async def test_grpc_set_get_delete(ai: Serving) -> None:
         budget_pb2.DeleteBudgetRequest(tenant_id=t), metadata=MASTER_METADATA, timeout=5
     )
     assert deleted.deleted
-    assert await ai.kv.exists(f"{t}:budget:tokens") == 0  # type: ignore[attr-defined]
+    assert await ai.kv.exists(budget_key(t)) == 0  # type: ignore[attr-defined]
     again = await stub.DeleteBudget(
         budget_pb2.DeleteBudgetRequest(tenant_id=t), metadata=MASTER_METADATA, timeout=5
     )

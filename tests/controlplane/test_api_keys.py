@@ -30,6 +30,7 @@ from keys_kit import (
 )
 from shared_kit import free_port, keyring_for_tests, user_token
 
+from controlplane.edge_config.keys import kind_hash
 from runtime.stores.analytics import Analytics
 
 pytestmark = pytest.mark.timeout(90)
@@ -93,7 +94,7 @@ async def notifications(kv: Any, platform: Platform, tenant: str) -> list[dict[s
 
 
 async def stored_consumer(kv: Any, name: str) -> dict[str, Any] | None:
-    raw = await kv.hget("edge:config:consumers", name)
+    raw = await kv.hget(kind_hash("consumers"), name)
     return json.loads(raw)["value"] if raw else None
 
 
@@ -157,7 +158,7 @@ async def test_request_approve_list_revoke_in_the_spec_shapes(
     restriction = consumer["plugins"]["serverless-pre-function"]
     assert restriction["functions"] == ["strata.allow_routes"]
     assert restriction["routes"] == [route] and restriction["tenant_id"] == tenant
-    assert await kv.hexists("edge:config:consumer_groups", tenant)
+    assert await kv.hexists(kind_hash("consumer_groups"), tenant)
 
     raised = await notifications(kv, cp, tenant)
     approved_note = [n for n in raised if n["notification_type"] == "key_approved"]

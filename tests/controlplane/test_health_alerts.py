@@ -205,7 +205,7 @@ async def test_recovery_then_failure_notifies_again(
             await alerts(health)
         assert [t.status for t in raised] == ["degraded", "degraded"]
         kv = connect_kv(valkey_url)
-        assert (await kv.hget(STATUS_KEY, "layer:L3") or "").startswith("degraded|")  # type: ignore[arg-type]
+        assert (await kv.hget(STATUS_KEY, "layer:L3") or "").startswith("degraded|")
         await kv.aclose()
     finally:
         await health.close()

@@ -28,6 +28,8 @@ from gateways.agent.app import build as build_agent
 from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.tenants.keys import budget_key, limit_key
 from runtime import issued_keys
 from runtime.errors import Unauthenticated
 from runtime.issued_keys import DIGESTS, digest
@@ -37,7 +39,7 @@ from sidecars.echo_llm.app import build_app as build_echo
 
 pytestmark = pytest.mark.timeout(120)
 
-PROVIDERS = "platform:providers"
+PROVIDERS = providers_keys.PROVIDERS
 INVALID = "Invalid or expired token"
 Service = Callable[..., AbstractAsyncContextManager[Serving]]
 
@@ -48,7 +50,7 @@ async def tenants(kv: Any, names: set[str]) -> AsyncIterator[Tenants]:
     yield made
     await made.cleanup(names)
     for tenant in made.added:
-        await kv.delete(f"{tenant}:budget:tokens", f"{tenant}:budget:limit")
+        await kv.delete(budget_key(tenant), limit_key(tenant))
 
 
 @pytest.fixture
@@ -69,13 +71,13 @@ async def echo(kv: Any) -> AsyncIterator[str]:
         }  # fmt: skip
         async with kv.pipeline(transaction=True) as pipe:  # as the control plane writes it
             pipe.hset(PROVIDERS, "echo", json.dumps(provider))
-            pipe.hset("platform:provider-secrets", "echo", "echo-test-key")
-            pipe.incr("platform:providers:version")
-            pipe.publish("platform:providers:changed", "echo")
+            pipe.hset(providers_keys.SECRETS, "echo", "echo-test-key")
+            pipe.incr(providers_keys.VERSION)
+            pipe.publish(providers_keys.CHANGED, "echo")
             await pipe.execute()
         yield url
-        await kv.delete(PROVIDERS, "platform:provider-secrets")
-        await kv.incr("platform:providers:version")
+        await kv.delete(PROVIDERS, providers_keys.SECRETS)
+        await kv.incr(providers_keys.VERSION)
 
 
 def service(build: Callable[..., Any], config_class: type, config_for: Callable[..., Any],

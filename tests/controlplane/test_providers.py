@@ -27,6 +27,7 @@ from controlplane.config import ControlPlaneConfig
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
 from gateways.ai.provider_table import open_secrets
+from gateways.ai.providers import keys as providers_keys
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from runtime.config import ServiceConfig
 from runtime.keyring import is_sealed
@@ -34,7 +35,7 @@ from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
-KEYS = ("platform:providers", "platform:provider-secrets", "platform:providers:version")
+KEYS = (providers_keys.PROVIDERS, providers_keys.SECRETS, providers_keys.VERSION)
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 BUILTIN_IDS = ["openai", "anthropic", "gemini", "groq", "mistral", "deepseek", "together",
                "fireworks", "cohere", "ollama"]  # fmt: skip
@@ -70,7 +71,7 @@ async def reset(valkey_url: str) -> None:
 async def stored(valkey_url: str) -> dict[str, Any]:
     kv = connect_kv(valkey_url)
     try:
-        raw = cast("dict[str, str]", await kv.hgetall("platform:providers"))
+        raw = cast("dict[str, str]", await kv.hgetall(providers_keys.PROVIDERS))
         return {k: json.loads(v) for k, v in raw.items()}
     finally:
         await kv.aclose()
@@ -81,7 +82,7 @@ async def secrets(valkey_url: str) -> dict[str, str]:
     its provider (issue 19 defect 5)."""
     kv = connect_kv(valkey_url)
     try:
-        raw = dict(await kv.hgetall("platform:provider-secrets"))
+        raw = dict(await kv.hgetall(providers_keys.SECRETS))
     finally:
         await kv.aclose()
     assert all(is_sealed(value) for value in raw.values()), "a manual key stored in clear"
@@ -91,7 +92,7 @@ async def secrets(valkey_url: str) -> dict[str, str]:
 async def version(valkey_url: str) -> int:
     kv = connect_kv(valkey_url)
     try:
-        return int(await kv.get("platform:providers:version") or 0)
+        return int(await kv.get(providers_keys.VERSION) or 0)
     finally:
         await kv.aclose()
 
@@ -252,7 +253,7 @@ async def test_delete(cp: Serving, valkey_url: str) -> None:
 async def test_every_write_is_announced(cp: Serving, valkey_url: str) -> None:
     kv = connect_kv(valkey_url)
     pubsub = kv.pubsub()
-    await pubsub.subscribe("platform:providers:changed")
+    await pubsub.subscribe(providers_keys.CHANGED)
     try:
         assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
 

@@ -22,6 +22,8 @@ from keys_kit import (
 )
 from shared_kit import free_port, user_token
 
+from gateways.edge.keys import rate_limit_override
+
 pytestmark = pytest.mark.timeout(90)
 
 SETTINGS = "cp:settings"
@@ -91,13 +93,13 @@ async def test_put_tenant_and_route_overrides(cp: Platform, kv: Any, tenants: Te
     status, body = await cp.api("PUT", f"/api/rate-limits/{tenant}", body={"limit": 500})
     assert status == 200 and body == {"status": "updated", "limit": 500}
     # Written in the format the edge's tenant-rate-limit reads.
-    assert json.loads(await kv.get(f"rl:config:{tenant}")) == {"limit": 500, "window": "60s"}
+    assert json.loads(await kv.get(rate_limit_override(tenant))) == {"limit": 500, "window": "60s"}
 
     status, body = await cp.api(
         "PUT", f"/api/rate-limits/{tenant}/routes/{route}", body={"limit": 20, "window": "5m"}
     )
     assert status == 200 and body == {"status": "updated", "route_id": route, "limit": 20}
-    assert json.loads(await kv.get(f"rl:config:{tenant}:{route}")) == {
+    assert json.loads(await kv.get(rate_limit_override(tenant, route))) == {
         "limit": 20,
         "window": "5m",
     }
@@ -116,7 +118,7 @@ async def test_put_tenant_and_route_overrides(cp: Platform, kv: Any, tenants: Te
     _, body = await cp.api("GET", f"/api/rate-limits/{tenant}")
     assert body["tenant_override"] == level(7, "1h")
     # An override the tenants service wrote as a plain integer reads too.
-    await kv.set(f"rl:config:{tenant}", "42")
+    await kv.set(rate_limit_override(tenant), "42")
     _, body = await cp.api("GET", f"/api/rate-limits/{tenant}")
     assert body["tenant_override"] == level(42)
 
@@ -146,8 +148,8 @@ async def test_bad_input_names_the_field_and_changes_nothing(
             status, answer = await cp.api("PUT", path, body=body)
             assert status == 400, (path, body, answer)
             assert field_name in answer.get("field", "") + answer.get("message", ""), answer
-    assert await kv.get(f"rl:config:{tenant}") is None
-    assert await kv.get(f"rl:config:{tenant}:{route}") is None
+    assert await kv.get(rate_limit_override(tenant)) is None
+    assert await kv.get(rate_limit_override(tenant, route)) is None
 
     missing = unique("nope")
     for method, path in (
@@ -157,7 +159,7 @@ async def test_bad_input_names_the_field_and_changes_nothing(
     ):
         status, answer = await cp.api(method, path, body={"limit": 5} if method == "PUT" else None)
         assert status == 404 and answer == {"error": "Tenant not found"}
-    assert await kv.get(f"rl:config:{missing}") is None
+    assert await kv.get(rate_limit_override(missing)) is None
     status, answer = await cp.api(
         "PUT", f"/api/rate-limits/{tenant}/routes/{unique('absent')}", body={"limit": 5}
     )
@@ -179,11 +181,11 @@ async def test_tenants_read_only_their_own_limits_and_set_none(
     assert status == 403
     status, _ = await cp.api("GET", f"/api/rate-limits/{acme}", token=tenantless)
     assert status == 403
-    before = await kv.get(f"rl:config:{acme}")
+    before = await kv.get(rate_limit_override(acme))
     for path in (f"/api/rate-limits/{acme}", f"/api/rate-limits/{globex}"):
         status, _ = await cp.api("PUT", path, token=alice, body={"limit": 99999})
         assert status == 403  # limits are the platform's to set
-    assert await kv.get(f"rl:config:{acme}") == before
+    assert await kv.get(rate_limit_override(acme)) == before
     other = await tenants.add()
     status, body = await cp.api("PUT", f"/api/rate-limits/{other}", token=admin, body={"limit": 9})
     assert status == 200 and body == {"status": "updated", "limit": 9}

@@ -22,7 +22,7 @@ from shared_kit import ADMIN_API_KEY, ConfigFor, free_port
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
-from controlplane.edge_config.store import PREFIX, SEEDED
+from controlplane.edge_config.keys import ALL, SEEDED
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
 from runtime.config import ServiceConfig
@@ -86,7 +86,7 @@ class Platform:
 
 async def clear_edge_store(valkey_url: str) -> None:
     kv = connect_kv(valkey_url)
-    keys = [k async for k in kv.scan_iter(f"{PREFIX}:*")]
+    keys = [k async for k in kv.scan_iter(ALL)]
     if keys:
         await kv.delete(*keys)
     await kv.set(SEEDED, "0")  # as if seeded: the control plane leaves the empty store alone

@@ -17,7 +17,9 @@ from shared_kit import MASTER_KEY, ConfigFor, store_text, valkey_server
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
-from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry
+from controlplane.edge_config.keys import kind_hash
+from controlplane.edge_config.store import EdgeConfigStore, Entry
+from gateways.ai.providers import keys as providers_keys
 from runtime.config import ServiceConfig
 from runtime.keyring import Keyring, is_digest, is_sealed, kid_of, new_key, parse_keys
 from runtime.stores import Stores
@@ -51,7 +53,7 @@ async def seed_clear_secrets(url: str) -> None:
             },
         }
         await store.write(0, [("consumers", n, Entry(c, 1, 1)) for n, c in consumers.items()])
-        await kv.hset("platform:provider-secrets", "legacy", MANUAL)
+        await kv.hset(providers_keys.SECRETS, "legacy", MANUAL)
         settings = {"notification_config": {"pagerduty_key": PAGERDUTY}}
         await kv.set("cp:settings", json.dumps(settings))
         prefs: dict[str, Any] = {"tenant_id": "acme", "webhook_url": None, "slack_url": None,
@@ -94,14 +96,14 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             assert not [c for c in CANARIES if c in text]
             keyring = Keyring(parse_keys(K1), MASTER_KEY)
             # the client decodes (decode_responses=True); redis-py types answers `bytes | str`
-            consumers = cast("dict[str, str]", await kv.hgetall(f"{PREFIX}:consumers"))
+            consumers = cast("dict[str, str]", await kv.hgetall(kind_hash("consumers")))
             key = json.loads(consumers["legacy-key"])["value"]["plugins"]["key-auth"]["key"]
             assert is_digest(key) and keyring.matches(key, API_KEY)
             jwt = json.loads(consumers["legacy-jwt"])["value"]["plugins"]["jwt-auth"]["secret"]
             assert keyring.open(jwt, "edge:consumer:legacy-jwt:jwt-auth.secret") == JWT_SECRET
-            manual = await kv.hget("platform:provider-secrets", "legacy")
+            manual = await kv.hget(providers_keys.SECRETS, "legacy")
             assert isinstance(manual, str)
-            assert keyring.open(manual, "platform:provider-secrets:legacy") == MANUAL
+            assert keyring.open(manual, providers_keys.secret_context("legacy")) == MANUAL
             stored_settings = await kv.get("cp:settings")
             assert stored_settings is not None
             settings = json.loads(stored_settings)["notification_config"]
@@ -119,7 +121,7 @@ async def test_clear_secrets_are_migrated_at_start_and_leave_the_append_only_fil
             # A second start finds nothing to do.
             async with serving(build_controlplane(config, stores_for(config))):
                 pass
-            again = await kv.hgetall(f"{PREFIX}:consumers")
+            again = await kv.hgetall(kind_hash("consumers"))
             assert {k: again[k] for k in migrated} == migrated
         finally:
             await kv.aclose()

@@ -23,11 +23,14 @@ from shared_kit import ADMIN_API_KEY, MASTER_KEY, ConfigFor, free_port, user_tok
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
+from controlplane.edge_config.keys import TAG as EDGE_CONFIG
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.identity import IdentityAdmin
 from controlplane.tenants.owned import find_owned
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
+from gateways.ai.tenants.keys import budget_key, prompt_config_key
+from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugin import PluginEnv
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -138,7 +141,7 @@ async def traces(kv: Any, tenant: str) -> dict[str, Any]:
         if tenant in json.dumps(entry.value)
     )
     return {
-        "keys": [k for k in keys if not k.startswith("edge:config")],
+        "keys": [k for k in keys if not k.startswith(EDGE_CONFIG)],
         "hashes": {k: v for k, v in hashes.items() if v},
         "edge": edge,
         "owned": await find_owned(kv, tenant),
@@ -177,7 +180,10 @@ async def test_create_applies_the_plan_defaults_in_every_layer(
     # the AI gateway, (d) the edge consumer group enforcing the limit for the tenant's keys.
     stored = json.loads(await kv.hget("cp:tenants", tenant_id))
     assert stored["plan"] == plan and stored["rate_limit_max"] == limit
-    assert json.loads(await kv.get(f"rl:config:{tenant_id}")) == {"limit": limit, "window": "60s"}
+    assert json.loads(await kv.get(rate_limit_override(tenant_id))) == {
+        "limit": limit,
+        "window": "60s",
+    }
     assert await api(ai, "GET", f"/v1/budget/{tenant_id}") == (
         200,
         {"tenant_id": tenant_id, "remaining_tokens": budget},
@@ -290,10 +296,12 @@ async def test_live_figures_come_from_the_stores(
     # clock): two routes count, entries older than the window do not.
     seconds, micros = await kv.time()
     now = seconds * 1_000_000 + micros
-    await kv.zadd(f"rl:{tid}:r1:60", {"a": now - 1_000_000, "b": now, "old": now - 120_000_000})
-    await kv.zadd(f"rl:{tid}:r2:60", {"c": now})
+    await kv.zadd(
+        rate_limit_window(tid, "r1", 60), {"a": now - 1_000_000, "b": now, "old": now - 120_000_000}
+    )
+    await kv.zadd(rate_limit_window(tid, "r2", 60), {"c": now})
     # The AI gateway debits the budget counter.
-    await kv.decrby(f"{tid}:budget:tokens", 1500)
+    await kv.decrby(budget_key(tid), 1500)
     # The edge's request log.
     row = {
         "tenant_id": tid,
@@ -334,13 +342,13 @@ async def test_patch_changes_only_the_given_fields(cp: Serving, ai: Serving, kv:
     assert got == {**tenant, "plan": "enterprise"}  # the limits stay as they were
 
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 7}))[0] == 200
-    assert json.loads(await kv.get(f"rl:config:{tid}")) == {"limit": 7, "window": "60s"}
+    assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 7, "window": "60s"}
     # A window set through the rate-limit API is kept.
-    await kv.set(f"rl:config:{tid}", '{"limit": 7, "window": "30s"}')
+    await kv.set(rate_limit_override(tid), '{"limit": 7, "window": "30s"}')
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"rate_limit_max": 9}))[0] == 200
-    assert json.loads(await kv.get(f"rl:config:{tid}")) == {"limit": 9, "window": "30s"}
+    assert json.loads(await kv.get(rate_limit_override(tid))) == {"limit": 9, "window": "30s"}
 
-    await kv.decrby(f"{tid}:budget:tokens", 40_000)  # spent at the AI gateway
+    await kv.decrby(budget_key(tid), 40_000)  # spent at the AI gateway
     _, got = await api(cp, "GET", f"/api/tenants/{tid}")
     assert got["token_budget_used"] == 40_000
     assert (await api(cp, "PATCH", f"/api/tenants/{tid}", {"token_budget": 123_456}))[0] == 200
@@ -384,7 +392,7 @@ async def test_bad_patch_is_400_naming_the_field_and_changes_nothing(
     assert status == 400, answer
     assert field in answer["message"]
     assert await kv.hget("cp:tenants", tid) == before
-    assert json.loads(await kv.get(f"rl:config:{tid}"))["limit"] == 100
+    assert json.loads(await kv.get(rate_limit_override(tid)))["limit"] == 100
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
 
@@ -444,7 +452,7 @@ async def test_a_tenant_token_sees_and_reaches_only_its_own_tenant(
             status, answer = await api(cp, method, path, body, token=alice)
             assert status == 403, (method, path, answer)
         assert await kv.hget("cp:tenants", "globex") == before
-        assert await kv.exists("cp:ip-allowlist:globex", "cp:prompt-config:globex") == 0
+        assert await kv.exists("cp:ip-allowlist:globex", prompt_config_key("globex")) == 0
         assert (await api(cp, "GET", "/api/tenants/acme", token=MASTER))[1]["token_budget"] == (
             2_000_000
         )
@@ -562,8 +570,8 @@ async def test_delete_leaves_nothing_of_the_tenant(cp: Serving, ai: Serving, kv:
             f"{tid}-{name}",
             {"group_id": tid, "plugins": {"key-auth": {"key": f"secret-{tid}-{name}"}}},
         )
-    await kv.set(f"rl:config:{tid}:r1", '{"limit": 5}')
-    await kv.zadd(f"rl:{tid}:r1:60", {"m": 1})
+    await kv.set(rate_limit_override(tid, "r1"), '{"limit": 5}')
+    await kv.zadd(rate_limit_window(tid, "r1", 60), {"m": 1})
     await kv.set(f"cp:branding:{tid}", "{}")
     await kv.set(f"cp:notify-prefs:{tid}", "{}")
     notification = {"tenant_id": tid, "notification_type": "key_approved", "title": "t",
@@ -722,7 +730,7 @@ async def test_prompt_config_is_stored_where_the_ai_gateway_reads_it(cp: Serving
     config = {"system_prompt": "You are Acme's assistant.", "prefix": "Q: ", "suffix": "\nA:"}
     assert await api(cp, "PUT", path, config) == (200, config)
     assert await api(cp, "GET", path) == (200, config)
-    assert json.loads(await kv.get(f"cp:prompt-config:{tid}")) == config
+    assert json.loads(await kv.get(prompt_config_key(tid))) == config
     for bad, field in (
         ({"temperature": 2}, "temperature"),
         ({"system_prompt": 5}, "system_prompt"),
@@ -737,7 +745,7 @@ async def test_prompt_config_is_stored_where_the_ai_gateway_reads_it(cp: Serving
         {"system_prompt": "Short."},
     )
     assert await api(cp, "PUT", path, {}) == (200, {})
-    assert await kv.exists(f"cp:prompt-config:{tid}") == 0
+    assert await kv.exists(prompt_config_key(tid)) == 0
     await api(cp, "DELETE", f"/api/tenants/{tid}")
 
 

@@ -15,7 +15,7 @@ from edge_kit import route, serve_edge, upstream
 from shared_kit import keyring_for_tests
 from test_edge_config import Platform, makers, platform  # noqa: F401
 
-from controlplane.edge_config.store import PREFIX
+from controlplane.edge_config.keys import kind_hash
 from gateways.edge.model.credentials import stored_plugins
 from gateways.edge.model.schema import check, with_defaults
 from gateways.edge.plugins import REGISTRY, basic_auth
@@ -166,7 +166,7 @@ async def stored_password(valkey_url: str, username: str) -> str:
     """A consumer's basic-auth password as the store holds it."""
     kv = connect_kv(valkey_url)
     try:
-        raw = await kv.hget(f"{PREFIX}:consumers", username)
+        raw = await kv.hget(kind_hash("consumers"), username)
     finally:
         await kv.aclose()
     assert raw is not None

@@ -21,7 +21,8 @@ from joserfc.jwk import OctKey
 from shared_kit import MASTER_KEY, store_text
 from test_edge_config import KEY, Platform, clear_store, makers, platform  # noqa: F401
 
-from controlplane.edge_config.store import PREFIX, EdgeConfigStore, Entry, Op
+from controlplane.edge_config.keys import kind_hash
+from controlplane.edge_config.store import EdgeConfigStore, Entry, Op
 from runtime.keyring import MASKED, Keyring, is_digest, is_sealed, kid_of, new_key, parse_keys
 from runtime.stores.kv import connect_kv
 
@@ -102,7 +103,7 @@ async def assert_store_holds_no_secret(valkey_url: str) -> None:
 async def stored_consumer(valkey_url: str, username: str) -> dict[str, Any]:
     kv = connect_kv(valkey_url)
     try:
-        raw = await kv.hget(f"{PREFIX}:consumers", username)
+        raw = await kv.hget(kind_hash("consumers"), username)
     finally:
         await kv.aclose()
     assert raw is not None

@@ -13,6 +13,7 @@ import pytest
 from edge_kit import burst, make_plugin, request
 from shared_kit import free_port
 
+from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.metrics import EdgeMetrics
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins.tenant_rate_limit import LIMITER
@@ -51,7 +52,7 @@ async def test_window_admits_the_limit_then_429_with_headers(env: PluginEnv) -> 
     reset = int(reply.headers["X-RateLimit-Reset"])
     assert time.time() + 25 < reset <= time.time() + 31  # a Unix timestamp, not seconds left
     # The state is the spec's sorted set.
-    assert await env.kv.zcard(f"rl:{t}:r1:30") == 3
+    assert await env.kv.zcard(rate_limit_window(t, "r1", 30)) == 3
     # Another route has its own window.
     assert await plugin.access(request(headers={"X-Tenant-ID": t}, route_id="r2")) is None
 
@@ -69,34 +70,56 @@ async def test_sliding_window_frees_slots(env: PluginEnv) -> None:
 async def test_override_wins_over_default_count(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {"default_count": 100}, env)
     plain, as_json, with_window = tenant(), tenant(), tenant()
-    await env.kv.set(f"rl:config:{plain}", "1")
-    await env.kv.set(f"rl:config:{as_json}", '{"limit": 2}')
-    await env.kv.set(f"rl:config:{with_window}", '{"limit": 1, "window": "2m"}')
+    await env.kv.set(rate_limit_override(plain), "1")
+    await env.kv.set(rate_limit_override(as_json), '{"limit": 2}')
+    await env.kv.set(rate_limit_override(with_window), '{"limit": 1, "window": "2m"}')
     for t, limit in ((plain, 1), (as_json, 2), (with_window, 1)):
         for _ in range(limit):
             assert await plugin.access(request(headers={"x-tenant-id": t})) is None
         reply = await plugin.access(request(headers={"x-tenant-id": t}))
         assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == str(limit)
-    assert await env.kv.zcard(f"rl:{with_window}:r1:120") == 1
+    assert await env.kv.zcard(rate_limit_window(with_window, "r1", 120)) == 1
 
 
 async def test_route_override_wins_over_tenant_override_on_its_route(env: PluginEnv) -> None:
     plugin = make_plugin("tenant-rate-limit", {"default_count": 100}, env)
     t = tenant()
-    await env.kv.set(f"rl:config:{t}", '{"limit": 3, "window": "60s"}')
-    await env.kv.set(f"rl:config:{t}:r1", '{"limit": 1, "window": "2m"}')
+    await env.kv.set(rate_limit_override(t), '{"limit": 3, "window": "60s"}')
+    await env.kv.set(rate_limit_override(t, "r1"), '{"limit": 1, "window": "2m"}')
     assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1")) is None
     reply = await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1"))
     assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == "1"
-    assert await env.kv.zcard(f"rl:{t}:r1:120") == 1  # counted in the override's window
+    assert await env.kv.zcard(rate_limit_window(t, "r1", 120)) == 1  # the override's window
     # Another route of the tenant keeps the tenant override.
     for _ in range(3):
         assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r2")) is None
     reply = await plugin.access(request(headers={"x-tenant-id": t}, route_id="r2"))
     assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == "3"
     # A change applies to the next request.
-    await env.kv.set(f"rl:config:{t}:r1", "2")
+    await env.kv.set(rate_limit_override(t, "r1"), "2")
     assert await plugin.access(request(headers={"x-tenant-id": t}, route_id="r1")) is None
+
+
+async def test_a_changed_override_window_is_counted_in_its_own_set(env: PluginEnv) -> None:
+    """The script is told which window's set it may write (a cluster runs a script on the
+    keys it was given only): a window it was not told is asked for, and counted in its set."""
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 100, "time_window": 60}, env)
+    other = make_plugin("tenant-rate-limit", {"default_count": 100, "time_window": 60}, env)
+    t = tenant()
+    await env.kv.set(rate_limit_override(t), '{"limit": 2, "window": "2m"}')
+    for window, limit in ((120, 2), (180, 1), (60, 3), (120, 2)):
+        await env.kv.set(rate_limit_override(t), f'{{"limit": {limit}, "window": {window}}}')
+        for n in range(limit):
+            assert await plugin.access(request(headers={"x-tenant-id": t})) is None, (window, n)
+        reply = await plugin.access(request(headers={"x-tenant-id": t}))
+        assert reply.status == 429 and reply.headers["X-RateLimit-Limit"] == str(limit)
+        refused = await other.access(request(headers={"x-tenant-id": t}))  # another worker
+        assert refused.status == 429, window
+        assert await env.kv.zcard(rate_limit_window(t, "r1", window)) == limit
+        await env.kv.delete(rate_limit_window(t, "r1", window))
+    assert plugin.override_windows == {(t, "r1"): 120}
+    assert env.metrics is not None
+    assert env.metrics.rate_limit_fail_open.labels(plugin.name)._value.get() == 0
 
 
 async def test_tenant_sources_and_missing_tenant(env: PluginEnv) -> None:
@@ -138,7 +161,7 @@ async def test_an_api_key_consumer_counts_for_its_tenant_group(env: PluginEnv) -
     and a header naming another tenant is refused as for a token."""
     plugin = make_plugin("tenant-rate-limit", {}, env)
     mine, other = tenant(), tenant()
-    await env.kv.set(f"rl:config:{mine}", '{"limit": 1, "window": "60s"}')
+    await env.kv.set(rate_limit_override(mine), '{"limit": 1, "window": "60s"}')
     ctx = request()
     ctx.consumer, ctx.consumer_name = {"username": "k1", "group_id": mine}, "k1"
     assert await plugin.access(ctx) is None

@@ -18,7 +18,7 @@ from shared_kit import ADMIN_API_KEY, ConfigFor, free_port, reflected_services
 
 from controlplane.app import build as build_controlplane
 from controlplane.config import ControlPlaneConfig
-from controlplane.edge_config.store import PREFIX, SEEDED
+from controlplane.edge_config.keys import ALL, SEEDED, kind_hash
 from gateways.edge.app import build as build_edge
 from gateways.edge.config import EdgeConfig
 from gateways.edge.model import DECLARATIONS
@@ -60,7 +60,7 @@ def test_plugin() -> Any:
 
 async def clear_store(valkey_url: str, *, seeded: bool) -> None:
     kv = connect_kv(valkey_url)
-    keys = [k async for k in kv.scan_iter(f"{PREFIX}:*")]
+    keys = [k async for k in kv.scan_iter(ALL)]
     if keys:
         await kv.delete(*keys)
     if seeded:  # as if seeded before: the control plane leaves the empty store alone
@@ -601,10 +601,10 @@ async def test_reference_routes_are_seeded_once_the_store_is_back(
             kv = connect_kv(f"redis://127.0.0.1:{port}/0")
             for _ in range(100):
                 with contextlib.suppress(Exception):
-                    if await kv.hlen(f"{PREFIX}:routes") == 3:
+                    if await kv.hlen(kind_hash("routes")) == 3:
                         break
                 await asyncio.sleep(0.1)
-            assert await kv.hlen(f"{PREFIX}:routes") == 3
+            assert await kv.hlen(kind_hash("routes")) == 3
             await kv.aclose()
         finally:
             valkey.terminate()

@@ -7,10 +7,11 @@ replica is promoted and the cluster client goes on."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from kv_cluster_kit import KvCluster, Node, valkey_cluster
@@ -23,9 +24,13 @@ from redis.exceptions import (
     RedisClusterException,
     RedisError,
 )
+from shared_kit import keyring_for_tests
 
 from controlplane import api_keys
 from controlplane.agent_identity import sts
+from controlplane.edge_config import keys as edge_keys
+from controlplane.edge_config import store as edge_config_store
+from controlplane.providers.store import ProviderStore, Write
 from gateways.agent import admission, changes, hop_identity
 from gateways.agent import keys as agent_keys
 from gateways.agent.approvals import store as approvals
@@ -35,7 +40,9 @@ from gateways.agent.mcp import store as mcp_store
 from gateways.agent.mcp.server_cache import ServerCache
 from gateways.agent.sessions import store as sessions
 from gateways.agent.sessions.store import SessionRecord, SessionStore
-from gateways.ai import budget_reservation
+from gateways.ai import breaker, budget, budget_reservation, no_budget
+from gateways.ai.providers import keys as providers_keys
+from gateways.ai.providers.keys import breaker_keys
 from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugins import tenant_rate_limit
@@ -43,6 +50,7 @@ from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, jti_key
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS
 from runtime.issued_keys import VERSION as KEYS_VERSION
+from strata.ai.v1 import budget_pb2
 
 # A script over several slots, refused by the server (CROSSSLOT) or by redis-py's cluster client
 REFUSED = (ClusterCrossSlotError, RedisClusterException)
@@ -209,14 +217,34 @@ CROSSSLOT_TODAY = pytest.mark.xfail(
 
 
 def edge_tenant_rate_limit() -> Case:
-    prefix = rate_limit_window("acme", "r1")
-    keys = [rate_limit_override("acme"), prefix + "60", rate_limit_override("acme", "r1")]
-    return tenant_rate_limit.SCRIPT, keys, [prefix, "100", "60", "m-1"], {}
+    keys = [
+        rate_limit_override("acme"),
+        rate_limit_window("acme", "r1", 60),
+        rate_limit_override("acme", "r1"),
+        rate_limit_window("acme", "r1", 120),
+    ]
+    return tenant_rate_limit.SCRIPT, keys, ["100", "60", "m-1", "120"], {}
 
 
 def ai_budget_settle() -> Case:
     keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
     return budget_reservation._SETTLE.text, keys, ["10", "0.8"], {}
+
+
+def ai_budget_write() -> Case:
+    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
+    return budget._WRITE, keys, ["1000", no_budget.CHANNEL, "acme"], {}
+
+
+def ai_breaker_failure() -> Case:
+    return breaker._FAIL.text, list(breaker_keys("openai")), ["60000", "1", "30000"], {}
+
+
+def edge_config_write() -> Case:
+    """Two hashes written and the seed marker set: every key declared, one tag."""
+    keys = [edge_keys.REVISION, edge_keys.kind_hash("routes"), edge_keys.kind_hash("upstreams")]
+    args = ["0", "1", edge_keys.CHANNEL, "r1", "{}", "u1", "{}"]
+    return edge_config_store._WRITE, [*keys, edge_keys.SEEDED], args, {}
 
 
 def agent_session_create() -> Case:
@@ -329,8 +357,11 @@ def agent_change_feed_write() -> Case:
 @pytest.mark.parametrize(
     "script",
     [
-        pytest.param(edge_tenant_rate_limit, marks=CROSSSLOT_TODAY),
-        pytest.param(ai_budget_settle, marks=CROSSSLOT_TODAY),
+        edge_tenant_rate_limit,
+        ai_budget_settle,
+        ai_budget_write,
+        ai_breaker_failure,
+        edge_config_write,
         agent_session_create,
         pytest.param(controlplane_key_decision, marks=CROSSSLOT_TODAY),
         pytest.param(sts_resolve, marks=CROSSSLOT_TODAY),
@@ -382,6 +413,37 @@ async def test_agent_hop_first_use_runs_on_the_cluster(cluster: KvCluster) -> No
         await kv.aclose()
 
 
+# The edge's and the AI gateway's other multi-key operations, as the product runs them (its
+# code where it runs through redis-py, its script texts where it runs through the batcher).
+
+
+async def test_an_overridden_window_is_asked_for_then_counted_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """tenant-rate-limit: the override's window is declared (KEYS[4]); a script told another
+    window answers which one to declare instead, and counts there once it is."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        await kv.set(rate_limit_override("initech"), '{"limit": 1, "window": "2m"}')
+
+        async def count(declared: int) -> list[int]:
+            keys = [
+                rate_limit_override("initech"),
+                rate_limit_window("initech", "r1", 60),
+                rate_limit_override("initech", "r1"),
+                rate_limit_window("initech", "r1", declared),
+            ]
+            args = ["100", "60", f"m-{declared}", str(declared)]
+            return list(await kv.eval(tenant_rate_limit.SCRIPT, len(keys), *keys, *args))
+
+        assert await count(60) == [-1, 120]  # told the default's window: asks for 120
+        assert (await count(120))[:3] == [1, 1, 1]
+        assert (await count(120))[:3] == [0, 1, 1]
+        assert await kv.zcard(rate_limit_window("initech", "r1", 120)) == 1
+    finally:
+        await kv.aclose()
+
+
 async def test_agent_stores_run_on_the_cluster(cluster: KvCluster) -> None:
     """The agent gateway's stores through redis-py's cluster client: their scripts, MGETs and
     transactions (a session's counters, a tenant's sessions and pending approvals, a grant
@@ -410,3 +472,78 @@ async def test_agent_stores_run_on_the_cluster(cluster: KvCluster) -> None:
         assert (auth, token) == (None, None)  # as the OAuth client reads them
     finally:
         await client.aclose()
+
+
+async def test_the_edge_configuration_store_reads_and_writes_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """The write script (revision, every hash, the seed marker) and the consistent read
+    (MULTI/EXEC over the revision and every kind's hash) of `EdgeConfigStore`, unchanged."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        store = edge_config_store.EdgeConfigStore(kv)  # type: ignore[arg-type]
+        await kv.delete(edge_keys.SEEDED)  # the script's case above set it
+        start = await store.revision()
+        route = edge_config_store.Entry({"uri": "/a"}, start + 1, start + 1)
+        ops: list[edge_config_store.Op] = [("routes", "r1", route), ("upstreams", "u1", route)]
+        assert await store.write(start, ops, marker=edge_keys.SEEDED) == start + 1
+        with pytest.raises(edge_config_store.Conflict, match="marker exists"):
+            await store.write(start + 1, ops, marker=edge_keys.SEEDED)
+        state = await store.load()
+        assert state.revision == start + 1
+        assert state.of("routes")["r1"].value == {"uri": "/a"}
+        assert await store.write(start + 1, [("routes", "r1", None)]) == start + 2
+        assert "r1" not in (await store.load()).of("routes")
+    finally:
+        await kv.aclose()
+
+
+async def test_budgets_are_written_and_announced_on_the_cluster(cluster: KvCluster) -> None:
+    """POST/DELETE /v1/budget's servicer: the budget's keys and the message in one script."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        servicer = budget.BudgetServicer(kv)  # type: ignore[arg-type]
+        set_request = budget_pb2.SetBudgetRequest(tenant_id="umbrella", tokens=500)
+        await servicer.SetBudget(set_request, None)  # type: ignore[arg-type]
+        await kv.set(warned_key("umbrella"), "1")
+        await servicer.SetBudget(set_request, None)  # type: ignore[arg-type]
+        assert await kv.get(budget_key("umbrella")) == "500"
+        assert await kv.get(limit_key("umbrella")) == "500"
+        assert await kv.get(warned_key("umbrella")) is None  # a new budget warns again
+        delete = budget_pb2.DeleteBudgetRequest(tenant_id="umbrella")
+        assert (await servicer.DeleteBudget(delete, None)).deleted  # type: ignore[arg-type]
+        assert await kv.exists(budget_key("umbrella"), limit_key("umbrella")) == 0
+    finally:
+        await kv.aclose()
+
+
+def test_a_breaker_is_reset_by_one_command_on_the_cluster(cluster: KvCluster) -> None:
+    """A success deletes the provider's three breaker keys in one DEL (`Breakers.success`,
+    through the batcher): the server itself refuses a DEL over several slots."""
+    keys = breaker_keys("openai")
+    with cluster.node_of_slot(slot(keys[0])).client() as plain:
+        plain.set(keys[0], "3")
+        plain.set(keys[1], "1")
+        assert plain.delete(*keys) == 2
+
+
+async def test_the_provider_table_is_written_in_one_transaction_on_the_cluster(
+    cluster: KvCluster,
+) -> None:
+    """`ProviderStore.transact`: WATCH both hashes, write them, move the version, publish."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        store = ProviderStore(kv, keyring_for_tests())  # type: ignore[arg-type]
+        before = int(await kv.get(providers_keys.VERSION) or 0)
+
+        async def plan(effective: dict[str, Any], pipe: Any) -> Write:
+            provider = dict(effective["openai"], enabled=False)
+            return Write("openai", put={"openai": provider}, put_secrets={"openai": "sealed"})
+
+        assert await store.transact(plan) is not None
+        stored = await kv.hget(providers_keys.PROVIDERS, "openai")
+        assert stored is not None and json.loads(stored)["enabled"] is False
+        assert await kv.hget(providers_keys.SECRETS, "openai") == "sealed"
+        assert await kv.get(providers_keys.VERSION) == str(before + 1)
+    finally:
+        await kv.aclose()

@@ -59,7 +59,7 @@ SIDECARS: dict[str, dict[str, Any]] = {
 
 # The environment every Strata container gets from the ConfigMap strata-config.
 EXPECTED_ENV: dict[str, str | None] = {
-    "REDIS_URL": "redis+cluster://valkey-0.valkey:6379,valkey-1.valkey:6379,valkey-2.valkey:6379",
+    "STORE_URL": "redis+cluster://valkey-0.valkey:6379,valkey-1.valkey:6379,valkey-2.valkey:6379",
     "CLICKHOUSE_URL": "http://default@clickhouse:8123/gateway",
     "MILVUS_URI": "http://milvus:19530",
     "IDP_JWKS_URL": "http://keycloak:8080/realms/strata/protocol/openid-connect/certs",
@@ -620,15 +620,15 @@ def test_rules_catch_unnamed_ports_and_missing_env(base_docs: list[Doc]) -> None
     assert port_name_problems(docs) == ["valkey/valkey: port 6379 badly named"]
     del of_kind(docs, "ConfigMap")["strata-config"]["data"]["EDGE_GRPC"]
     data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
-    data["REDIS_URL"] = "redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379"
+    data["STORE_URL"] = "redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379"
     assert env_problems(docs) == [
-        "strata-config: REDIS_URL='redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379', "
+        "strata-config: STORE_URL='redis+cluster://valkey-0.valkey:6380,valkey-6.valkey:6379', "
         "want 'redis+cluster://valkey-0.valkey:6379,valkey-1.valkey:6379,valkey-2.valkey:6379'",
         "strata-config: EDGE_GRPC missing",
     ]
     assert address_problems(docs) == [
-        "REDIS_URL: no Service valkey with port 6380",
-        "REDIS_URL: no pod valkey-6.valkey of a StatefulSet",
+        "STORE_URL: no Service valkey with port 6380",
+        "STORE_URL: no pod valkey-6.valkey of a StatefulSet",
     ]
 
 

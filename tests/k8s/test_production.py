@@ -141,9 +141,10 @@ def environment_problems(docs: list[Doc]) -> list[str]:
             problems += [f"{name}: {problem}" for problem in exc.problems]
         for field in _var_fields(config_class):
             var = field.metadata["var"].name
-            declared.add(var)
+            names = (var, *field.metadata["var"].aliases)  # STORE_URL is also read as REDIS_URL
+            declared.update(names)
             local = is_local_only(field.default) and var not in LOCAL_DEFAULT_KEPT
-            if local and not environ.get(var):
+            if local and not any(environ.get(name) for name in names):
                 problems.append(f"{name}: {var} unset, its default {field.default!r} is local")
     given = {var for name in CONFIGS for var in pod_environ(docs, name)}
     for var in sorted(given - declared - set(READ_ELSEWHERE)):
@@ -503,7 +504,7 @@ def test_rules_catch_environment_the_code_refuses_or_never_reads(base_docs: list
     del of_kind(docs, "Secret")["strata-secrets"]["stringData"]["MASTER_KEY"]
     data = of_kind(docs, "ConfigMap")["strata-config"]["data"]
     data["LOG_LEVEL"] = "loud"
-    data["REDIS_URI"] = data.pop("REDIS_URL")  # a typo: the code reads REDIS_URL
+    data["STORE_URI"] = data.pop("STORE_URL")  # a typo: the code reads STORE_URL
     problems = environment_problems(docs)
     assert (
         "edge-proxy: MASTER_KEY is required (platform master key: operators and "
@@ -511,10 +512,10 @@ def test_rules_catch_environment_the_code_refuses_or_never_reads(base_docs: list
     )
     assert any(p.startswith("ai-gateway: LOG_LEVEL must be one of") for p in problems)
     assert (
-        "agent-gateway: REDIS_URL unset, its default 'redis://127.0.0.1:6379/0' is local"
+        "agent-gateway: STORE_URL unset, its default 'redis://127.0.0.1:6379/0' is local"
         in problems
     )
-    assert "REDIS_URI is set but no config class reads it" in problems
+    assert "STORE_URI is set but no config class reads it" in problems
 
 
 def test_rules_catch_ports_and_probes_that_name_nothing(base_docs: list[Doc]) -> None:

@@ -23,6 +23,8 @@ from joserfc import jwt as jose_jwt
 from joserfc.jwk import OctKey
 from shared_kit import launch_stack, stop_stack, store_text
 
+from controlplane.edge_config.keys import kind_hash
+from gateways.ai.providers import keys as providers_keys
 from runtime.keyring import MASKED, kid_of, new_key
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(300)]
@@ -184,11 +186,11 @@ async def test_no_secret_at_rest_and_a_rotation_keeps_them_working(tmp_path: Pat
     try:
         kv = redis.Redis.from_url(KV, decode_responses=True)
         try:
-            manual_sealed = await kv.hget("platform:provider-secrets", "canary-manual")
+            manual_sealed = await kv.hget(providers_keys.SECRETS, "canary-manual")
             settings_text = await kv.get("cp:settings")
             assert settings_text is not None
             stored_settings = json.loads(settings_text)["notification_config"]
-            consumers_hash = await kv.hgetall("edge:config:consumers")
+            consumers_hash = await kv.hgetall(kind_hash("consumers"))
         finally:
             await kv.aclose()
         assert isinstance(manual_sealed, str)
@@ -204,7 +206,7 @@ async def test_no_secret_at_rest_and_a_rotation_keeps_them_working(tmp_path: Pat
         assert await edge_status("/canary-k", {"apikey": fresh}) == 200
         kv = redis.Redis.from_url(KV, decode_responses=True)
         try:
-            raw = await kv.hget("edge:config:consumers", "canary-key-2")
+            raw = await kv.hget(kind_hash("consumers"), "canary-key-2")
         finally:
             await kv.aclose()
         assert raw is not None

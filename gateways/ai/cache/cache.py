@@ -190,7 +190,7 @@ class ResponseCache:
         """Store a fresh answer in both tiers (the pipeline calls it off the request path).
         The exact tier first: a vector row must never point at an answer not stored."""
         prompt_hash = keys.prompt_hash(tenant, model, messages, params)
-        key = f"{tenant}:{model}:{prompt_hash}"
+        key = keys.cache_key(tenant, model, prompt_hash)
         try:
             semantic = await self._semantic_tier()
             await self.exact.set(key, completion)

@@ -49,8 +49,14 @@ def prompt_hash(
 def exact_key(
     tenant: str, model: str, messages: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
 ) -> str:
-    """`{tenant_id}:{model}:{prompt_hash}` (spec)."""
-    return f"{tenant}:{model}:{prompt_hash(tenant, model, messages, params)}"
+    """The exact tier's key of a request."""
+    return cache_key(tenant, model, prompt_hash(tenant, model, messages, params))
+
+
+def cache_key(tenant: str, model: str, hashed: str) -> str:
+    """`{tenant_id}:{model}:{prompt_hash}` (spec), the tenant's braces kept: its hash tag (a
+    tenant's keys share one cluster slot). Ephemeral (a TTL): not renamed."""
+    return f"{{{tenant}}}:{model}:{hashed}"
 
 
 def scope(

@@ -1,6 +1,7 @@
 """`tenant-rate-limit` (custom, priority 1001, access): a sliding window of `time_window`
 seconds per tenant and route, counted in the key-value store's sorted set
-`rl:{tenant_id}:{route_id}:{window}` by one atomic Lua script per request.
+`rl:{tenant_id}:{route_id}:{window}` (braces kept: the tenant is the cluster hash tag) by one
+atomic Lua script per request.
 
 - Tenant: the verified JWT's `tenant_id` (`ctx.tenant_id`, set by openid-connect, or the
   claims jwt-auth verified), else the consumer group of the authenticated consumer (an API key's
@@ -15,7 +16,8 @@ seconds per tenant and route, counted in the key-value store's sorted set
   change applies to the next request). A value is either a plain integer (the limit) or the
   control plane's JSON `{"limit": 500, "window": "60s"}` (`window` optional: an integer of
   seconds or a string with an `s`/`m`/`h`/`d` unit); an overridden window counts in the key of
-  that window.
+  that window (declared to the script: the plugin remembers the window each tenant's route
+  was last told, see SCRIPT).
 - The script reads the store's clock (`TIME`), so processes and hosts with skewed clocks
   still share one window, and admits only while the set holds fewer than the limit: several
   processes bursting at once never get more than the limit per window.
@@ -49,9 +51,15 @@ from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
 from runtime.stores.kv_pipeline import PipelinedScript
 
+# KEYS: the tenant override, the default window's set, the route override, the set of the
+# window an override last asked for (`override_windows`; the default's when none did), all
+# under the tenant's hash tag. ARGV: default limit, default window, member, KEYS[4]'s window.
+# Returns {allowed, limit, count, reset}, or {-1, window} when an override asks for a window
+# other than KEYS[4]'s: the caller sends it again with that window's set as KEYS[4] (a script
+# touches only the keys it was given, so a cluster can run it on the tenant's slot).
 SCRIPT = """
-local limit = tonumber(ARGV[2])
-local window = tonumber(ARGV[3])
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
 local key = KEYS[2]
 local override = redis.call('GET', KEYS[3]) or redis.call('GET', KEYS[1])
 if override then
@@ -69,8 +77,9 @@ if override then
         if value then w = tonumber(value) * (units[unit] or 1) else w = nil end
       end
       if type(w) == 'number' and w > 0 and w ~= window then
+        if w ~= tonumber(ARGV[4]) then return {-1, w} end
         window = w
-        key = ARGV[1] .. w
+        key = KEYS[4]
       end
     end
   end
@@ -82,7 +91,7 @@ redis.call('ZREMRANGEBYSCORE', key, '-inf', now - span)
 local count = redis.call('ZCARD', key)
 local allowed = 0
 if count < limit then
-  redis.call('ZADD', key, now, ARGV[4])
+  redis.call('ZADD', key, now, ARGV[3])
   redis.call('PEXPIRE', key, window * 1000)
   count = count + 1
   allowed = 1
@@ -94,6 +103,8 @@ return {allowed, limit, count, math.ceil(reset / 1000000)}
 """
 LIMITER = PipelinedScript(SCRIPT)
 DOWN_BACKOFF = 1.0  # seconds the store is skipped after a failure
+MAX_REMEMBERED = 100_000  # (tenant, route) pairs whose override's window is remembered
+WINDOW_RETRIES = 2  # sends after a {-1, window} answer (an override changed in between)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +143,10 @@ class TenantRateLimit(declared.TenantRateLimit, Plugin):
         # (pids repeat across hosts) and a counter.
         self.member_prefix = f"{os.getpid()}.{secrets.token_hex(4)}."
         self.sequence = itertools.count()
+        # (tenant, route) → the window its override last asked for: its set is sent as
+        # KEYS[4], so an overridden window costs one round trip too (a second one only right
+        # after the override's window changes). Oldest first, bounded.
+        self.override_windows: dict[tuple[str, str], int] = {}
 
     async def access(self, ctx: RequestContext) -> Reply | None:
         claims = ctx.jwt_claims
@@ -179,23 +194,37 @@ class TenantRateLimit(declared.TenantRateLimit, Plugin):
         if kv is None or time.monotonic() < self.down_until:
             self._fail_open()
             return None
-        prefix = rate_limit_window(tenant, route_id)
-        keys_and_args = (
-            rate_limit_override(tenant),
-            prefix + self.window_arg,
-            rate_limit_override(tenant, route_id),
-            prefix,
-            self.count,
-            self.window_arg,
-            self.member_prefix + str(next(self.sequence)),
-        )
+        pair = (tenant, route_id)
+        asked = self.override_windows.get(pair, self.window)
+        member = self.member_prefix + str(next(self.sequence))
         try:
             async with asyncio.timeout(self.timeout):  # concurrent requests share one round trip
-                return await LIMITER(kv, keys_and_args[:3], keys_and_args[3:])  # type: ignore[no-any-return]
+                for _ in range(1 + WINDOW_RETRIES):
+                    keys = (
+                        rate_limit_override(tenant),
+                        rate_limit_window(tenant, route_id, self.window),
+                        rate_limit_override(tenant, route_id),
+                        rate_limit_window(tenant, route_id, asked),
+                    )
+                    args = (self.count, self.window_arg, member, asked)
+                    outcome: list[int] = await LIMITER(kv, keys, args)
+                    if outcome[0] != -1:
+                        return outcome
+                    asked = int(outcome[1])
+                    self._remember(pair, asked)
         except (RedisError, OSError, TimeoutError):
             self.down_until = time.monotonic() + DOWN_BACKOFF
             self._fail_open()
             return None
+        self._fail_open()  # the override's window kept changing under every send
+        return None
+
+    def _remember(self, pair: tuple[str, str], window: int) -> None:
+        remembered = self.override_windows
+        remembered.pop(pair, None)
+        if len(remembered) >= MAX_REMEMBERED:
+            del remembered[next(iter(remembered))]
+        remembered[pair] = window
 
     def _fail_open(self) -> None:
         metrics = self.env.metrics
