@@ -15,6 +15,7 @@ from redis.exceptions import RedisError
 
 import controlplane.edge_config.keys
 import controlplane.key_renames
+import gateways.agent.keys
 import gateways.ai.providers.keys
 import gateways.ai.tenants.keys
 import gateways.edge.keys
@@ -33,6 +34,7 @@ RENAMES: tuple[KeyRename, ...] = (
     *gateways.ai.tenants.keys.RENAMES,
     *gateways.ai.providers.keys.RENAMES,
     *controlplane.key_renames.RENAMES,
+    *gateways.agent.keys.RENAMES,
 )
 
 

@@ -24,6 +24,7 @@ from gateways.agent.config import AgentGatewayConfig
 from gateways.agent.elicitation import ElicitationServicer
 from gateways.agent.hop_identity import HopVerifier
 from gateways.agent.http_rules import API_DOCS, HTTP_RULES
+from gateways.agent.mcp import keys as mcp_keys
 from gateways.agent.mcp.endpoint import McpEndpoint
 from gateways.agent.mcp.side import McpSide
 from gateways.agent.policies import PolicyServicer
@@ -52,7 +53,7 @@ from strata.agent.v1 import (
 SERVICE = "agent-gateway"
 ENGINE = "strata"
 # The MCP server registry hash (field = server id); owned by the registry servicer.
-MCP_SERVERS_KEY = "mcp:servers"
+MCP_SERVERS_KEY = mcp_keys.SERVERS
 
 
 def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:

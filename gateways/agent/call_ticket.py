@@ -97,7 +97,7 @@ class CallTicket:
                 result_chars = admission.json_chars(answer.result) if answer is not None else 0
                 used = admission.tokens_for(self.argument_chars + result_chars)
             await admission.settle(
-                self.kv, session.id, reserved=self.reserved, used=used, keep_slot=sent
+                self.kv, session, reserved=self.reserved, used=used, keep_slot=sent
             )
         if self.grant is not None and not sent:
             with kv_unavailable():

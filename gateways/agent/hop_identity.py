@@ -9,14 +9,15 @@ an A2A send, verified when `SVC_AGENT_IDENTITY=on` (ignored when off), in the sp
 4. on A2A, `aud` = the receiving agent;
    (and, beyond the spec's list: the token's tenant is the call's, and on A2A `sub` is the
    sending agent — both 403)
-5. replay guard: `SET sts:jti:{jti} 1 NX EX <remaining lifetime>`; a second use is 401
+5. replay guard: `SET sts:jti:{<jti>} 1 NX EX <remaining lifetime>`; a second use is 401
    `token_replayed`, at any audience and on any replica;
 6. originating human = `act_chain[0].id`, acting agent = `sub`; the acting agent must be
    registered and, on a tool call, hold the tool in its `allowed_tools` (403
    `agent_not_allowed`); the chain goes into the audit row.
 
 Steps 1 to 4 are span `agent_gateway.verify_sts_token`, step 5 `agent_gateway.check_replay`. The
-replay guard and the registration read are one Lua call to the key-value store; no
+replay guard and the registration read are two single-key commands sent in one batch (one round
+trip to the key-value store; their keys are in different slots of a clustered store); no
 gRPC or HTTP call is made per request. When the store does not answer, the call is refused
 (503 `store_unavailable`): identity fails closed. A failed verification is 401
 `{error:'invalid_token', message:'Invalid or expired token', reason}`.
@@ -24,6 +25,7 @@ gRPC or HTTP call is made per request. When the store does not answer, the call 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -45,19 +47,22 @@ from runtime.hop_tokens import (
     verify_hop_token,
 )
 from runtime.stores.kv_errors import kv_unavailable
-from runtime.stores.kv_pipeline import PipelinedScript
+from runtime.stores.kv_pipeline import pipelined
 
 TRACER = trace.get_tracer("strata.agent")
-# The replay guard and the acting agent's registration in one command (one round trip).
-# KEYS: sts:jti:{jti}, svc:agent-registry. ARGV: remaining lifetime (s), agent id.
-# Through the store client's batcher (`kv_pipeline`): concurrent hops share one write.
-FIRST_USE = PipelinedScript("""
-if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
-  return {1, redis.call('HGET', KEYS[2], ARGV[2])}
-end
-return {0, false}
-""")
 JWKS_MIN_REFRESH_SECS = 1.0
+
+
+def first_use(jti: str, remaining_secs: int, agent: str) -> tuple[tuple[Any, ...], ...]:
+    """The replay guard and the acting agent's registration: two commands of one key each
+    (the guard `sts:jti:{<jti>}` and `svc:agent-registry` are in different slots of a clustered
+    store), sent in the same batch (one round trip). Nothing is gained by running them
+    atomically: the `SET NX` alone is the replay guard, and the registration is read at the
+    same moment either way."""
+    return (
+        ("SET", jti_key(jti), "1", "NX", "EX", remaining_secs),
+        ("HGET", REGISTRY_KEY, agent),
+    )
 
 
 @dataclass(frozen=True)
@@ -147,10 +152,14 @@ class HopVerifier:
                 )
         with TRACER.start_as_current_span("agent_gateway.check_replay"), kv_unavailable():  # 5
             remaining = max(1, claims.expires - int(time.time()))
-            first_use, registration = await FIRST_USE(
-                self.kv, [jti_key(claims.jti), REGISTRY_KEY], [remaining, claims.subject]
+            calls = pipelined(self.kv)  # concurrent hops share the batcher's writes too
+            guard, registration = await asyncio.gather(
+                *(
+                    calls.command(*command)
+                    for command in first_use(claims.jti, remaining, claims.subject)
+                )
             )
-        if not first_use:
+        if guard is None:
             raise Unauthenticated("the hop token was already used", error="token_replayed")
         self._authorize(claims.subject, registration, tool)  # 6
         return Hop(claims)

@@ -1,5 +1,6 @@
 """`strata.agent.v1.PolicyService`: each tenant's security policy, the JSON value
-`agent:policy:{t}`.
+`{mcp}:policy:<t>` (`keys.policy_key`: under the change feed's tag, so that a PUT and its
+announcement are one script on a clustered store).
 
 A tenant that never stored one has the defaults below (`updated_at` null): no tool needs a
 human approval, at most 100 sessions active at once, at most 1000 tool calls per session, and
@@ -18,7 +19,8 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateways.agent.changes import announce, changed_here
+from gateways.agent import changes
+from gateways.agent.keys import policy_key
 from runtime.context import ServicerContext
 from runtime.fields import identifier, invalid, now_iso
 from runtime.stores.kv_errors import kv_unavailable
@@ -30,10 +32,6 @@ MAX_LIMIT = 1_000_000_000
 MAX_ITEMS = 1000
 TOOL_NAME = re.compile(r"[^\s\x00-\x1f\x7f]{1,128}")  # MCP tool names: printable, no spaces
 HOST = re.compile(r"(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*(:\d{1,5})?")
-
-
-def policy_key(tenant_id: str) -> str:
-    return f"agent:policy:{tenant_id}"
 
 
 @dataclass(frozen=True)
@@ -114,10 +112,8 @@ class PolicyServicer(policy_pb2_grpc.PolicyServiceServicer):
         identifier(request.tenant_id, "tenant_id")
         policy = policy_from_request(request, now_iso())
         stored = {k: v for k, v in asdict(policy).items() if k != "tenant_id"}
-        with kv_unavailable():
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.set(policy_key(policy.tenant_id), json.dumps(stored))
-                announce(pipe, "policy")  # replicas drop their copies (`changes.py`)
-                await pipe.execute()
-            changed_here()
+        with kv_unavailable():  # replicas drop their copies (`changes.py`)
+            await changes.write(
+                self.kv, "policy", put={policy_key(policy.tenant_id): json.dumps(stored)}
+            )
         return policy_pb2.PutPolicyResponse(policy=policy.to_proto())

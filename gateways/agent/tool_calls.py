@@ -25,8 +25,10 @@
 11. metrics.
 
 Store round trips (`admission.py`): the server record comes from a cache checked against the
-registry's version (`mcp/server_cache.py`); steps 2, 3, 4 and 6 are one script, which also
-reads what every call needs (the policy, the server's auth); 10 is one more. A call outside
+registry's version (`mcp/server_cache.py`); steps 2, 3, 4 and 6 are one script over the
+session's keys, sent in the same round trip as the one that reads what every call needs (the
+policy, the server's auth, in the registry's slot; a tenant's first session call reads them
+first: one round trip more); 10 is one more. A call outside
 a session reuses what the script last read for its tenant and server while the change feed
 says nothing changed (`admission_cache.py`, `changes.py`): no round trip at all. Steps 4 and 6
 take a call slot and reserve tokens atomically (a call is admitted only while the budget, less
@@ -167,6 +169,7 @@ class ToolCallPipeline:
         self.watch = watch
         self.servers = ServerCache(kv, watch)
         self.admissions = AdmissionCache(watch)
+        self.recent_policies = admission.RecentPolicies()
         self.forwarder = forwarder
         self.approvals = approvals
         self.events = events
@@ -274,7 +277,12 @@ class ToolCallPipeline:
                     return server, tool, entry
             try:
                 entry = await admission.admit(
-                    self.kv, call, server_id=server_id, version=version, want=want
+                    self.kv,
+                    call,
+                    server_id=server_id,
+                    version=version,
+                    want=want,
+                    recent=self.recent_policies,
                 )
             except admission.Stale:  # the registry changed: read the server again
                 self.servers.invalidate()

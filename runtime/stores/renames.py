@@ -13,7 +13,7 @@ worst a window restarts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -26,6 +26,9 @@ class KeyRename:
 
     match: str
     new_name: Callable[[str], str | None]
+    # Instead of `new_name`, when the new name depends on what the store holds (e.g. the
+    # tenant inside a record whose key names only its id): given the store and the key.
+    read_new_name: Callable[[Redis, str], Awaitable[str | None]] | None = None
 
 
 def retag(old_prefix: str, tagged: Callable[[str], str]) -> KeyRename:
@@ -51,7 +54,10 @@ async def apply_renames(kv: Redis, renames: Iterable[KeyRename]) -> int:
     moved = 0
     for rename in renames:
         async for key in kv.scan_iter(match=rename.match, count=500):
-            new = rename.new_name(key)
+            if rename.read_new_name is not None:
+                new = await rename.read_new_name(kv, key)
+            else:
+                new = rename.new_name(key)
             if new is not None and new != key and await kv.renamenx(key, new):
                 moved += 1
     return moved

@@ -14,22 +14,24 @@ from mcp_servers import UpstreamMcp
 from redis.asyncio import Redis
 from shared_kit import MASTER_KEY, ConfigFor, user_token
 
+from gateways.agent import changes
 from gateways.agent.app import build
-from gateways.agent.changes import announce, changed_here
 from gateways.agent.config import AgentGatewayConfig
+from gateways.agent.keys import policy_key
+from gateways.agent.mcp import keys as mcp_keys
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
 Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
-POLICY = "agent:policy:acme"
+POLICY = policy_key("acme")
 
 
 @pytest.fixture
 async def kv(valkey_url: str) -> AsyncIterator[Redis]:
-    """The session's Valkey, with every `mcp:*` key removed before and after the test (other
-    suites count the registry, `/health`'s `mcp_servers`)."""
+    """The session's Valkey, with the MCP registry's keys (`{mcp}:*`, `mcp:*`) removed before
+    and after the test (other suites count the registry, `/health`'s `mcp_servers`)."""
     client = connect_kv(valkey_url)
     await _clear_registry(client)
     yield client
@@ -38,7 +40,9 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
 
 
 async def _clear_registry(client: Redis) -> None:
-    stale = [key async for key in client.scan_iter("mcp:*")]
+    stale = [
+        key for match in (f"{mcp_keys.TAG}:*", "mcp:*") async for key in client.scan_iter(match)
+    ]
     if stale:
         await client.delete(*stale)
 
@@ -80,12 +84,8 @@ def upstream() -> Iterator[Callable[..., UpstreamMcp]]:
 async def policy(kv: Redis) -> AsyncIterator[Any]:
     """`await policy(**fields)` sets tenant acme's policy; removed after the test."""
 
-    async def put(**fields: Any) -> None:
-        async with kv.pipeline(transaction=True) as pipe:  # as the policy servicer writes
-            pipe.set(POLICY, json.dumps({"tenant_id": "acme", **fields}))
-            announce(pipe, "policy")
-            await pipe.execute()
-        changed_here()
+    async def put(**fields: Any) -> None:  # as the policy servicer writes
+        await changes.write(kv, "policy", put={POLICY: json.dumps({"tenant_id": "acme", **fields})})
 
     await kv.delete(POLICY)
     yield put

@@ -18,8 +18,9 @@ from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
 from gateways.agent.admission import PendingApproval, Released, ToolCall, admit_hitl
 from gateways.agent.approvals.events import ApprovalEvents
-from gateways.agent.approvals.store import ApprovalQueue, approval_key, pending_key
+from gateways.agent.approvals.store import ApprovalQueue
 from gateways.agent.audit import TABLE, AuditTrail
+from gateways.agent.keys import approval_key, pending_key
 from gateways.agent.policies import Policy
 from gateways.agent.state_metrics import StateMetrics
 from runtime.background import Background
@@ -108,7 +109,7 @@ async def test_a_denied_call_stays_held(kv, events) -> None:
     t = tenant()
     queue = ApprovalQueue(kv, 3600)
     approval_id = await hold(kv, events, t)
-    approval = await queue.get(approval_id)
+    approval = await queue.get(t, approval_id)
     assert approval is not None
     await queue.decide(approval, "denied", "2026-01-01T00:00:00Z")
     policy = Policy(t, hitl_required_tools=["send_email"])
@@ -129,6 +130,20 @@ async def test_unknown_and_foreign_approvals_are_404(gateway, kv, events, idp) -
         assert foreign in [a["id"] for a in (await admin.get("/v1/hitl/pending"))[1]["pending"]]
 
 
+async def test_a_platform_admin_decides_any_tenants_approval_by_id(gateway, kv, events) -> None:
+    """Approvals are stored per tenant: an administrator naming no tenant (or another one)
+    finds the approval's tenant by its id; a tenant's own caller finds it in its tenant."""
+    t = tenant()
+    approval_id = await hold(kv, events, t)
+    other = await hold(kv, events, t, to="b@example.com")
+    async with gateway() as svc, api(svc) as admin, api(svc, "globex") as elsewhere:
+        status, decided = await admin.post(f"/v1/hitl/{approval_id}/approve")
+        assert (status, decided["status"]) == (200, "approved")
+        assert (await elsewhere.post(f"/v1/hitl/{other}/deny"))[1]["status"] == "denied"
+    async with gateway() as svc, api(svc, t) as client:
+        assert (await client.post(f"/v1/hitl/{approval_id}/deny"))[0] == 409
+
+
 async def test_agent_service_tokens_cannot_decide(gateway, kv, events, idp) -> None:
     from shared_kit import service_token
 
@@ -142,8 +157,8 @@ async def test_an_expired_approval_cannot_be_decided(gateway, kv, events) -> Non
     t = tenant()
     approval_id = await hold(kv, events, t)
     # Expire it now, as the clock would (the record keeps `expires_at_ms`).
-    record = json.loads(await kv.get(approval_key(approval_id)))
-    await kv.set(approval_key(approval_id), json.dumps({**record, "expires_at_ms": 0}))
+    record = json.loads(await kv.get(approval_key(t, approval_id)))
+    await kv.set(approval_key(t, approval_id), json.dumps({**record, "expires_at_ms": 0}))
     await kv.zadd(pending_key(t), {approval_id: 0})
     async with gateway() as svc, api(svc, t) as client:
         assert await client.get("/v1/hitl/pending") == (200, {"pending": [], "total": 0})
@@ -259,7 +274,7 @@ async def test_an_identical_call_while_pending_is_held_on_the_same_approval(
     rows = await audit_rows(analytics, "tenant_id = {t:String}", t=t)
     assert [r["action"] for r in rows] == ["hitl_request"] * 4  # one per approval
 
-    approval = await queue.get(first)
+    approval = await queue.get(t, first)
     assert approval is not None
     await queue.decide(approval, "denied", "2026-01-01T00:00:00Z")
     after_denial = await hold(kv, events, t, tool="deploy", env="prod", n=1)

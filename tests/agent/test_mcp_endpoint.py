@@ -16,6 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import TextContent
 
+from gateways.agent.keys import policy_key
+
 
 def client_for(svc, headers: dict[str, str], mode: str) -> Client:
     http = httpx2.AsyncClient(headers=headers)
@@ -85,7 +87,7 @@ async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
     """Through the SDK: the session's allowlist is what `tools/list` shows; calls run in the
     session (counted); a HITL tool answers a tool error naming the approval."""
     up = upstream()
-    await kv.set("agent:policy:acme", '{"tenant_id": "acme", "hitl_required_tools": ["echo"]}')
+    await kv.set(policy_key("acme"), '{"tenant_id": "acme", "hitl_required_tools": ["echo"]}')
     try:
         async with gateway() as svc:
             await call(svc, "POST", "/v1/mcp/servers", alice, server_body(up, id="bound"))
@@ -105,7 +107,7 @@ async def test_a_client_bound_to_a_session_sees_and_calls_its_tools_only(
                 assert held.is_error and "approval hitl-" in held.content[0].text
             _, session = await call(svc, "GET", f"/v1/sessions/{made['id']}", alice)
     finally:
-        await kv.delete("agent:policy:acme")
+        await kv.delete(policy_key("acme"))
     assert session["tool_calls"] == 1
     assert up.count("tools/call") == 1
 

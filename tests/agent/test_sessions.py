@@ -19,7 +19,8 @@ from state_kit import (
     tenant,
 )
 
-from gateways.agent.policies import policy_key
+from gateways.agent.keys import policy_key
+from gateways.agent.mcp import keys as mcp_keys
 
 __all__ = ["gateway", "kv"]  # fixtures
 
@@ -138,13 +139,13 @@ async def test_session_tools_are_filtered_by_allowlist_and_tenant(gateway, kv) -
         f"{other}-c": {"id": f"{other}-c", "name": "C", "tenant_id": other, "status": "active",
                        "tools": [{"name": "send_email", "description": "", "inputSchema": {}}]},
     }  # fmt: skip
-    await kv.hset("mcp:servers", mapping={k: json.dumps(v) for k, v in servers.items()})
+    await kv.hset(mcp_keys.SERVERS, mapping={k: json.dumps(v) for k, v in servers.items()})
     try:
         async with gateway() as svc, api(svc, t) as client:
             _, created = await client.post("/v1/sessions", session_body(t))
             status, tools = await client.get(f"/v1/sessions/{created['id']}/tools")
     finally:
-        await kv.hdel("mcp:servers", *servers)
+        await kv.hdel(mcp_keys.SERVERS, *servers)
     assert status == 200
     assert tools == {
         "tools": [{"tool": tool, "server_id": f"{t}-a", "server_name": "A"}],

@@ -9,7 +9,7 @@ import asyncio
 
 from agent_kit import agent_processes, call, registered
 
-from gateways.agent.changes import ChangeWatch
+from gateways.agent.changes import CHANNEL, ChangeWatch
 from gateways.agent.mcp.keys import SERVERS
 
 
@@ -97,7 +97,7 @@ async def test_the_watch_trusts_copies_only_while_subscribed(kv) -> None:
             await asyncio.sleep(0.01)
         assert watch.trusted
         before = watch.generation
-        await kv.publish("agent:changed", "policy")
+        await kv.publish(CHANNEL, "policy")
         for _ in range(200):
             if watch.generation > before:
                 break

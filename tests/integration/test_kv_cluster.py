@@ -11,10 +11,11 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kv_cluster_kit import KvCluster, Node, valkey_cluster
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import (
@@ -35,8 +36,15 @@ from controlplane.notifications import store as notify
 from controlplane.portal.sessions import session_key
 from controlplane.providers.store import ProviderStore, Write
 from controlplane.tenancy import tenant_marker
-from gateways.agent import hop_identity
+from gateways.agent import admission, changes, hop_identity
+from gateways.agent import keys as agent_keys
+from gateways.agent.approvals import store as approvals
+from gateways.agent.approvals.store import ApprovalQueue
+from gateways.agent.mcp import keys as mcp_keys
+from gateways.agent.mcp import store as mcp_store
+from gateways.agent.mcp.server_cache import ServerCache
 from gateways.agent.sessions import store as sessions
+from gateways.agent.sessions.store import SessionRecord, SessionStore
 from gateways.ai import breaker, budget, budget_reservation, no_budget
 from gateways.ai.providers import keys as providers_keys
 from gateways.ai.providers.keys import breaker_keys
@@ -246,7 +254,11 @@ def edge_config_write() -> Case:
 
 
 def agent_session_create() -> Case:
-    keys = [sessions.active_key("acme"), sessions.session_key("s-1"), sessions.sessions_key("acme")]
+    keys = [
+        agent_keys.active_key("acme"),
+        agent_keys.session_key("acme", "s-1"),
+        agent_keys.sessions_key("acme"),
+    ]
     return sessions.CREATE, keys, ["10", "s-1", "{}", "1"], {}
 
 
@@ -262,8 +274,90 @@ def sts_resolve() -> Case:
     return sts.RESOLVE.text, [REGISTRY_KEY, CREDENTIALS_KEY], ["agent:a", "agent:b"], registered
 
 
-def agent_hop_first_use() -> Case:
-    return hop_identity.FIRST_USE.text, [jti_key("j-1"), REGISTRY_KEY], ["60", "agent:b"], {}
+# The agent gateway's other scripts (issue 24: each over one tag; today each runs).
+def agent_session_terminate() -> Case:
+    keys = [agent_keys.session_key("acme", "s-1"), agent_keys.active_key("acme")]
+    return sessions.TERMINATE, keys, ["", "{}", "s-1"], {}
+
+
+def agent_admission_config() -> Case:
+    keys = [
+        mcp_keys.SERVERS_VERSION,
+        agent_keys.policy_key("acme"),
+        mcp_keys.auth_config("srv-1"),
+        mcp_keys.oauth_token("srv-1"),
+    ]
+    return admission.CONFIG.text, keys, [""], {}
+
+
+def session_counters(tenant: str, session_id: str) -> list[str]:
+    return [agent_keys.calls_key(tenant, session_id), agent_keys.tokens_key(tenant, session_id)]
+
+
+def agent_admission_decide() -> Case:
+    keys = [agent_keys.session_key("acme", "s-1"), *session_counters("acme", "s-1")]
+    return admission.DECIDE.text, keys, ["acme", "echo", "10", "1000", "0"], {}
+
+
+def agent_admission_reserve() -> Case:
+    return admission.RESERVE.text, session_counters("acme", "s-1"), ["100", "10"], {}
+
+
+def agent_admission_settle() -> Case:
+    return admission.SETTLE.text, session_counters("acme", "s-1"), ["10", "5", "1"], {}
+
+
+def agent_approval_open() -> Case:
+    call = ("acme", "tenant=acme", "deploy", "0" * 64)
+    keys = [
+        agent_keys.open_key(*call),
+        agent_keys.approval_key("acme", "hitl-1"),
+        agent_keys.pending_key("acme"),
+    ]
+    return approvals.OPEN, keys, ["hitl-1", "{}", str(int(time.time() + 60) * 1000), "60"], {}
+
+
+def agent_approval_decide() -> Case:
+    call = ("acme", "tenant=acme", "deploy", "0" * 64)
+    keys = [
+        agent_keys.approval_key("acme", "hitl-1"),
+        agent_keys.pending_key("acme"),
+        agent_keys.grant_key(*call),
+        agent_keys.open_key(*call),
+    ]
+    return approvals.DECIDE, keys, ["", "{}", "hitl-1", "60", "1"], {}
+
+
+def agent_registry_put() -> Case:
+    keys = [
+        mcp_keys.SERVERS,
+        mcp_keys.tool_owners("acme"),
+        mcp_keys.SERVERS_VERSION,
+        changes.COUNTER,
+        changes.CHANNEL,
+    ]
+    record = '{"id": "srv-1", "tenant_id": "acme"}'
+    return mcp_store._PUT, keys, ["srv-1", record, "acme", "", "v1", "echo"], {}
+
+
+def agent_registry_delete() -> Case:
+    keys = [
+        mcp_keys.SERVERS,
+        mcp_keys.tool_owners("acme"),
+        mcp_keys.auth_config("srv-1"),
+        mcp_keys.oauth_token("srv-1"),
+        mcp_keys.SERVERS_VERSION,
+        changes.COUNTER,
+        changes.CHANNEL,
+    ]
+    return mcp_store._DELETE, keys, ["srv-2", "acme", "v2"], {}
+
+
+def agent_change_feed_write() -> Case:
+    """A policy, an auth config or a token written and announced in one script."""
+    keys = [changes.COUNTER, changes.CHANNEL, agent_keys.policy_key("acme")]
+    keys.append(mcp_keys.oauth_token("srv-1"))
+    return changes.WRITE, keys, ["policy", "{}", "0", "", "-1"], {}
 
 
 @pytest.mark.parametrize(
@@ -274,10 +368,19 @@ def agent_hop_first_use() -> Case:
         ai_budget_write,
         ai_breaker_failure,
         edge_config_write,
-        pytest.param(agent_session_create, marks=CROSSSLOT_TODAY),
-        pytest.param(controlplane_key_decision),
-        pytest.param(sts_resolve),
-        pytest.param(agent_hop_first_use, marks=CROSSSLOT_TODAY),
+        agent_session_create,
+        controlplane_key_decision,
+        sts_resolve,
+        agent_session_terminate,
+        agent_admission_config,
+        agent_admission_decide,
+        agent_admission_reserve,
+        agent_admission_settle,
+        agent_approval_open,
+        agent_approval_decide,
+        agent_registry_put,
+        agent_registry_delete,
+        agent_change_feed_write,
     ],
 )
 async def test_product_scripts_run_on_the_cluster(
@@ -487,6 +590,28 @@ async def test_notifications_are_raised_read_listed_and_removed_on_the_cluster(
         await kv.aclose()
 
 
+async def test_agent_hop_first_use_runs_on_the_cluster(cluster: KvCluster) -> None:
+    """The hop token's replay guard and the acting agent's registration: two commands of one
+    key each (the product's own), so they run wherever their slots live; a second use of the
+    token finds the guard."""
+    kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    try:
+        await kv.hset(REGISTRY_KEY, "agent:b", '{"agent_id": "agent:b"}')
+        guard, registration = [
+            await kv.execute_command(*command)
+            for command in hop_identity.first_use("j-1", 60, "agent:b")
+        ]
+        assert guard is True and registration == '{"agent_id": "agent:b"}'
+        replay, _ = [
+            await kv.execute_command(*command)
+            for command in hop_identity.first_use("j-1", 60, "agent:b")
+        ]
+        assert replay is None
+        assert await kv.exists(jti_key("j-1")) == 1
+    finally:
+        await kv.aclose()
+
+
 # The edge's and the AI gateway's other multi-key operations, as the product runs them (its
 # code where it runs through redis-py, its script texts where it runs through the batcher).
 
@@ -516,6 +641,36 @@ async def test_an_overridden_window_is_asked_for_then_counted_on_the_cluster(
         assert await kv.zcard(rate_limit_window("initech", "r1", 120)) == 1
     finally:
         await kv.aclose()
+
+
+async def test_agent_stores_run_on_the_cluster(cluster: KvCluster) -> None:
+    """The agent gateway's stores through redis-py's cluster client: their scripts, MGETs and
+    transactions (a session's counters, a tenant's sessions and pending approvals, a grant
+    put back, a server record read with the registry version) each stay in one slot."""
+    client = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
+    kv = cast(Redis, client)  # the stores are typed for the single-node client
+    # (a tenant of its own: the script cases above wrote acme's keys with placeholder values)
+    try:
+        store = SessionStore(kv)
+        session = SessionRecord("s-9", "initech", "agent:a", ["echo"], 100, "active", "2026-01-01")
+        assert await store.create(session, 10)
+        assert await store.get("initech", "s-9") == session
+        assert [s.id for s in await store.list("initech")] == ["s-9"]
+        assert (await store.counters(session)).tool_calls == 0
+        assert (await store.terminate(session))[1]
+        queue = ApprovalQueue(kv, 60)
+        approval_id, created = await queue.open("initech", None, "deploy", {"env": "prod"}, "now")
+        assert created is not None and await queue.tenant_of(approval_id) == "initech"
+        assert [a.id for a in await queue.pending("initech")] == [approval_id]
+        await queue.decide(created, approvals.APPROVED, "later")
+        assert await queue.consume_grant("initech", None, "deploy", {"env": "prod"}) == approval_id
+        await queue.restore_grant(approval_id, "initech", None, "deploy", {"env": "prod"})
+        await kv.hset(mcp_keys.SERVERS, "srv-9", '{"id": "srv-9", "tools": []}')
+        assert (await ServerCache(kv, changes.ChangeWatch(kv)).get("srv-9")) is not None
+        auth, token = await kv.mget(mcp_keys.auth_config("srv-9"), mcp_keys.oauth_token("srv-9"))
+        assert (auth, token) == (None, None)  # as the OAuth client reads them
+    finally:
+        await client.aclose()
 
 
 async def test_the_edge_configuration_store_reads_and_writes_on_the_cluster(

@@ -1,7 +1,9 @@
 """`strata.agent.v1.ApprovalService`: the pending list and the one decision per approval.
 
 Approvals are created by the tool-call pipeline (`admission.admit_hitl`). A decision on an
-unknown approval, or on one of another tenant, is 404 `{error:'Approval not found'}`; a
+unknown approval, or on one of another tenant, is 404 `{error:'Approval not found'}` (an
+approval is looked up in the caller's tenant; a platform administrator's in its own tenant's,
+by the id → tenant index); a
 second decision (or one after the approval expired) is 409 `approval_already_resolved` naming
 the status it has. An unreachable store is 503: approvals fail closed.
 """
@@ -19,7 +21,7 @@ from gateways.agent.approvals.store import (
 )
 from gateways.agent.audit import AuditTrail
 from gateways.agent.state_metrics import StateMetrics
-from gateways.agent.tenancy import listing_tenant, may_see
+from gateways.agent.tenancy import is_platform_admin, listing_tenant, may_see
 from runtime.context import ServicerContext
 from runtime.errors import AlreadyExists, NotFound
 from runtime.fields import identifier, now_iso
@@ -56,9 +58,20 @@ class ApprovalServicer(approval_pb2_grpc.ApprovalServiceServicer):
         pending = [to_proto(a) for a in await self.queue.pending(listing_tenant())]
         return approval_pb2.ListPendingApprovalsResponse(pending=pending, total=len(pending))
 
+    async def _find(self, approval_id: str) -> Approval | None:
+        """The approval in the caller's tenant; for a platform administrator, in whichever
+        tenant its id belongs to (the id → tenant index)."""
+        tenant = listing_tenant()
+        approval = await self.queue.get(tenant, approval_id)
+        if approval is None and is_platform_admin():
+            owner = await self.queue.tenant_of(approval_id)
+            if owner is not None and owner != tenant:
+                approval = await self.queue.get(owner, approval_id)
+        return approval
+
     async def _decide(self, approval_id: str, status: str) -> Approval:
         identifier(approval_id, "approval_id")
-        approval = await self.queue.get(approval_id)
+        approval = await self._find(approval_id)
         if approval is None or not may_see(approval.tenant_id):
             raise NotFound("Approval not found")
         try:

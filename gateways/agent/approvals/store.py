@@ -1,21 +1,27 @@
-"""HITL approvals in the key-value store, shared by every replica.
+"""HITL approvals in the key-value store, shared by every replica. Every key carries the
+tenant as its hash tag (`gateways/agent/keys.py`), so each script below touches one slot of a
+clustered store; an approval is found by its tenant and id.
 
-- `agent:hitl:{id}`: the approval, JSON (`id` = `hitl-` + UUID, `session_id`, `tenant_id`,
-  `tool_name`, `arguments`, `status`, `request_type`, `created_at`, `resolved_at`, and the
-  internal `expires_at_ms`, `arguments_sha256`, `grant_scope`). It lives `ttl` past its
-  expiry, so that a late decision finds it (409) rather than nothing (404).
+- `agent:hitl:{t}:<id>`: the approval, JSON (`id` = `hitl-` + UUID, `session_id`,
+  `tenant_id`, `tool_name`, `arguments`, `status`, `request_type`, `created_at`,
+  `resolved_at`, and the internal `expires_at_ms`, `arguments_sha256`, `grant_scope`). It
+  lives `ttl` past its expiry, so that a late decision finds it (409) rather than nothing
+  (404).
+- `agent:hitl-tenant:{<id>}`: the approval's tenant, written before the approval and living
+  as long: a platform administrator decides by id alone.
 - `agent:hitl-pending:{t}`: zset of the tenant's pending approval ids, scored by expiry (ms);
   expired entries are dropped when the list is read.
-- `agent:hitl-open:{scope}:{tool}:{arguments_sha256}`: the id of the pending approval of
+- `agent:hitl-open:{t}:<scope>:<tool>:<arguments_sha256>`: the id of the pending approval of
   exactly that call (scope as below), expiring with it (`PXAT` its expiry) and deleted by its
   decision: an identical call while it is pending is held on the same approval instead of
   creating another (the check and the creation are one script, so two identical calls racing
   on two replicas make one approval).
-- `agent:hitl-grant:{scope}:{tool}:{arguments_sha256}`: list of approval ids, one per granted
-  approval of exactly that call (same tool, same canonical arguments), in the scope of the
-  session (its id) or, for calls without a session, of the tenant (`tenant={t}`: `=` is in
-  no identifier, so the two scopes cannot collide). Each entry releases one call (`LPOP`:
-  exactly once, whichever replica pops it); the list expires `ttl` after the last grant.
+- `agent:hitl-grant:{t}:<scope>:<tool>:<arguments_sha256>`: list of approval ids, one per
+  granted approval of exactly that call (same tool, same canonical arguments), in the scope
+  of the session (its id) or, for calls without a session, of the tenant (`tenant=<t>`: `=`
+  is in no identifier, so the two scopes cannot collide). Each entry releases one call
+  (`LPOP`: exactly once, whichever replica pops it); the list expires `ttl` after the last
+  grant.
 
 A decision is a compare-and-set on the record (`DECIDE`): of two decisions racing on two
 replicas exactly one changes the record; the other re-reads it and is refused (409).
@@ -33,30 +39,16 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.keys import approval_key, approval_tenant, grant_key, open_key, pending_key
+
 PENDING = "pending"
 APPROVED = "approved"
 DENIED = "denied"
 REQUEST_TYPE = "tool_call"
 
 
-def approval_key(approval_id: str) -> str:
-    return f"agent:hitl:{approval_id}"
-
-
-def pending_key(tenant_id: str) -> str:
-    return f"agent:hitl-pending:{tenant_id}"
-
-
 def grant_scope(tenant_id: str, session_id: str | None) -> str:
     return session_id if session_id else f"tenant={tenant_id}"
-
-
-def grant_key(scope: str, tool_name: str, arguments_sha256: str) -> str:
-    return f"agent:hitl-grant:{scope}:{tool_name}:{arguments_sha256}"
-
-
-def open_key(scope: str, tool_name: str, arguments_sha256: str) -> str:
-    return f"agent:hitl-open:{scope}:{tool_name}:{arguments_sha256}"
 
 
 def _canonical(value: Any) -> Any:
@@ -179,17 +171,26 @@ class ApprovalQueue:
             grant_scope=grant_scope(tenant_id, session_id),
         )
         keys = [
-            open_key(approval.grant_scope, tool_name, approval.arguments_sha256),
-            approval_key(approval.id),
+            open_key(tenant_id, approval.grant_scope, tool_name, approval.arguments_sha256),
+            approval_key(tenant_id, approval.id),
             pending_key(tenant_id),
         ]
         args: list[str | int] = [approval.id, approval.to_json(), expires, 2 * self.ttl_secs]
+        # The id's tenant first (another slot): an approval is never without it. An identical
+        # call already pending leaves this one unused; it expires.
+        await self.kv.set(approval_tenant(approval.id), tenant_id, ex=2 * self.ttl_secs)
         pending_id = str(await self._open(keys=keys, args=args))
         return (pending_id, approval) if pending_id == approval.id else (pending_id, None)
 
-    async def get(self, approval_id: str) -> Approval | None:
-        raw = await self.kv.get(approval_key(approval_id))
+    async def get(self, tenant_id: str, approval_id: str) -> Approval | None:
+        """The tenant's approval `approval_id` (None: it has none by that id)."""
+        raw = await self.kv.get(approval_key(tenant_id, approval_id))
         return None if raw is None else Approval.from_json(raw)
+
+    async def tenant_of(self, approval_id: str) -> str | None:
+        """The tenant of an approval that has not expired (None: unknown)."""
+        tenant = await self.kv.get(approval_tenant(approval_id))
+        return None if tenant is None else str(tenant)
 
     async def pending(self, tenant_id: str) -> list[Approval]:
         """The tenant's pending approvals that have not expired, oldest first."""
@@ -201,7 +202,7 @@ class ApprovalQueue:
             _, ids = await pipe.execute()
         if not ids:
             return []
-        raws = await self.kv.mget([approval_key(str(i)) for i in ids])
+        raws = await self.kv.mget([approval_key(tenant_id, str(i)) for i in ids])
         found = [Approval.from_json(raw) for raw in raws if raw is not None]
         return [a for a in found if a.status == PENDING and not a.expired]
 
@@ -214,10 +215,11 @@ class ApprovalQueue:
             if approval.expired:
                 raise AlreadyDecided("expired")
             decided = Approval(**{**asdict(approval), "status": status, "resolved_at": resolved_at})
-            call = (approval.grant_scope, approval.tool_name, approval.arguments_sha256)
+            tenant = approval.tenant_id
+            call = (tenant, approval.grant_scope, approval.tool_name, approval.arguments_sha256)
             keys = [
-                approval_key(approval.id),
-                pending_key(approval.tenant_id),
+                approval_key(tenant, approval.id),
+                pending_key(tenant),
                 grant_key(*call),
                 open_key(*call),
             ]
@@ -226,7 +228,7 @@ class ApprovalQueue:
             args.append(1 if status == APPROVED else 0)
             if await self._decide(keys=keys, args=args):
                 return decided
-            current = await self.get(approval.id)
+            current = await self.get(tenant, approval.id)
             if current is None:
                 raise AlreadyDecided("expired")
             approval = current
@@ -237,7 +239,7 @@ class ApprovalQueue:
         """Take one grant for exactly this call; returns the approval id that released it, or
         None when there is none (each grant is taken once, across every replica)."""
         scope = grant_scope(tenant_id, session_id)
-        key = grant_key(scope, tool_name, arguments_sha256(arguments))
+        key = grant_key(tenant_id, scope, tool_name, arguments_sha256(arguments))
         released = await self.kv.lpop(key)
         return None if released is None else str(released)
 
@@ -252,7 +254,8 @@ class ApprovalQueue:
         """Put back the grant `consume_grant` took, for a call stopped before it reached its
         upstream (over budget, invalid arguments, upstream unreachable): the approval still
         releases one call (the grant list's expiry starts again)."""
-        key = grant_key(grant_scope(tenant_id, session_id), tool_name, arguments_sha256(arguments))
+        scope = grant_scope(tenant_id, session_id)
+        key = grant_key(tenant_id, scope, tool_name, arguments_sha256(arguments))
         async with self.kv.pipeline(transaction=True) as pipe:
             pipe.lpush(key, approval_id)
             pipe.expire(key, self.ttl_secs)

@@ -1,5 +1,5 @@
 """OAuth2 client credentials for upstream MCP servers (RFC 6749 §4.4): a token per server,
-obtained from its token endpoint and cached in the key-value store (`mcp:oauth-token:{id}`,
+obtained from its token endpoint and cached in the key-value store (`{mcp}:oauth-token:<id>`,
 sealed with the platform keyring, expiring 30 s before the token does) so every replica
 reuses it.
 
@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 from redis.asyncio import Redis
 
-from gateways.agent.changes import announce, changed_here
+from gateways.agent import changes
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import AuthSettings, PlatformClient, settings
 from gateways.agent.mcp.errors import UpstreamAuthFailed
@@ -92,11 +92,7 @@ class OAuthTokens:
     async def forget(self, server_id: str) -> None:
         """Drop the cached token (the upstream refused it, or the auth config changed)."""
         with kv_unavailable():
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.delete(keys.oauth_token(server_id))
-                announce(pipe, "token")
-                await pipe.execute()
-        changed_here()
+            await changes.write(self.kv, "token", delete=[keys.oauth_token(server_id)])
 
     async def _single_flight(self, server_id: str, config: AuthSettings) -> str:
         pending = self._fetching.get(server_id)
@@ -166,13 +162,11 @@ class OAuthTokens:
         if not isinstance(lifetime, int | float) or lifetime <= 0:
             lifetime = DEFAULT_LIFETIME_SECS
         ttl = max(1, int(lifetime) - EXPIRY_MARGIN_SECS)
+        sealed = self.box.seal(token, bound_to=_token_record(server_id))
         with kv_unavailable():
-            async with self.kv.pipeline(transaction=True) as pipe:
-                sealed = self.box.seal(token, bound_to=_token_record(server_id))
-                pipe.set(keys.oauth_token(server_id), sealed, ex=ttl)
-                announce(pipe, "token")
-                await pipe.execute()
-        changed_here()
+            await changes.write(
+                self.kv, "token", put={keys.oauth_token(server_id): sealed}, ttl_secs=ttl
+            )
         return token
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from gateways.agent.changes import announce, changed_here
+from gateways.agent import changes
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.auth_config import PlatformClient, redacted, stored_config
 from gateways.agent.mcp.errors import ServerNotFound
@@ -173,12 +173,12 @@ class McpRegistryServicer(registry_pb2_grpc.McpRegistryServiceServicer):
         )
         stored["updated_at"] = self.now()
         with kv_unavailable():
-            async with self.kv.pipeline(transaction=True) as pipe:
-                pipe.set(keys.auth_config(server_id), json.dumps(stored))
-                pipe.delete(keys.oauth_token(server_id))
-                announce(pipe, "auth")
-                await pipe.execute()
-        changed_here()
+            await changes.write(
+                self.kv,
+                "auth",
+                put={keys.auth_config(server_id): json.dumps(stored)},
+                delete=[keys.oauth_token(server_id)],
+            )
         return pb.PutServerAuthResponse(status="ok", server_id=server_id, mode=stored["mode"])
 
     async def ListServerTools(

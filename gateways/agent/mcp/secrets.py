@@ -72,6 +72,7 @@ class SecretBox:
 
 
 def _context(server_id: str) -> str:
+    # What secrets were sealed with (associated data), not a store key: never renamed.
     return f"mcp:auth:{server_id}"
 
 

@@ -1,6 +1,6 @@
 """Server records in memory for the tool-call hot path, never trusted without the store's word.
 
-Every write of the registry sets `mcp:servers:version` to a new random token and announces
+Every write of the registry sets `{mcp}:servers:version` to a new random token and announces
 itself on the change feed (`store.py`, `changes.py`). A record read from the store is kept with
 the version it was read at, unless a change was announced while it was read; every announced
 change drops them all. A call in a session hands the version to its admission round trip

@@ -1,14 +1,15 @@
 """The registry's records in the key-value store, every write one atomic script.
 
 A server record is the spec's server object plus what the gateway needs (`protocol`,
-`quarantine`), JSON in the hash `mcp:servers`. The tenant's tool owners (`mcp:tool-owner:{t}`,
+`quarantine`), JSON in the hash `{mcp}:servers`. The tenant's tool owners (`{mcp}:tool-owner:<t>`,
 tool name → server id) are written by the same script as the record, after checking that no
 other server of the tenant serves one of its tool names: two replicas registering the same
 tool name at once cannot both win. A write may name the record it expects to replace (compare
 and set), so a quarantine, an approval and a registration never overwrite one another. Every
-write also sets `mcp:servers:version` to a new random token, which tells the replicas' record
+write also sets `{mcp}:servers:version` to a new random token, which tells the replicas' record
 caches (`server_cache.py`) that what they hold may be stale, and announces itself on the
-agent gateway's change feed (`changes.py`).
+agent gateway's change feed (`changes.py`). Every key of a write, the feed's channel included,
+is declared and under the tag `{mcp}` (`keys.py`): one slot on a clustered store.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from gateways.agent.changes import COUNTER, changed_here
+from gateways.agent.changes import CHANNEL, COUNTER, changed_here
 from gateways.agent.mcp import keys
 from gateways.agent.mcp.errors import RegistryConflict, ToolNamingCollision
 from runtime.stores.kv_errors import kv_unavailable
 
 Record = dict[str, Any]
 
-# KEYS: servers, tool owners of the tenant, registry version, the change counter (`changes.py`:
-# the write is announced in the same step). ARGV: id, record JSON, tenant,
+# KEYS: servers, tool owners of the tenant, registry version, the change counter and channel
+# (`changes.py`: the write is announced in the same step). ARGV: id, record JSON, tenant,
 # the record JSON the write expects to replace ('' = any), the new version, then the tool names
 # the server owns after the write.
 _PUT = """
@@ -57,13 +58,13 @@ for i = 6, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], ARGV[1]) end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('SET', KEYS[3], ARGV[5])
 redis.call('INCR', KEYS[4])
-redis.call('PUBLISH', 'agent:changed', 'servers')
+redis.call('PUBLISH', KEYS[5], 'servers')
 if current then return {'replaced'} end
 return {'created'}
 """
 
 # KEYS: servers, tool owners of the tenant, auth config, cached token, registry version, the
-# change counter. ARGV: id, tenant, the new version.
+# change counter and channel. ARGV: id, tenant, the new version.
 _DELETE = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current then return 0 end
@@ -76,7 +77,7 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4])
 redis.call('SET', KEYS[5], ARGV[3])
 redis.call('INCR', KEYS[6])
-redis.call('PUBLISH', 'agent:changed', 'servers')
+redis.call('PUBLISH', KEYS[7], 'servers')
 return 1
 """
 
@@ -123,7 +124,13 @@ class ServerStore:
         tenant = record["tenant_id"]
         with kv_unavailable():
             answer = await self._put(
-                keys=[keys.SERVERS, keys.tool_owners(tenant), keys.SERVERS_VERSION, COUNTER],
+                keys=[
+                    keys.SERVERS,
+                    keys.tool_owners(tenant),
+                    keys.SERVERS_VERSION,
+                    COUNTER,
+                    CHANNEL,
+                ],
                 args=[record["id"], dumps(record), tenant, expected or "", new_version(), *names],
             )
         changed_here()
@@ -154,6 +161,7 @@ class ServerStore:
                     keys.oauth_token(server_id),
                     keys.SERVERS_VERSION,
                     COUNTER,
+                    CHANNEL,
                 ],
                 args=[server_id, tenant, new_version()],
             )

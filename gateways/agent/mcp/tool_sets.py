@@ -11,7 +11,7 @@ administrator approves the new set (`approve()`, `POST /v1/mcp/servers/:id/appro
 
 The write is a compare-and-set on the record that was compared, so when two replicas detect
 one change only one counts it. The schedule runs on every replica, but a round is taken by
-one of them only (`mcp:relist-lock`, held for the interval).
+one of them only (`{mcp}:relist-lock`, held for the interval).
 """
 
 from __future__ import annotations

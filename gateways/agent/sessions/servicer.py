@@ -8,8 +8,9 @@ presence for a repeated field): the front door answers a body without it 400
 (`HttpRule.required`); over gRPC an empty list is that explicit empty allowlist. Creating one
 beyond the tenant policy's `max_concurrent_sessions` is 429 `session_limit_exceeded`; the
 check holds across replicas (`store.CREATE`). Sessions of another tenant answer 404 like
-unknown ones. Termination writes a `session_terminate` audit row; terminating again answers
-the same body and writes nothing.
+unknown ones: a session is looked up in the caller's tenant (a platform administrator names
+it with `x-tenant-id`), its store keys carrying the tenant's hash tag. Termination writes a
+`session_terminate` audit row; terminating again answers the same body and writes nothing.
 """
 
 from __future__ import annotations
@@ -74,9 +75,10 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
         self.metrics = metrics
 
     async def _visible(self, session_id: str) -> SessionRecord:
-        """The session, when it exists and the caller may see it; else 404."""
+        """The session, when it exists and the caller may see it; else 404. Sessions are
+        stored per tenant: the caller's (a platform administrator names it, `x-tenant-id`)."""
         identifier(session_id, "session_id")
-        session = await self.store.get(session_id)
+        session = await self.store.get(listing_tenant(), session_id)
         if session is None or not may_see(session.tenant_id):
             raise session_not_found()
         return session
@@ -135,7 +137,7 @@ class SessionServicer(session_pb2_grpc.SessionServiceServicer):
         self, request: session_pb2.GetSessionRequest, context: ServicerContext
     ) -> session_pb2.GetSessionResponse:
         session = await self._visible(request.session_id)
-        counters = await self.store.counters(session.id)
+        counters = await self.store.counters(session)
         return session_pb2.GetSessionResponse(session=to_proto(session, counters))
 
     @store_errors

@@ -1,9 +1,13 @@
-"""Sessions in the key-value store, shared by every replica.
+"""Sessions in the key-value store, shared by every replica. Every key carries the tenant as
+its hash tag (`gateways/agent/keys.py`): a tenant's sessions share one slot of a clustered
+store, so the scripts below and the MGETs stay single-slot, and a session is found by its
+tenant and id (every caller knows the tenant: its token, or the `/mcp` session's record).
 
-- `agent:session:{id}`: the session record, JSON (`id, tenant_id, agent_id, tool_allowlist,
-  token_budget, status, created_at, metadata`); never rewritten except on termination.
-- `agent:session-calls:{id}`, `agent:session-tokens:{id}`: the counters `tool_calls` and
-  `tokens_used` (absent: 0), changed by the tool-call pipeline only (`admission.py`).
+- `agent:session:{t}:<id>`: the session record, JSON (`id, tenant_id, agent_id,
+  tool_allowlist, token_budget, status, created_at, metadata`); never rewritten except on
+  termination.
+- `agent:session-calls:{t}:<id>`, `agent:session-tokens:{t}:<id>`: the counters `tool_calls`
+  and `tokens_used` (absent: 0), changed by the tool-call pipeline only (`admission.py`).
 - `agent:sessions:{t}`: zset of the tenant's session ids by creation time (ms).
 - `agent:active-sessions:{t}`: set of the tenant's active session ids; its size is what
   `max_concurrent_sessions` limits, checked and added to in one script (`CREATE`), so two
@@ -19,29 +23,11 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from gateways.agent.keys import active_key, calls_key, session_key, sessions_key, tokens_key
+
 ACTIVE = "active"
 TERMINATED = "terminated"
 LIST_LIMIT = 1000  # GET /v1/sessions shows the tenant's most recent sessions, up to this many
-
-
-def session_key(session_id: str) -> str:
-    return f"agent:session:{session_id}"
-
-
-def calls_key(session_id: str) -> str:
-    return f"agent:session-calls:{session_id}"
-
-
-def tokens_key(session_id: str) -> str:
-    return f"agent:session-tokens:{session_id}"
-
-
-def sessions_key(tenant_id: str) -> str:
-    return f"agent:sessions:{tenant_id}"
-
-
-def active_key(tenant_id: str) -> str:
-    return f"agent:active-sessions:{tenant_id}"
 
 
 @dataclass(frozen=True)
@@ -105,25 +91,27 @@ class SessionStore:
 
     async def create(self, session: SessionRecord, max_active: int) -> bool:
         """Store an active session unless its tenant already has `max_active` active ones."""
-        keys = [active_key(session.tenant_id), session_key(session.id)]
-        keys.append(sessions_key(session.tenant_id))
+        tenant = session.tenant_id
+        keys = [active_key(tenant), session_key(tenant, session.id), sessions_key(tenant)]
         args: list[str | int] = [max_active, session.id, session.to_json()]
         args.append(int(time.time() * 1000))
         return bool(await self._create(keys=keys, args=args))
 
-    async def get(self, session_id: str) -> SessionRecord | None:
-        raw = await self.kv.get(session_key(session_id))
+    async def get(self, tenant_id: str, session_id: str) -> SessionRecord | None:
+        """The tenant's session `session_id` (None: it has none by that id)."""
+        raw = await self.kv.get(session_key(tenant_id, session_id))
         return None if raw is None else SessionRecord.from_json(raw)
 
-    async def counters(self, session_id: str) -> Counters:
-        calls, tokens = await self.kv.mget(calls_key(session_id), tokens_key(session_id))
+    async def counters(self, session: SessionRecord) -> Counters:
+        tenant, sid = session.tenant_id, session.id
+        calls, tokens = await self.kv.mget(calls_key(tenant, sid), tokens_key(tenant, sid))
         return Counters(int(calls or 0), int(tokens or 0))
 
     async def list(self, tenant_id: str) -> list[SessionRecord]:
         ids = await self.kv.zrange(sessions_key(tenant_id), -LIST_LIMIT, -1)
         if not ids:
             return []
-        raws = await self.kv.mget([session_key(str(i)) for i in ids])
+        raws = await self.kv.mget([session_key(tenant_id, str(i)) for i in ids])
         return [SessionRecord.from_json(raw) for raw in raws if raw is not None]
 
     async def terminate(self, session: SessionRecord) -> tuple[SessionRecord, bool]:
@@ -131,11 +119,11 @@ class SessionStore:
         (False: it was terminated already, by this replica or another)."""
         while session.active:
             ended = SessionRecord(**{**asdict(session), "status": TERMINATED})
-            keys = [session_key(session.id), active_key(session.tenant_id)]
+            keys = [session_key(session.tenant_id, session.id), active_key(session.tenant_id)]
             args = [session.to_json(), ended.to_json(), session.id]
             if await self._terminate(keys=keys, args=args):
                 return ended, True
-            current = await self.get(session.id)
+            current = await self.get(session.tenant_id, session.id)
             if current is None:
                 return ended, False
             session = current

@@ -1,5 +1,5 @@
 """The tools a session may call, as `GET /v1/sessions/:id/tools` lists them: every tool of the
-session tenant's MCP servers (the registry hash `mcp:servers`, owned by the registry) whose
+session tenant's MCP servers (the registry hash `{mcp}:servers`, owned by the registry) whose
 name is in the session's allowlist. A server that is not `active` (quarantined after its tool
 set changed) offers nothing until it is approved again."""
 
@@ -11,10 +11,9 @@ from typing import Any
 from google.protobuf import json_format
 from redis.asyncio import Redis
 
+from gateways.agent.mcp import keys as mcp_keys
 from gateways.agent.sessions.store import SessionRecord
 from strata.agent.v1 import registry_pb2
-
-MCP_SERVERS = "mcp:servers"  # hash: server id → server JSON (gateways/agent/app.py's key)
 
 
 def allowed_tools(session: SessionRecord, servers: dict[Any, Any]) -> list[registry_pb2.ServerTool]:
@@ -42,4 +41,4 @@ def allowed_tools(session: SessionRecord, servers: dict[Any, Any]) -> list[regis
 
 
 async def session_tools(kv: Redis, session: SessionRecord) -> list[registry_pb2.ServerTool]:
-    return allowed_tools(session, await kv.hgetall(MCP_SERVERS))
+    return allowed_tools(session, await kv.hgetall(mcp_keys.SERVERS))
