@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,19 @@ async def apply_renames(kv: Redis, renames: Iterable[KeyRename]) -> int:
     """Runs every move; returns how many keys were renamed."""
     moved = 0
     for rename in renames:
-        async for key in kv.scan_iter(match=rename.match, count=500):
+        # The whole scan first: SCAN may return a key twice, and a key renamed mid-scan
+        # could be met again under its new name.
+        found = {key async for key in kv.scan_iter(match=rename.match, count=500)}
+        for key in sorted(found):
             if rename.read_new_name is not None:
                 new = await rename.read_new_name(kv, key)
             else:
                 new = rename.new_name(key)
-            if new is not None and new != key and await kv.renamenx(key, new):
-                moved += 1
+            if new is None or new == key:
+                continue
+            try:
+                moved += bool(await kv.renamenx(key, new))
+            except ResponseError as exc:  # gone meanwhile (expired, or moved by a writer)
+                if "no such key" not in str(exc).lower():
+                    raise
     return moved
