@@ -52,6 +52,10 @@ UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 WINDOW = re.compile(r"([1-9][0-9]{0,5})([smhd])")
 STORED_WINDOW = re.compile(r"([0-9]+)([smhd]?)")  # what the plugin parses
 
+# KEYS: any key of the tenant. The clock of the node holding the tenant's windows: the one the
+# edge's limiter counts with (a cluster pipeline cannot carry TIME, and nodes' clocks differ).
+_CLOCK = "return redis.call('TIME')"
+
 # KEYS: the tenant's marker, the override key (both in the tenant's slot). ARGV: value.
 # The tenant must exist (controlplane/tenancy.py: a deletion removes the marker first).
 _PUT = """
@@ -119,6 +123,7 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
         self.kv = kv
         self.edge_store = edge_store
         self._put = kv.register_script(_PUT)
+        self._clock = kv.register_script(_CLOCK)
 
     @store_errors
     async def GetRateLimitHierarchy(
@@ -133,8 +138,8 @@ class RateLimitServicer(rate_limit_pb2_grpc.RateLimitServiceServicer):
             pipe.get(config_key(tenant))
             for route in routes:
                 pipe.get(config_key(tenant, route))
-            pipe.time()
-            tenant_raw, *route_raws, (secs, micros) = await pipe.execute()
+            tenant_raw, *route_raws = await pipe.execute()
+        secs, micros = await self._clock(keys=[config_key(tenant)])
         now = int(secs) * 1_000_000 + int(micros)
         default = (await self._default_limit(), DEFAULT_WINDOW)
         override = stored_level(tenant_raw)
