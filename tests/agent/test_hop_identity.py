@@ -46,6 +46,9 @@ from runtime.hop_tokens import jti_key
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 __all__ = ["controlplane"]  # fixtures
 
 

@@ -8,12 +8,16 @@ import asyncio
 import hashlib
 import json
 
+import pytest
 from agent_kit import call, server_body
 from shared_kit import free_port
 
 from gateways.agent.app import build
 from gateways.agent.config import AgentGatewayConfig
 from runtime.testing import serving
+
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
 
 ECHO = {
     "name": "echo",

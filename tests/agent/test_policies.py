@@ -13,6 +13,9 @@ from gateways.agent.policies import (
     DEFAULT_MAX_TOOL_CALLS_PER_SESSION,
 )
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 __all__ = ["gateway"]  # fixtures
 
 

@@ -22,6 +22,9 @@ from state_kit import (
 from gateways.agent.keys import policy_key
 from gateways.agent.mcp import keys as mcp_keys
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 __all__ = ["gateway", "kv"]  # fixtures
 
 

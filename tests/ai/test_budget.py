@@ -19,6 +19,9 @@ from gateways.ai.tenants.keys import budget_key, warned_key
 from runtime.testing import serving
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 # "a b c": prompt estimate 3 chars // 4 + 4 per message + 1 = 6; with max_tokens 10 a request
 # reserves 16. The echo answers "echo: a b c": usage 3 prompt + 4 completion words = 7.
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "a b c"}]

@@ -13,12 +13,16 @@ import json
 import threading
 
 import aiohttp
+import pytest
 from ai_kit import client, gateway_processes, log_rows, pipeline_of, tenant
 from openai.types.chat import ChatCompletionMessageParam
 from shared_kit import MASTER_KEY
 
 from gateways.ai.providers import keys as providers_keys
 from gateways.ai.tenants.keys import budget_key, prompt_config_key
+
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
 
 ASKED = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"

@@ -23,6 +23,9 @@ from runtime.stores import Stores
 from runtime.testing import Serving, serving
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 MASTER = {"Authorization": f"Bearer {MASTER_KEY}"}
 MASTER_METADATA = (("authorization", f"Bearer {MASTER_KEY}"),)
 

@@ -34,7 +34,8 @@ from controlplane import api_keys
 from controlplane.edge_config.keys import kind_hash
 from runtime.stores.analytics import Analytics
 
-pytestmark = pytest.mark.timeout(90)
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = [pytest.mark.timeout(90), pytest.mark.kv_cluster]
 
 REQUEST_FIELDS = {"id", "email", "tenant_id", "name", "routes", "reason", "requested_at", "status"}
 KEY_FIELDS = {

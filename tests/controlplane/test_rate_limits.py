@@ -24,7 +24,8 @@ from shared_kit import free_port, user_token
 
 from gateways.edge.keys import rate_limit_override
 
-pytestmark = pytest.mark.timeout(90)
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = [pytest.mark.timeout(90), pytest.mark.kv_cluster]
 
 SETTINGS = "cp:settings"
 ROUTES = ("limited-a", "limited-b")

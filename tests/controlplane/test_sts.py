@@ -49,6 +49,9 @@ from runtime.hop_tokens import STS_KEYS_KEY, deleg_key
 from runtime.stores.kv import connect_kv
 from strata.controlplane.v1 import sts_pb2
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 __all__ = ["controlplane"]  # fixtures
 
 

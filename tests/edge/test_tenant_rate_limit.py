@@ -20,6 +20,9 @@ from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins.tenant_rate_limit import LIMITER
 from runtime.stores.kv import connect_kv
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 
 @pytest.fixture
 async def env(valkey_url: str) -> AsyncIterator[PluginEnv]:

@@ -32,6 +32,9 @@ from runtime.stores import Stores
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving, serving
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 KEY = {"X-API-KEY": ADMIN_API_KEY}
 
 
