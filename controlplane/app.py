@@ -44,7 +44,7 @@ from runtime.keyring import keyring_of
 from runtime.peers import Peer
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
-from runtime.stores.kv import kv_status
+from runtime.stores.kv import kv_status, ready_kv
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
 from strata.controlplane.v1 import (
@@ -257,6 +257,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         metrics=metrics,
         routes=portal.routes,
         on_startup=[
+            lambda: ready_kv(stores.kv),  # the slot map before the first burst
             rename_keys,
             mark_existing_tenants,
             migrate,

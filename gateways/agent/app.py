@@ -38,6 +38,7 @@ from runtime.issued_keys import IssuedKeys
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
+from runtime.stores.kv import ready_kv
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
 from strata.agent.v1 import (
@@ -161,7 +162,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         routes=endpoint.routes(),
         api=API_DOCS,
         metrics=metrics,
-        on_startup=[mcp.start, changes.start, api_keys.start, realms.start],
+        on_startup=[lambda: ready_kv(kv), mcp.start, changes.start, api_keys.start, realms.start],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

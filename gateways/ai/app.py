@@ -24,6 +24,7 @@ from runtime.keyring import keyring_of
 from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
+from runtime.stores.kv import ready_kv
 from runtime.stores.vectors import open_vectors
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
@@ -92,7 +93,13 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
         metrics=metrics,
         envelope=openai_error,
         api=API_DOCS,
-        on_startup=[open_vector_store, pipeline.start, api_keys.start, realms.start],
+        on_startup=[
+            lambda: ready_kv(stores.kv),  # the slot map before the first burst
+            open_vector_store,
+            pipeline.start,
+            api_keys.start,
+            realms.start,
+        ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -21,7 +21,7 @@ from gateways.agent.keys import policy_key
 from gateways.agent.mcp import keys as mcp_keys
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import connect_kv, ready_kv
 from runtime.testing import Serving, serving
 
 Gateway = Callable[..., AbstractAsyncContextManager[Serving]]
@@ -33,6 +33,7 @@ async def kv(valkey_url: str) -> AsyncIterator[Redis]:
     """The session's Valkey, with the MCP registry's keys (`{mcp}:*`, `mcp:*`) removed before
     and after the test (other suites count the registry, `/health`'s `mcp_servers`)."""
     client = connect_kv(valkey_url)
+    await ready_kv(client)
     await _clear_registry(client)
     yield client
     await _clear_registry(client)

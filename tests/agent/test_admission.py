@@ -46,7 +46,7 @@ from runtime.background import Background
 from runtime.errors import NotFound, PermissionDenied, ResourceExhausted, Unavailable
 from runtime.peers import Peer
 from runtime.stores.analytics import Analytics, DirectSink
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import connect_kv, ready_kv
 from runtime.stores.kv_pipeline import PipelinedCalls
 from runtime.telemetry import Metrics
 
@@ -153,6 +153,8 @@ async def test_call_limit_is_exact_under_a_burst_from_two_replicas(kv, valkey_ur
     session = await new_session(kv, tenant())
     await set_policy(kv, Policy(session.tenant_id, max_tool_calls_per_session=10))
     replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+    for replica in replicas:
+        await ready_kv(replica)  # as a service does at start
 
     async def attempt(store: Redis) -> bool:
         try:
@@ -175,6 +177,8 @@ async def test_the_budget_is_reserved_exactly_under_a_burst(kv, valkey_url) -> N
     are admitted (30, 30, 30, then the 10 left), however many race from two replicas."""
     session = await new_session(kv, tenant(), token_budget=100)
     replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+    for replica in replicas:
+        await ready_kv(replica)  # as a service does at start
 
     async def attempt(store: Redis) -> int | None:
         try:
@@ -317,6 +321,8 @@ async def test_a_grant_is_consumed_once_under_concurrency(kv, valkey_url, events
     assert approval is not None
     await queue.decide(approval, "approved", "2026-01-01T00:00:01Z")
     replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+    for replica in replicas:
+        await ready_kv(replica)  # as a service does at start
     try:
         outcomes = await asyncio.gather(
             *(

@@ -30,6 +30,9 @@ from runtime.telemetry import Metrics
 from runtime.testing import serving
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 __all__ = ["gateway", "kv"]  # fixtures
 
 MASTER_METADATA = (("authorization", f"Bearer {MASTER_KEY}"),)
@@ -194,10 +197,12 @@ async def test_two_instances_decide_once_and_release_once(gateway, kv, events) -
 
 
 async def test_granted_on_one_instance_released_on_the_other(gateway, events, valkey_url) -> None:
-    from runtime.stores.kv import connect_kv
+    from runtime.stores.kv import connect_kv, ready_kv
 
     t = tenant()
     replica_a, replica_b = connect_kv(valkey_url), connect_kv(valkey_url)
+    for replica in (replica_a, replica_b):
+        await ready_kv(replica)  # as a service does at start
     try:
         approval_id = await hold(replica_a, events, t, tool="deploy", env="staging")
         async with gateway() as one, api(one, t) as client:
@@ -291,12 +296,14 @@ async def test_an_identical_call_while_pending_is_held_on_the_same_approval(
 
 
 async def test_identical_calls_racing_on_two_replicas_make_one_approval(events, valkey_url) -> None:
-    from runtime.stores.kv import connect_kv
+    from runtime.stores.kv import connect_kv, ready_kv
 
     t = tenant()
     policy = Policy(t, hitl_required_tools=["wire_money"])
     call = ToolCall(t, "wire_money", {"amount": 10, "to": "x"}, f"{t}-s1")
     replicas = [connect_kv(valkey_url), connect_kv(valkey_url)]
+    for replica in replicas:
+        await ready_kv(replica)  # as a service does at start
     try:
         outcomes = await asyncio.gather(
             *(

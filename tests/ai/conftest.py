@@ -21,7 +21,7 @@ from gateways.ai.config import AiGatewayConfig
 from gateways.ai.providers import keys as providers_keys
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import connect_kv, ready_kv
 from runtime.testing import Serving, serving
 from sidecars.echo_llm.app import build_app as build_echo
 
@@ -31,6 +31,7 @@ Starter = Callable[..., AbstractAsyncContextManager[Serving]]  # `async with sta
 @pytest.fixture
 async def kv(valkey_url: str) -> AsyncIterator[Redis]:
     client = connect_kv(valkey_url)
+    await ready_kv(client)
     yield client
     await client.delete(PROVIDERS, providers_keys.SECRETS)
     await client.aclose()

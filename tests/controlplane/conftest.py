@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import connect_kv, ready_kv
 
 
 @pytest.fixture
 async def kv(valkey_url: str) -> AsyncIterator[Any]:
     """A client of the tests' Valkey server (closed after the test)."""
     client = connect_kv(valkey_url)
+    await ready_kv(client)
     yield client
     await client.aclose()
 

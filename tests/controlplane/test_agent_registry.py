@@ -9,12 +9,16 @@ import asyncio
 import json
 
 import aiohttp
+import pytest
 from identity_kit import MASTER, controlplane, request, suffix
 from shared_kit import free_port, service_token, user_token
 
 from controlplane.tenants.owned import find_owned, remove_owned
 from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, deleg_key
-from runtime.stores.kv import connect_kv
+from runtime.stores.kv import connect_kv, ready_kv
+
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
 
 __all__ = ["controlplane"]  # fixtures
 
@@ -34,6 +38,7 @@ def registration(agent_id: str, **fields) -> dict:
 async def test_register_list_get_update_delete(controlplane, valkey_url) -> None:
     agent = f"agent:a-{suffix()}"
     kv = connect_kv(valkey_url)
+    await ready_kv(kv)  # as a service does at start
     async with controlplane() as cp:
         url = cp.http_url
         body = registration(agent, allowed_audiences=["agent:b", "agent:c"],
@@ -124,6 +129,7 @@ async def test_racing_updates_leave_one_version_of_registration_and_set(
     # connections opened at once on a loaded machine may take longer, and that is not what is
     # tested. (connect_kv: the URL's scheme picks one node or a cluster.)
     kv = connect_kv(f"{valkey_url}?socket_connect_timeout=5")
+    await ready_kv(kv)  # as a service does at start
     async with controlplane() as cp, aiohttp.ClientSession() as http:
 
         async def write(i: int) -> None:
@@ -186,6 +192,7 @@ async def test_deleting_a_tenant_removes_its_agents(controlplane, valkey_url) ->
     tenant = f"t-{suffix()}"
     mine, theirs = f"agent:mine-{suffix()}", f"agent:theirs-{suffix()}"
     kv = connect_kv(valkey_url)
+    await ready_kv(kv)  # as a service does at start
     async with controlplane() as cp:
         url = f"{cp.http_url}/api/agents"
         body = registration(mine, tenant_id=tenant, credential_ref=f"ref-{mine[6:]}")

@@ -27,6 +27,9 @@ from controlplane.tenancy import tenant_marker
 from runtime.stores.kv import connect_kv
 from runtime.testing import Serving
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
 DEFAULTS = {

@@ -38,6 +38,9 @@ from shared_kit import MASTER_KEY, free_port, keyring_for_tests
 from controlplane.notifications import raise_notification, store
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 DEFAULT_TYPES = ["key_approved", "key_denied", "budget_warning", "hitl_pending"]
 
 

@@ -56,6 +56,7 @@ from runtime.hop_tokens import CREDENTIALS_KEY, REGISTRY_KEY, jti_key
 from runtime.issued_keys import CHANNEL as KEYS_CHANGED
 from runtime.issued_keys import DIGESTS
 from runtime.issued_keys import VERSION as KEYS_VERSION
+from runtime.stores.kv import connect_kv, ready_kv
 from strata.ai.v1 import budget_pb2
 
 # A script over several slots, refused by the server (CROSSSLOT) or by redis-py's cluster client
@@ -746,3 +747,23 @@ async def test_the_provider_table_is_written_in_one_transaction_on_the_cluster(
         assert await kv.get(providers_keys.VERSION) == str(before + 1)
     finally:
         await kv.aclose()
+
+
+async def test_a_service_s_first_burst_of_commands_all_succeed(cluster: KvCluster) -> None:
+    """What a service does at start (`ready_kv`, first in its on_startup): its cluster client
+    reads the slot map before the first requests, so their burst of concurrent commands opens
+    connections undisturbed (unwarmed, redis-py failed most of such a burst here)."""
+    url = f"redis+cluster://127.0.0.1:{cluster.seed_port}"
+    for _ in range(3):
+        replicas = [connect_kv(url), connect_kv(url)]
+        try:
+            for replica in replicas:
+                await ready_kv(replica)
+            answers = await asyncio.gather(
+                *(r.lpop(f"burst:{i}") for r in replicas for i in range(20)),
+                return_exceptions=True,
+            )
+        finally:
+            for replica in replicas:
+                await replica.aclose()
+        assert [a for a in answers if isinstance(a, BaseException)] == []

@@ -20,6 +20,7 @@ from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
 from runtime.service import Lifecycle, Listener
 from runtime.stores import Stores
+from runtime.stores.kv import ready_kv
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
         await close_plugins()  # last log batches and spans, channels and sessions
 
     parts = DataPlaneParts(plane, [listen], on_cleanup=[close], on_reload=[reload])
+    parts.on_startup.append(lambda: ready_kv(stores.kv))  # the slot map before the first burst
     if not config.config_file:
         subscription = XdsSubscription(config, plane.apply)
         parts.on_startup.append(subscription.start)
