@@ -27,6 +27,9 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl
 from shared_kit import idp_process, user_token
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 CALLBACK = "http://127.0.0.1:33418/callback"
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from agent_kit import agent_processes, call, registered
 
 from gateways.agent.changes import CHANNEL, ChangeWatch
 from gateways.agent.mcp.keys import SERVERS
+
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
 
 
 def add(server: str, a: int = 1) -> dict:

@@ -15,6 +15,9 @@ from agent_kit import agent_processes, call, execute, metrics_of, registered, sa
 from aiohttp import web
 from shared_kit import running
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 
 async def test_a_call_in_a_session_runs_and_counts(gateway, alice, upstream, policy) -> None:
     up = upstream()

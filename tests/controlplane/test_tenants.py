@@ -42,6 +42,9 @@ from runtime.stores.analytics import Analytics
 from runtime.testing import Serving, serving
 from strata.edge.v1 import admin_pb2, admin_pb2_grpc
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 MASTER = f"Bearer {MASTER_KEY}"
 IDP_ADMIN_TOKEN = "test-idp-admin"  # tests/conftest.py's IdP
 PLANS = {

@@ -19,6 +19,9 @@ from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY, limit_conn
 from runtime.stores.kv import connect_kv
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 
 class Held:
     """An upstream whose `/hold...` requests wait for `release()`; others answer at once."""

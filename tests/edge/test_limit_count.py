@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from edge_kit import make_plugin, request
 from shared_kit import free_port
 
@@ -11,6 +12,9 @@ from gateways.edge.model.schema import check
 from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY
 from runtime.stores.kv import connect_kv
+
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
 
 
 async def test_local_window_headers_and_rejection() -> None:

@@ -17,6 +17,9 @@ from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import REGISTRY, limit_req
 from runtime.stores.kv import connect_kv
 
+# Store-facing: runs on the session's Valkey cluster (issue 24; tests/conftest.py).
+pytestmark = pytest.mark.kv_cluster
+
 
 class FakeTime:
     """The plugin's clock and sleep: a delay is recorded and returns at once; with `passing`
