@@ -169,6 +169,23 @@ async def launch_stack(
     return proc, output
 
 
+def strata_verb(verb: str, data: Path, offset: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`strata <verb>` for the stack of `data` at `offset`, as a user would type it."""
+    return subprocess.run(
+        [STRATA, verb, "--data-dir", str(data), "--port-offset", str(offset), *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def stack_logs(data: Path) -> str:
+    """The end of each log of a stack's data directory (a failed assertion's message)."""
+    return "\n".join(
+        f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((data / "logs").glob("*.log"))
+    )
+
+
 async def stop_stack(proc: asyncio.subprocess.Process) -> int:
     """Ctrl-C, as a person would; returns the launcher's exit code."""
     proc.send_signal(signal.SIGINT)

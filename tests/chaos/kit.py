@@ -15,11 +15,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
-from reliability.kit import Http, Reply, Stack, on_every_worker
-from shared_kit import launch_stack
+from reliability.kit import Http, Reply, Stack
 
 # No port of this stack is a port of another suite's stack (tests/README.md lists them).
 OFFSET = 6600
@@ -29,22 +28,10 @@ REPLICATED = ("ai-gateway", "agent-gateway", "controlplane")
 
 
 class ChaosStack(Stack):
-    async def start(self) -> None:
-        self.proc, _ = await launch_stack(
-            self.data, OFFSET, "--replicas", str(REPLICAS), "--edge-workers", str(EDGE_WORKERS),
-            "--timeout", "150", env={**os.environ, **self.env},
-        )  # fmt: skip
-        self.read_state()
-        ready = await on_every_worker(
-            lambda http: http.call("GET", f"{self.edge}/smoke/ready",
-                                   headers={"X-Tenant-ID": "platform"}),
-            lambda reply: reply.status == 200,
-        )  # fmt: skip
-        assert ready.status == 200, f"an edge worker never got its routes: {ready.text}"
+    offset: ClassVar[int] = OFFSET
 
-    @property
-    def valkey_url(self) -> str:
-        return f"redis://127.0.0.1:{6379 + OFFSET}/0"
+    def launch_args(self) -> tuple[str, ...]:
+        return ("--replicas", str(REPLICAS), "--edge-workers", str(EDGE_WORKERS))
 
     def health_url(self, name: str) -> str:
         return str(next(p["health_url"] for p in self.state["processes"] if p["name"] == name))

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import aiohttp
 from shared_kit import launch_stack, stop_stack
@@ -112,12 +112,17 @@ class Stack:
     proc: asyncio.subprocess.Process | None = None
     state: dict[str, Any] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
+    offset: ClassVar[int] = OFFSET  # a suite with a stack of its own sets its own
+
+    def launch_args(self) -> tuple[str, ...]:
+        """`strata up`'s options beyond the data directory and the offset."""
+        return ("--edge-workers", str(EDGE_WORKERS))
 
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         self.proc, _ = await launch_stack(
-            self.data, OFFSET, "--edge-workers", str(EDGE_WORKERS), "--timeout", "150",
+            self.data, self.offset, *self.launch_args(), "--timeout", "150",
             env={**os.environ, **self.env},
         )  # fmt: skip
         self.read_state()
@@ -152,7 +157,7 @@ class Stack:
     async def healthy(self) -> bool:
         """Every process answers: the services' and sidecars' health URLs, Valkey's port."""
         try:
-            _, writer = await asyncio.open_connection("127.0.0.1", 6379 + OFFSET)
+            _, writer = await asyncio.open_connection("127.0.0.1", 6379 + self.offset)
             writer.close()
             async with Http(timeout=2) as http:
                 for process in self.state["processes"]:
@@ -218,7 +223,7 @@ class Stack:
 
     @property
     def valkey_url(self) -> str:
-        return f"redis://127.0.0.1:{6379 + OFFSET}/0"
+        return f"redis://127.0.0.1:{6379 + self.offset}/0"
 
     @property
     def master(self) -> str:

@@ -21,7 +21,14 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from manifests_kit import queried_metrics, scraped_series
 from openai.types.chat import ChatCompletionMessageParam
-from shared_kit import STRATA, OtlpCollector, launch_stack, reflected_services, user_token
+from shared_kit import (
+    OtlpCollector,
+    launch_stack,
+    reflected_services,
+    stack_logs,
+    strata_verb,
+    user_token,
+)
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 
@@ -74,11 +81,11 @@ async def launched(
     proc, output = await launch_stack(
         data, OFFSET, "--edge-workers", "2", "--timeout", "150", env=env
     )
-    assert "Strata is up" in output, output + _logs(data)
+    assert "Strata is up" in output, output + stack_logs(data)
     yield data, output
     stop = await asyncio.to_thread(strata, "stop", data)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
-    assert await asyncio.wait_for(proc.wait(), 60) == 0, _logs(data)
+    assert await asyncio.wait_for(proc.wait(), 60) == 0, stack_logs(data)
     assert not (data / "stack.json").exists()
     for url, _, _ in SERVICES.values():  # everything stopped: nothing listens any more
         with pytest.raises(aiohttp.ClientConnectionError):
@@ -92,19 +99,7 @@ def stack(launched: tuple[Path, str]) -> Path:
 
 
 def strata(verb: str, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`strata <verb>` for this stack, as a user would type it."""
-    return subprocess.run(
-        [STRATA, verb, "--data-dir", str(data), "--port-offset", str(OFFSET), *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-
-
-def _logs(data: Path) -> str:
-    return "\n".join(
-        f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((data / "logs").glob("*.log"))
-    )
+    return strata_verb(verb, data, OFFSET, *args)
 
 
 @pytest.mark.parametrize("service", sorted(SERVICES))

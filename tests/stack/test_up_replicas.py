@@ -21,7 +21,7 @@ import aiohttp
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
-from shared_kit import STRATA, launch_stack, user_token
+from shared_kit import STRATA, launch_stack, stack_logs, strata_verb, user_token
 
 from cli.launcher.state import read_state
 
@@ -43,18 +43,7 @@ CHAT = "/v1/chat/completions"
 
 
 def strata(verb: str, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [STRATA, verb, "--data-dir", str(data), "--port-offset", str(OFFSET), *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-
-
-def _logs(data: Path) -> str:
-    return "\n".join(
-        f"--- {p.name}\n{p.read_text()[-2000:]}" for p in sorted((data / "logs").glob("*.log"))
-    )
+    return strata_verb(verb, data, OFFSET, *args)
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +52,11 @@ async def launched(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tu
     proc, output = await launch_stack(
         data, OFFSET, "--replicas", "2", "--edge-workers", "2", "--timeout", "150"
     )
-    assert "Strata is up" in output, output + _logs(data)
+    assert "Strata is up" in output, output + stack_logs(data)
     yield data, output
     stop = await asyncio.to_thread(strata, "stop", data)
     assert stop.returncode == 0, stop.stdout + stop.stderr
-    assert await asyncio.wait_for(proc.wait(), 60) == 0, _logs(data)
+    assert await asyncio.wait_for(proc.wait(), 60) == 0, stack_logs(data)
 
 
 async def served(replica: str, route: str) -> float:
