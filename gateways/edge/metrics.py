@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
@@ -81,7 +82,7 @@ class EdgeMetrics:
         multiprocess directory)."""
         if self.multiproc_dir:
             registry = CollectorRegistry()
-            MultiProcessCollector(registry, path=self.multiproc_dir)
+            registry.register(_SizedFiles(self.multiproc_dir))
         else:
             registry = self.registry
         text = generate_latest(registry)
@@ -89,6 +90,26 @@ class EdgeMetrics:
             text = text.replace(name + b"_total", name)
         # Nor has it `_created` series (only single-process registries make them).
         return b"\n".join(line for line in text.split(b"\n") if b"_created" not in line)
+
+
+class _SizedFiles:
+    """Every process's files but those still empty: a worker creates its file for a metric
+    type on that type's first use (a request's latency, say) and sizes it an instant later,
+    and an empty file holds no value yet (prometheus_client would fail reading it)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def collect(self) -> Any:
+        files = [f for f in glob.glob(os.path.join(self.path, "*.db")) if _size(f)]
+        return MultiProcessCollector.merge(files, accumulate=True)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
 
 
 @functools.cache

@@ -231,12 +231,15 @@ async def test_an_error_status_is_retried() -> None:
 async def test_a_configuration_push_still_sends_the_old_instances_entries() -> None:
     receiver = Receiver()
     async with upstream() as up, upstream(receiver.handle) as rp, serve_edge() as edge:
-        plugins = logger(rp, batch_max_size=100, inactive_timeout=3)  # outlasts a slow push
+        # The old instance's batch waits its inactive_timeout: longer than a push and a full
+        # collection take in a large test process on a loaded machine (3 s did not, in CI).
+        plugins = logger(rp, batch_max_size=100, inactive_timeout=8)
         edge.apply(routes=[route("r1", "/api/*", up, plugins=plugins)])
         assert (await edge.call("/api/old"))[0] == 200
         (old,) = batch._PENDING
         edge.apply(routes=[route("r1", "/api/*", up, plugins=plugins)])  # new plugin instances
         gc.collect()
+        assert old in batch._PENDING  # no longer referenced by a route, still kept to be sent
         assert (await edge.call("/api/new"))[0] == 200
         assert len(batch._PENDING) == 2
         batches = [await receiver.entries(), await receiver.entries()]

@@ -48,6 +48,20 @@ def test_one_exposition_over_two_processes(tmp_path: Path) -> None:
     assert got[("apisix_http_latency_count", frozenset({**route, "type": "request"}.items()))] == 9
 
 
+def test_a_file_a_worker_has_just_created_does_not_fail_the_scrape(tmp_path: Path) -> None:
+    """A worker creates its file for a metric type on that type's first use and sizes it an
+    instant later: a scrape in that instant (seen in CI as a 500) reads the others' values."""
+    directory = str(tmp_path / "prom")
+    prepare_multiproc_dir(directory)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(count_requests, ((directory, 3, 200),))
+    (tmp_path / "prom" / "histogram_4242.db").touch()  # created, not yet sized
+    got = samples(EdgeMetrics(directory).exposition())
+    status = {"route": "r1", "matched_uri": "/api/*", "matched_host": "edge.local",
+              "service": "", "consumer": "", "node": "", "code": "200"}  # fmt: skip
+    assert got[("apisix_http_status", frozenset(status.items()))] == 3
+
+
 def test_single_process_registry_and_cached_children() -> None:
     env = PluginEnv()
     env.metrics = EdgeMetrics()
