@@ -327,7 +327,7 @@ async def test_live_figures_come_from_the_stores(
     old = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%d %H:%M:%S.000")
     await analytics.insert("request_log", [row, row, row, {**row, "timestamp": old}])
     status, got = await api(cp, "GET", f"/api/tenants/{tid}")
-    assert status == 200
+    assert status == 200, got  # (a 503 names the store failure: seen once in CI)
     assert got["rate_limit_usage"] == 3
     assert got["token_budget_used"] == 1500
     assert got["request_count_24h"] == 3
