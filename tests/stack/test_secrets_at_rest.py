@@ -69,14 +69,17 @@ async def approve_key(master: dict[str, str], name: str) -> str:
     return str(approved["full_key"])
 
 
-async def edge_status(path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> int:
-    """The edge's status for a request, once it has the configuration written last."""
+async def edge_status(
+    path: str, headers: dict[str, str] | None = None, expect: int = 200, **kwargs: Any
+) -> int:
+    """The edge's status for a request, asked again until it is `expect` (the edge has the
+    configuration written last) or 20 s have passed."""
     deadline = time.monotonic() + 20
     async with aiohttp.ClientSession() as http:
         while True:
             async with http.get(EDGE + path, headers=headers, **kwargs) as resp:
                 status = resp.status
-            if status == 200 or time.monotonic() > deadline:
+            if status == expect or time.monotonic() > deadline:
                 return status
             await asyncio.sleep(0.1)
 
@@ -102,13 +105,13 @@ async def assert_secrets_nowhere(data: Path, secrets: list[str]) -> None:
 
 async def assert_authenticates(api_key: str) -> None:
     assert await edge_status("/canary-k", {"apikey": api_key}) == 200
-    assert await edge_status("/canary-k", {"apikey": api_key + "x"}) == 401
+    assert await edge_status("/canary-k", {"apikey": api_key + "x"}, expect=401) == 401
     basic = aiohttp.BasicAuth("canary-basic", PASSWORD)
     assert await edge_status("/canary-b", auth=basic) == 200
     bearer = {"Authorization": f"Bearer {jwt_for(JWT_SECRET)}"}
     assert await edge_status("/canary-j", bearer) == 200
     forged = {"Authorization": f"Bearer {jwt_for('x' * 32)}"}
-    assert await edge_status("/canary-j", forged) == 401
+    assert await edge_status("/canary-j", forged, expect=401) == 401
 
 
 async def chat_with_manual_key(api_key: str) -> None:
