@@ -12,10 +12,5 @@ from chaos.kit import ChaosStack
 
 @pytest.fixture(scope="package")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ChaosStack]:
-    running = ChaosStack(tmp_path_factory.mktemp("chaos"), {})
-    await running.start()
-    try:
+    async with ChaosStack(tmp_path_factory.mktemp("chaos"), {}).serving() as running:
         yield running
-    finally:
-        if running.running:
-            assert await running.stop() == 0

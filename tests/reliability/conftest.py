@@ -21,13 +21,8 @@ async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack
         running.read_state()
         yield running
         return
-    running = Stack(tmp_path_factory.mktemp("reliability"), dict(STACK_ENV))
-    await running.start()
-    try:
+    async with Stack(tmp_path_factory.mktemp("reliability"), dict(STACK_ENV)).serving() as running:
         yield running
-    finally:
-        if running.running:
-            assert await running.stop() == 0
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import aiohttp
 from shared_kit import launch_stack, stop_stack
@@ -134,6 +134,17 @@ class Stack:
             lambda reply: reply.status == 200,
         )  # fmt: skip
         assert ready.status == 200, f"an edge worker never got its routes: {ready.text}"
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[Self]:
+        """Started for the block, stopped gracefully after it (a clean exit asserted) unless
+        a check left it stopped."""
+        await self.start()
+        try:
+            yield self
+        finally:
+            if self.running:
+                assert await self.stop() == 0
 
     def read_state(self) -> None:
         self.state = json.loads((self.data / "stack.json").read_text())
