@@ -181,6 +181,21 @@ def roles(ports: Sequence[int]) -> dict[int, str]:
     return {}
 
 
+def replicas_of(ports: Sequence[int], master: int) -> list[int]:
+    """The ports of the replicas of the master on `master`, as the first node of `ports`
+    that answers says."""
+    for port in ports:
+        try:
+            with client(port) as c:
+                text = str(c.execute_command("CLUSTER", "NODES"))
+        except (redis.RedisError, OSError):
+            continue
+        lines = [line.split() for line in text.splitlines()]
+        by_id = {f[0]: int(f[1].split("@")[0].rsplit(":", 1)[1]) for f in lines}
+        return [by_id[f[0]] for f in lines if f[3] != "-" and by_id.get(f[3]) == master]
+    return []
+
+
 def replicating(port: int) -> bool:
     """Whether the node is a replica whose link to its master is up."""
     with client(port) as c:
