@@ -186,15 +186,18 @@ async def start_all(
         assert child.process is not None
         say(f"{child.name:<14} ready in {took:4.1f}s  pid {child.process.pid}  {child.url}")
 
-    nodes = kv_nodes_of(children)
+    nodes = kv_nodes_of(children)  # started together, then formed, before the others
     first = {*FIRST, *(c.name for c in nodes)}
     try:
         for child in children:
             await spawn(child, log_dir)
-            if child.name in first:
+            if child in nodes:
+                if child is nodes[-1]:
+                    deadline = time.monotonic() + args.timeout
+                    await asyncio.gather(*(until_healthy(n, deadline) for n in nodes))
+                    await form_kv_cluster(nodes, args.timeout)
+            elif child.name in first:
                 await until_healthy(child, time.monotonic() + args.timeout)
-            if nodes and child is nodes[-1]:
-                await form_kv_cluster(nodes, args.timeout)
         deadline = time.monotonic() + args.timeout
         rest = [c for c in children if c.name not in first]
         waits = [asyncio.create_task(until_healthy(c, deadline)) for c in rest]
