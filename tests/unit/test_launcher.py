@@ -21,6 +21,7 @@ from shared_kit import STRATA
 
 from cli.launcher import SERVICES, Child, kv_cluster, layout, plan
 from cli.launcher.banner import session_help
+from cli.launcher.bootstrap import CLUSTER_MARKER, MARKER, mark_done, marker, read_marker
 from cli.launcher.commands import env_lines, log_files
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
@@ -491,3 +492,14 @@ def test_restarts_back_off_and_are_bounded_per_minute() -> None:
     assert restarts.delay(159.0) is None  # a sixth within the minute: the stack stops
     assert restarts.delay(160.5) == 8.0  # the first has left the minute
     assert restarts.delay(1000.0) == 0.5  # a quiet minute: from the start again
+
+
+def test_the_bootstrap_is_recorded_per_key_value_store(tmp_path: Path) -> None:
+    """A data directory used with and without `--kv-cluster` has two stores: each is set up
+    on its own first start (its tenants, its echo provider)."""
+    cluster = {"STORE_URL": "redis+cluster://127.0.0.1:6379,127.0.0.1:6380"}
+    assert marker({"STORE_URL": "redis://127.0.0.1:6379/0"}) == MARKER
+    assert marker(cluster) == CLUSTER_MARKER
+    mark_done(tmp_path, "tenants", marker(cluster))
+    assert "tenants" in read_marker(tmp_path, CLUSTER_MARKER)
+    assert read_marker(tmp_path) == {}
