@@ -46,7 +46,8 @@ def add_up_options(parser: argparse.ArgumentParser) -> None:
         help="run the key-value store as a local Valkey cluster (3 masters, one replica each, "
         "so a failover can be shown) instead of one node: valkey-1..valkey-6 on Valkey's port "
         "and the next five (cluster bus +10000), data in <data-dir>/valkey-cluster/ (apart "
-        "from the single node's), formed on first start; every service gets "
+        "from the single node's), formed on its first start (start it again at the same "
+        "--port-offset); every service gets "
         "STORE_URL=redis+cluster://<every node>. A killed node's replica takes over; the "
         "launcher starts the node again once it has (it rejoins as a replica)",
     )
