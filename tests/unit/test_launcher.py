@@ -17,12 +17,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from kv_cluster_kit import valkey_cluster
 from shared_kit import STRATA
 
 from cli.launcher import SERVICES, Child, kv_cluster, layout, plan
 from cli.launcher.banner import session_help
 from cli.launcher.bootstrap import CLUSTER_MARKER, MARKER, mark_done, marker, read_marker
-from cli.launcher.commands import env_lines, log_files
+from cli.launcher.commands import env_lines, log_files, status_table
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
@@ -503,3 +504,24 @@ def test_the_bootstrap_is_recorded_per_key_value_store(tmp_path: Path) -> None:
     mark_done(tmp_path, "tenants", marker(cluster))
     assert "tenants" in read_marker(tmp_path, CLUSTER_MARKER)
     assert read_marker(tmp_path) == {}
+
+
+async def test_status_names_each_cluster_node_s_role_and_a_failover(tmp_path: Path) -> None:
+    with valkey_cluster(tmp_path, masters=3, replicas=1) as cluster:
+        processes = [
+            Process(f"valkey-{k}", node.proc.pid, f"redis://127.0.0.1:{node.port}", None, None)
+            for k, node in enumerate(cluster.nodes, start=1)
+        ]
+        stack = Stack(os.getpid(), 0, str(tmp_path), 0, "now", {}, processes)
+        lines, healthy = await status_table(stack)
+        assert healthy
+        assert [line.split()[-1] for line in lines[1:]] == ["master"] * 3 + ["replica"] * 3
+        cluster.kill(cluster.nodes[0])
+        for _ in range(300):  # a bound, not a speed: until the others agree it failed
+            lines, healthy = await status_table(stack)
+            roles = [line.split()[-1] for line in lines[1:]]
+            if roles[0] == "failed" and roles[3] == "master":
+                break
+            await asyncio.sleep(0.1)
+        assert not healthy and "exited" in lines[1]
+        assert roles == ["failed", "master", "master", "master", "replica", "replica"]
