@@ -40,6 +40,17 @@ def add_up_options(parser: argparse.ArgumentParser) -> None:
         help="processes of the control plane, the AI gateway and the agent gateway each (the "
         "edge balances the gateways'; replica k listens on its ports + (k - 1) * 10)",
     )
+    parser.add_argument(
+        "--kv-cluster",
+        action="store_true",
+        help="run the key-value store as a local Valkey cluster (3 masters, one replica each, "
+        "so a failover can be shown) instead of one node: valkey-1..valkey-6 on Valkey's port "
+        "and the next five (cluster bus +10000), data in <data-dir>/valkey-cluster/ (apart "
+        "from the single node's), formed on its first start (start it again at the same "
+        "--port-offset); every service gets "
+        "STORE_URL=redis+cluster://<every node>. A killed node's replica takes over; the "
+        "launcher starts the node again once it has (it rejoins as a replica)",
+    )
     parser.add_argument("--port-offset", type=int, default=0, help=OFFSET_HELP)
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds to become healthy")
     parser.add_argument(

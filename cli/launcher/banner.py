@@ -49,8 +49,10 @@ def session_help(stack: Stack, secrets: dict[str, str]) -> str:
     api_key = dev_key or "$TOKEN"
     ai = u["AI_URL"]
     chat = '{"model": "echo-1", "messages": [{"role": "user", "content": "Hello"}]}'
+    store = u.get("STORE_URL", "")  # a stack.json from before has none
     return f"""
 Portal            {u["CP_URL"]}/portal/   (sign in as admin/admin, alice/alice or bob/bob)
+Key-value store   {store}
 
 Credentials for the whole session (all secrets: {secrets_path(data_dir)}):
 {key_line}

@@ -13,8 +13,9 @@ operator would, so the normal provisioning paths run:
    DEV_API_KEY and DEV_API_KEY_ID; issued again on a later start when it is missing or no
    longer active.
 
-Steps 1 and 2 run once per data directory: `<data-dir>/bootstrap.json` records each one done,
-so a tenant or the echo provider that an operator deleted stays deleted. A failed step is
+Steps 1 and 2 run once per data directory and key-value store: `<data-dir>/bootstrap.json`
+(`bootstrap-kv-cluster.json` for `--kv-cluster`'s store, a store of its own) records each one
+done, so a tenant or the echo provider that an operator deleted stays deleted. A failed step is
 reported and tried again on the next start; it never stops the stack.
 """
 
@@ -30,9 +31,11 @@ from typing import Any
 import aiohttp
 
 from cli.launcher.secrets_file import read_secrets, secrets_path, update_secrets
+from runtime.stores.kv import is_cluster_url
 from sidecars.echo_llm.provider import PROVIDER_ID, echo_provider
 
 MARKER = "bootstrap.json"
+CLUSTER_MARKER = "bootstrap-kv-cluster.json"  # `--kv-cluster`: what was set up in its store
 PLANS = {"platform": "enterprise"}  # other tenants: pro
 DEFAULT_PLAN = "pro"
 DEV_TENANT = "acme"
@@ -83,16 +86,21 @@ def _reason(answer: Any) -> str:
     return json.dumps(answer)[:200]
 
 
-def read_marker(data_dir: Path) -> dict[str, str]:
-    path = data_dir / MARKER
+def marker(env: dict[str, str]) -> str:
+    """The record of the steps done in the stack's key-value store (STORE_URL)."""
+    return CLUSTER_MARKER if is_cluster_url(env.get("STORE_URL", "")) else MARKER
+
+
+def read_marker(data_dir: Path, name: str = MARKER) -> dict[str, str]:
+    path = data_dir / name
     return dict(json.loads(path.read_text())) if path.exists() else {}
 
 
-def mark_done(data_dir: Path, step: str) -> None:
-    done = {**read_marker(data_dir), step: datetime.now(UTC).isoformat(timespec="seconds")}
-    tmp = data_dir / (MARKER + ".tmp")
+def mark_done(data_dir: Path, step: str, name: str = MARKER) -> None:
+    done = {**read_marker(data_dir, name), step: datetime.now(UTC).isoformat(timespec="seconds")}
+    tmp = data_dir / (name + ".tmp")
     tmp.write_text(json.dumps(done, indent=2))
-    tmp.replace(data_dir / MARKER)
+    tmp.replace(data_dir / name)
 
 
 async def bootstrap(data_dir: Path, cp_url: str, env: dict[str, str], say: Say) -> None:
@@ -104,7 +112,8 @@ async def bootstrap(data_dir: Path, cp_url: str, env: dict[str, str], say: Say) 
     async with aiohttp.ClientSession(timeout=TIMEOUT) as http:
         cp = Api(http, cp_url, env["MASTER_KEY"])
         idp = Api(http, env["IDP_ADMIN_URL"], env["IDP_ADMIN_TOKEN"])
-        done = read_marker(data_dir)
+        record = marker(env)
+        done = read_marker(data_dir, record)
         steps: list[tuple[str, str, Callable[[], Any]]] = [
             ("tenants", "tenants", lambda: create_tenants(cp, idp)),
             ("echo-provider", "echo provider", lambda: register_echo(cp, env["ECHO_LLM_URL"])),
@@ -118,7 +127,7 @@ async def bootstrap(data_dir: Path, cp_url: str, env: dict[str, str], say: Say) 
             except StepFailed as exc:
                 say(f"{label:<14} FAILED: {exc} (tried again on the next start)")
                 continue
-            mark_done(data_dir, step)
+            mark_done(data_dir, step, record)
         try:
             say(f"{'dev API key':<14} {await dev_api_key(cp, data_dir)}")
         except StepFailed as exc:

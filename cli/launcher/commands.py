@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 
 import sidecars.idp
+from cli.launcher import kv_cluster
 from cli.launcher.banner import session_help
 from cli.launcher.secrets_file import read_secrets
 from cli.launcher.state import Process, Stack, alive, read_state
@@ -75,13 +76,22 @@ async def status_table(stack: Stack) -> tuple[list[str], bool]:
     """One line per process, and whether every one is healthy."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as http:
         states = await asyncio.gather(*(health(http, p) for p in stack.processes))
+    roles = await asyncio.to_thread(kv_roles, stack.processes)
     lines = [f"{'process':<15}{'pid':>8}  {'health':<12}{'rss MB':>7}  url"]
     for process, state in zip(stack.processes, states, strict=True):
+        role = f"  {roles[process.name]}" if process.name in roles else ""
         lines.append(
             f"{process.name:<15}{process.pid:>8}  {state:<12}{rss_mb(process.pid):>7.0f}  "
-            f"{process.url}"
+            f"{process.url}{role}"
         )
     return lines, all(state in GOOD for state in states)
+
+
+def kv_roles(processes: list[Process]) -> dict[str, str]:
+    """`--kv-cluster`: each node's role now (master, replica, failed), by process name."""
+    ports = {int(p.url.rsplit(":", 1)[1]): p.name for p in processes if kv_cluster.is_node(p.name)}
+    found = kv_cluster.roles(list(ports)) if ports else {}
+    return {name: found.get(port, "unknown") for port, name in ports.items()}
 
 
 def status(data_dir: Path, offset: int | None) -> int:

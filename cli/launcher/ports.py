@@ -21,18 +21,25 @@ DEFAULT = layout(0)
 COLLIDING = sorted({abs(a - b) for a in DEFAULT for b in DEFAULT if a != b})
 
 
-def colliding(replicas: int) -> list[int]:
-    """|a - b| for two ports of the layout with `replicas` replicas."""
-    ports = layout(0, replicas)
+def colliding(replicas: int, kv_nodes: bool = False) -> list[int]:
+    """|a - b| for two ports of the layout with `replicas` replicas (and the key-value
+    cluster's nodes)."""
+    ports = layout(0, replicas, kv_nodes)
     return sorted({abs(a - b) for a in ports for b in ports if a != b})
 
 
-def offset_problem(offset: int, replicas: int = 1) -> str | None:
+def offset_problem(offset: int, replicas: int = 1, kv_nodes: bool = False) -> str | None:
     """Why a stack cannot run at `offset` (None: it can)."""
-    if replicas > 1 and offset in colliding(replicas):
+    if (replicas > 1 or kv_nodes) and offset in colliding(replicas, kv_nodes):
+        shape = " ".join(
+            option
+            for option in (f"--replicas {replicas}" if replicas > 1 else "",
+                           "--kv-cluster" if kv_nodes else "")
+            if option
+        )  # fmt: skip
         return (
-            f"--port-offset {offset} with --replicas {replicas} puts two of the stack's own "
-            f"ports on one; try {suggest(offset, replicas)}"
+            f"--port-offset {offset} with {shape} puts two of the stack's own "
+            f"ports on one; try {suggest(offset, replicas, kv_nodes)}"
         )
     if offset < 0:
         return f"--port-offset {offset}: the offset must be 0 or more"
@@ -53,9 +60,9 @@ def offset_problem(offset: int, replicas: int = 1) -> str | None:
     return None
 
 
-def suggest(offset: int, replicas: int = 1) -> int:
+def suggest(offset: int, replicas: int = 1, kv_nodes: bool = False) -> int:
     """The next multiple of 100 above `offset` that collides with no default port."""
-    taken = set(COLLIDING) | set(colliding(replicas))
+    taken = set(COLLIDING) | set(colliding(replicas, kv_nodes))
     candidate = (offset // 100 + 1) * 100
     while candidate in taken:
         candidate += 100

@@ -58,6 +58,8 @@ def urls(children: list[Child]) -> dict[str, str]:
         "CP_GRPC": cp["CONTROLPLANE_GRPC"],
         "IDP_ISSUER": cp["IDP_ISSUER"],
         "IDP_TOKEN_URL": cp["IDP_TOKEN_URL"],
+        # the key-value store every service uses (`--kv-cluster`: every node, as seeds)
+        "STORE_URL": cp["STORE_URL"],
         # every replica's front door (`--replicas`), space-separated, the first one first
         "CP_URLS": " ".join(replica_urls(children, "controlplane")),
         "AI_URLS": " ".join(replica_urls(children, "ai-gateway")),

@@ -24,6 +24,7 @@ TAIL_LINES = 20
 # reconnect to it by themselves (each command opens a connection as needed; the change feeds
 # and the provider table's subscription follow again), and its data is in its append-only
 # file. A service or sidecar that exits still stops the stack: a crash to look at, not to hide.
+# (`--kv-cluster`'s nodes are restarted too, once the cluster has failed over: `up.py`.)
 RESTARTED = frozenset({"valkey"})
 RESTARTS_PER_MINUTE = 5
 FIRST_DELAY_SECS = 0.5  # then doubled per restart within the minute

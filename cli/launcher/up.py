@@ -4,7 +4,14 @@ stop`). A process that fails while starting is named with its last log lines. On
 key-value store is started again when it exits (a line each time, with backoff, at most
 RESTARTS_PER_MINUTE a minute); so is a service replica when there are several (`--replicas`:
 the others serve meanwhile, as behind a Kubernetes Service); any other process exiting stops
-the stack, named with its last log lines."""
+the stack, named with its last log lines.
+
+`--kv-cluster`: the key-value store is a Valkey cluster's six nodes (`kv_cluster.py`), started
+first, then formed (or, when they formed a cluster in an earlier run, waited on until it is
+whole again) before anything else starts. A node that exits is started again only once the
+cluster has done without it (its replica promoted, if it was a master, within a bound), so it
+rejoins as a replica, as a crashed host's node would; the services meanwhile fail as their
+rules say (the limiter open, security controls closed) and recover by themselves."""
 
 from __future__ import annotations
 
@@ -16,11 +23,23 @@ import sys
 import time
 from pathlib import Path
 
-from cli.launcher import config_file, ports
+from redis.exceptions import RedisError
+
+from cli.launcher import config_file, kv_cluster, ports
 from cli.launcher.balance import balance
 from cli.launcher.banner import session_help
 from cli.launcher.bootstrap import bootstrap
-from cli.launcher.plan import MAX_REPLICAS, REPLICATED, Child, layout, plan, replica_urls
+from cli.launcher.plan import (
+    MAX_REPLICAS,
+    REPLICATED,
+    SIDECAR_PORTS,
+    Child,
+    kv_bus_port,
+    kv_nodes_of,
+    layout,
+    plan,
+    replica_urls,
+)
 from cli.launcher.secrets_file import read_secrets
 from cli.launcher.state import Stack, clear_state, read_state, write_state
 from cli.launcher.supervise import (
@@ -41,6 +60,9 @@ from runtime.logs import FLUSH_SECS
 
 FIRST = ("valkey", "idp")  # the services need these from their first call
 LOG_FLUSH_SECS = FLUSH_SECS + 0.1  # services write their buffered log lines this often
+# How long a key-value cluster node that exited waits for the cluster to do without it before
+# it is started again anyway (no replica could take over: it comes back with its data).
+FAILOVER_WAIT_SECS = 30.0
 
 
 def say(line: str) -> None:
@@ -49,6 +71,10 @@ def say(line: str) -> None:
 
 def replicas_of(args: argparse.Namespace) -> int:
     return int(getattr(args, "replicas", 1))
+
+
+def kv_nodes_wanted(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "kv_cluster", False))
 
 
 def up(args: argparse.Namespace) -> int:
@@ -67,14 +93,22 @@ def up(args: argparse.Namespace) -> int:
     if not 1 <= replicas <= MAX_REPLICAS:
         print(f"--replicas {replicas}: from 1 to {MAX_REPLICAS}", file=sys.stderr)
         return 2
-    problem = ports.offset_problem(args.port_offset, replicas)
+    kv_nodes = kv_nodes_wanted(args)
+    problem = ports.offset_problem(args.port_offset, replicas, kv_nodes)
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    if kv_nodes:
+        moved = kv_cluster.moved_problem(
+            data, SIDECAR_PORTS["valkey"] + args.port_offset, args.port_offset
+        )
+        if moved:
+            print(f"nothing was started: {moved}", file=sys.stderr)
+            return 1
     if args.config is not None and config_file.check(args.config) is None:
         print(f"nothing was started: {args.config} cannot be applied", file=sys.stderr)
         return 1
-    needed = layout(args.port_offset, replicas)
+    needed = layout(args.port_offset, replicas, kv_nodes)
     taken = ports.busy(needed)
     if taken:
         for line in taken:
@@ -91,7 +125,7 @@ def up(args: argparse.Namespace) -> int:
         say(warning)
     (data / "logs").mkdir(parents=True, exist_ok=True)
     try:
-        children = plan(data, args.port_offset, args.edge_workers, os.environ, replicas)
+        children = plan(data, args.port_offset, args.edge_workers, os.environ, replicas, kv_nodes)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -152,13 +186,20 @@ async def start_all(
         assert child.process is not None
         say(f"{child.name:<14} ready in {took:4.1f}s  pid {child.process.pid}  {child.url}")
 
+    nodes = kv_nodes_of(children)  # started together, then formed, before the others
+    first = {*FIRST, *(c.name for c in nodes)}
     try:
         for child in children:
             await spawn(child, log_dir)
-            if child.name in FIRST:
+            if child in nodes:
+                if child is nodes[-1]:
+                    deadline = time.monotonic() + args.timeout
+                    await asyncio.gather(*(until_healthy(n, deadline) for n in nodes))
+                    await form_kv_cluster(nodes, args.timeout)
+            elif child.name in first:
                 await until_healthy(child, time.monotonic() + args.timeout)
         deadline = time.monotonic() + args.timeout
-        rest = [c for c in children if c.name not in FIRST]
+        rest = [c for c in children if c.name not in first]
         waits = [asyncio.create_task(until_healthy(c, deadline)) for c in rest]
         while not all(w.done() for w in waits):
             done, _ = await asyncio.wait(waits, timeout=0.3)
@@ -188,6 +229,26 @@ async def start_all(
     )
 
 
+def kv_port(child: Child) -> int:
+    return int(child.argv[child.argv.index("--port") + 1])
+
+
+async def form_kv_cluster(nodes: list[Child], within: float) -> None:
+    """Form the started nodes into a cluster, or wait for the one they formed in an earlier
+    run; one line saying which, and each node's role. StartFailed (the first node's log)
+    when they do not come together in `within` seconds."""
+    started = time.monotonic()
+    pairs = [(kv_port(c), kv_bus_port(c)) for c in nodes]
+    try:
+        new = await asyncio.to_thread(kv_cluster.ensure_formed, pairs, kv_cluster.MASTERS, within)
+        names = {kv_port(c): c.name for c in nodes}
+        roles = await asyncio.to_thread(kv_cluster.describe, [p for p, _ in pairs], names)
+    except (TimeoutError, RedisError, OSError) as exc:
+        raise StartFailed(nodes[0], f"the key-value cluster: {exc}") from None
+    how = "formed" if new else "whole again (formed in an earlier run)"
+    say(f"{'kv cluster':<14} {how} in {time.monotonic() - started:4.1f}s: {roles}")
+
+
 def print_banner(stack: Stack, children: list[Child], took: float, secrets: dict[str, str]) -> None:
     logs = Path(stack.data_dir) / "logs"
     say(f"\nStrata is up in {took:.1f}s. Logs: one JSON file per process under {logs}/.\n")
@@ -211,7 +272,9 @@ async def until_stopped(
     restarts = {
         c.name: Restarts()
         for c in children
-        if c.name in RESTARTED or (replicated and c.service in REPLICATED)
+        if c.name in RESTARTED
+        or kv_cluster.is_node(c.name)
+        or (replicated and c.service in REPLICATED)
     }
     while True:
         waiters = {asyncio.create_task(c.process.wait()): c for c in children if c.process}
@@ -260,6 +323,10 @@ async def restart(
     if delay is None:
         died([child], f" ({RESTARTS_PER_MINUTE} restarts in the last minute)")
         return False
+    if kv_cluster.is_node(child.name):
+        say(f"{child.name:<14} exited with {code}; the cluster fails over before it starts again")
+        if not await failed_over(children, child, stop):
+            return False
     say(f"{child.name:<14} exited with {code}; starting it again in {delay:.1f}s")
     try:
         await asyncio.wait_for(stop.wait(), delay)
@@ -280,5 +347,34 @@ async def restart(
     say(
         f"{child.name:<14} ready again in {time.monotonic() - started:4.1f}s  pid "
         f"{child.process.pid}  (restart {count} of at most {RESTARTS_PER_MINUTE} a minute)"
+    )
+    return True
+
+
+async def failed_over(children: list[Child], child: Child, stop: asyncio.Event) -> bool:
+    """Wait until the key-value cluster has done without `child`, one of its nodes (its
+    replica promoted), at most FAILOVER_WAIT_SECS; say how it went. False when asked to stop
+    meanwhile."""
+    nodes = kv_nodes_of(children)
+    names = {kv_port(c): c.name for c in nodes}
+    others = [kv_port(c) for c in nodes if c is not child]
+    gone = kv_port(child)
+    started = time.monotonic()
+    while time.monotonic() - started < FAILOVER_WAIT_SECS:
+        if await asyncio.to_thread(kv_cluster.failed_over, others, gone):
+            roles = await asyncio.to_thread(kv_cluster.describe, others, names)
+            say(
+                f"{child.name:<14} the cluster did without it after "
+                f"{time.monotonic() - started:4.1f}s: {roles}"
+            )
+            return True
+        try:
+            await asyncio.wait_for(stop.wait(), 0.2)
+            return False
+        except TimeoutError:
+            pass
+    say(
+        f"{child.name:<14} the cluster did not fail over in {FAILOVER_WAIT_SECS:.0f}s "
+        "(no replica could take over); starting it again with its data"
     )
     return True

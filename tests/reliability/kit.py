@@ -321,9 +321,12 @@ class Tenant:
     token: str
 
 
-async def create_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro") -> str:
-    """A fresh tenant, provisioned by the control plane across the layers; its id."""
-    tenant_id = unique(prefix)
+async def create_tenant(
+    http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro", tenant_id: str = ""
+) -> str:
+    """A fresh tenant (`tenant_id`, else a unique id of `prefix`), provisioned by the control
+    plane across the layers; its id."""
+    tenant_id = tenant_id or unique(prefix)
     made = await http.call(
         "POST", f"{stack.cp}/api/tenants", token=stack.master,
         json_body={"id": tenant_id, "name": tenant_id, "plan": plan},
@@ -332,10 +335,12 @@ async def create_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str
     return tenant_id
 
 
-async def new_tenant(http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro") -> Tenant:
+async def new_tenant(
+    http: Http, stack: Stack, prefix: str = "rel", plan: str = "pro", tenant_id: str = ""
+) -> Tenant:
     """A fresh tenant and a person of it created in the IdP (admin API), so every figure can
     be counted in a tenant of its own."""
-    tenant_id = await create_tenant(http, stack, prefix, plan)
+    tenant_id = await create_tenant(http, stack, prefix, plan, tenant_id)
     user = unique("u")
     created = await http.call(
         "POST", f"{stack.idp_admin}/users", token=stack.secrets["IDP_ADMIN_TOKEN"],

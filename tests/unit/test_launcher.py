@@ -17,11 +17,13 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from kv_cluster_kit import valkey_cluster
 from shared_kit import STRATA
 
-from cli.launcher import SERVICES, Child, layout, plan
+from cli.launcher import SERVICES, Child, kv_cluster, layout, plan
 from cli.launcher.banner import session_help
-from cli.launcher.commands import env_lines, log_files
+from cli.launcher.bootstrap import CLUSTER_MARKER, MARKER, mark_done, marker, read_marker
+from cli.launcher.commands import env_lines, log_files, status_table
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
@@ -76,6 +78,106 @@ def test_replicas_get_their_own_ports_names_and_store_owners(tmp_path: Path) -> 
     assert len(extra) == 2 * 3 * 2  # two more replicas of three services, two ports each
     assert extra[4120] == "ai-gateway-3 HTTP_PORT" and extra[15111] == "agent-gateway-2 GRPC_PORT"
     assert offset_problem(10, 2) is not None  # replica 2's ports are replica 1's + 10
+
+
+def test_kv_cluster_nodes_replace_the_single_valkey_and_every_process_gets_their_seeds(
+    tmp_path: Path,
+) -> None:
+    """`--kv-cluster`: valkey-1..6 on 6379 + offset and the next five, buses 10000 above, one
+    data directory each; STORE_URL (and its old name) names every node, even when the
+    launcher's own environment has another STORE_URL."""
+    children = plan(tmp_path, 100, 1, {"STORE_URL": "redis://elsewhere:1/0"}, kv_nodes=True)
+    nodes = [c for c in children if kv_cluster.is_node(c.name)]
+    assert [c.name for c in nodes] == [f"valkey-{k}" for k in range(1, 7)]
+    assert "valkey" not in {c.name for c in children}
+    seeds = "redis+cluster://" + ",".join(f"127.0.0.1:{6479 + i}" for i in range(6))
+    assert {c.env["STORE_URL"] for c in children} == {seeds}
+    assert {c.env["REDIS_URL"] for c in children} == {seeds}
+    argv = nodes[1].argv
+    assert argv[argv.index("--port") + 1] == "6480"
+    assert argv[argv.index("--cluster-port") + 1] == "16480"
+    assert argv[argv.index("--dir") + 1] == str(tmp_path / "valkey-cluster" / "valkey-2")
+    assert argv[argv.index("--appendonly") + 1] == "yes"
+    assert (tmp_path / "valkey-cluster" / "valkey-6").is_dir()
+    single = {c.name: c for c in plan(tmp_path, 100, 1, {"STORE_URL": "redis://elsewhere:1/0"})}
+    assert single["controlplane"].env["STORE_URL"] == "redis://127.0.0.1:6479/0"
+    extra = {p: n for p, n in layout(0, 1, kv_nodes=True).items() if p not in layout(0)}
+    assert extra[6384] == "valkey-6" and extra[16379] == "valkey-1 cluster bus"
+    assert len(extra) == 11  # 6379 is valkey-1's now
+    assert offset_problem(1, kv_nodes=True) is not None  # valkey-2's port is valkey-1's + 1
+    assert offset_problem(8400, kv_nodes=True) is None
+
+
+def test_a_cluster_formed_at_another_offset_is_refused_naming_it(tmp_path: Path) -> None:
+    home = tmp_path / "valkey-cluster" / "valkey-1"
+    home.mkdir(parents=True)
+    (home / "nodes.conf").write_text(
+        "e7d1 127.0.0.1:6679@16679,,tls-port=0,shard-id=ab myself,master - 0 0 1 connected "
+        "0-5460\nf00d 127.0.0.1:6680@16680,,tls-port=0,shard-id=cd master - 0 0 2 connected\n"
+        "vars currentEpoch 6 lastVoteEpoch 0\n"
+    )
+    assert kv_cluster.formed_port(home) == 6679
+    assert kv_cluster.moved_problem(tmp_path, 6679, 300) is None
+    problem = kv_cluster.moved_problem(tmp_path, 6779, 400)
+    assert problem is not None and "formed at --port-offset 300" in problem
+
+
+def test_nodes_that_formed_a_cluster_are_not_formed_again(tmp_path: Path) -> None:
+    """The launcher's forming on fresh nodes, then the same nodes stopped and started again
+    from their data directories: the cluster is whole again without forming."""
+    specs = kv_cluster.node_specs(tmp_path, free_port_block(kv_cluster.NODES))
+
+    @contextmanager
+    def running() -> Iterator[None]:
+        procs = []
+        try:
+            for spec in specs:
+                spec.home.mkdir(parents=True, exist_ok=True)
+                argv = kv_cluster.node_argv(spec.port, spec.bus_port, spec.home, loglevel="warning")
+                procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
+            for spec in specs:
+                wait_listening(spec.port)
+            yield
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(timeout=10)
+
+    pairs = [(s.port, s.bus_port) for s in specs]
+    with running():
+        assert kv_cluster.ensure_formed(pairs) is True
+        assert kv_cluster.ensure_formed(pairs) is False  # formed: left alone
+    with running():
+        assert kv_cluster.ensure_formed(pairs) is False
+        ports = [s.port for s in specs]
+        assert kv_cluster.formed(ports, 1)
+        assert sorted(kv_cluster.roles(ports).values()) == ["master"] * 3 + ["replica"] * 3
+
+
+def free_port_block(count: int) -> int:
+    """A first port such that it and the next count - 1, and each + 10000, are free."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = int(s.getsockname()[1])
+        if first + count + 10000 > 65535:
+            continue
+        wanted = [first + i + step for i in range(count) for step in (0, 10000)]
+        if not busy({port: "" for port in wanted}):
+            return first
+    raise RuntimeError("no block of free ports")
+
+
+def wait_listening(port: int) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {port}"
+            time.sleep(0.05)
 
 
 def test_both_commands_take_the_same_options() -> None:
@@ -391,3 +493,35 @@ def test_restarts_back_off_and_are_bounded_per_minute() -> None:
     assert restarts.delay(159.0) is None  # a sixth within the minute: the stack stops
     assert restarts.delay(160.5) == 8.0  # the first has left the minute
     assert restarts.delay(1000.0) == 0.5  # a quiet minute: from the start again
+
+
+def test_the_bootstrap_is_recorded_per_key_value_store(tmp_path: Path) -> None:
+    """A data directory used with and without `--kv-cluster` has two stores: each is set up
+    on its own first start (its tenants, its echo provider)."""
+    cluster = {"STORE_URL": "redis+cluster://127.0.0.1:6379,127.0.0.1:6380"}
+    assert marker({"STORE_URL": "redis://127.0.0.1:6379/0"}) == MARKER
+    assert marker(cluster) == CLUSTER_MARKER
+    mark_done(tmp_path, "tenants", marker(cluster))
+    assert "tenants" in read_marker(tmp_path, CLUSTER_MARKER)
+    assert read_marker(tmp_path) == {}
+
+
+async def test_status_names_each_cluster_node_s_role_and_a_failover(tmp_path: Path) -> None:
+    with valkey_cluster(tmp_path, masters=3, replicas=1) as cluster:
+        processes = [
+            Process(f"valkey-{k}", node.proc.pid, f"redis://127.0.0.1:{node.port}", None, None)
+            for k, node in enumerate(cluster.nodes, start=1)
+        ]
+        stack = Stack(os.getpid(), 0, str(tmp_path), 0, "now", {}, processes)
+        lines, healthy = await status_table(stack)
+        assert healthy
+        assert [line.split()[-1] for line in lines[1:]] == ["master"] * 3 + ["replica"] * 3
+        cluster.kill(cluster.nodes[0])
+        for _ in range(300):  # a bound, not a speed: until the others agree it failed
+            lines, healthy = await status_table(stack)
+            roles = [line.split()[-1] for line in lines[1:]]
+            if roles[0] == "failed" and roles[3] == "master":
+                break
+            await asyncio.sleep(0.1)
+        assert not healthy and "exited" in lines[1]
+        assert roles == ["failed", "master", "master", "master", "replica", "replica"]
