@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from chaos.kit import ChaosStack
+from chaos.kit import STACK_ENV, ChaosStack
 
 
 @pytest.fixture(scope="package")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ChaosStack]:
-    running = ChaosStack(tmp_path_factory.mktemp("chaos"), {})
+    running = ChaosStack(tmp_path_factory.mktemp("chaos"), dict(STACK_ENV))
     await running.start()
     try:
         yield running
