@@ -26,6 +26,7 @@ closed).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from redis.asyncio import Redis
@@ -58,6 +59,8 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return removed
 """
 
+log = logging.getLogger(__name__)
+
 INVALID = "invalid_request"  # the spec's `type` of a bad budget POST
 MAX_TOKENS = 2**53 - 1  # stays exact in every JSON reader
 
@@ -81,9 +84,11 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
     ) -> budget_pb2.GetBudgetResponse:
         tenant = _tenant(request.tenant_id)
         try:  # reservations past their deadline (their process died) are given back first
-            _, value = await sweep(self.kv, tenant, hold_secs=self.hold_secs)
+            back, value = await sweep(self.kv, tenant, hold_secs=self.hold_secs)
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
+        if back:
+            log.info("budget of %s: %d tokens of expired reservations given back", tenant, back)
         if value is None:
             return budget_pb2.GetBudgetResponse(tenant_id=tenant, unlimited=True)
         return budget_pb2.GetBudgetResponse(tenant_id=tenant, remaining_tokens=value)
