@@ -260,7 +260,10 @@ class Budgets:
                 del self.holding[tenant_id]
 
     def release(self, reservation: Reservation) -> None:
-        """Give a reservation back whole, off the path (nothing if it was never taken)."""
+        """Give a reservation back whole, off the path (nothing if it was never taken). Its
+        tenant is swept by this process for a while: a release that never lands is given back
+        once its deadline has passed."""
+        self.recent[reservation.tenant_id] = time.monotonic()
         self.spawn(self.settle_surely(reservation, 0))
 
     async def settle_surely(self, reservation: Reservation, used: int) -> Settled | None:

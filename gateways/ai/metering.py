@@ -16,6 +16,7 @@ from gateways.ai.background import Background
 from gateways.ai.budget_reservation import Budgets, Reservation
 from gateways.ai.metrics import AiMetrics
 from runtime.errors import ResourceExhausted
+from runtime.stores import kv as kv_settings
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +63,15 @@ class Meter:
         self.used = prompt + completion
 
     async def settle(self) -> None:
-        """Settle the reservation now (on the request's path). The settlement runs in a task
-        of its own: a request cancelled while it waits still settles."""
+        """Settle the reservation now (on the request's path: a budget read after the answer
+        sees it settled). The settlement runs in a task of its own, which the request waits
+        for at most a store call's bound or two (`kv.HOT_PATH_SECS`): a request cancelled
+        meanwhile still settles, and a settlement sent again after a failure (the store out)
+        does not hold the answer up."""
         held, self.reservation = self.reservation, None
         if held is not None:
-            await asyncio.shield(self.budgets.spawn(self._settle(held, self.used)))
+            settling = self.budgets.spawn(self._settle(held, self.used))
+            await asyncio.wait([settling], timeout=2 * kv_settings.HOT_PATH_SECS)
 
     def settle_later(self) -> None:
         """Settle off the path: a failed, cancelled or closing request never awaits it."""

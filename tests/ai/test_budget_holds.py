@@ -11,6 +11,7 @@ taken for good."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, cast
 
 import pytest
@@ -212,3 +213,26 @@ async def test_stop_waits_for_settlements_under_way(kv: Redis) -> None:
         budgets.spawn(budgets.settle_surely(cast(Reservation, held), USED))
     await budgets.stop()
     assert await left(kv, tenant) == BUDGET - 10 * USED
+
+
+async def test_a_settlement_refused_while_the_store_is_marked_down_is_sent_again(
+    kv: Redis,
+) -> None:
+    """Another request's store call timed out (0.25 s on a starved machine): the process marks
+    the store down and refuses its calls until a ping finds it back. A chat that succeeded
+    meanwhile lost its settlement (a whole reservation less its usage: 102.8 chats' worth in
+    the chaos suite); it is sent again, and lands once the store is back."""
+    tenant = await budgeted(kv)
+    budgets = Budgets(kv)
+    held = await budgets.reserve(tenant, ESTIMATE)
+    budgets.reachability.down_since = time.monotonic()  # as `failed` marks it
+    try:
+        settling = budgets.spawn(budgets.settle_surely(held, USED))
+        await asyncio.sleep(0.1)
+        assert not settling.done()
+        assert await left(kv, tenant) == BUDGET - ESTIMATE
+    finally:
+        budgets.reachability.down_since = None  # the probe found it back
+    assert await settling is not None
+    assert await left(kv, tenant) == BUDGET - USED
+    assert budgets.holding == {}
