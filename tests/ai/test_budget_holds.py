@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, cast
 
+import aiohttp
 import pytest
+from ai_kit import Scripted, client, gateway_process_handles
 from ai_kit import tenant as new_tenant
 from redis.asyncio import Redis
+from shared_kit import MASTER_KEY
 
 from gateways.ai.background import Background
 from gateways.ai.budget_reservation import Budgets, Reservation, sweep
@@ -236,3 +240,42 @@ async def test_a_settlement_refused_while_the_store_is_marked_down_is_sent_again
     assert await settling is not None
     assert await left(kv, tenant) == BUDGET - USED
     assert budgets.holding == {}
+
+
+async def test_a_killed_gateway_process_s_reservations_are_given_back(
+    scripted: Scripted, kv: Redis, valkey_url: str, tmp_path: Path
+) -> None:
+    """Two AI gateway processes; chats held by a slow provider on the first, which is then
+    killed (SIGKILL: nothing settled, nothing renewed). Once their deadline has passed, the
+    other process gives their reservations back: the budget is whole again."""
+    scripted.delay = 60.0  # the chats wait in the provider, their reservations held
+    tenant = new_tenant()
+    hold = {"AI_BUDGET_HOLD_SECS": "1"}
+    async with gateway_process_handles(2, valkey_url, tmp_path, **hold) as (urls, procs):
+        await kv.set(budget_key(tenant), BUDGET)
+        sdk = client(urls[0], tenant)
+        chats = [
+            asyncio.create_task(sdk.chat.completions.create(
+                model="m-1", messages=[{"role": "user", "content": "a b c"}], max_tokens=10))
+            for _ in range(5)
+        ]  # fmt: skip
+        for _ in range(600):  # every chat has reserved and waits in the provider
+            if len(scripted.attempts) >= 5:
+                break
+            await asyncio.sleep(0.05)
+        assert await left(kv, tenant) == BUDGET - 5 * 16  # 6 of prompt, 10 of max_tokens
+        procs[0].kill()
+        await procs[0].wait()
+        await asyncio.gather(*chats, return_exceptions=True)
+        await sdk.close()
+        await asyncio.sleep(1.1)  # the deadlines, on the store's clock, have passed
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(f"{urls[1]}/v1/budget/{tenant}",
+                     headers={"Authorization": f"Bearer {MASTER_KEY}"}) as resp,
+        ):  # fmt: skip
+            assert resp.status == 200, await resp.text()
+            read = await resp.json()
+    assert read["remaining_tokens"] == BUDGET
+    assert await left(kv, tenant) == BUDGET
+    assert await kv.exists(held_key(tenant)) == 0
