@@ -71,6 +71,30 @@ def parse_error(exc: HttpProcessingError) -> StrataError:
 class _RequestHandler(web.RequestHandler):
     envelope: Envelope  # the server sets it on each connection it makes
 
+    def data_received(self, data: bytes) -> None:
+        """As aiohttp's, except during a drain: once the runner's cleanup has told every
+        connection to close (`close()`, then `shutdown()`), aiohttp drops whatever arrives,
+        the body of a request already begun included, and that request's handler then waits
+        for its body until the shutdown timeout (60 s) cancels it (a chat through the edge,
+        whose head came before the drain and its body just after, failed with a client
+        timeout). The rest of a request already begun is still read; nothing new starts on
+        the connection (it closes once that request is answered). aiohttp's private state,
+        read as of 3.14."""
+        draining = self._close or self._force_close
+        if (
+            draining
+            and self.transport is not None
+            and (self._request_in_progress or self._messages)
+        ):
+            flags = self._close, self._force_close
+            self._close = self._force_close = False
+            try:
+                super().data_received(data)
+            finally:
+                self._close, self._force_close = flags
+            return
+        super().data_received(data)
+
     def handle_error(
         self,
         request: BaseRequest,

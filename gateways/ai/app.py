@@ -63,7 +63,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     implemented = {
         b.name: b
         for b in (
-            bind(budget_pb2_grpc, BudgetServicer(stores.kv)),
+            bind(budget_pb2_grpc, BudgetServicer(stores.kv, config.budget_hold_secs)),
             bind(chat_pb2_grpc, ChatServicer(pipeline)),
             bind(probe_pb2_grpc, probe),
         )

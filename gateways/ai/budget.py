@@ -14,8 +14,10 @@ Chat completions reserve from the counter and settle it against their real usage
 (`budget_reservation.py`); the key-value store is the one source, so every AI gateway replica
 sees the same budget. POST also records the budget set (`{tenant_id}:budget:limit`, the
 reference of the 80% `budget_warning`) and clears the warning marker
-(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three. The
-three keys share the tenant's hash tag: one script writes them and publishes the change on
+(`{tenant_id}:budget:warned`), so a new budget warns again; DELETE removes all three and the
+reservations held (`{tenant_id}:budget:held`). GET first gives back the reservations past
+their deadline (`budget_reservation.sweep`: a process that held them died). The keys share
+the tenant's hash tag: one script writes them and publishes the change on
 `ai:budgets:changed`, atomically (one cluster slot), and `ai:budgets:version` is incremented
 right after: every AI gateway process then forgets which tenants it knew to have no budget
 (`no_budget.py`). An unreachable store is 503 (a budget is a security control: it fails
@@ -24,27 +26,30 @@ closed).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from gateways.ai import no_budget
-from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
+from gateways.ai.budget_reservation import HOLD_SECS, sweep
+from gateways.ai.tenants.keys import budget_key, held_key, limit_key, warned_key
 from runtime.access import IDENTIFIER
 from runtime.change_feed import changed_here
 from runtime.context import ServicerContext
 from runtime.errors import InvalidRequest, Unavailable
 from strata.ai.v1 import budget_pb2, budget_pb2_grpc
 
-# KEYS: the tenant's tokens, limit and warned marker (one hash tag). ARGV: the tokens to set
-# ('' deletes the budget), the feed's channel, the tenant. Returns 1 when a budget was removed.
+# KEYS: the tenant's tokens, limit, warned marker and reservations held (one hash tag). ARGV:
+# the tokens to set ('' deletes the budget), the feed's channel, the tenant. Returns 1 when a
+# budget was removed.
 # The message goes with the write (a classic PUBLISH: a cluster delivers it from any node).
 _WRITE = """
 local removed = 0
 if ARGV[1] == '' then
   removed = redis.call('DEL', KEYS[1])
-  redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 else
   redis.call('SET', KEYS[1], ARGV[1])
   redis.call('SET', KEYS[2], ARGV[1])
@@ -53,6 +58,8 @@ end
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return removed
 """
+
+log = logging.getLogger(__name__)
 
 INVALID = "invalid_request"  # the spec's `type` of a bad budget POST
 MAX_TOKENS = 2**53 - 1  # stays exact in every JSON reader
@@ -67,21 +74,24 @@ def _tenant(tenant_id: str) -> str:
 
 
 class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
-    def __init__(self, kv: Redis) -> None:
+    def __init__(self, kv: Redis, hold_secs: float = HOLD_SECS) -> None:
         self.kv = kv
+        self.hold_secs = hold_secs
         self._write = kv.register_script(_WRITE)
 
     async def GetBudget(
         self, request: budget_pb2.GetBudgetRequest, context: ServicerContext
     ) -> budget_pb2.GetBudgetResponse:
         tenant = _tenant(request.tenant_id)
-        try:
-            value = await self.kv.get(budget_key(tenant))
+        try:  # reservations past their deadline (their process died) are given back first
+            back, value = await sweep(self.kv, tenant, hold_secs=self.hold_secs)
         except (RedisError, OSError) as exc:
             raise _unavailable(exc) from exc
+        if back:
+            log.info("budget of %s: %d tokens of expired reservations given back", tenant, back)
         if value is None:
             return budget_pb2.GetBudgetResponse(tenant_id=tenant, unlimited=True)
-        return budget_pb2.GetBudgetResponse(tenant_id=tenant, remaining_tokens=int(value))
+        return budget_pb2.GetBudgetResponse(tenant_id=tenant, remaining_tokens=value)
 
     async def SetBudget(
         self, request: budget_pb2.SetBudgetRequest, context: ServicerContext
@@ -115,7 +125,7 @@ class BudgetServicer(budget_pb2_grpc.BudgetServiceServicer):
         silently. The counter cannot join the script (it is global, the budget is in its
         tenant's slot); moved after the write, a process that polls it forgets whatever it
         learnt before the write. Returns 1 when a budget was removed."""
-        keys = [budget_key(tenant), limit_key(tenant), warned_key(tenant)]
+        keys = [budget_key(tenant), limit_key(tenant), warned_key(tenant), held_key(tenant)]
         try:
             removed = int(await self._write(keys=keys, args=[tokens, no_budget.CHANNEL, tenant]))
             await self.kv.incr(no_budget.VERSION)

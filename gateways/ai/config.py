@@ -84,6 +84,14 @@ class AiGatewayConfig(EnvironmentConfig):
         "completion tokens reserved from a budget when the request sets no `max_tokens`",
         bounds=(1, 1_000_000),
     )
+    budget_hold_secs: float = var(
+        "AI_BUDGET_HOLD_SECS",
+        30.0,
+        "how long a budget reservation outlives the process holding it, seconds: a live process "
+        "renews its reservations every third of this; one it no longer renews (the process was "
+        "killed) is given back by any replica's sweep once this has passed",
+        bounds=(1, 86_400),
+    )
     # The two-tier response cache (gateways/ai/cache/).
     cache_ttl_secs: int = var(
         "AI_CACHE_TTL_SECS",

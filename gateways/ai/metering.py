@@ -5,6 +5,7 @@ tokens charged (80% crossed → `budget_warning`, off the path), and on the way 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from gateways.ai.background import Background
 from gateways.ai.budget_reservation import Budgets, Reservation
 from gateways.ai.metrics import AiMetrics
 from runtime.errors import ResourceExhausted
+from runtime.stores import kv as kv_settings
 
 log = logging.getLogger(__name__)
 
@@ -61,24 +63,27 @@ class Meter:
         self.used = prompt + completion
 
     async def settle(self) -> None:
-        """Settle the reservation now (on the request's path)."""
+        """Settle the reservation now (on the request's path: a budget read after the answer
+        sees it settled). The settlement runs in a task of its own, which the request waits
+        for at most a store call's bound or two (`kv.HOT_PATH_SECS`): a request cancelled
+        meanwhile still settles, and a settlement sent again after a failure (the store out)
+        does not hold the answer up."""
         held, self.reservation = self.reservation, None
         if held is not None:
-            await self._settle(held, self.used)
+            settling = self.budgets.spawn(self._settle(held, self.used))
+            await asyncio.wait([settling], timeout=2 * kv_settings.HOT_PATH_SECS)
 
     def settle_later(self) -> None:
         """Settle off the path: a failed, cancelled or closing request never awaits it."""
         held, self.reservation = self.reservation, None
         if held is not None:
-            self.background.spawn(self._settle(held, self.used), "budget-settle")
+            self.budgets.spawn(self._settle(held, self.used))
 
     async def _settle(self, reservation: Reservation, used: int) -> None:
-        try:
-            settled = await self.budgets.settle(reservation, used)
-        except Exception as exc:  # the answer is out; a lost settlement only leaves it reserved
-            log.warning("budget of %s not settled: %s", reservation.tenant_id, exc)
-            return
-        if settled.warn and settled.remaining is not None:
+        # Sent again while it fails (idempotent, by the reservation's id); one that never
+        # lands is given back whole by a sweep once its deadline has passed.
+        settled = await self.budgets.settle_surely(reservation, used)
+        if settled is not None and settled.warn and settled.remaining is not None:
             self.background.budget_warning(reservation.tenant_id, settled.remaining, None)
 
     def record(self) -> None:
@@ -126,9 +131,11 @@ async def metered(
         yield meter
         ended_well = True
     finally:
-        if ended_well:
-            await meter.settle()
-        else:
-            meter.settle_later()
-        metrics.active.dec()
-        meter.record()
+        try:
+            if ended_well:
+                await meter.settle()
+            else:
+                meter.settle_later()
+        finally:
+            metrics.active.dec()
+            meter.record()

@@ -164,7 +164,7 @@ class ChatPipeline:
         self.background = background
         self.adapters = adapters
         self.table = ProviderTable(kv, development=config.development, keyring=keyring_of(config))
-        self.budgets = Budgets(kv)
+        self.budgets = Budgets(kv, config.budget_hold_secs)
         self.prompts = PromptConfigs(kv)
         self.breakers = Breakers(
             kv,

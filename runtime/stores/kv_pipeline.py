@@ -130,6 +130,8 @@ class PipelinedCalls:
         self._channel: _Channel | None = None
         self._opening: asyncio.Task[_Channel] | None = None
         self._sending: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
+        self._unsent: list[Call] = []  # calls made while the connection opens, in order
+        self._sender: asyncio.Task[None] | None = None  # the task that will write them
         self._watchdog: asyncio.TimerHandle | None = None
         self.timeout = float(self.settings.get("socket_timeout") or 5.0)
         # Requests wait for this connection: it opens within a command's timeout, not the
@@ -196,12 +198,18 @@ class PipelinedCalls:
     def _flush(self) -> None:
         batch, self._pending = self._pending, []
         channel = self._channel
-        if channel is not None and not channel.closed:
+        if channel is not None and not channel.closed and not self._unsent:
             self._write(channel, batch)  # the usual case: no task, no await
             return
-        task = asyncio.get_running_loop().create_task(self._send_when_open(batch))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        # Calls go out in the order they were made: a batch made while the connection opens
+        # waits behind the ones already waiting, even when the connection is open by then (a
+        # release of a reservation must never overtake the reservation).
+        self._unsent.extend(batch)
+        if self._sender is None:
+            task = asyncio.get_running_loop().create_task(self._send_when_open())
+            self._sender = task
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
     def _write(self, channel: _Channel, batch: list[Call]) -> None:
         pack = hiredis.pack_command
@@ -231,15 +239,21 @@ class PipelinedCalls:
             return
         self._watchdog = asyncio.get_running_loop().call_later(left, self._watch)
 
-    async def _send_when_open(self, batch: list[Call]) -> None:
+    async def _send_when_open(self) -> None:
+        """Open the connection, then write every call waiting for it, in order."""
         try:
-            channel = await self._open()
-        except Exception as exc:  # the store is unreachable: every caller learns it
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        self._write(channel, batch)
+            try:
+                channel = await self._open()
+            except Exception as exc:  # the store is unreachable: every caller learns it
+                batch, self._unsent = self._unsent, []
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                return
+            batch, self._unsent = self._unsent, []
+            self._write(channel, batch)
+        finally:
+            self._sender = None
 
     async def _open(self) -> _Channel:
         if self._opening is None:

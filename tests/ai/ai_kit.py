@@ -234,6 +234,15 @@ async def gateway_processes(
     """`count` AI gateway OS processes on one Valkey (each with its own Milvus Lite file: one
     process may own one), `env` added; yields their URLs, stops them after. No control
     plane listens on CONTROLPLANE_GRPC: their log rows are dropped."""
+    async with gateway_process_handles(count, valkey_url, tmp_path, **env) as (urls, _):
+        yield urls
+
+
+@asynccontextmanager
+async def gateway_process_handles(
+    count: int, valkey_url: str, tmp_path: Path, **env: str
+) -> AsyncIterator[tuple[list[str], list[asyncio.subprocess.Process]]]:
+    """`gateway_processes`, with the processes too (to kill one)."""
     procs: list[asyncio.subprocess.Process] = []
     urls = []
     try:
@@ -251,10 +260,11 @@ async def gateway_processes(
             }
             procs.append(await service_process("gateways.ai", {**base, **env}, port))
             urls.append(f"http://127.0.0.1:{port}")
-        yield urls
+        yield urls, procs
     finally:
         for proc in procs:
-            proc.terminate()
+            if proc.returncode is None:
+                proc.terminate()
             await proc.wait()
 
 

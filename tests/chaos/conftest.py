@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from chaos.kit import ChaosStack
+from chaos.kit import STACK_ENV, ChaosStack
 
 
 @pytest.fixture(scope="package")
 async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ChaosStack]:
-    async with ChaosStack(tmp_path_factory.mktemp("chaos"), {}).serving() as running:
+    async with ChaosStack(tmp_path_factory.mktemp("chaos"), dict(STACK_ENV)).serving() as running:
         yield running

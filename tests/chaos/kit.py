@@ -25,6 +25,10 @@ OFFSET = 6600
 REPLICAS = 2
 EDGE_WORKERS = 2
 REPLICATED = ("ai-gateway", "agent-gateway", "controlplane")
+# A killed AI gateway's budget reservations are given back once their deadline has passed
+# (`gateways/ai/budget_reservation.py`): a short one here, so that the test sees it happen.
+BUDGET_HOLD_SECS = 5
+STACK_ENV = {"AI_BUDGET_HOLD_SECS": str(BUDGET_HOLD_SECS)}
 
 
 class ChaosStack(Stack):

@@ -39,7 +39,16 @@ from reliability.kit import (
 )
 from shared_kit import free_port
 
-from chaos.kit import REPLICATED, ChaosStack, Event, Load, in_flight, table
+from chaos.kit import (
+    BUDGET_HOLD_SECS,
+    REPLICATED,
+    Call,
+    ChaosStack,
+    Event,
+    Load,
+    in_flight,
+    table,
+)
 
 pytestmark = [pytest.mark.stack, pytest.mark.timeout(600)]
 
@@ -216,9 +225,18 @@ async def rows_and_debits(
     chats = load.of("chat")
     ok = sum(c.ok for c in chats)
     may = sum(not c.ok and in_flight(c, events) for c in chats)
-    budget = await http.call("GET", f"{stack.ai}/v1/budget/{w.tenant.id}", token=w.tenant.token)
-    assert budget.status == 200, budget.text
-    debits = (BUDGET - int(budget.body["remaining_tokens"])) / await chat_usage(stack, http)
+    usage = await chat_usage(stack, http)
+
+    async def debited() -> float:
+        budget = await http.call("GET", f"{stack.ai}/v1/budget/{w.tenant.id}",
+                                 token=w.tenant.token)  # fmt: skip
+        assert budget.status == 200, budget.text
+        return (BUDGET - int(budget.body["remaining_tokens"])) / usage
+
+    # A reservation its process no longer holds (killed) is given back once its deadline
+    # (BUDGET_HOLD_SECS) has passed: the read waits for that, not for anything else.
+    debits = await eventually(debited, lambda d: d <= ok + may,
+                              waits=int(4 * BUDGET_HOLD_SECS / 0.2))  # fmt: skip
     return {
         "rows lost": lost,
         "rows written twice": twice,
@@ -260,13 +278,17 @@ def _flat(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def unexpected(load: Load, events: list[Event]) -> list[str]:
-    """The failed calls that were not in flight on a downed replica, with when they ran
-    beside each fault (seconds from the signal to the call's start and end; the exit)."""
-    return [f"{c.kind} {c.status} {c.detail} "
+def described(c: Call, events: list[Event]) -> str:
+    """A failed call, its trace id (to find it in the logs) and when it ran beside each fault
+    (seconds from the signal to the call's start and end; the exit)."""
+    return (f"{c.kind} {c.status} {c.detail} trace {c.trace_id} "
             + "; ".join(f"{e.name}: {c.started - e.at:+.3f} {c.ended - e.at:+.3f} "
-                        f"exit {e.gone - e.at:+.3f}" for e in events)
-            for c in load.calls if not c.ok and not in_flight(c, events)]  # fmt: skip
+                        f"exit {e.gone - e.at:+.3f}" for e in events))  # fmt: skip
+
+
+def unexpected(load: Load, events: list[Event]) -> list[str]:
+    """The failed calls that were not in flight on a downed replica (`described`)."""
+    return [described(c, events) for c in load.calls if not c.ok and not in_flight(c, events)]
 
 
 async def test_kill_9_one_replica_of_each_service_in_turn(stack: ChaosStack, mcp_url: str) -> None:
@@ -329,17 +351,13 @@ async def test_rolling_restart_loses_no_call(stack: ChaosStack, mcp_url: str) ->
         counts = await rows_and_debits(stack, http, w, load, events)
     report("rolling restart under load", load, events,
            {**counts, "rate-limit over-admissions": over})  # fmt: skip
-    failed = [f"{c.kind} {c.status} {c.detail}" for c in load.calls if not c.ok]
-    assert len(failed) <= 2, failed  # seen: 0 in 3 runs, 1 in 1 (README)
+    failed = [described(c, events) for c in load.calls if not c.ok]
+    assert failed == []  # a drain answers every request it had begun (README)
     assert over == 0
+    assert counts["double debits"] == 0
     gaps = []  # the product's known gaps (README): not hidden, not failing the run either
-    if failed:
-        gaps.append(f"calls failed during a drain: {failed}")
     lost = {table: n for table, n in counts["rows lost"].items() if n}
     if lost:
         gaps.append(f"rows dropped by a draining replica: {lost}")
-    if counts["double debits"]:
-        gaps.append(f"budget debited beyond the chats run: {counts['double debits']:g} chats' "
-                    "worth of tokens after a drain")  # fmt: skip
     if gaps:
         pytest.xfail("; ".join(gaps) + " (tests/chaos/README.md)")

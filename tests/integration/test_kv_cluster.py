@@ -48,7 +48,7 @@ from gateways.agent.sessions.store import SessionRecord, SessionStore
 from gateways.ai import breaker, budget, budget_reservation, no_budget
 from gateways.ai.providers import keys as providers_keys
 from gateways.ai.providers.keys import breaker_keys
-from gateways.ai.tenants.keys import budget_key, limit_key, warned_key
+from gateways.ai.tenants.keys import budget_key, held_key, limit_key, warned_key
 from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.plugins import tenant_rate_limit
 from runtime import tenant_realms
@@ -233,13 +233,33 @@ def edge_tenant_rate_limit() -> Case:
     return tenant_rate_limit.SCRIPT, keys, ["100", "60", "m-1", "120"], {}
 
 
+def ai_budget_reserve() -> Case:
+    keys = [budget_key("acme"), held_key("acme")]
+    return budget_reservation._RESERVE.text, keys, ["10", "r-1", "30000"], {}
+
+
 def ai_budget_settle() -> Case:
-    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
-    return budget_reservation._SETTLE.text, keys, ["10", "0.8"], {}
+    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme"), held_key("acme")]
+    return (
+        budget_reservation._SETTLE.text,
+        keys,
+        ["r-1", "7", "0.8"],
+        {held_key("acme"): {"r-1": "10:1"}},
+    )
+
+
+def ai_budget_sweep() -> Case:
+    keys = [budget_key("acme"), held_key("acme")]
+    return (
+        budget_reservation.SWEEP.text,
+        keys,
+        ["30000", "r-2"],
+        {held_key("acme"): {"r-2": "10:1", "r-3": "5:1"}},
+    )
 
 
 def ai_budget_write() -> Case:
-    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme")]
+    keys = [budget_key("acme"), limit_key("acme"), warned_key("acme"), held_key("acme")]
     return budget._WRITE, keys, ["1000", no_budget.CHANNEL, "acme"], {}
 
 
@@ -365,7 +385,9 @@ def agent_change_feed_write() -> Case:
     "script",
     [
         edge_tenant_rate_limit,
+        ai_budget_reserve,
         ai_budget_settle,
+        ai_budget_sweep,
         ai_budget_write,
         ai_breaker_failure,
         edge_config_write,
@@ -699,7 +721,8 @@ async def test_the_edge_configuration_store_reads_and_writes_on_the_cluster(
 
 
 async def test_budgets_are_written_and_announced_on_the_cluster(cluster: KvCluster) -> None:
-    """POST/DELETE /v1/budget's servicer: the budget's keys and the message in one script."""
+    """GET/POST/DELETE /v1/budget's servicer: the budget's keys and the message in one script;
+    the reservations held swept on GET and removed on DELETE."""
     kv = RedisCluster(host="127.0.0.1", port=cluster.seed_port, decode_responses=True)
     try:
         servicer = budget.BudgetServicer(kv)  # type: ignore[arg-type]
@@ -710,9 +733,22 @@ async def test_budgets_are_written_and_announced_on_the_cluster(cluster: KvClust
         assert await kv.get(budget_key("umbrella")) == "500"
         assert await kv.get(limit_key("umbrella")) == "500"
         assert await kv.get(warned_key("umbrella")) is None  # a new budget warns again
+        # Reservations held: one expired (its process died), one live; GET gives back the
+        # expired one (the sweep script, in the tenant's slot), DELETE forgets both.
+        budgets = budget_reservation.Budgets(kv)  # type: ignore[arg-type]
+        live = await budgets.reserve("umbrella", 100)
+        await kv.hset(held_key("umbrella"), "dead", "50:1")
+        await kv.decrby(budget_key("umbrella"), 50)
+        get = budget_pb2.GetBudgetRequest(tenant_id="umbrella")
+        read = await servicer.GetBudget(get, None)  # type: ignore[arg-type]
+        assert read.remaining_tokens == 400
+        assert await kv.hkeys(held_key("umbrella")) == [live.id]
         delete = budget_pb2.DeleteBudgetRequest(tenant_id="umbrella")
         assert (await servicer.DeleteBudget(delete, None)).deleted  # type: ignore[arg-type]
         assert await kv.exists(budget_key("umbrella"), limit_key("umbrella")) == 0
+        assert await kv.exists(held_key("umbrella")) == 0
+        assert (await budgets.settle(live, 10)).remaining is None  # stays deleted
+        assert await kv.exists(budget_key("umbrella")) == 0
     finally:
         await kv.aclose()
 

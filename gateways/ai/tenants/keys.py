@@ -1,8 +1,8 @@
 """Key-value store keys of a tenant at the AI gateway (the one place their names are written).
 
 - The token budget: the AI gateway owns it (`gateways/ai/budget.py` sets it,
-  `budget_reservation.py` debits); the control plane reads the counters for its tenant figures
-  (`controlplane/tenants/live.py`).
+  `budget_reservation.py` debits it and records each reservation held on it until settled);
+  the control plane reads the counters for its tenant figures (`controlplane/tenants/live.py`).
 - The chat configuration: the control plane writes it (`PUT /api/tenants/:id/prompt-config`),
   the AI gateway reads it (`gateways/ai/prompt_config.py`).
 
@@ -31,6 +31,14 @@ def limit_key(tenant_id: str) -> str:
 def warned_key(tenant_id: str) -> str:
     """String: set (NX) when the tenant crossed 80% used; cleared by a new budget."""
     return f"{{{tenant_id}}}:budget:warned"
+
+
+def held_key(tenant_id: str) -> str:
+    """Hash: the reservations held on the budget, reservation id → `amount:deadline_ms` (the
+    store's clock). Settled ones are removed; one past its deadline (its process no longer
+    renews it) is given back by a sweep (`budget_reservation.py`). New with issue 24: no older
+    name to move."""
+    return f"{{{tenant_id}}}:budget:held"
 
 
 def prompt_config_key(tenant_id: str) -> str:
