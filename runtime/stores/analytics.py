@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -70,18 +71,34 @@ class Analytics:
         return await self._run(_migrate)  # type: ignore[no-any-return]
 
     async def insert(self, table: str, rows: Sequence[Row]) -> int:
-        """Insert JSON rows into `gateway.<table>`; returns the number written."""
+        """Insert JSON rows into `gateway.<table>`; returns the number written. Each insert
+        has a deduplication token of its own: never skipped as a repeat (`schema.DEDUP_WINDOW`)."""
         if table not in WRITABLE_TABLES:
             raise InvalidRequest(f"unknown analytics table {table!r}")
         if not rows:
             return 0
         block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
+        await self._insert_block(table, block.encode(), uuid.uuid4().hex)
+        return len(rows)
+
+    async def insert_lines(self, table: str, lines: Sequence[bytes], token: str) -> int:
+        """Insert rows given as JSON lines, under the deduplication `token`: an insert with
+        the token of one of the table's last `schema.DEDUP_WINDOW` inserts is skipped (and
+        counted as written)."""
+        if table not in WRITABLE_TABLES:
+            raise InvalidRequest(f"unknown analytics table {table!r}")
+        if not lines:
+            return 0
+        await self._insert_block(table, b"\n".join(lines) + b"\n", token)
+        return len(lines)
+
+    async def _insert_block(self, table: str, block: bytes, token: str) -> None:
+        settings = {"insert_deduplication_token": token}
         await self._run(
             lambda c: c.raw_insert(
-                f"{DATABASE}.{table}", insert_block=block.encode(), fmt="JSONEachRow"
+                f"{DATABASE}.{table}", insert_block=block, fmt="JSONEachRow", settings=settings
             )
         )
-        return len(rows)
 
     async def query(
         self, sql: str, parameters: Mapping[str, Any] | None = None
@@ -114,7 +131,8 @@ def _migrate(client: Client) -> list[str]:
     for version, name, ddl in MIGRATIONS:
         if version in done:
             continue
-        client.command(ddl)
+        for statement in ddl.split(";"):
+            client.command(statement)
         client.insert(
             f"{DATABASE}.schema_migrations", [[version, name]], column_names=["version", "name"]
         )
