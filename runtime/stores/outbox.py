@@ -10,7 +10,7 @@ per killed gateway. Here the request path appends each row to its table's stream
 (one stream per table, its own hash tag: tables spread over a cluster's masters) through the
 store client's batcher (`kv_pipeline`): one more command in the write the loop turn sends
 anyway, not a round trip of its own. The front door holds the answer until the request's
-appends are confirmed (`hold_rows` / `rows_held`, at most `WAIT_SECS`): a row the store has
+appends are confirmed (`hold_rows` / `rows_held`): a row the store has
 is not lost with the process.
 
 When the store cannot take a row (down, or the append fails), the row goes the old way,
@@ -22,6 +22,7 @@ written twice; that needs a failure at that exact moment.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -35,7 +36,6 @@ from runtime.stores.kv_reachability import reachability
 GROUP = "clickhouse"  # the drainers' consumer group
 FIELD = "row"  # the entry's one field: the row as a JSON object
 MAXLEN = 1_000_000  # per table, approximate (`~`): rows kept through a long drainer outage
-WAIT_SECS = 0.5  # the longest an answer waits for its rows' appends
 
 
 def stream_key(table: str) -> str:
@@ -87,14 +87,18 @@ def hold_rows() -> Iterator[list[asyncio.Future[Any]]]:
 
 
 async def rows_held(held: list[asyncio.Future[Any]]) -> None:
-    """Wait until the appends in `held` are settled (written, or failed and queued in memory
-    instead), `WAIT_SECS` at most: a mute store delays an answer, it never fails it."""
+    """Wait until the appends in `held` are settled: written, or failed and queued in memory
+    instead (by the writer's callback). A mute store delays an answer, never fails it: the
+    batcher's watchdog fails its calls after the client's timeout (1 s), and the store is then
+    skipped until it answers again. Shielded: a request cancelled meanwhile (its client gone)
+    leaves its appends to finish (asyncio.wait with a timeout costs twice as much CPU)."""
     if not held:
         return
     pending = [f for f in held if not f.done()]
     held.clear()
-    if pending:
-        await asyncio.wait(pending, timeout=WAIT_SECS)
+    for appended in pending:
+        with contextlib.suppress(Exception):  # the writer's callback queued the row in memory
+            await asyncio.shield(appended)
 
 
 async def current_rows_held() -> None:

@@ -75,6 +75,7 @@ class OutboxDrain:
         self.min_idle_ms = int(min_idle_secs * 1000)
         self._task: asyncio.Task[None] | None = None
         self._grouped: set[str] = set()
+        self._stopping = False
         self.moved = 0  # rows inserted (or found inserted already) and acknowledged
 
     async def start(self) -> None:
@@ -82,6 +83,7 @@ class OutboxDrain:
 
     async def close(self) -> None:
         """Stop after the batch being written, if any (a batch cut short is claimed later)."""
+        self._stopping = True  # a client that turns the cancellation into its own error
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -90,7 +92,7 @@ class OutboxDrain:
     async def _run(self) -> None:
         delay = POLL_SECS
         recovered = time.monotonic()
-        while True:
+        while not self._stopping:
             try:
                 full = await self.drain_once()
                 if time.monotonic() - recovered >= RECOVER_SECS:
@@ -100,6 +102,8 @@ class OutboxDrain:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store out: rows wait in their streams
+                if self._stopping:
+                    return
                 log.warning("analytics outbox not drained, trying again: %r", exc)
                 delay = min(max(delay, RETRY_FIRST_SECS) * 2, RETRY_MAX_SECS)
             await asyncio.sleep(delay)
@@ -154,6 +158,8 @@ class OutboxDrain:
                 log.error("%s: %d outbox rows dropped: %s", table, len(lines), exc)
                 break
             except Exception as exc:  # the analytics store out: the batch waits, still ours
+                if self._stopping:
+                    raise
                 log.warning(
                     "%s: %d outbox rows not written yet, retrying in %.1f s: %s",
                     table, len(lines), delay, exc,
