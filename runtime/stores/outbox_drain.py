@@ -48,6 +48,7 @@ MIN_IDLE_SECS = 15.0  # a batch pending this long on another consumer: its drain
 FORGET_SECS = 3600.0
 RETRY_FIRST_SECS = 0.5
 RETRY_MAX_SECS = 5.0
+SHUTDOWN_SECS = 5.0  # within the launcher's 10 s grace before SIGKILL
 
 Entry = tuple[str, dict[str, str] | None]  # (stream id, fields); fields None: entry deleted
 
@@ -82,23 +83,32 @@ class OutboxDrain:
         self._task = asyncio.create_task(self._run(), name="outbox-drain")
 
     async def close(self) -> None:
-        """Stop after the batch being written, if any (a batch cut short is claimed later)."""
+        """Stop the loop, then move what the streams hold now (a process stopping gracefully,
+        as the in-memory writer flushed at shutdown), `SHUTDOWN_SECS` at most; a batch cut
+        short stays pending and is claimed by another drainer."""
         self._stopping = True  # a client that turns the cancellation into its own error
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        if self._task is None:
+            return
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._task = None
+        try:
+            async with asyncio.timeout(SHUTDOWN_SECS):
+                while await self.drain_once():
+                    pass
+        except Exception as exc:
+            log.warning("analytics outbox not drained at shutdown: %r", exc)
 
     async def _run(self) -> None:
         delay = POLL_SECS
         recovered = time.monotonic()
         while not self._stopping:
             try:
-                full = await self.drain_once()
+                read = await self.drain_once()
                 if time.monotonic() - recovered >= RECOVER_SECS:
                     recovered = time.monotonic()
                     await self.recover()
-                delay = 0.0 if full else POLL_SECS
+                delay = 0.0 if read >= MAX_BATCH else POLL_SECS
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the store out: rows wait in their streams
@@ -108,15 +118,15 @@ class OutboxDrain:
                 delay = min(max(delay, RETRY_FIRST_SECS) * 2, RETRY_MAX_SECS)
             await asyncio.sleep(delay)
 
-    async def drain_once(self) -> bool:
-        """One round over the tables; whether a stream had a full batch (more may wait)."""
-        full = False
+    async def drain_once(self) -> int:
+        """One round over the tables; the entries read (a full batch or more: more may wait)."""
+        read = 0
         for table in self.tables:
             entries = await self._read(table)
             if entries:
                 await self._store(table, entries)
-                full = full or len(entries) >= MAX_BATCH
-        return full
+                read += len(entries)
+        return read
 
     async def _group(self, key: str) -> None:
         try:
