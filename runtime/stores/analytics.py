@@ -70,15 +70,16 @@ class Analytics:
         """Apply pending migrations; returns the names applied now."""
         return await self._run(_migrate)  # type: ignore[no-any-return]
 
-    async def insert(self, table: str, rows: Sequence[Row]) -> int:
-        """Insert JSON rows into `gateway.<table>`; returns the number written. Each insert
-        has a deduplication token of its own: never skipped as a repeat (`schema.DEDUP_WINDOW`)."""
+    async def insert(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
+        """Insert JSON rows into `gateway.<table>`; returns the number written. Without a
+        deduplication `token` the insert gets one of its own: never skipped as a repeat
+        (`schema.DEDUP_WINDOW`); with one, a repeat of a recent insert's token is skipped."""
         if table not in WRITABLE_TABLES:
             raise InvalidRequest(f"unknown analytics table {table!r}")
         if not rows:
             return 0
         block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
-        await self._insert_block(table, block.encode(), uuid.uuid4().hex)
+        await self._insert_block(table, block.encode(), token or uuid.uuid4().hex)
         return len(rows)
 
     async def insert_lines(self, table: str, lines: Sequence[bytes], token: str) -> int:
@@ -141,9 +142,10 @@ def _migrate(client: Client) -> list[str]:
 
 
 class AnalyticsSink(Protocol):
-    """Where a service's log rows go."""
+    """Where a service's log rows go. `token`: the batch's name, the same on each retry of it
+    (`Analytics.insert`): a retry of a batch that was written after all writes nothing."""
 
-    async def write(self, table: str, rows: Sequence[Row]) -> int: ...
+    async def write(self, table: str, rows: Sequence[Row], token: str | None = None) -> int: ...
 
 
 class DirectSink:
@@ -162,9 +164,11 @@ class DirectSink:
         self._waiting: dict[str, list[tuple[Sequence[Row], asyncio.Future[None]]]] = {}
         self._drains: dict[str, asyncio.Task[None]] = {}
 
-    async def write(self, table: str, rows: Sequence[Row]) -> int:
+    async def write(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
         if not rows:
             return 0
+        if token is not None:  # a named batch is inserted alone, under its name
+            return await self.analytics.insert(table, rows, token)
         stored: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(table, []).append((rows, stored))
         if table not in self._drains:

@@ -45,7 +45,7 @@ TABLE = "ai_request_log"
 class Taking:
     """A sink that takes every batch (the memory path's writes cost what they cost)."""
 
-    async def write(self, table: str, rows: Sequence[Any]) -> int:
+    async def write(self, table: str, rows: Sequence[Any], token: str | None = None) -> int:
         return len(rows)
 
 

@@ -32,7 +32,7 @@ TABLE = "ai_request_log"
 class Refusing:
     """A sink for writers whose rows must all go to the outbox."""
 
-    async def write(self, table: str, rows: Any) -> int:
+    async def write(self, table: str, rows: Any, token: str | None = None) -> int:
         raise AssertionError(f"{len(rows)} rows fell back to memory")
 
 
@@ -200,3 +200,16 @@ async def test_a_batch_inserted_twice_under_its_token_is_written_once(
     assert await trace_ids(analytics, tenant) == [
         f"{tenant}-0", f"{tenant}-1", f"{tenant}-2", f"{tenant}-9", f"{tenant}-9"
     ]  # fmt: skip
+
+
+async def test_a_named_batch_written_again_through_a_sink_is_written_once(
+    analytics: Analytics,
+) -> None:
+    """The edge's batches (and the log-ingest RPC's): a retry of a write given up on that
+    had landed (its reply lost) writes nothing twice."""
+    tenant = f"ob-{uuid.uuid4().hex[:8]}"
+    sink = DirectSink(analytics)
+    rows = [row(tenant, n) for n in range(2)]
+    for _ in range(2):
+        assert await sink.write(TABLE, rows, f"batch-{tenant}") == 2
+    assert await trace_ids(analytics, tenant) == [f"{tenant}-0", f"{tenant}-1"]
