@@ -10,9 +10,10 @@ per killed gateway. Here the request path appends each row to its table's stream
 (one stream per table, its own hash tag: tables spread over a cluster's masters) through the
 store client's batcher (`kv_pipeline`): under load one more command in the write that carries
 the other requests' calls of that loop turn; a lone request pays a round trip of its own
-(`tests/bench/outbox.py`: about 20 µs of CPU per request at 16 concurrent, 60 alone, on one
-Valkey). The front door holds the answer until the request's appends are confirmed
-(`hold_rows` / `rows_held`): a row the store has is not lost with the process.
+(`tests/bench/outbox.py`: about 20-25 µs more CPU per request at 16 concurrent, a round
+trip's 60-130 alone, on one Valkey). The front door holds the answer until the request's
+appends are confirmed (`hold_rows` / `rows_held`): a row the store has is not lost with the
+process.
 
 When the store cannot take a row (down, or the append fails), the row goes the old way,
 queued in memory (`RowWriter`): logged, never a failed request. A row whose append fails
