@@ -45,6 +45,7 @@ from runtime.peers import Peer
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import kv_status, ready_kv
+from runtime.stores.outbox import Outbox
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
 from strata.controlplane.v1 import (
@@ -98,7 +99,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
     # The edge admin key opens EdgeConfigService only (the edge's :9180 forwards it).
     realms = tenant_realms_for(config, stores.kv)  # tokens of tenants' own realms
     authenticator = authenticator_for(config, admin_api_key=config.admin_api_key, realms=realms)
-    sts_audit = RowWriter(stores.sink, STS_TABLE)
+    sts_audit = RowWriter(stores.sink, STS_TABLE, Outbox(stores.kv))
     sts_keys = StsKeys(
         stores.kv,
         private_der_b64=config.sts_private_der_b64,
@@ -261,6 +262,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             rename_keys,
             mark_existing_tenants,
             migrate,
+            stores.start_drain,  # the analytics outbox into ClickHouse, if this one writes it
             edge_config.start,
             start_delivery,
             health_servicer.start,

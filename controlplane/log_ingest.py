@@ -17,5 +17,5 @@ class LogIngestServicer(log_ingest_pb2_grpc.LogIngestServiceServicer):
         self, request: log_ingest_pb2.WriteLogBatchRequest, context: ServicerContext
     ) -> log_ingest_pb2.WriteLogBatchResponse:
         rows = parse_rows(request.rows)  # all rows are checked before any is written
-        written = await self.sink.write(request.table, rows)
+        written = await self.sink.write(request.table, rows, request.dedup_token or None)
         return log_ingest_pb2.WriteLogBatchResponse(written=written)

@@ -1,6 +1,8 @@
-"""Work a request path hands off and never waits for: log rows batched into one analytics
-table, notifications to the control plane (NotificationService/CreateNotification over gRPC,
-with the master key), and any other detached coroutine (kept referenced, failures logged)."""
+"""Work a request path hands off: log rows of one analytics table (appended to the table's
+outbox stream in the key-value store, which the answer waits for, `runtime/stores/outbox.py`;
+queued in memory and written in batches when the store cannot take them), notifications to
+the control plane (NotificationService/CreateNotification over gRPC, with the master key),
+and any other detached coroutine (kept referenced, failures logged)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 from runtime.peers import Peer
 from runtime.stores.analytics import AnalyticsSink, Row
+from runtime.stores.outbox import Outbox
 from strata.controlplane.v1 import notification_pb2, notification_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -27,20 +30,41 @@ SHUTDOWN_FLUSH_SECS = 5.0  # within the launcher's 10 s grace before SIGKILL
 
 
 class RowWriter:
-    """Log rows of one analytics table, queued by the request path and written in batches
-    shortly after (never awaited by a request). A batch the sink could not take is kept and
-    tried again until it is written, so an outage of the analytics store loses no row. The
-    control plane's STS audit uses it alone; `Background` adds notifications and other
-    detached work."""
+    """Log rows of one analytics table. With an `outbox`, each row is appended to the table's
+    stream in the key-value store at once (the front door's answer waits for it; a drainer
+    moves it into ClickHouse), so a killed process loses none. Without one, or when the store
+    cannot take it, the row is queued here and written in batches shortly after (never
+    awaited by a request); a batch the sink could not take is kept and tried again until it is
+    written, so an outage of the analytics store loses no row. The control plane's STS audit
+    uses it alone; `Background` adds notifications and other detached work."""
 
-    def __init__(self, sink: AnalyticsSink, table: str) -> None:
+    def __init__(self, sink: AnalyticsSink, table: str, outbox: Outbox | None = None) -> None:
         self.sink = sink
         self.table = table
+        self.outbox = outbox
         self._rows: list[Row] = []
         self._flusher: asyncio.Task[None] | None = None
 
     def log_row(self, row: Row) -> None:
-        """Queue one row; rows are written in batches shortly after."""
+        """Append one row to the outbox, or queue it (written in batches shortly after)."""
+        if self.outbox is not None:
+            appended = self.outbox.append(self.table, row)
+            if appended is not None:
+                appended.add_done_callback(lambda done: self._appended(row, done))
+                return
+        self._queue(row)
+
+    def _appended(self, row: Row, done: asyncio.Future[Any]) -> None:
+        exc = None if done.cancelled() else done.exception()
+        if exc is None and not done.cancelled():
+            return
+        assert self.outbox is not None
+        if exc is not None:
+            self.outbox.failed(exc)
+        log.warning("%s: a row not appended to the outbox, queued in memory: %r", self.table, exc)
+        self._queue(row)
+
+    def _queue(self, row: Row) -> None:
         self._rows.append(row)
         if len(self._rows) > MAX_WAITING:
             dropped = len(self._rows) - MAX_WAITING
@@ -88,8 +112,10 @@ class RowWriter:
 class Background(RowWriter):
     """One service's detached work. `table` is the analytics table its `log_row` rows go to."""
 
-    def __init__(self, sink: AnalyticsSink, controlplane: Peer, table: str) -> None:
-        super().__init__(sink, table)
+    def __init__(
+        self, sink: AnalyticsSink, controlplane: Peer, table: str, outbox: Outbox | None = None
+    ) -> None:
+        super().__init__(sink, table, outbox)
         self.controlplane = controlplane
         self._tasks: set[asyncio.Task[Any]] = set()
 

@@ -50,6 +50,7 @@ from runtime.logs import access_line
 from runtime.openapi import document
 from runtime.protojson import JSON_TYPES, merge_json, scalar_from_text, to_json
 from runtime.service import ServiceDefinition
+from runtime.stores.outbox import current_rows_held, hold_rows, rows_held
 from runtime.swagger import add_docs_routes
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def build_app(defn: ServiceDefinition, guard: Guard | None = None) -> web.Applic
     """The service's public aiohttp application. Every rule is checked against the service
     descriptors here, so a typo in a rule table fails at boot, not at the first request."""
     guard = guard or defn.guard()
-    middlewares = [_access_log, _errors, *defn.middlewares]
+    middlewares = [_access_log, _rows_durable, _errors, *defn.middlewares]
     if defn.allowed_origins:
         middlewares.insert(0, _preflight(frozenset(defn.allowed_origins)))
     app = web.Application(middlewares=middlewares, client_max_size=defn.client_max_size)
@@ -359,6 +360,7 @@ async def _stream(
                     await send(item)
         except Exception as exc:
             await send(envelope(as_error(exc, request)))
+        await current_rows_held()  # the stream's log rows durable before its end
         if rule.sse_done is not None:
             await response.write(f"data: {rule.sse_done}\n\n".encode())
         await response.write_eof()
@@ -440,6 +442,16 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return error_response(request.app[DEFINITION].envelope, as_error(exc, request))
     except Exception as exc:
         return error_response(request.app[DEFINITION].envelope, as_error(exc, request))
+
+
+@web.middleware
+async def _rows_durable(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """The log rows a request appended to the analytics outbox are in the store before its
+    answer is sent (`runtime/stores/outbox.py`)."""
+    with hold_rows() as held:
+        response = await handler(request)
+        await rows_held(held)
+    return response
 
 
 @web.middleware

@@ -117,6 +117,7 @@ class BorrowedStores(Stores):
     session, not the service, closes: one process may own one chDB directory)."""
 
     async def close(self) -> None:
+        await self.stop_drain()
         close_pipelined(self.kv)
         close_reachability(self.kv)
         await self.kv.aclose()

@@ -39,6 +39,7 @@ from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import ready_kv
+from runtime.stores.outbox import Outbox
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
 from strata.agent.v1 import (
@@ -65,7 +66,7 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
     realms = tenant_realms_for(config, kv)  # tokens of tenants' own realms
     authenticator = authenticator_for(config, api_keys=api_keys, realms=realms)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
-    background = Background(stores.sink, controlplane, AUDIT_TABLE)
+    background = Background(stores.sink, controlplane, AUDIT_TABLE, Outbox(kv))
     audit = AuditTrail(background)
     mcp = McpSide(config, stores, metrics, audit)
     approvals = ApprovalQueue(kv, config.hitl_ttl_secs)
@@ -162,7 +163,14 @@ def build(config: AgentGatewayConfig, stores: Stores) -> ServiceDefinition:
         routes=endpoint.routes(),
         api=API_DOCS,
         metrics=metrics,
-        on_startup=[lambda: ready_kv(kv), mcp.start, changes.start, api_keys.start, realms.start],
+        on_startup=[
+            lambda: ready_kv(kv),
+            mcp.start,
+            changes.start,
+            api_keys.start,
+            realms.start,
+            stores.start_drain,  # where this process writes ClickHouse itself
+        ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,
     )

@@ -25,6 +25,7 @@ from runtime.peers import Peer
 from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import ready_kv
+from runtime.stores.outbox import Outbox
 from runtime.stores.vectors import open_vectors
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
@@ -38,7 +39,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
     vectors: dict[str, Any] = {}
     metrics = Metrics(SERVICE)
     controlplane = Peer(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
-    background = Background(stores.sink, controlplane)
+    background = Background(stores.sink, controlplane, Outbox(stores.kv))
     pipeline = ChatPipeline(config, stores.kv, AiMetrics(metrics), background)
     api_keys = IssuedKeys(stores.kv)  # `Bearer sk-…`: keys issued by the control plane
     realms = tenant_realms_for(config, stores.kv)  # tokens of tenants' own realms
@@ -99,6 +100,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
             pipeline.start,
             api_keys.start,
             realms.start,
+            stores.start_drain,  # where this process writes ClickHouse itself
         ],
         on_cleanup=[close],
         client_max_size=config.max_body_bytes,

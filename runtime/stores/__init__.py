@@ -6,7 +6,7 @@ way every service's `__main__` does, and tests build it from session fixtures in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis.asyncio as redis
 
@@ -15,6 +15,7 @@ from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
 from runtime.stores.kv import connect_kv
 from runtime.stores.kv_pipeline import close_pipelined
 from runtime.stores.kv_reachability import close_reachability
+from runtime.stores.outbox_drain import OutboxDrain, drain_for
 from runtime.stores.shipping import ShippingSink
 
 
@@ -23,8 +24,23 @@ class Stores:
     kv: redis.Redis
     sink: AnalyticsSink  # where log rows go
     analytics: Analytics | None = None  # set where this process may query ClickHouse
+    drain: OutboxDrain | None = field(default=None, init=False)
+
+    async def start_drain(self) -> None:
+        """Start the analytics outbox's drainer (`outbox_drain.py`) if this process writes
+        ClickHouse itself (on_startup, after the migrations)."""
+        if self.drain is None:
+            self.drain = drain_for(self.kv, self.sink)
+            if self.drain is not None:
+                await self.drain.start()
+
+    async def stop_drain(self) -> None:
+        if self.drain is not None:
+            await self.drain.close()
+            self.drain = None
 
     async def close(self) -> None:
+        await self.stop_drain()
         close_pipelined(self.kv)
         close_reachability(self.kv)
         await self.kv.aclose()

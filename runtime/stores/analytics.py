@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
@@ -69,19 +70,36 @@ class Analytics:
         """Apply pending migrations; returns the names applied now."""
         return await self._run(_migrate)  # type: ignore[no-any-return]
 
-    async def insert(self, table: str, rows: Sequence[Row]) -> int:
-        """Insert JSON rows into `gateway.<table>`; returns the number written."""
+    async def insert(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
+        """Insert JSON rows into `gateway.<table>`; returns the number written. Without a
+        deduplication `token` the insert gets one of its own: never skipped as a repeat
+        (`schema.DEDUP_WINDOW`); with one, a repeat of a recent insert's token is skipped."""
         if table not in WRITABLE_TABLES:
             raise InvalidRequest(f"unknown analytics table {table!r}")
         if not rows:
             return 0
         block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
+        await self._insert_block(table, block.encode(), token or uuid.uuid4().hex)
+        return len(rows)
+
+    async def insert_lines(self, table: str, lines: Sequence[bytes], token: str) -> int:
+        """Insert rows given as JSON lines, under the deduplication `token`: an insert with
+        the token of one of the table's last `schema.DEDUP_WINDOW` inserts is skipped (and
+        counted as written)."""
+        if table not in WRITABLE_TABLES:
+            raise InvalidRequest(f"unknown analytics table {table!r}")
+        if not lines:
+            return 0
+        await self._insert_block(table, b"\n".join(lines) + b"\n", token)
+        return len(lines)
+
+    async def _insert_block(self, table: str, block: bytes, token: str) -> None:
+        settings = {"insert_deduplication_token": token}
         await self._run(
             lambda c: c.raw_insert(
-                f"{DATABASE}.{table}", insert_block=block.encode(), fmt="JSONEachRow"
+                f"{DATABASE}.{table}", insert_block=block, fmt="JSONEachRow", settings=settings
             )
         )
-        return len(rows)
 
     async def query(
         self, sql: str, parameters: Mapping[str, Any] | None = None
@@ -114,7 +132,8 @@ def _migrate(client: Client) -> list[str]:
     for version, name, ddl in MIGRATIONS:
         if version in done:
             continue
-        client.command(ddl)
+        for statement in ddl.split(";"):
+            client.command(statement)
         client.insert(
             f"{DATABASE}.schema_migrations", [[version, name]], column_names=["version", "name"]
         )
@@ -123,9 +142,10 @@ def _migrate(client: Client) -> list[str]:
 
 
 class AnalyticsSink(Protocol):
-    """Where a service's log rows go."""
+    """Where a service's log rows go. `token`: the batch's name, the same on each retry of it
+    (`Analytics.insert`): a retry of a batch that was written after all writes nothing."""
 
-    async def write(self, table: str, rows: Sequence[Row]) -> int: ...
+    async def write(self, table: str, rows: Sequence[Row], token: str | None = None) -> int: ...
 
 
 class DirectSink:
@@ -144,9 +164,11 @@ class DirectSink:
         self._waiting: dict[str, list[tuple[Sequence[Row], asyncio.Future[None]]]] = {}
         self._drains: dict[str, asyncio.Task[None]] = {}
 
-    async def write(self, table: str, rows: Sequence[Row]) -> int:
+    async def write(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
         if not rows:
             return 0
+        if token is not None:  # a named batch is inserted alone, under its name
+            return await self.analytics.insert(table, rows, token)
         stored: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(table, []).append((rows, stored))
         if table not in self._drains:

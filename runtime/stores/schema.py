@@ -1,7 +1,8 @@
 """The analytics schema: versioned migrations that create the spec's tables in `gateway`.
 
 Columns are the spec's; a few extra columns the analytics endpoints group by are marked.
-Applied migrations are recorded in `gateway.schema_migrations`, so each runs once.
+Applied migrations are recorded in `gateway.schema_migrations`, so each runs once. A
+migration may hold several statements, separated by `;`.
 """
 
 from __future__ import annotations
@@ -100,4 +101,26 @@ MIGRATIONS: tuple[tuple[int, str, str], ...] = (
 )
 
 # Tables other services may write through the log-ingest RPC; nothing else is accepted.
-WRITABLE_TABLES = frozenset(name for _, name, _ in MIGRATIONS)
+WRITABLE_TABLES = frozenset(
+    ("request_log", "ai_request_log", "agent_audit_log", "sts_token_issuance")
+)
+
+# How many recent inserts per table ClickHouse remembers by their deduplication token: an
+# insert repeating a remembered token is skipped. The analytics outbox's drainer
+# (`runtime/stores/outbox_drain.py`) names each batch by its stream entries, so a batch
+# inserted again after its drainer died before acknowledging it is not written twice; every
+# other insert carries a token of its own (`Analytics.insert`). Without a token, a MergeTree
+# with this window would also drop an insert whose rows equal a remembered one's.
+DEDUP_WINDOW = 10_000
+
+MIGRATIONS += (
+    (
+        5,
+        "dedup_window",
+        ";".join(
+            f"ALTER TABLE {DATABASE}.{table} "
+            f"MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}"
+            for table in sorted(WRITABLE_TABLES)
+        ),
+    ),
+)

@@ -18,11 +18,11 @@ class ShippingSink:
     def __init__(self, target: str, master_key: str, deadline_secs: float) -> None:
         self.peer = Peer(target, master_key, deadline_secs)
 
-    async def write(self, table: str, rows: Sequence[Row]) -> int:
+    async def write(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
         if not rows:
             return 0
         request = log_ingest_pb2.WriteLogBatchRequest(
-            table=table, rows=[json_codec.dumps_text(r) for r in rows]
+            table=table, rows=[json_codec.dumps_text(r) for r in rows], dedup_token=token or ""
         )
         stub = log_ingest_pb2_grpc.LogIngestServiceStub(self.peer.channel)
         response = await self.peer.call(stub.WriteLogBatch, request)

@@ -263,7 +263,7 @@ async def test_lifecycle_bad_input_unknown_route_and_access(
 
 
 class FailingSink:
-    async def write(self, table: str, rows: Sequence[Any]) -> int:
+    async def write(self, table: str, rows: Sequence[Any], token: str | None = None) -> int:
         raise OSError("analytics store down")
 
 

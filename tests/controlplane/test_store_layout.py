@@ -66,7 +66,7 @@ def test_strata_migrate_applies_the_schema_once_and_fails_on_an_unreachable_stor
     }
     first = strata_migrate(environ)
     assert first.returncode == 0, first.stderr
-    assert "analytics schema: 4 migration(s) applied" in first.stdout
+    assert "analytics schema: 5 migration(s) applied" in first.stdout
     again = strata_migrate(environ)
     assert again.returncode == 0, again.stderr
     assert "analytics schema: 0 migration(s) applied" in again.stdout

@@ -24,11 +24,11 @@ class OutageSink:
         self.down = False
         self.failures = 0
 
-    async def write(self, table: str, rows: Sequence[Any]) -> int:
+    async def write(self, table: str, rows: Sequence[Any], token: str | None = None) -> int:
         if self.down:
             self.failures += 1
             raise Unavailable("analytics store error: connection refused")
-        return await self.inner.write(table, rows)
+        return await self.inner.write(table, rows, token)
 
 
 def env_for(sink: Any) -> PluginEnv:

@@ -111,6 +111,7 @@ async def test_migrations_are_recorded_and_run_once(analytics: Analytics) -> Non
         "ai_request_log",
         "agent_audit_log",
         "sts_token_issuance",
+        "dedup_window",
     ]
 
 

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,12 +98,14 @@ class Batcher:
                     return
 
     async def _write(self, batch: list[dict[str, Any]]) -> bool:
+        token = uuid.uuid4().hex  # the batch's name on each retry: a write given up on (a
+        # timeout, the chDB owner killed before its reply) that landed is not written twice
         for attempt in range(self.retries + 1):
             if attempt:
                 await asyncio.sleep(self.retry_delay)
             try:
                 async with asyncio.timeout(self.timeout):
-                    await self.sink.write(self.table, batch)
+                    await self.sink.write(self.table, batch, token)
                 return True
             except Exception as exc:  # any sink failure: the store or the gRPC hop to it
                 if self.metrics is not None:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from strata.access.v1 import access_pb2 as strata_dot_access_dot_v1_dot_access__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/controlplane/v1/log_ingest.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"3\n\x14WriteLogBatchRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x0c\n\x04rows\x18\x02 \x03(\t\"(\n\x15WriteLogBatchResponse\x12\x0f\n\x07written\x18\x01 \x01(\r2\x88\x01\n\x10LogIngestService\x12t\n\rWriteLogBatch\x12,.strata.controlplane.v1.WriteLogBatchRequest\x1a-.strata.controlplane.v1.WriteLogBatchResponse\"\x06\x8a\xb5\x18\x02\x08\x07\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/controlplane/v1/log_ingest.proto\x12\x16strata.controlplane.v1\x1a\x1dstrata/access/v1/access.proto\"H\n\x14WriteLogBatchRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\x0c\n\x04rows\x18\x02 \x03(\t\x12\x13\n\x0b\x64\x65\x64up_token\x18\x03 \x01(\t\"(\n\x15WriteLogBatchResponse\x12\x0f\n\x07written\x18\x01 \x01(\r2\x88\x01\n\x10LogIngestService\x12t\n\rWriteLogBatch\x12,.strata.controlplane.v1.WriteLogBatchRequest\x1a-.strata.controlplane.v1.WriteLogBatchResponse\"\x06\x8a\xb5\x18\x02\x08\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,9 +35,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LOGINGESTSERVICE'].methods_by_name['WriteLogBatch']._loaded_options = None
   _globals['_LOGINGESTSERVICE'].methods_by_name['WriteLogBatch']._serialized_options = b'\212\265\030\002\010\007'
   _globals['_WRITELOGBATCHREQUEST']._serialized_start=98
-  _globals['_WRITELOGBATCHREQUEST']._serialized_end=149
-  _globals['_WRITELOGBATCHRESPONSE']._serialized_start=151
-  _globals['_WRITELOGBATCHRESPONSE']._serialized_end=191
-  _globals['_LOGINGESTSERVICE']._serialized_start=194
-  _globals['_LOGINGESTSERVICE']._serialized_end=330
+  _globals['_WRITELOGBATCHREQUEST']._serialized_end=170
+  _globals['_WRITELOGBATCHRESPONSE']._serialized_start=172
+  _globals['_WRITELOGBATCHRESPONSE']._serialized_end=212
+  _globals['_LOGINGESTSERVICE']._serialized_start=215
+  _globals['_LOGINGESTSERVICE']._serialized_end=351
 # @@protoc_insertion_point(module_scope)

@@ -8,12 +8,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class WriteLogBatchRequest(_message.Message):
-    __slots__ = ("table", "rows")
+    __slots__ = ("table", "rows", "dedup_token")
     TABLE_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_TOKEN_FIELD_NUMBER: _ClassVar[int]
     table: str
     rows: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, table: _Optional[str] = ..., rows: _Optional[_Iterable[str]] = ...) -> None: ...
+    dedup_token: str
+    def __init__(self, table: _Optional[str] = ..., rows: _Optional[_Iterable[str]] = ..., dedup_token: _Optional[str] = ...) -> None: ...
 
 class WriteLogBatchResponse(_message.Message):
     __slots__ = ("written",)
