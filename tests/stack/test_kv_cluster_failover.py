@@ -5,11 +5,11 @@ The tenant is chosen so that its keys (rate-limit windows, token budget: one has
 the master that also holds the API-key change feed's channel, and that master is killed. Until
 its replica is promoted, the edge's tenant rate limit fails open (200 without X-RateLimit
 headers, `strata_edge_rate_limit_fail_open_total` counting each one) while the AI gateway's
-token budget, a security control, fails closed (503 `store_unavailable`). Once the replica
-serves the slot, both work normally again (the limiter counts, chat is 200) with no service
-restarted; the launcher starts the killed node again and it rejoins as a replica; the
-gateways' subscriptions to the feed come back on the promoted node. Every wait is bounded
-(SAFETY_SECS); nothing asserts how long anything took.
+token budget and an API key no gateway has checked yet, security controls, fail closed
+(503). Once the replica serves the slot, all work normally again (the limiter counts, chat
+is 200) with no service restarted; the launcher starts the killed node again and it rejoins
+as a replica; the gateways' subscriptions to the feed come back on the promoted node. Every
+wait is bounded (SAFETY_SECS); nothing asserts how long anything took.
 """
 
 from __future__ import annotations
