@@ -5,7 +5,8 @@ connections across them. The kernel would let any other process of the same user
 the primary first checks that nobody else holds the port, before its workers start; every
 other port of the edge is bound by the primary alone, unshared. A worker is a smaller edge:
 the same config and the same serve loop (`runtime.main`), built by `build_worker` into an
-apps-only definition: the data plane, no gRPC, no admin API.
+apps-only definition: the data plane, no gRPC, no admin API. A worker that ends while its
+primary serves (killed, crashed) is replaced by the primary.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -30,8 +32,11 @@ from runtime.stores import Stores
 from runtime.telemetry import Metrics
 
 SERVICE = "edge-proxy"
+RESPAWN_FIRST_SECS = 0.1  # a worker that ended is replaced this soon, doubling while it
+RESPAWN_MAX_SECS = 5.0  # ends again within a second of its start
 WORKER_STOP_SECS = 10.0  # a worker's drain after SIGTERM, then SIGKILL (the pod's grace counts it)
 Build = Callable[[EdgeConfig, Stores], ServiceDefinition]
+log = logging.getLogger(__name__)
 
 
 def build_worker(config: EdgeConfig, stores: Stores) -> ServiceDefinition:
@@ -67,28 +72,67 @@ def with_workers(build: Build) -> Build:
         metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
         definition = build(config, stores)
         workers: list[asyncio.subprocess.Process] = []
+        keepers: list[asyncio.Task[None]] = []
+        stopping = asyncio.Event()
+
+        async def spawn() -> asyncio.subprocess.Process:
+            env = {**os.environ, **config.environ(), "EDGE_PRIMARY_PID": str(os.getpid())}
+            return await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "gateways.edge", "--worker", env=env
+            )
+
+        async def keep(slot: int) -> None:
+            """A worker that ends while the primary serves (killed, crashed) is replaced, as
+            nginx's master replaces its workers; one that ends again within a second waits
+            longer before its next start (up to RESPAWN_MAX_SECS: no crash loop)."""
+            delay = RESPAWN_FIRST_SECS
+            while True:
+                worker = workers[slot]
+                started = asyncio.get_running_loop().time()
+                code = await worker.wait()
+                if stopping.is_set():
+                    return
+                if metrics_dir:  # its live gauges stop counting in the shared view
+                    worker_exited(metrics_dir, worker.pid)
+                quick = asyncio.get_running_loop().time() - started < 1.0
+                delay = min(delay * 2, RESPAWN_MAX_SECS) if quick else RESPAWN_FIRST_SECS
+                log.warning(
+                    "edge worker %d exited (code %s): starting another in %.1f s",
+                    worker.pid, code, delay,
+                )  # fmt: skip
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), delay)
+                if stopping.is_set():
+                    return
+                workers[slot] = await spawn()
+                if stopping.is_set():  # the stop began while it started: it drains too
+                    workers[slot].terminate()
 
         async def start() -> None:
-            env = {**os.environ, **config.environ(), "EDGE_PRIMARY_PID": str(os.getpid())}
-            for _ in range(config.workers - 1):
-                workers.append(
-                    await asyncio.create_subprocess_exec(
-                        sys.executable, "-m", "gateways.edge", "--worker", env=env
-                    )
-                )
+            for slot in range(config.workers - 1):
+                workers.append(await spawn())
+                keepers.append(asyncio.create_task(keep(slot), name=f"edge-worker-{slot}"))
 
         async def stop() -> None:
+            stopping.set()
             for worker in workers:
                 with contextlib.suppress(ProcessLookupError):
                     worker.terminate()
             for worker in workers:
-                try:
-                    await asyncio.wait_for(worker.wait(), WORKER_STOP_SECS)
-                except TimeoutError:
-                    worker.kill()
-                    await worker.wait()
-                if metrics_dir:  # its live gauges stop counting in the shared view
-                    worker_exited(metrics_dir, worker.pid)
+                await ended(worker)
+            await asyncio.gather(*keepers, return_exceptions=True)
+            for worker in workers:  # one started while the stop began (`keep` ended it)
+                await ended(worker)
+
+        async def ended(worker: asyncio.subprocess.Process) -> None:
+            """`worker` drained (SIGKILL after WORKER_STOP_SECS) and reaped."""
+            try:
+                await asyncio.wait_for(worker.wait(), WORKER_STOP_SECS)
+            except TimeoutError:
+                worker.kill()
+                await worker.wait()
+            if metrics_dir:  # its live gauges stop counting in the shared view (idempotent)
+                worker_exited(metrics_dir, worker.pid)
 
         def relay() -> None:  # SIGHUP: every worker rereads the standalone file too
             for worker in workers:
@@ -98,6 +142,7 @@ def with_workers(build: Build) -> Build:
         def drain_together() -> None:
             # SIGTERM to the primary alone (a pod's PID 1, `strata stop`): the workers begin
             # their drain with it rather than after it, so all of it fits the grace period.
+            stopping.set()  # and none is replaced
             for worker in workers:
                 with contextlib.suppress(ProcessLookupError):
                     worker.terminate()

@@ -125,3 +125,36 @@ async def test_the_workers_drain_together_with_their_primary(valkey_url: str) ->
         silent.close()  # the admin call ends, and with it the primary's drain
         await asyncio.wait_for(primary.wait(), 40)
         await in_flight
+
+
+async def test_a_killed_worker_is_replaced_and_the_port_served_by_as_many(valkey_url: str) -> None:
+    """SIGKILL to a worker (as the chaos suite or an OOM kill does): the primary starts another,
+    which serves the shared port beside it; SIGTERM then stops the replacement too."""
+    env = edge_env(valkey_url)
+    proxy = int(env["HTTP_PORT"])
+    primary = await start_edge(env)
+    try:
+        (killed,) = children(primary.pid)
+        os.kill(killed, signal.SIGKILL)
+        replacement = None
+        for _ in range(300):
+            now = [pid for pid in children(primary.pid) if pid != killed and running(pid)]
+            if now:
+                replacement = now[0]
+                break
+            await asyncio.sleep(0.05)
+        assert replacement is not None, "no worker replaced the killed one"
+        seen: set[int | None] = set()
+        for _ in range(400):  # until both processes have answered on the port
+            reply, pid = await asyncio.to_thread(answer, proxy, [primary.pid, replacement])
+            assert reply.startswith(b"HTTP/1.1 200"), reply
+            seen.add(pid)
+            if seen == {primary.pid, replacement}:
+                break
+            await asyncio.sleep(0.02)
+        assert seen == {primary.pid, replacement}
+    finally:
+        primary.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(primary.wait(), 20)
+    assert code == 0
+    assert not running(replacement)
