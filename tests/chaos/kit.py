@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import aiohttp
@@ -60,6 +61,21 @@ class ChaosStack(Stack):
         pid = self.pid(name)
         os.kill(pid, sig)
         return pid
+
+    def edge_workers(self) -> list[int]:
+        """The edge primary's data-plane workers (its child processes)."""
+        primary = self.pid("edge-proxy")
+        children = Path(f"/proc/{primary}/task/{primary}/children").read_text()
+        return [int(c) for c in children.split()]
+
+    async def worker_replaced(self, old_pid: int) -> int:
+        """Wait until the edge primary has started a worker in place of `old_pid`; its pid."""
+        for _ in range(600):
+            now = [pid for pid in self.edge_workers() if pid != old_pid]
+            if len(now) == EDGE_WORKERS - 1:
+                return now[0]
+            await asyncio.sleep(0.1)
+        raise AssertionError("the edge primary did not replace its killed worker")
 
     async def gone(self, pid: int) -> float:
         """When `pid` has exited and its parent, the launcher, has reaped it. A dying process

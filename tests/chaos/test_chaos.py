@@ -1,6 +1,7 @@
 """Replicas under failure (issue 24): steady traffic through the edge (chats, tool calls,
-session reads, routed requests) while one replica of each replicated service is taken down in
-turn and the launcher starts it again; the survivors serve meanwhile.
+session reads, routed requests) while one replica of each replicated service (and, in the
+kill -9 test, one of the edge's data-plane workers) is taken down in turn and started again;
+the survivors serve meanwhile.
 
 - `kill -9`: only calls in flight on the killed process may fail (the edge sends a call whose
   connection failed, and an idempotent one, to the other replica); analytics and audit rows
@@ -16,6 +17,7 @@ test (a few seconds per process taken down): well under the 3 minutes the CI run
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from collections import Counter
@@ -178,6 +180,23 @@ async def take_down(
     return over
 
 
+async def take_down_edge_worker(
+    stack: ChaosStack, http: Http, w: World, limited: str, events: list[Event]
+) -> int:
+    """SIGKILL to one of the edge's data-plane workers: every kind of call goes through it, so
+    any call in flight on the edge then may fail (those on its connections and in its
+    listener's queue, which the kernel resets); the primary and its other worker serve
+    meanwhile, and the primary starts another worker."""
+    (pid, *_) = stack.edge_workers()
+    event = Event("edge-proxy worker", time.monotonic(), ("chat", "tool", "session", "routed"))
+    events.append(event)
+    os.kill(pid, signal.SIGKILL)
+    event.gone = await stack.gone(pid)
+    over = await survivors_serve(stack, http, w, limited)
+    await stack.worker_replaced(pid)
+    return over
+
+
 async def edge_config_served(stack: ChaosStack, http: Http) -> None:
     config = await eventually(partial(edge_config_read, stack, http), lambda r: r.status == 200)
     assert config.status == 200, config.text
@@ -292,20 +311,23 @@ def unexpected(load: Load, events: list[Event]) -> list[str]:
 
 
 async def test_kill_9_one_replica_of_each_service_in_turn(stack: ChaosStack, mcp_url: str) -> None:
-    """SIGKILL to the second AI gateway, the second agent gateway and the first control plane
-    (the one owning the embedded chDB, which the others ship their rows to), a few seconds
-    apart; the launcher starts each again."""
+    """SIGKILL to the second AI gateway, the second agent gateway, the first control plane
+    (the one owning the embedded chDB, which the others ship their rows to) and one of the
+    edge's data-plane workers, a few seconds apart; the launcher starts each replica again,
+    the edge's primary its worker."""
     order = ["ai-gateway-2", "agent-gateway-2", "controlplane"]
     async with Http() as http:
-        w = await world(stack, http, mcp_url, len(order))
+        w = await world(stack, http, mcp_url, len(order) + 1)
         load = start_load(stack, w)
         await asyncio.sleep(WARM_SECS)
         events: list[Event] = []
         downs = []
-        for name, limited in zip(order, w.limited, strict=True):
+        for name, limited in zip(order, w.limited, strict=False):
             downs.append(asyncio.create_task(
                 take_down(stack, http, w, name, limited, signal.SIGKILL, events)))  # fmt: skip
             await asyncio.sleep(STAGGER_SECS)
+        downs.append(asyncio.create_task(
+            take_down_edge_worker(stack, http, w, w.limited[-1], events)))  # fmt: skip
         over = sum(await asyncio.gather(*downs))
         await edge_config_served(stack, http)
         await asyncio.sleep(SETTLE_SECS)
