@@ -163,37 +163,39 @@ def master_of_slot(ports: Sequence[int], slot: int) -> int:
 def roles(ports: Sequence[int]) -> dict[int, str]:
     """Each node's role (`master`, `replica`) by port, as the first node that answers says
     (an unknown or failed node: `failed`)."""
-    for port in ports:
-        try:
-            with client(port) as c:
-                text = str(c.execute_command("CLUSTER", "NODES"))
-        except (redis.RedisError, OSError):
-            continue
-        found = {}
-        for line in text.splitlines():
-            _, address, flags, *_ = line.split()
-            node_port = int(address.split("@")[0].rsplit(":", 1)[1])
-            flag = set(flags.split(","))
-            found[node_port] = (
-                "failed" if "fail" in flag else "master" if "master" in flag else "replica"
-            )
-        return found
-    return {}
+    found = {}
+    for _, address, flags, *_ in cluster_nodes(ports):
+        flag = set(flags.split(","))
+        found[port_of(address)] = (
+            "failed" if "fail" in flag else "master" if "master" in flag else "replica"
+        )
+    return found
 
 
 def replicas_of(ports: Sequence[int], master: int) -> list[int]:
     """The ports of the replicas of the master on `master`, as the first node of `ports`
     that answers says."""
+    lines = cluster_nodes(ports)
+    by_id = {f[0]: port_of(f[1]) for f in lines}
+    return [by_id[f[0]] for f in lines if f[3] != "-" and by_id.get(f[3]) == master]
+
+
+def cluster_nodes(ports: Sequence[int]) -> list[list[str]]:
+    """CLUSTER NODES of the first node of `ports` that answers, a list of fields per node
+    (id, address, flags, master id, …); empty when none answers."""
     for port in ports:
         try:
             with client(port) as c:
                 text = str(c.execute_command("CLUSTER", "NODES"))
         except (redis.RedisError, OSError):
             continue
-        lines = [line.split() for line in text.splitlines()]
-        by_id = {f[0]: int(f[1].split("@")[0].rsplit(":", 1)[1]) for f in lines}
-        return [by_id[f[0]] for f in lines if f[3] != "-" and by_id.get(f[3]) == master]
+        return [line.split() for line in text.splitlines()]
     return []
+
+
+def port_of(address: str) -> int:
+    """The client port of a CLUSTER NODES address (`host:port@bus`)."""
+    return int(address.split("@")[0].rsplit(":", 1)[1])
 
 
 def replicating(port: int) -> bool:
