@@ -98,6 +98,18 @@ async def appended(kv: Any, tenant: str, count: int) -> None:
     assert writer._rows == []  # none fell back to memory
 
 
+async def read_by_a_drainer(
+    kv: Any, analytics: Analytics, tenant: str, count: int
+) -> tuple[OutboxDrain, Any]:
+    """`count` rows of `tenant` appended, then read by a drainer `dead-<tenant>` (which the
+    test treats as killed: it never acknowledges them); the drainer and what it read."""
+    await appended(kv, tenant, count)
+    dead = OutboxDrain(kv, analytics, name=f"dead-{tenant}")
+    entries = await dead._read(TABLE)
+    assert sum(1 for _, f in entries if f and tenant in f["row"]) == count
+    return dead, entries
+
+
 async def test_a_logged_row_is_in_the_stream_when_the_answer_may_leave(
     kv: Any, analytics: Analytics
 ) -> None:
@@ -117,10 +129,7 @@ async def test_a_drainer_killed_between_insert_and_ack_leaves_no_duplicate(
     kv: Any, analytics: Analytics
 ) -> None:
     tenant = f"ob-{uuid.uuid4().hex[:8]}"
-    await appended(kv, tenant, 5)
-    dead = OutboxDrain(kv, analytics, name=f"dead-{tenant}")
-    entries = await dead._read(TABLE)
-    assert sum(1 for _, f in entries if f and tenant in f["row"]) == 5
+    dead, entries = await read_by_a_drainer(kv, analytics, tenant, 5)
     await dead._insert(TABLE, entries)  # written, then killed before XACK
     assert await trace_ids(analytics, tenant) == [f"{tenant}-{n}" for n in range(5)]
     assert await pending_of(kv, dead.name) == len(entries)
@@ -136,10 +145,7 @@ async def test_a_dead_consumers_pending_batch_is_claimed_and_written_by_another(
     kv: Any, analytics: Analytics
 ) -> None:
     tenant = f"ob-{uuid.uuid4().hex[:8]}"
-    await appended(kv, tenant, 4)
-    dead = OutboxDrain(kv, analytics, name=f"dead-{tenant}")
-    entries = await dead._read(TABLE)  # read, then killed before its insert
-    assert sum(1 for _, f in entries if f and tenant in f["row"]) == 4
+    dead, entries = await read_by_a_drainer(kv, analytics, tenant, 4)  # killed before its insert
     heir = OutboxDrain(kv, analytics, name=f"heir-{tenant}", min_idle_secs=0.2)
     assert await heir.recover() == 0  # not idle long enough: its drainer may be at work
     assert await pending_of(kv, dead.name) == len(entries)
