@@ -22,11 +22,11 @@ args = parser.parse_args()
 
 if args.worker:
     die_with_primary(int(os.environ["EDGE_PRIMARY_PID"]))
-if not args.worker and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-    # One metrics view over the primary and its workers (which inherit the variable): set
-    # before any metric exists, in a directory of this edge's own.
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="strata-edge-metrics-")
 if not args.worker:
+    # One metrics view over the primary and its workers (which inherit the variable): set
+    # before any metric exists, in a directory of this edge's own, always: a directory named
+    # by an inherited variable (a test process's, a shell's) may be another edge's too.
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="strata-edge-metrics-")
     prepare_multiproc_dir(os.environ["PROMETHEUS_MULTIPROC_DIR"])
 environ = dict(os.environ)
 if args.workers is not None:

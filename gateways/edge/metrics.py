@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import functools
 import glob
+import logging
 import os
+import struct
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.mmap_dict import MmapedDict
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
+log = logging.getLogger(__name__)
+MERGE_ATTEMPTS = 3
 # APISIX's default buckets, in milliseconds.
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000)
 STATUS_LABELS = ("code", "route", "matched_uri", "matched_host", "service", "consumer", "node")
@@ -93,23 +98,35 @@ class EdgeMetrics:
 
 
 class _SizedFiles:
-    """Every process's files but those still empty: a worker creates its file for a metric
-    type on that type's first use (a request's latency, say) and sizes it an instant later,
-    and an empty file holds no value yet (prometheus_client would fail reading it)."""
+    """Every process's files but those it cannot read whole now: a worker creates its file
+    for a metric type on that type's first use and sizes it an instant later, and an entry
+    read while it is being written may be torn. Such a file is left out of this scrape (its
+    values are in the next one) rather than failing the scrape with a 500."""
 
     def __init__(self, path: str) -> None:
         self.path = path
 
     def collect(self) -> Any:
-        files = [f for f in glob.glob(os.path.join(self.path, "*.db")) if _size(f)]
-        return MultiProcessCollector.merge(files, accumulate=True)
+        for attempt in range(MERGE_ATTEMPTS):  # a file may change between the check and the read
+            files = [f for f in glob.glob(os.path.join(self.path, "*.db")) if _readable(f)]
+            try:
+                return MultiProcessCollector.merge(files, accumulate=True)
+            except (OSError, ValueError, struct.error):
+                if attempt == MERGE_ATTEMPTS - 1:
+                    raise
+        return []
 
 
-def _size(path: str) -> int:
+def _readable(path: str) -> bool:
     try:
-        return os.path.getsize(path)
-    except FileNotFoundError:
-        return 0
+        if not os.path.getsize(path):
+            return False
+        for _ in MmapedDict.read_all_values_from_file(path):
+            pass
+    except (OSError, ValueError, struct.error) as exc:  # UnicodeDecodeError is a ValueError
+        log.warning("metrics file %s left out of this scrape: %r", path, exc)
+        return False
+    return True
 
 
 @functools.cache

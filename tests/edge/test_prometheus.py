@@ -6,6 +6,7 @@ import multiprocessing
 import re
 from pathlib import Path
 
+import pytest
 from edge_kit import count_requests, make_plugin, request
 
 from gateways.edge.metrics import EdgeMetrics, prepare_multiproc_dir
@@ -48,14 +49,28 @@ def test_one_exposition_over_two_processes(tmp_path: Path) -> None:
     assert got[("apisix_http_latency_count", frozenset({**route, "type": "request"}.items()))] == 9
 
 
-def test_a_file_a_worker_has_just_created_does_not_fail_the_scrape(tmp_path: Path) -> None:
+@pytest.fixture(autouse=True)
+def own_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EdgeMetrics with a directory sets PROMETHEUS_MULTIPROC_DIR in this process (the
+    multiprocess mode reads it there): put it back after each test, or every stack this test
+    process starts later inherits it."""
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+
+
+def test_a_file_being_written_does_not_fail_the_scrape(tmp_path: Path) -> None:
     """A worker creates its file for a metric type on that type's first use and sizes it an
-    instant later: a scrape in that instant (seen in CI as a 500) reads the others' values."""
+    instant later, and writes entries while a scrape may read them: a scrape reading a file in
+    that state (seen in CI as a 500: an empty file, a torn key) leaves it out and reads the
+    others' values."""
     directory = str(tmp_path / "prom")
     prepare_multiproc_dir(directory)
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         pool.apply(count_requests, ((directory, 3, 200),))
     (tmp_path / "prom" / "histogram_4242.db").touch()  # created, not yet sized
+    (written,) = (tmp_path / "prom").glob("counter_*.db")
+    torn = bytearray(written.read_bytes())
+    torn[20:24] = b"\xb2\xb2\xb2\xb2"  # inside the first entry's key
+    (tmp_path / "prom" / "counter_4343.db").write_bytes(bytes(torn))
     got = samples(EdgeMetrics(directory).exposition())
     status = {"route": "r1", "matched_uri": "/api/*", "matched_host": "edge.local",
               "service": "", "consumer": "", "node": "", "code": "200"}  # fmt: skip
