@@ -161,8 +161,12 @@ def _kind(cls: type, multiproc_dir: str | None) -> type:
         return cls
     global _mmap_value
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = multiproc_dir
-    if _mmap_value is None:
-        _mmap_value = values.MultiProcessValue()  # one per process: one file per metric type
+    if _mmap_value is None:  # one per process: one file per metric type and process
+        # A worker inherits the variable, so prometheus_client chose its multiprocess mode at
+        # import and its own value class already writes this process's files: a second one
+        # would write the same files at its own offsets, tearing the other's entries.
+        inherited = values.ValueClass is not values.MutexValue
+        _mmap_value = values.ValueClass if inherited else values.MultiProcessValue()
 
     class Mmapped(cls):  # type: ignore[misc]
         def _metric_init(self) -> None:

@@ -287,3 +287,7 @@ async def test_dashboards_and_alerts_query_only_what_the_running_services_expose
     }
     assert missing == {}
     assert len(queried_metrics()) == 5  # four dashboards and the rules
+    # Every process's metrics file read whole: none left out for a torn entry (two writers in
+    # one worker once tore them, gateways/edge/metrics.py).
+    edge_log = (stack / "logs" / "edge-proxy.log").read_text()
+    assert "left out of this scrape" not in edge_log
