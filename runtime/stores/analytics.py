@@ -74,13 +74,8 @@ class Analytics:
         """Insert JSON rows into `gateway.<table>`; returns the number written. Without a
         deduplication `token` the insert gets one of its own: never skipped as a repeat
         (`schema.DEDUP_WINDOW`); with one, a repeat of a recent insert's token is skipped."""
-        if table not in WRITABLE_TABLES:
-            raise InvalidRequest(f"unknown analytics table {table!r}")
-        if not rows:
-            return 0
-        block = "".join(json.dumps(r, separators=(",", ":"), default=str) + "\n" for r in rows)
-        await self._insert_block(table, block.encode(), token or uuid.uuid4().hex)
-        return len(rows)
+        lines = [json.dumps(r, separators=(",", ":"), default=str).encode() for r in rows]
+        return await self.insert_lines(table, lines, token or uuid.uuid4().hex)
 
     async def insert_lines(self, table: str, lines: Sequence[bytes], token: str) -> int:
         """Insert rows given as JSON lines, under the deduplication `token`: an insert with
@@ -90,16 +85,14 @@ class Analytics:
             raise InvalidRequest(f"unknown analytics table {table!r}")
         if not lines:
             return 0
-        await self._insert_block(table, b"\n".join(lines) + b"\n", token)
-        return len(lines)
-
-    async def _insert_block(self, table: str, block: bytes, token: str) -> None:
+        block = b"\n".join(lines) + b"\n"
         settings = {"insert_deduplication_token": token}
         await self._run(
             lambda c: c.raw_insert(
                 f"{DATABASE}.{table}", insert_block=block, fmt="JSONEachRow", settings=settings
             )
         )
+        return len(lines)
 
     async def query(
         self, sql: str, parameters: Mapping[str, Any] | None = None
