@@ -35,6 +35,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 # Beside a developer's own stack on the default ports, and below the kernel's ephemeral range
 # (32768+), where an outgoing connection of another test could hold a fixed port.
 OFFSET = 200
+MEMORY_BUDGET = json.loads((Path(__file__).parent / "memory_budget.json").read_text())
+IDLE_SECS = 5  # how long after "up" the footprint is read, as tests/bench/cold_start.py does
 SERVICES = {  # name: (health URL, gRPC target, a service its reflection must list)
     "controlplane": (
         f"http://127.0.0.1:{4001 + OFFSET}/health",
@@ -71,7 +73,8 @@ async def collector() -> AsyncIterator[OtlpCollector]:
 async def launched(
     tmp_path_factory: pytest.TempPathFactory, collector: OtlpCollector
 ) -> AsyncIterator[tuple[Path, str]]:
-    """The stack's data directory, and what `strata up` printed until it was up."""
+    """The stack's data directory, and what `strata up` printed until it was up; on the way,
+    each process's idle footprint (`idle_rss`), read before any test sends traffic."""
     data = tmp_path_factory.mktemp("stack")
     env = {
         **os.environ,
@@ -82,6 +85,8 @@ async def launched(
         data, OFFSET, "--edge-workers", "2", "--timeout", "150", env=env
     )
     assert "Strata is up" in output, output + stack_logs(data)
+    await asyncio.sleep(IDLE_SECS)
+    IDLE_RSS.update(await asyncio.to_thread(idle_footprint, data, proc.pid))
     yield data, output
     stop = await asyncio.to_thread(strata, "stop", data)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
@@ -100,6 +105,31 @@ def stack(launched: tuple[Path, str]) -> Path:
 
 def strata(verb: str, data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return strata_verb(verb, data, OFFSET, *args)
+
+
+IDLE_RSS: dict[str, float] = {}
+
+
+def idle_footprint(data: Path, launcher_pid: int) -> dict[str, float]:
+    """MB per process as `strata status` shows it, and the launcher's own VmRSS."""
+    result = strata("status", data)
+    rows = [line.split() for line in result.stdout.splitlines()[1:] if line.strip()]
+    found = {row[0]: float(row[3]) for row in rows if len(row) > 3 and row[1].isdigit()}
+    status = Path(f"/proc/{launcher_pid}/status").read_text()
+    found["launcher"] = int(status.split("VmRSS:")[1].split()[0]) / 1024
+    return found
+
+
+def test_no_process_idles_above_its_memory_budget(stack: Path) -> None:
+    """Memory cannot creep back unseen: 10% over the recorded figure fails, naming the process."""
+    budget = {name: mb for name, mb in MEMORY_BUDGET.items() if not name.startswith("_")}
+    assert set(budget) <= set(IDLE_RSS), f"no figure for {set(budget) - set(IDLE_RSS)}"
+    over = {
+        name: f"{IDLE_RSS[name]:.0f} MB idle, budget {mb} MB"
+        for name, mb in budget.items()
+        if IDLE_RSS[name] > mb * 1.10
+    }
+    assert not over, over
 
 
 @pytest.mark.parametrize("service", sorted(SERVICES))
