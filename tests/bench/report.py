@@ -127,17 +127,21 @@ def plot(result: dict[str, Any], metric: str, title: str, unit: str, path: Path)
         if r["target"] not in targets:
             targets.append(r["target"])
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
-    width = 0.8 / max(len(targets), 1)
-    for i, target in enumerate(targets):
-        xs, ys = [], []
-        for g, (group, c) in enumerate(groups):
-            row = next((r for r in rows if r["target"] == target and r["group"] == group
-                        and r["concurrency"] == c), None)  # fmt: skip
-            if row is not None:
-                xs.append(g + (i - (len(targets) - 1) / 2) * width)
-                ys.append(row[metric])
-        bars = ax.bar(xs, ys, width, label=target)
-        ax.bar_label(bars, labels=[f"{y:,.3g}" for y in ys], fontsize=7, padding=2)
+    colors = {t: f"C{i}" for i, t in enumerate(targets)}
+    labelled: set[str] = set()
+    width = 0.8 / max(max(sum(1 for r in rows if (r["group"], r["concurrency"]) == g)
+                          for g in groups), 1)  # fmt: skip
+    for g, (group, c) in enumerate(groups):
+        here = [r for r in rows if r["group"] == group and r["concurrency"] == c]
+        for i, row in enumerate(here):  # the group's bars, centred on its tick
+            target = row["target"]
+            x = g + (i - (len(here) - 1) / 2) * width
+            bars = ax.bar([x], [row[metric]], width, color=colors[target],
+                          label=None if target in labelled else target)  # fmt: skip
+            labelled.add(target)
+            value = row[metric]
+            ax.bar_label(bars, labels=[f"{value:,.0f}" if value >= 10 else f"{value:.2f}"],
+                         fontsize=7, padding=2)  # fmt: skip
     ax.set_yscale("log")
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([f"{GROUP_TITLE.get(g, g)}\nc={c}" for g, c in groups])

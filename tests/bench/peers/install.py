@@ -35,8 +35,8 @@ class Peer:
         return self.home / "bin"
 
 
-# Newer releases' `proxy` extra pins companion packages (litellm-proxy, litellm-proxy-extras
-# > 0.4.110) the index here does not serve yet: the newest release whose extra installs.
+# The newer releases tried (1.110.2, 1.109.3, 1.108.14) pin, in their `proxy` extra, companion
+# packages (litellm-proxy, litellm-proxy-extras > 0.4.110) the index here does not serve.
 LITELLM = Peer("litellm", "1.108.5", "litellm[proxy]=={version}", "litellm")
 CONTEXTFORGE = Peer("contextforge", "1.0.7", "mcp-contextforge-gateway=={version}", "mcpgateway")
 PEERS = {p.name: p for p in (LITELLM, CONTEXTFORGE)}
