@@ -84,6 +84,10 @@ CF_ADMIN = "admin@example.com"
 CF_SESSION = "ContextForge, session reused"
 
 
+class StackDidNotStart(Exception):
+    """`strata up` exited before the stack was up (e.g. one of its ports was taken)."""
+
+
 def healthy_after(proc: subprocess.Popen[bytes], url: str, started: float) -> float:
     """Seconds from `started` until `url` answers 200 (the process must stay up)."""
     deadline = started + 240
@@ -117,6 +121,9 @@ def start_strata(
         if "Press Ctrl-C" in line:
             break
     text = "".join(lines)
+    if "Press Ctrl-C" not in text:  # it said why on stderr (e.g. a port in use) and exited
+        stack.wait(timeout=60)
+        raise StackDidNotStart(f"exited with {stack.returncode}")
     up = re.search(r"up in ([\d.]+)s", text)
     master = re.search(r"master key\s+(\S+)", text)
     assert up and master, text
@@ -233,7 +240,15 @@ def main() -> None:
             wait_for(upstream, DIRECT)
 
             # Strata: the whole stack, then configured as the AI and agent benchmarks do.
-            stack, master, pids, strata_up = start_strata(tmp / "data")
+            for _ in range(3):  # another helper's test may hold one of its ports for a moment
+                try:
+                    stack, master, pids, strata_up = start_strata(tmp / "data")
+                    break
+                except StackDidNotStart as busy:
+                    print(f"strata up: {busy}; trying again in 15 s", flush=True)
+                    time.sleep(15)
+            else:
+                raise RuntimeError("strata up did not start in 3 attempts")
             time.sleep(IDLE_S)
             # A gateway's time is from `strata up`'s start (the stores start first) to that
             # gateway ready; the stack's, to every service healthy.
