@@ -7,7 +7,8 @@ control plane, most of which runs once and never again. Those pages are clean co
 file: `MADV_DONTNEED` on them drops them from this process, and a page that is needed later
 is read back from the page cache (or the file) on its first touch, unchanged. Only mappings
 that cannot hold a page of their own are released: not writable, and no anonymous
-(copied-on-write) page in them, as `/proc/self/smaps` shows; the relocated data, the heap and
+(copied-on-write) page in them, as `/proc/self/smaps` shows (a page of the file that is dirty
+in the page cache is still the file's); the relocated data, the heap and
 everything else stay as they are.
 """
 
@@ -64,11 +65,11 @@ def _clean_mappings(smaps: Iterable[str], roots: tuple[str, ...]) -> list[tuple[
                 span = (int(low, 16), int(high, 16))
                 found.append((*span, 0))
             continue
-        if not current or fields[0] not in ("Rss:", "Anonymous:", "Private_Dirty:"):
+        if not current or fields[0] not in ("Rss:", "Anonymous:"):
             continue
         if fields[0] == "Rss:":
             found[-1] = (*span, int(fields[1]))
-        elif int(fields[1]):  # a page of its own: leave the whole mapping alone
+        elif int(fields[1]):  # a copied-on-write page: leave the whole mapping alone
             found.pop()
             current = False
     return found
