@@ -7,7 +7,6 @@ import signal
 import sys
 from pathlib import Path
 
-from cli.launcher import commands
 from cli.launcher.ports import COLLIDING
 from cli.launcher.up import up
 
@@ -158,6 +157,8 @@ def cli(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "up":
         return up(args)
+    from cli.launcher import commands  # not kept in `strata up`: aiohttp, for `status`
+
     if args.command == "version":
         return commands.version()
     if args.command == "config":

@@ -7,6 +7,7 @@ The agent registry and the STS exist only when `SVC_AGENT_IDENTITY=on` (404 othe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -44,6 +45,7 @@ from runtime.keyring import keyring_of
 from runtime.peers import Peer
 from runtime.service import Binding, ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
+from runtime.stores.analytics import Analytics
 from runtime.stores.kv import kv_status, ready_kv
 from runtime.stores.outbox import Outbox
 from runtime.telemetry import Metrics
@@ -180,15 +182,31 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             "checks": {"redis": redis},
         }
 
-    async def migrate() -> None:
+    async def migrate_analytics(analytics: Analytics) -> None:
         # An unreachable analytics store does not stop the control plane: its analytics
         # endpoints answer 503 and apply the migrations on their first successful query.
+        try:
+            await analytics.migrate()
+            await settings_servicer.apply_stored_retention()
+        except Unavailable as exc:
+            log.error("analytics store unreachable at start", extra={"error": exc.message})
+            return
+        released = await analytics.release_startup_pages()
+        if released:
+            log.info(
+                "analytics engine started", extra={"startup_pages_released_mb": released // 1024}
+            )
+
+    migrating: list[asyncio.Task[None]] = []
+
+    async def migrate() -> None:
+        # In the background: the control plane answers meanwhile (starting embedded chDB and
+        # migrating takes a second or two). The store runs its calls one at a time, in order,
+        # and the migration is its first (queued before this returns), so every analytics
+        # call waits for it as it did when this step waited itself.
         if stores.analytics is not None:
-            try:
-                await stores.analytics.migrate()
-                await settings_servicer.apply_stored_retention()
-            except Unavailable as exc:
-                log.error("analytics store unreachable at start", extra={"error": exc.message})
+            migrating.append(asyncio.create_task(migrate_analytics(stores.analytics)))
+            await asyncio.sleep(0)  # the task runs up to its first call on the store's thread
 
     async def publish_sts_key() -> None:
         # The key set lists this process's key before its first token (also done per token).
@@ -228,6 +246,8 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
             await delivery.start()
 
     async def close() -> None:
+        for task in migrating:
+            task.cancel()
         await delivery.stop()
         await sts_audit.flush()
         await edge_config.stop()

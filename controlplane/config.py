@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlplane.agent_identity.keys import load_private_der_b64
-from controlplane.licensing import check_public_key
 from runtime.config import (
     AgentIdentityConfig,
     EnvironmentConfig,
@@ -15,6 +13,20 @@ from runtime.config import (
     loopback,
     var,
 )
+
+
+# The two checks import their modules when a value is given: the launcher reads this class to
+# plan its processes, and stays small without the STS's and the licence's dependencies.
+def load_private_der_b64(value: str) -> object:
+    from controlplane.agent_identity.keys import load_private_der_b64 as load
+
+    return load(value)
+
+
+def check_public_key(value: str) -> None:
+    from controlplane.licensing import check_public_key as check
+
+    check(value)
 
 
 @dataclass(frozen=True, kw_only=True)

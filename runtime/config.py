@@ -20,9 +20,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any, ClassVar, Self
 
-from runtime.idp_tokens import DEFAULT_AUDIENCES
-from runtime.keyring import check_keys
-
 VERSION = "0.1.0"
 
 REQUIRED: Any = MISSING  # the default of a variable that must be set
@@ -37,6 +34,17 @@ PRIVATE_CIDRS = (
     "fc00::/7",
 )
 PORT_RANGE = (0, 65535)  # 0 picks a free port (tests)
+
+
+DEFAULT_AUDIENCES = ("strata",)  # the dev IdP's `aud`, and the k8s realm's audience mapper
+
+
+def check_keys(value: str) -> None:
+    """`runtime.keyring.check_keys`, imported when a keyring is given: reading a service's
+    configuration (the launcher plans its processes with it) loads no cryptography."""
+    from runtime.keyring import check_keys as check
+
+    check(value)
 
 
 class ConfigError(Exception):

@@ -17,7 +17,8 @@ before any middleware or route. The runner's server makes its connections with
 from __future__ import annotations
 
 import logging
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import (
@@ -31,19 +32,15 @@ from aiohttp.http_exceptions import (
 )
 from aiohttp.web_request import BaseRequest
 
-from runtime.errors import InvalidRequest, StrataError
-from runtime.http_rules import Envelope
-from runtime.service import spec_error
+if TYPE_CHECKING:
+    from runtime.errors import StrataError
+    from runtime.http_rules import Envelope
 
 log = logging.getLogger(__name__)
 
 # aiohttp's limits (its defaults, kept): a header field's name and value together, and the
 # request target. The edge refuses longer ones itself, so it never forwards what is refused here.
 MAX_FIELD_BYTES = 8190
-
-
-class HeaderFieldsTooLarge(InvalidRequest):
-    http_status = 431
 
 
 # What each parse error says of the request, never quoting it.
@@ -55,10 +52,29 @@ _PROBLEMS: tuple[tuple[type[BadHttpMessage], str], ...] = (
 )
 
 
+# The platform's errors (and gRPC, their codes) are imported when a request cannot be parsed,
+# not before: the sidecars serve through FrontDoorRunner too, and stay small without them.
+@cache
+def _too_large() -> type[StrataError]:
+    from runtime.errors import InvalidRequest
+
+    class HeaderFieldsTooLarge(InvalidRequest):
+        http_status = 431
+
+    return HeaderFieldsTooLarge
+
+
+def spec_error(err: StrataError) -> Any:
+    """The spec's error body: `{error, message, ...}` (`runtime.service.spec_error`)."""
+    return err.body()
+
+
 def parse_error(exc: HttpProcessingError) -> StrataError:
     """The error a request aiohttp could not parse answers with."""
+    from runtime.errors import InvalidRequest
+
     if isinstance(exc, LineTooLong):
-        return HeaderFieldsTooLarge(
+        return _too_large()(
             f"the request line or a header field is longer than {MAX_FIELD_BYTES} bytes",
             error="request_header_fields_too_large",
         )

@@ -31,9 +31,9 @@ from typing import Any
 import jwt
 
 from runtime import json_codec
+from runtime.config import DEFAULT_AUDIENCES as DEFAULT_AUDIENCES  # defined with IDP_AUDIENCES
 
 ALGORITHMS = ("RS256", "ES256")
-DEFAULT_AUDIENCES = ("strata",)  # the dev IdP's `aud`, and the k8s realm's audience mapper
 MAX_TOKEN_CHARS = 16 * 1024
 IAT_SKEW_SECS = 60
 # RFC 7519 §5.1 and RFC 9068 §2.1 (media types compare case-insensitively).

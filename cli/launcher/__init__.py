@@ -9,7 +9,8 @@ cleanly on Ctrl-C or `strata stop`. `strata status`, `env`, `logs` and `version`
 the running stack. State lives in one data directory across restarts.
 
 Modules: `plan` (the processes and their environment), `secrets_file` (secrets.json),
-`ports` (the port checks), `supervise` (start, health, stop), `bootstrap` (development setup),
+`ports` (the port checks), `supervise` (start, health, stop; `http` and `grpc_health` its
+lean HTTP and gRPC health calls), `bootstrap` (development setup),
 `state` (stack.json), `banner` (what is printed), `balance` (`--replicas`: the edge's upstreams
 over the gateways' replicas), `up`, `config_file` (`up --config`: a
 declarative configuration applied once up), `commands` (the other verbs). The command line

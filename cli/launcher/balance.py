@@ -16,11 +16,12 @@ are put back to their single node, and an operator's own upstream is left alone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
+from cli.launcher.http import Http, HttpError
 
 LABEL = {"managed-by": "strata-up"}
 PASSIVE = {
@@ -39,7 +40,7 @@ AGENT_URIS = [
     "/mcp",
     "/mcp/*",
 ]
-TIMEOUT = aiohttp.ClientTimeout(total=30)
+TIMEOUT_SECS = 30.0
 Say = Callable[[str], None]
 
 
@@ -81,17 +82,17 @@ async def balance(
 ) -> bool:
     """Point the edge at every replica; False (after saying why) when the Admin API refused."""
     headers = {"X-API-KEY": admin_key}
-    async with aiohttp.ClientSession(timeout=TIMEOUT, headers=headers) as http:
+    async with Http(TIMEOUT_SECS, headers) as http:
         if len(ai) == 1 and not await _balanced_before(http, admin_url):
             return True  # one replica, nothing of ours to undo: the reference route stands
         for path, body in resources(ai, agent):
             try:
-                async with http.put(f"{admin_url}/apisix/admin/{path}", json=body) as resp:
-                    if resp.status not in (200, 201):
-                        say(f"{'edge':<14} {path} refused ({resp.status}): {await resp.text()}")
-                        return False
-            except (aiohttp.ClientError, TimeoutError) as exc:
+                status, text = await http.request("PUT", f"{admin_url}/apisix/admin/{path}", body)
+            except HttpError as exc:
                 say(f"{'edge':<14} {path}: {exc or type(exc).__name__}")
+                return False
+            if status not in (200, 201):
+                say(f"{'edge':<14} {path} refused ({status}): {text}")
                 return False
     say(
         f"{'edge':<14} balances {len(ai)} AI gateway and {len(agent)} agent gateway "
@@ -100,13 +101,13 @@ async def balance(
     return True
 
 
-async def _balanced_before(http: aiohttp.ClientSession, admin_url: str) -> bool:
+async def _balanced_before(http: Http, admin_url: str) -> bool:
     try:
-        async with http.get(f"{admin_url}/apisix/admin/upstreams/ai-gateway") as resp:
-            if resp.status != 200:
-                return False
-            body = await resp.json(content_type=None)
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+        status, text = await http.request("GET", f"{admin_url}/apisix/admin/upstreams/ai-gateway")
+        if status != 200:
+            return False
+        body = json.loads(text)
+    except (*HttpError, ValueError):
         return False  # nothing to undo that can be seen: the reference route stands
     value = body.get("value", {}) if isinstance(body, dict) else {}
     return bool(value.get("labels") == LABEL)

@@ -28,10 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
+from cli.launcher.http import Http, HttpError
 from cli.launcher.secrets_file import read_secrets, secrets_path, update_secrets
-from runtime.stores.kv import is_cluster_url
 from sidecars.echo_llm.provider import PROVIDER_ID, echo_provider
 
 MARKER = "bootstrap.json"
@@ -41,7 +39,7 @@ DEFAULT_PLAN = "pro"
 DEV_TENANT = "acme"
 DEV_KEY_NAME = "strata-dev"  # the key's edge consumer name
 DEV_KEY_ROUTES = ["v1"]  # the reference edge route to the AI gateway
-TIMEOUT = aiohttp.ClientTimeout(total=30)
+TIMEOUT_SECS = 30.0
 Say = Callable[[str], None]
 
 
@@ -53,23 +51,20 @@ class StepFailed(Exception):
 class Api:
     """JSON over HTTP with a bearer credential."""
 
-    http: aiohttp.ClientSession
+    http: Http
     base: str
     credential: str
 
     async def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         headers = {"Authorization": f"Bearer {self.credential}"}
         try:
-            async with self.http.request(
-                method, self.base + path, json=body, headers=headers
-            ) as resp:
-                text = await resp.text()
-                try:
-                    return resp.status, json.loads(text) if text else None
-                except ValueError:
-                    return resp.status, text
-        except (aiohttp.ClientError, TimeoutError) as exc:
+            status, text = await self.http.request(method, self.base + path, body, headers)
+        except HttpError as exc:
             raise StepFailed(f"{method} {path}: {exc or type(exc).__name__}") from None
+        try:
+            return status, json.loads(text) if text else None
+        except ValueError:
+            return status, text
 
     async def expect(self, method: str, path: str, body: Any = None, ok: int = 200) -> Any:
         status, answer = await self.call(method, path, body)
@@ -87,8 +82,10 @@ def _reason(answer: Any) -> str:
 
 
 def marker(env: dict[str, str]) -> str:
-    """The record of the steps done in the stack's key-value store (STORE_URL)."""
-    return CLUSTER_MARKER if is_cluster_url(env.get("STORE_URL", "")) else MARKER
+    """The record of the steps done in the stack's key-value store (STORE_URL: a cluster's
+    scheme is `redis+cluster` or `rediss+cluster`, `runtime.stores.kv.CLUSTER_SCHEMES`)."""
+    scheme = env.get("STORE_URL", "").partition("://")[0]
+    return CLUSTER_MARKER if scheme.endswith("+cluster") else MARKER
 
 
 def read_marker(data_dir: Path, name: str = MARKER) -> dict[str, str]:
@@ -109,7 +106,7 @@ async def bootstrap(data_dir: Path, cp_url: str, env: dict[str, str], say: Say) 
     if env.get("ENVIRONMENT") != "development":
         say(f"{'bootstrap':<14} skipped (ENVIRONMENT={env.get('ENVIRONMENT')}, not development)")
         return
-    async with aiohttp.ClientSession(timeout=TIMEOUT) as http:
+    async with Http(TIMEOUT_SECS) as http:
         cp = Api(http, cp_url, env["MASTER_KEY"])
         idp = Api(http, env["IDP_ADMIN_URL"], env["IDP_ADMIN_TOKEN"])
         record = marker(env)

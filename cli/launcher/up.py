@@ -23,8 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-from redis.exceptions import RedisError
-
 from cli.launcher import config_file, kv_cluster, ports
 from cli.launcher.balance import balance
 from cli.launcher.banner import session_help
@@ -37,7 +35,7 @@ from cli.launcher.plan import (
     kv_bus_port,
     kv_nodes_of,
     layout,
-    plan,
+    plan_apart,
     replica_urls,
 )
 from cli.launcher.secrets_file import read_secrets
@@ -53,13 +51,19 @@ from cli.launcher.supervise import (
     spawn,
     stop_all,
     tail,
+    this_run,
     wait_healthy,
 )
 from runtime.config import ConfigError
 from runtime.logs import FLUSH_SECS
 
-FIRST = ("valkey", "idp")  # the services need these from their first call
+# Started and healthy before the others: the services connect to the key-value store while
+# starting. The IdP starts with them: they fetch its keys on their first token, and nothing
+# calls it before the stack is up (the bootstrap, once every process is healthy).
+FIRST = ("valkey",)
 LOG_FLUSH_SECS = FLUSH_SECS + 0.1  # services write their buffered log lines this often
+LOG_POLL_SECS = 0.02
+SERVING_LINE = '"msg":"serving"'  # a service's last line while starting (runtime.serve)
 # How long a key-value cluster node that exited waits for the cluster to do without it before
 # it is started again anyway (no replica could take over: it comes back with its data).
 FAILOVER_WAIT_SECS = 30.0
@@ -125,7 +129,9 @@ def up(args: argparse.Namespace) -> int:
         say(warning)
     (data / "logs").mkdir(parents=True, exist_ok=True)
     try:
-        children = plan(data, args.port_offset, args.edge_workers, os.environ, replicas, kv_nodes)
+        children = plan_apart(
+            data, args.port_offset, args.edge_workers, os.environ, replicas, kv_nodes
+        )
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -180,7 +186,8 @@ async def start_all(
     async def until_healthy(child: Child, deadline: float) -> None:
         await wait_healthy(child, deadline)
         took = time.monotonic() - started
-        await asyncio.sleep(LOG_FLUSH_SECS)  # what it logged while starting reaches its file
+        if child.grpc_target is not None:  # a service: what it logged while starting
+            await logged_start(child)
         for line in models.new(children):
             say(line)
         assert child.process is not None
@@ -229,6 +236,15 @@ async def start_all(
     )
 
 
+async def logged_start(child: Child) -> None:
+    """Wait until what a healthy service logged while starting (models loaded) is in its log
+    file: its buffered lines are written every FLUSH_SECS, the line saying it serves last."""
+    waited = 0.0
+    while waited < LOG_FLUSH_SECS and not any(SERVING_LINE in line for line in this_run(child)):
+        await asyncio.sleep(LOG_POLL_SECS)
+        waited += LOG_POLL_SECS
+
+
 def kv_port(child: Child) -> int:
     return int(child.argv[child.argv.index("--port") + 1])
 
@@ -243,7 +259,7 @@ async def form_kv_cluster(nodes: list[Child], within: float) -> None:
         new = await asyncio.to_thread(kv_cluster.ensure_formed, pairs, kv_cluster.MASTERS, within)
         names = {kv_port(c): c.name for c in nodes}
         roles = await asyncio.to_thread(kv_cluster.describe, [p for p, _ in pairs], names)
-    except (TimeoutError, RedisError, OSError) as exc:
+    except (TimeoutError, kv_cluster.redis_error(), OSError) as exc:
         raise StartFailed(nodes[0], f"the key-value cluster: {exc}") from None
     how = "formed" if new else "whole again (formed in an earlier run)"
     say(f"{'kv cluster':<14} {how} in {time.monotonic() - started:4.1f}s: {roles}")

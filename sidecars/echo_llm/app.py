@@ -15,9 +15,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from sidecars.echo_llm import completions
+from sidecars.echo_llm.provider import MODELS
 from sidecars.httpkit import error_middleware
 
-MODELS = ("echo-1", "echo-2")
 MAX_SLOW_MS = 30_000
 _SLOW = re.compile(r"slow-(\d+)")
 # error type and code per status, as OpenAI names them

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecars.echo_llm.app import MODELS
-
+MODELS = ("echo-1", "echo-2")  # what the echo LLM lists (`app.py`) and this provider serves
 PROVIDER_ID = "echo"
 KEY_VAR = "ECHO_LLM_API_KEY"
 

@@ -1,15 +1,22 @@
 """Benchmark: cold start of the whole local stack and the idle memory of each process.
 
-    python tests/bench/cold_start.py [--runs 3]
+    python tests/bench/cold_start.py [--runs 5] [--edge-workers N] [--warm-only]
 
-Each run starts `strata up` (fresh data directory, then the same directory again: "warm"),
-reads the time it reports from first spawn to every service healthy over HTTP and gRPC, and
-the RSS it reports per process after 5 s idle; prints medians. Runs on ports +400.
+Each run starts `strata up` on a fresh data directory ("fresh"), stops it, and starts it again
+on the same directory ("warm"); it reads the time the launcher reports from first spawn to
+every service healthy over HTTP and gRPC, then, after 5 s idle, the RSS (/proc/<pid>/status
+VmRSS) of each process: the launcher itself, every process it started (with its descendants,
+as `strata up` counts them: Milvus Lite runs as a child) and, apart, the edge's primary and
+each of its data-plane workers (`--edge-workers`), with the CPU time each had used by then
+(start-up is CPU-bound on a small machine: the processes start at once). Prints medians and
+every run's figure.
+Runs on ports +400; one run is about 30 s (bounded by `--timeout` per start).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import statistics
@@ -20,9 +27,37 @@ import time
 from pathlib import Path
 
 OFFSET = 400  # below the ephemeral port range
+IDLE_SECS = 5.0
 
 
-def one_run(data: Path) -> tuple[float, dict[str, float]]:
+def own_rss_mb(pid: int) -> float:
+    """VmRSS of one process (not its descendants)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def cpu_secs(pid: int) -> float:
+    """User + system CPU time a process has used (its own, not its children's)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+Figures = dict[str, tuple[float, float]]  # process: (RSS MB, CPU seconds used so far)
+
+
+def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[float, Figures]:
+    """Start the stack on `data`, wait for its banner; (seconds to healthy, and per process
+    its RSS after IDLE_SECS and the CPU it used to start and idle)."""
+    from cli.launcher.supervise import descendants, rss_mb
+
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "strata"),
@@ -31,49 +66,80 @@ def one_run(data: Path) -> tuple[float, dict[str, float]]:
             str(data),
             "--port-offset",
             str(OFFSET),
+            "--edge-workers",
+            str(edge_workers),
+            "--timeout",
+            str(timeout),
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert proc.stdout is not None
     lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "Press Ctrl-C" in line:
-            break
-    up = float(re.search(r"up in ([\d.]+)s", "".join(lines)).group(1))  # type: ignore[union-attr]
-    time.sleep(5)  # idle, then read RSS as the launcher measures it
-    from cli.launcher.supervise import rss_mb
-
-    rss = {}
-    for line in lines:
-        m = re.match(r"(\S+)\s+(\d+)\s+\d+\s", line)
-        if m and m.group(1) != "process":
-            rss[m.group(1)] = rss_mb(int(m.group(2)))
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "Press Ctrl-C" in line:
+                break
+        found = re.search(r"up in ([\d.]+)s", "".join(lines))
+        if found is None:
+            raise SystemExit("strata up did not come up:\n" + "".join(lines[-30:]))
+        up = float(found.group(1))
+        time.sleep(IDLE_SECS)  # idle, then read RSS as the launcher measures it
+        rss: Figures = {"launcher": (own_rss_mb(proc.pid), cpu_secs(proc.pid))}
+        for line in lines:
+            m = re.match(r"(\S+)\s+(\d+)\s+\d+\s", line)
+            if not m or m.group(1) == "process":
+                continue
+            name, pid = m.group(1), int(m.group(2))
+            family = [pid, *descendants(pid)]
+            rss[name] = (rss_mb(pid), sum(cpu_secs(p) for p in family))
+            if name == "edge-proxy":
+                rss["  edge primary"] = (own_rss_mb(pid), cpu_secs(pid))
+                for k, worker in enumerate(descendants(pid), 1):
+                    rss[f"  edge worker {k}"] = (own_rss_mb(worker), cpu_secs(worker))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
     return up, rss
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
-    cold, warm, memory = [], [], {}
+    parser.add_argument("--runs", type=int, default=5, help="fresh + warm starts each (1-10)")
+    parser.add_argument("--edge-workers", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per start")
+    args = parser.parse_args()
+    runs = max(1, min(args.runs, 10))  # bounded: the bench lock is shared
+    fresh: list[float] = []
+    warm: list[float] = []
+    memory: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
-            up, _ = one_run(Path(tmp))
-            cold.append(up)
-            up, rss = one_run(Path(tmp))
+            up, _ = one_run(Path(tmp), args.edge_workers, args.timeout)
+            fresh.append(up)
+            up, rss = one_run(Path(tmp), args.edge_workers, args.timeout)
             warm.append(up)
-            for name, mb in rss.items():
+            for name, (mb, secs) in rss.items():
                 memory.setdefault(name, []).append(mb)
-    print(f"cold start (fresh data dir): median {statistics.median(cold):.1f}s  runs {cold}")
-    print(f"warm start (existing data):  median {statistics.median(warm):.1f}s  runs {warm}")
-    print("idle RSS, MB (median):")
+                cpu.setdefault(name, []).append(secs)
+    print(f"fresh start (new data dir): median {statistics.median(fresh):.1f}s  runs {fresh}")
+    print(f"warm start (existing data): median {statistics.median(warm):.1f}s  runs {warm}")
+    print(
+        f"idle RSS after {IDLE_SECS:.0f}s, MB, and CPU seconds used by then (medians of {runs} "
+        "warm starts; RSS of each run):"
+    )
     for name, values in memory.items():
-        print(f"  {name:<15}{statistics.median(values):>7.0f}")
-    print(f"  {'total':<15}{sum(statistics.median(v) for v in memory.values()):>7.0f}")
+        runs_text = " ".join(f"{v:.0f}" for v in values)
+        print(
+            f"  {name:<17}{statistics.median(values):>7.0f} MB {statistics.median(cpu[name]):>6.2f}"
+            f" s   {runs_text}"
+        )
+    top = [k for k in memory if not k.startswith(" ")]
+    total = sum(statistics.median(memory[k]) for k in top)
+    total_cpu = sum(statistics.median(cpu[k]) for k in top)
+    print(f"  {'total':<17}{total:>7.0f} MB {total_cpu:>6.2f} s")
 
 
 if __name__ == "__main__":

@@ -525,3 +525,28 @@ async def test_status_names_each_cluster_node_s_role_and_a_failover(tmp_path: Pa
             await asyncio.sleep(0.1)
         assert not healthy and "exited" in lines[1]
         assert roles == ["failed", "master", "master", "master", "replica", "replica"]
+
+
+async def test_the_grpc_health_check_reads_what_a_grpcio_server_says() -> None:
+    """`strata up` asks gRPC health over its own minimal HTTP/2 exchange (no grpcio in the
+    launcher): it agrees with grpcio's health servicer, and a closed port is not serving."""
+    import grpc
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    from cli.launcher.grpc_health import serving
+
+    server = grpc.aio.server()
+    servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    target = f"127.0.0.1:{port}"
+    try:
+        await servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert not await serving(target)
+        await servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+        assert await serving(target)
+        assert await serving(target)  # and again, on a new connection
+    finally:
+        await server.stop(0)
+    assert not await serving(target)
