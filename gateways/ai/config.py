@@ -92,6 +92,20 @@ class AiGatewayConfig(EnvironmentConfig):
         "killed) is given back by any replica's sweep once this has passed",
         bounds=(1, 86_400),
     )
+    # The models (gateways/ai/model_loading.py).
+    model_wait_secs: float = var(
+        "AI_MODEL_WAIT_SECS",
+        15.0,
+        "the most a request waits for a model still loading at start (PII redaction's), "
+        "seconds; then 503 `model_loading` (the service answers health meanwhile)",
+        bounds=(0, 600),
+    )
+    model_cache_dir: str = var(
+        "AI_MODEL_CACHE_DIR",
+        "",
+        "directory of the int8 embedding model, built at the first start and reused "
+        "(`strata up`: `<data dir>/models`; empty: the user's cache, ~/.cache/strata/models)",
+    )
     # The two-tier response cache (gateways/ai/cache/).
     cache_ttl_secs: int = var(
         "AI_CACHE_TTL_SECS",
