@@ -92,7 +92,9 @@ def test_int8_agrees_with_fp32_on_the_cache_evaluation_pairs(
     (the pair-set outcomes themselves: tests/bench/cache_eval.py, before and after)."""
     rows = [json.loads(line) for line in PAIRS.read_text().splitlines() if line.strip()]
     texts = sorted({text for row in rows for text in (row["a"], row["b"])})
-    quantized, reference = embedder.embed(texts), fp32.embed(texts)
+    batches = [texts[i : i + 16] for i in range(0, len(texts), 16)]
+    quantized = np.vstack([embedder.embed(batch) for batch in batches])
+    reference = np.vstack([fp32.embed(batch) for batch in batches])
     cosines = np.sum(quantized * reference, axis=1)
     assert len(texts) > 500 and cosines.min() >= 0.99
     index = {text: i for i, text in enumerate(texts)}
