@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import time
 from collections.abc import Callable
@@ -48,7 +50,9 @@ def pii_model_dir() -> Path:
 
 
 def size_mb(directory: Path) -> float:
-    """Megabytes of the files under `directory`."""
+    """Megabytes of the files under `directory` (or of that file)."""
+    if directory.is_file():
+        return directory.stat().st_size / 1e6
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 1e6
 
 
@@ -146,12 +150,11 @@ class Models:
     def __init__(
         self,
         wait_secs: float,
-        load_redactor: Callable[[], Redactor] | None = None,
-        load_embedder: Callable[[], Embedder] | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
+        """`cache_dir`: where the embedder's int8 build is kept (None: its default)."""
         self.wait_secs = wait_secs
-        self._load_redactor = load_redactor
-        self._load_embedder = load_embedder
+        self.cache_dir = cache_dir
         self.redactor: Pending[Redactor] = Pending(PII_FEATURE, wait_secs)
         self.embedder: Pending[Embedder] = Pending(CACHE_FEATURE, wait_secs)
         self._task: asyncio.Task[None] | None = None
@@ -163,17 +166,22 @@ class Models:
             self._task = asyncio.create_task(self._load(), name="models")
 
     async def _load(self) -> None:
-        from gateways.ai.cache.embedding import bundled_model_dir, default_embedder
-        from gateways.ai.pii.redactor import default_redactor
+        # imported here: the module (and a test's replacement of it) as it is at start
+        from gateways.ai.cache import embedding, minilm_onnx
+        from gateways.ai.pii import redactor
+
+        def int8_file() -> Path:  # the file the embedder runs (its size is what is loaded)
+            cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
+            return minilm_onnx.cached_int8_path(embedding.bundled_model_dir(), cache_dir)
 
         await _load_into(
-            self.redactor, "PII names", PII_MODEL, pii_model_dir,
-            self._load_redactor or default_redactor,
-        )  # fmt: skip
+            self.redactor, "PII names", PII_MODEL, pii_model_dir, redactor.default_redactor
+        )
         await _load_into(
-            self.embedder, "semantic cache", EMBEDDING_MODEL, bundled_model_dir,
-            self._load_embedder or default_embedder,
+            self.embedder, "semantic cache", EMBEDDING_MODEL, int8_file,
+            lambda: embedding.default_embedder(self.cache_dir),
         )  # fmt: skip
+        release_freed_memory()
 
     def features(self) -> dict[str, str]:
         """`loading`, `ready` or `failed` for each feature that needs a model."""
@@ -196,3 +204,13 @@ async def _load_into(
         pending.fail(error)
     else:
         pending.set(value)
+
+
+def release_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's `malloc_trim`): loading
+    leaves megabytes of freed buffers (file reads, parsed weights) in the heap otherwise."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass

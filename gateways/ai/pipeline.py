@@ -65,7 +65,7 @@ from opentelemetry import trace
 from gateways.ai.background import Background
 from gateways.ai.breaker import Breakers, BreakerSettings
 from gateways.ai.budget_reservation import Budgets
-from gateways.ai.cache import ResponseCache, default_embedder
+from gateways.ai.cache import ResponseCache
 from gateways.ai.completions import Chunks, renewed
 from gateways.ai.completions import completion as completion_of
 from gateways.ai.config import AiGatewayConfig
@@ -189,9 +189,7 @@ class ChatPipeline:
         self._lookup_timeout_logged = -10.0
         self._redaction: RedactionQueue | None = None  # started with the model, by start()
         cache_dir = Path(config.model_cache_dir) if config.model_cache_dir else None
-        self.model_loads = Models(
-            config.model_wait_secs, load_embedder=lambda: default_embedder(cache_dir)
-        )
+        self.model_loads = Models(config.model_wait_secs, cache_dir)
 
     # --- lifecycle ------------------------------------------------------------------------
 
