@@ -151,10 +151,13 @@ class Models:
         self,
         wait_secs: float,
         cache_dir: Path | None = None,
+        int8: bool = True,
     ) -> None:
-        """`cache_dir`: where the embedder's int8 build is kept (None: its default)."""
+        """`cache_dir`: where the embedder's int8 build is kept (None: its default); `int8`:
+        run that build, else the fp32 weights as shipped."""
         self.wait_secs = wait_secs
         self.cache_dir = cache_dir
+        self.int8 = int8
         self.redactor: Pending[Redactor] = Pending(PII_FEATURE, wait_secs)
         self.embedder: Pending[Embedder] = Pending(CACHE_FEATURE, wait_secs)
         self._task: asyncio.Task[None] | None = None
@@ -170,7 +173,9 @@ class Models:
         from gateways.ai.cache import embedding, minilm_onnx
         from gateways.ai.pii import redactor
 
-        def int8_file() -> Path:  # the file the embedder runs (its size is what is loaded)
+        def embedder_files() -> Path:  # what the embedder runs (its size is what is loaded)
+            if not self.int8:
+                return embedding.bundled_model_dir()
             cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
             return minilm_onnx.cached_int8_path(embedding.bundled_model_dir(), cache_dir)
 
@@ -178,8 +183,8 @@ class Models:
             self.redactor, "PII names", PII_MODEL, pii_model_dir, redactor.default_redactor
         )
         await _load_into(
-            self.embedder, "semantic cache", EMBEDDING_MODEL, int8_file,
-            lambda: embedding.default_embedder(self.cache_dir),
+            self.embedder, "semantic cache", EMBEDDING_MODEL, embedder_files,
+            lambda: embedding.default_embedder(self.cache_dir, self.int8),
         )  # fmt: skip
         release_freed_memory()
 

@@ -189,7 +189,7 @@ class ChatPipeline:
         self._lookup_timeout_logged = -10.0
         self._redaction: RedactionQueue | None = None  # started with the model, by start()
         cache_dir = Path(config.model_cache_dir) if config.model_cache_dir else None
-        self.model_loads = Models(config.model_wait_secs, cache_dir)
+        self.model_loads = Models(config.model_wait_secs, cache_dir, config.embedding_int8)
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ class Embedder:
         model_dir: Path | None = None,
         encoder: Encoder | None = None,
         cache_dir: Path | None = None,
+        quantized: bool = True,
     ) -> None:
         # imported with the model, not before: the gateway answers health meanwhile
         from tokenizers import Tokenizer
@@ -61,7 +62,9 @@ class Embedder:
         # text instead, and cut at the model's max_seq_length as sentence-transformers does.
         self.tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.encoder: Encoder = encoder or OnnxMiniLM(model_dir, cache_dir=cache_dir)
+        self.encoder: Encoder = encoder or OnnxMiniLM(
+            model_dir, cache_dir=cache_dir, quantized=quantized
+        )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
@@ -93,11 +96,12 @@ _default: Embedder | None = None
 _default_lock = threading.Lock()
 
 
-def default_embedder(cache_dir: Path | None = None) -> Embedder:
+def default_embedder(cache_dir: Path | None = None, quantized: bool = True) -> Embedder:
     """The process-wide embedder (every gateway app of a process shares the model), loaded on
-    first use (`cache_dir`: where its int8 build is kept); call it off the event loop."""
+    first use (`cache_dir`: where its int8 build is kept; `quantized`: int8, else fp32); call
+    it off the event loop."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = Embedder(cache_dir=cache_dir)
+            _default = Embedder(cache_dir=cache_dir, quantized=quantized)
         return _default
