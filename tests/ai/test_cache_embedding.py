@@ -174,3 +174,10 @@ async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
     assert threads and all(name.startswith("embedder") for name in threads)
     assert threading.current_thread().name not in threads
     assert ticks > len(vectors)  # the loop kept running other tasks meanwhile
+
+
+def test_an_unwritable_cache_directory_still_gives_the_int8_model(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    model = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path / "a-file" / "models")
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    assert model.quantized and model(ids, np.ones_like(ids)).shape == (1, 4, DIMENSIONS)

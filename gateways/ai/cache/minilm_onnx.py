@@ -213,14 +213,16 @@ def int8_model(model_dir: Path, cache_dir: Path | None = None) -> Path:
     os.close(fd)
     try:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        subprocess.run(
+        built = subprocess.run(
             [sys.executable, "-m", "gateways.ai.cache.minilm_onnx", str(model_dir), partial],
             env=env,
-            check=True,
             stdin=subprocess.DEVNULL,
             capture_output=True,
+            text=True,
             timeout=300,
         )
+        if built.returncode != 0:
+            raise RuntimeError(f"building the int8 embedding model failed: {built.stderr[-2000:]}")
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
@@ -250,11 +252,22 @@ class OnnxMiniLM:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
-        model: str | bytes = (
-            str(int8_model(model_dir, cache_dir)) if quantized else build_model(model_dir)
-        )
         self.quantized = quantized
-        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        if not quantized:
+            self.session = ort.InferenceSession(
+                build_model(model_dir), options, providers=["CPUExecutionProvider"]
+            )
+            return
+        try:
+            path = int8_model(model_dir, cache_dir)
+        except OSError:  # the cache directory cannot be written: built for this process alone
+            with tempfile.TemporaryDirectory() as scratch:
+                path = int8_model(model_dir, Path(scratch))
+                self.session = ort.InferenceSession(
+                    str(path), options, providers=["CPUExecutionProvider"]
+                )
+            return
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def __call__(self, ids: NDArray[np.int64], mask: NDArray[np.int64]) -> NDArray[np.float32]:
         (out,) = self.session.run(["hidden"], {"ids": ids, "mask": mask})
