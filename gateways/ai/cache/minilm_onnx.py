@@ -21,6 +21,7 @@ Two builds of one graph:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -209,6 +210,16 @@ def int8_model(model_dir: Path, cache_dir: Path | None = None) -> Path:
     if path.is_file():
         return path
     cache_dir.mkdir(parents=True, exist_ok=True)
+    # One builder at a time (replicas starting together on a fresh data directory): the
+    # others wait for its file rather than build their own.
+    with open(cache_dir / ".building.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            _build_int8(model_dir, cache_dir, path)
+    return path
+
+
+def _build_int8(model_dir: Path, cache_dir: Path, path: Path) -> None:
     fd, partial = tempfile.mkstemp(dir=cache_dir, prefix=".building-", suffix=".onnx")
     os.close(fd)
     try:
@@ -227,7 +238,6 @@ def int8_model(model_dir: Path, cache_dir: Path | None = None) -> Path:
     finally:
         if os.path.exists(partial):
             os.unlink(partial)
-    return path
 
 
 class OnnxMiniLM:
