@@ -134,6 +134,7 @@ def plan(
         "REDIS_URL": store,
         "CLICKHOUSE_URL": f"chdb://{data_dir / 'clickhouse'}",
         "MILVUS_URI": str(data_dir / "milvus.db"),
+        "AI_MODEL_CACHE_DIR": str(data_dir / "models"),  # the int8 embedding model, built once
         "IDP_ISSUER": idp,
         "IDP_JWKS_URL": f"{idp}/protocol/openid-connect/certs",
         "IDP_TOKEN_URL": f"{idp}/protocol/openid-connect/token",

@@ -179,6 +179,22 @@ def tail(child: Child, lines: int = TAIL_LINES) -> list[str]:
     return this_run(child)[-lines:]
 
 
+async def models_loading(child: Child) -> dict[str, str]:
+    """The features of `child` whose model is not loaded yet, with their state (`loading`,
+    `failed`): what its `/health` reports under `features` (the AI gateway's)."""
+    if child.health_url is None:
+        return {}
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http,
+            http.get(child.health_url) as resp,
+        ):
+            features = (await resp.json()).get("features") or {}
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return {"health": "no answer"}
+    return {name: state for name, state in features.items() if state != "ready"}
+
+
 class ModelLines:
     """The "model loaded" lines services log while starting, each reported once."""
 

@@ -47,6 +47,7 @@ from cli.launcher.supervise import (
     Restarts,
     StartFailed,
     kill_group,
+    models_loading,
     rss_mb,
     spawn,
     stop_all,
@@ -224,16 +225,44 @@ async def start_all(
             print(f"  {line}", file=sys.stderr)
         print(f"all logs: {log_dir}", file=sys.stderr, flush=True)
         return False
+    # The AI gateway answers health while its models load; the bootstrap runs meanwhile.
+    loading = asyncio.create_task(
+        until_models_loaded(children, models, time.monotonic() + args.timeout)
+    )
     cp = next(c for c in children if c.name == "controlplane")
     await bootstrap(data, f"http://127.0.0.1:{cp.env['HTTP_PORT']}", cp.env, say)
     edge = next(c for c in children if c.name == "edge-proxy")
-    return await balance(
+    balanced = await balance(
         f"http://127.0.0.1:{edge.env['ADMIN_PORT']}",
         read_secrets(data)["ADMIN_API_KEY"],
         replica_urls(children, "ai-gateway"),
         replica_urls(children, "agent-gateway"),
         say,
     )
+    await loading
+    return balanced
+
+
+async def until_models_loaded(children: list[Child], models: ModelLines, deadline: float) -> None:
+    """Each "model loaded" line as it comes, until every service's models are loaded (one
+    line per model that failed to load, or still loads at the deadline: the stack is up, the
+    features that need it answer 503 until it is there)."""
+    waiting = [c for c in children if c.service == "ai-gateway"]
+    while True:
+        states = await asyncio.gather(*(models_loading(c) for c in waiting))
+        pending = {c.name: s for c, s in zip(waiting, states, strict=True) if s}
+        loading = any("loading" in s.values() for s in pending.values())
+        done = not loading or time.monotonic() > deadline
+        if done:
+            await asyncio.sleep(LOG_FLUSH_SECS)  # the last "model loaded" lines reach the file
+        for line in models.new(children):
+            say(line)
+        if done:
+            for name, state in pending.items():
+                states_said = ", ".join(f"{feature} {s}" for feature, s in state.items())
+                say(f"{name:<14} models not ready: {states_said}")
+            return
+        await asyncio.sleep(0.2)
 
 
 async def logged_start(child: Child) -> None:

@@ -58,7 +58,9 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
         await stores.close()
 
     async def health() -> dict[str, Any]:
-        return {"status": "healthy", "service": SERVICE, "engine": ENGINE}
+        # `features`: the ones that need a model, `loading` until it is (model_loading.py)
+        features = pipeline.model_loads.features()
+        return {"status": "healthy", "service": SERVICE, "engine": ENGINE, "features": features}
 
     probe = ProbeServicer(stores.kv, development=config.development, keyring=keyring_of(config))
     implemented = {

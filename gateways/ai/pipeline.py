@@ -57,6 +57,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
@@ -64,8 +65,7 @@ from opentelemetry import trace
 from gateways.ai.background import Background
 from gateways.ai.breaker import Breakers, BreakerSettings
 from gateways.ai.budget_reservation import Budgets
-from gateways.ai.cache import ResponseCache, default_embedder
-from gateways.ai.cache.embedding import bundled_model_dir
+from gateways.ai.cache import ResponseCache
 from gateways.ai.completions import Chunks, renewed
 from gateways.ai.completions import completion as completion_of
 from gateways.ai.config import AiGatewayConfig
@@ -74,10 +74,9 @@ from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics
-from gateways.ai.model_loading import EMBEDDING_MODEL, load_logged, pii_model_dir
+from gateways.ai.model_loading import Models
 from gateways.ai.pii import default_redactor
 from gateways.ai.pii.batching import RedactionQueue
-from gateways.ai.pii.names import MODEL as PII_MODEL
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
 from gateways.ai.prompt_config import apply as apply_prompt_config
 from gateways.ai.provider_table import Provider, ProviderTable, Snapshot
@@ -189,23 +188,23 @@ class ChatPipeline:
         self.cache: ResponseCache | None = None  # opened by start()
         self._lookup_timeout_logged = -10.0
         self._redaction: RedactionQueue | None = None  # started with the model, by start()
+        cache_dir = Path(config.model_cache_dir) if config.model_cache_dir else None
+        self.model_loads = Models(config.model_wait_secs, cache_dir, config.embedding_int8)
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.table.start()
         await self.budgets.start()
-        # The models load off the loop, before the first request needs them.
-        redactor = await load_logged("PII names", PII_MODEL, pii_model_dir, default_redactor)
-        self._redaction = RedactionQueue(redactor)
-        embedder = await load_logged(
-            "semantic cache", EMBEDDING_MODEL, bundled_model_dir, default_embedder
-        )
+        # The models load off the loop and off the start-up path (`model_loading.py`): a
+        # request that needs one before it is loaded waits for it, within a bound.
+        self.model_loads.start()
+        self._redaction = RedactionQueue(self.model_loads.redactor)
         config = self.config
         self.cache = ResponseCache(
             self.kv,
             config.milvus_uri,
-            embedder,
+            self.model_loads.embedder,
             config.cache_ttl_secs,
             config.cache_similarity_threshold,
             config.cache_anchored_similarity_threshold,
@@ -213,6 +212,7 @@ class ChatPipeline:
         await self.cache.open()
 
     async def close(self) -> None:
+        await self.model_loads.close()
         await self.table.stop()
         await self.budgets.stop()
         if self.cache is not None:

@@ -260,12 +260,28 @@ async def gateway_process_handles(
             }
             procs.append(await service_process("gateways.ai", {**base, **env}, port))
             urls.append(f"http://127.0.0.1:{port}")
+        for url in urls:
+            await models_loaded(url)
         yield urls, procs
     finally:
         for proc in procs:
             if proc.returncode is None:
                 proc.terminate()
             await proc.wait()
+
+
+async def models_loaded(url: str, within: float = 120.0) -> None:
+    """Until the gateway at `url` reports every model loaded (it answers health before: the
+    tests that time a breaker or a retry must not include a wait for a model)."""
+    deadline = time.monotonic() + within
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(f"{url}/health") as resp:
+                features = (await resp.json()).get("features", {})
+            if all(state == "ready" for state in features.values()):
+                return
+            assert time.monotonic() < deadline, f"models not loaded in {within} s: {features}"
+            await asyncio.sleep(0.1)
 
 
 def pipeline_of(ai: Serving) -> ChatPipeline:

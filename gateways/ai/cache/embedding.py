@@ -22,9 +22,6 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from tokenizers import Tokenizer
-
-from gateways.ai.cache.minilm_onnx import OnnxMiniLM
 
 DIMENSIONS = 384
 # (ids, attention mask) → last hidden states, both (batch, seq[, hidden]).
@@ -44,7 +41,18 @@ class Embedder:
     Thread-safe: the tokenizer and the weights are read-only (`tokenizers` releases the GIL
     and keeps no per-call state in the `Tokenizer` once padding and truncation are set)."""
 
-    def __init__(self, model_dir: Path | None = None, encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        encoder: Encoder | None = None,
+        cache_dir: Path | None = None,
+        quantized: bool = True,
+    ) -> None:
+        # imported with the model, not before: the gateway answers health meanwhile
+        from tokenizers import Tokenizer
+
+        from gateways.ai.cache.minilm_onnx import OnnxMiniLM
+
         model_dir = model_dir or bundled_model_dir()
         self.max_tokens: int = json.loads((model_dir / "sentence_bert_config.json").read_text())[
             "max_seq_length"
@@ -54,7 +62,9 @@ class Embedder:
         # text instead, and cut at the model's max_seq_length as sentence-transformers does.
         self.tokenizer.enable_truncation(self.max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.encoder: Encoder = encoder or OnnxMiniLM(model_dir)
+        self.encoder: Encoder = encoder or OnnxMiniLM(
+            model_dir, cache_dir=cache_dir, quantized=quantized
+        )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
@@ -86,11 +96,12 @@ _default: Embedder | None = None
 _default_lock = threading.Lock()
 
 
-def default_embedder() -> Embedder:
+def default_embedder(cache_dir: Path | None = None, quantized: bool = True) -> Embedder:
     """The process-wide embedder (every gateway app of a process shares the model), loaded on
-    first use; call it off the event loop."""
+    first use (`cache_dir`: where its int8 build is kept; `quantized`: int8, else fp32); call
+    it off the event loop."""
     global _default
     with _default_lock:
         if _default is None:
-            _default = Embedder()
+            _default = Embedder(cache_dir=cache_dir, quantized=quantized)
         return _default

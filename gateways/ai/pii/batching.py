@@ -14,6 +14,7 @@ import queue
 import threading
 from typing import Any
 
+from gateways.ai.model_loading import Pending
 from gateways.ai.pii.redactor import Redactor, each_text
 
 MAX_BATCH = 64  # texts per model pass: beyond this the batch's own latency dominates
@@ -33,10 +34,14 @@ def default_workers() -> int:
 
 class RedactionQueue:
     """`await queue.redact_messages(messages)`: `Redactor.redact_messages` from the event loop.
-    A conversation whose every text is remembered is answered on the loop (no model call)."""
+    A conversation whose every text is remembered is answered on the loop (no model call).
 
-    def __init__(self, redactor: Redactor, workers: int | None = None) -> None:
-        self.redactor = redactor
+    `redactor` may be still loading (`model_loading.Pending`): a request then waits for it
+    within the loader's bound, else fails with its 503; no text passes unredacted."""
+
+    def __init__(self, redactor: Redactor | Pending[Redactor], workers: int | None = None) -> None:
+        self._pending = redactor if isinstance(redactor, Pending) else None
+        self.redactor: Redactor | None = None if isinstance(redactor, Pending) else redactor
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"pii-{n}", daemon=True)
@@ -48,6 +53,9 @@ class RedactionQueue:
     async def redact_messages(
         self, messages: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], bool]:
+        if self.redactor is None:
+            assert self._pending is not None
+            self.redactor = await self._pending.get()
         known = self.redactor.remembered(messages)
         if known is not None:
             return known
@@ -78,6 +86,7 @@ class RedactionQueue:
                     self._jobs.put(None)  # this worker's stop comes after the batch
                     break
                 batch.append(job)
+            assert self.redactor is not None  # jobs are queued only once it is loaded
             try:
                 outcomes: list[Outcome] | BaseException = self.redactor.redact_many(
                     [text for text, _, _ in batch]

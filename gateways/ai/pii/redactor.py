@@ -9,7 +9,6 @@ from typing import Any
 
 from gateways.ai.pii.addresses import find_addresses
 from gateways.ai.pii.addresses_world import extend_addresses, find_world_addresses
-from gateways.ai.pii.names import NameFinder
 from gateways.ai.pii.patterns import (
     find_cards,
     find_emails,
@@ -38,6 +37,8 @@ class Redactor:
     event loop run it in a thread. Safe to share between threads (spaCy's inference is)."""
 
     def __init__(self) -> None:
+        from gateways.ai.pii.names import NameFinder  # spaCy: imported with the model, not before
+
         self._names = NameFinder()
         # A conversation resends its earlier turns with every request: each text is redacted
         # once. Keyed by a digest; it holds redacted text only, never an original.

@@ -1,0 +1,96 @@
+"""The models load off the start-up path: the gateway answers `/health` (features `loading`)
+before they are loaded, a request that needs the PII model waits for it within
+`AI_MODEL_WAIT_SECS` and is then refused with 503 `model_loading` (never sent unredacted),
+and once the model is there the same request is redacted and answered."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import aiohttp
+import openai
+import pytest
+from ai_kit import MASTER_KEY, client, tenant
+
+import gateways.ai.pii.redactor as redactor_module
+from gateways.ai.pii.redactor import Redactor
+
+PROMPT = [{"role": "user", "content": "Please call Priya Raghunathan about SSN 123-45-6789."}]
+
+
+@pytest.fixture
+def held_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """The PII model's load blocks until the returned event is set."""
+    release = threading.Event()
+    real = redactor_module.default_redactor
+
+    def slow() -> Redactor:
+        release.wait(30)
+        return real()
+
+    monkeypatch.setattr(redactor_module, "default_redactor", slow)
+    yield release
+    release.set()
+
+
+async def test_health_answers_while_the_pii_model_loads(gateway, scripted, held_model) -> None:
+    # The old gateway loaded the models inside its start-up: it did not answer at all here.
+    async with asyncio.timeout(20):
+        async with gateway(AI_MODEL_WAIT_SECS="0.5") as ai, aiohttp.ClientSession() as http:
+            async with http.get(f"{ai.http_url}/health") as resp:
+                health = await resp.json()
+            assert resp.status == 200 and health["status"] == "healthy"
+            assert health["features"]["pii_redaction"] == "loading"
+
+            chat = {"model": "m-1", "messages": PROMPT}
+            headers = {"Authorization": f"Bearer {MASTER_KEY}", "x-tenant-id": tenant()}
+            async with http.post(
+                f"{ai.http_url}/v1/chat/completions", json=chat, headers=headers
+            ) as resp:
+                refused = await resp.json()
+            assert resp.status == 503
+            assert refused["error"]["type"] == "model_loading"
+            assert "loading" in refused["error"]["message"]
+            assert scripted.attempts == []  # nothing reached the provider, redacted or not
+
+            held_model.set()
+            for _ in range(100):
+                async with http.get(f"{ai.http_url}/health") as resp:
+                    health = await resp.json()
+                if set(health["features"].values()) == {"ready"}:
+                    break
+                await asyncio.sleep(0.1)
+            assert health["features"] == {"pii_redaction": "ready", "semantic_cache": "ready"}
+            async with client(ai.http_url, tenant()) as sdk:
+                await sdk.chat.completions.create(model="m-1", messages=PROMPT)  # type: ignore[arg-type]
+    sent = scripted.attempts[0].body["messages"][0]["content"]
+    assert sent == "Please call <PERSON> about SSN <SSN>."
+
+
+async def test_a_request_waits_for_a_model_loading_within_the_bound(
+    gateway, scripted, held_model
+) -> None:
+    async with gateway(AI_MODEL_WAIT_SECS="20") as ai, client(ai.http_url, tenant()) as sdk:
+        asyncio.get_running_loop().call_later(0.5, held_model.set)
+        await sdk.chat.completions.create(model="m-1", messages=PROMPT)  # type: ignore[arg-type]
+    assert scripted.attempts[0].body["messages"][0]["content"] == (
+        "Please call <PERSON> about SSN <SSN>."
+    )
+
+
+async def test_a_model_that_failed_to_load_is_a_clear_503(gateway, scripted, monkeypatch) -> None:
+    def broken() -> Redactor:
+        raise OSError("model files missing")
+
+    monkeypatch.setattr(redactor_module, "default_redactor", broken)
+    async with gateway() as ai, client(ai.http_url, tenant()) as sdk:
+        with pytest.raises(openai.APIStatusError) as refused:
+            await sdk.chat.completions.create(model="m-1", messages=PROMPT)  # type: ignore[arg-type]
+        async with aiohttp.ClientSession() as http, http.get(f"{ai.http_url}/health") as resp:
+            health = await resp.json()
+    assert refused.value.status_code == 503
+    assert refused.value.body["type"] == "model_unavailable"  # type: ignore[index]
+    assert health["features"]["pii_redaction"] == "failed"
+    assert scripted.attempts == []
