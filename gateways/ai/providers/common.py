@@ -272,25 +272,41 @@ def json_event(data: str, target: ProviderTarget) -> dict[str, Any]:
     return as_dict(parse_json(data, target, "event"), target, "event")
 
 
-async def iter_lines(
+async def _line_batches(
     resp: Response, target: ProviderTarget, limit_secs: float
-) -> AsyncGenerator[str, None]:
-    """The lines of a streamed body (any length; CR LF or LF). A stall longer than `limit_secs`
-    is retryable; a connection cut mid-body is a truncated answer (not retryable)."""
+) -> AsyncGenerator[list[str], None]:
+    """The lines of a streamed body (any length; CR LF or LF), as they come: the complete lines
+    of each read together (one generator step per read, not per line). A stall longer than
+    `limit_secs` is retryable; a connection cut mid-body is a truncated answer (not
+    retryable)."""
     buffer = bytearray()
     try:
         while chunk := await resp.next_chunk():
             buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:end]).rstrip(b"\r")
-                del buffer[: end + 1]
-                yield line.decode("utf-8", "replace")
+            end = buffer.rfind(b"\n")
+            if end < 0:
+                continue
+            # A newline byte is never part of a multi-byte character: decoding the lines
+            # together is decoding each.
+            text = bytes(buffer[:end]).decode("utf-8", "replace")
+            del buffer[: end + 1]
+            yield [line.rstrip("\r") for line in text.split("\n")]
     except ClientError as exc:
         if exc.timeout:
             raise unreachable(target, exc, limit_secs) from None
         raise fail(target, "stream cut before its end") from None
     if buffer:
-        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+        yield [bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")]
+
+
+async def iter_lines(
+    resp: Response, target: ProviderTarget, limit_secs: float
+) -> AsyncGenerator[str, None]:
+    """The lines of a streamed body (`_line_batches`), one by one."""
+    async with aclosing(_line_batches(resp, target, limit_secs)) as batches:
+        async for lines in batches:
+            for line in lines:
+                yield line
 
 
 async def iter_sse(
@@ -300,21 +316,22 @@ async def iter_sse(
     and `data:` fields (several `data:` lines joined by newlines), comments skipped, an event
     dispatched at a blank line (and at the end of the body)."""
     event, data = "", list[str]()
-    async with aclosing(iter_lines(resp, target, limit_secs)) as lines:
-        async for line in lines:
-            if not line:
-                if data:
-                    yield event or "message", "\n".join(data)
-                event, data = "", list[str]()
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if name == "event":
-                event = value
-            elif name == "data":
-                data.append(value)
+    async with aclosing(_line_batches(resp, target, limit_secs)) as batches:
+        async for lines in batches:
+            for line in lines:
+                if not line:
+                    if data:
+                        yield event or "message", "\n".join(data)
+                    event, data = "", list[str]()
+                    continue
+                if line.startswith(":"):
+                    continue
+                name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if name == "event":
+                    event = value
+                elif name == "data":
+                    data.append(value)
     if data:
         yield event or "message", "\n".join(data)
 
