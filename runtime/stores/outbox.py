@@ -11,7 +11,9 @@ per killed gateway. Here the request path appends each row to its table's stream
 store client's batcher (`kv_pipeline`): under load one more command in the write that carries
 the other requests' calls of that loop turn; a lone request pays a round trip of its own
 (`tests/bench/outbox.py`: about 20-25 µs more CPU per request at 16 concurrent, a round
-trip's 60-130 alone, on one Valkey). The front door holds the answer until the request's
+trip's 60-130 alone, on one Valkey) unless it has another store call to make in the same
+turn: the AI gateway appends a chat's row in the turn it sends the budget's settlement
+(`gateways/ai/metering.py`), so both leave in one write. The front door holds the answer until the request's
 appends are confirmed (`hold_rows` / `rows_held`): a row the store has is not lost with the
 process.
 
