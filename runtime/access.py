@@ -29,6 +29,14 @@ from strata.access.v1.access_pb2 import Access
 IDENTIFIER = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TENANT_HEADER = "x-tenant-id"
 _TENANT_SCOPED = (Access.ACCESS_TENANT, Access.ACCESS_TENANT_HUMAN)
+# The levels as plain ints, read once: every call is decided against them, and an attribute
+# of a protobuf enum wrapper is a Python-level __getattr__ each time.
+_PUBLIC = int(Access.ACCESS_PUBLIC)
+_EDGE_ADMIN = int(Access.ACCESS_EDGE_ADMIN)
+_INTERNAL = int(Access.ACCESS_INTERNAL)
+_PLATFORM_ADMIN = int(Access.ACCESS_PLATFORM_ADMIN)
+_AUTHENTICATED = int(Access.ACCESS_AUTHENTICATED)
+_TENANT_HUMAN = int(Access.ACCESS_TENANT_HUMAN)
 # Credentials held by software, never a person: refused where a person must act.
 SOFTWARE = frozenset({"service", "api_key"})
 
@@ -43,7 +51,7 @@ class RpcRule:
 
     @property
     def public(self) -> bool:
-        return self.access == Access.ACCESS_PUBLIC
+        return self.access == _PUBLIC
 
 
 @dataclass(frozen=True)
@@ -126,31 +134,27 @@ def authorize(
     """Decide whether `principal` may make this call, and for which tenant. `request` is None
     for client-streaming calls: their tenant comes from the header alone."""
     access = rule.access
-    if access == Access.ACCESS_PUBLIC:
+    if access == _PUBLIC:
         return ANONYMOUS
     if principal is None:
         raise Unauthenticated("Missing credentials", error=UNAUTHORIZED)
-    if access == Access.ACCESS_EDGE_ADMIN:
+    if access == _EDGE_ADMIN:
         if principal.kind != "admin":
             raise _forbidden("the admin API takes the X-API-KEY admin key only")
         return Caller(principal)
     if principal.kind == "admin":  # the edge admin key opens the admin API, nothing else
         raise _forbidden("the admin API key is not accepted here")
-    if access == Access.ACCESS_INTERNAL:
+    if access == _INTERNAL:
         if principal.kind != "master":
             raise _forbidden("internal: Strata services only")
         return Caller(principal)
-    if access == Access.ACCESS_PLATFORM_ADMIN:
+    if access == _PLATFORM_ADMIN:
         if not principal.is_platform_admin:
             raise _forbidden("platform administrators only")
         return Caller(principal)
-    if access == Access.ACCESS_AUTHENTICATED:
+    if access == _AUTHENTICATED:
         return Caller(principal, principal.tenant_id)
-    if (
-        access == Access.ACCESS_TENANT_HUMAN
-        and principal.kind in SOFTWARE
-        and not principal.is_platform_admin
-    ):
+    if access == _TENANT_HUMAN and principal.kind in SOFTWARE and not principal.is_platform_admin:
         raise _forbidden("a person must do this; agent service tokens and API keys are refused")
     return Caller(principal, _tenant(rule, principal, metadata, request))
 

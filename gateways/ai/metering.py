@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from gateways.ai.background import Background
@@ -68,10 +66,36 @@ class Meter:
         for at most a store call's bound or two (`kv.HOT_PATH_SECS`): a request cancelled
         meanwhile still settles, and a settlement sent again after a failure (the store out)
         does not hold the answer up."""
+        await self.settled(self.settle_soon())
+
+    def settle_soon(self) -> asyncio.Task[None] | None:
+        """`settle`'s task, started (its script is sent in the next loop turn, in the batcher
+        write that carries whatever else this turn sends: the request's log row); `settled`
+        waits for it."""
         held, self.reservation = self.reservation, None
-        if held is not None:
-            settling = self.budgets.spawn(self._settle(held, self.used))
-            await asyncio.wait([settling], timeout=2 * kv_settings.HOT_PATH_SECS)
+        if held is None:
+            return None
+        return self.budgets.spawn(self._settle(held, self.used))
+
+    async def settled(self, settling: asyncio.Task[None] | None) -> None:
+        """Wait for `settling`, 2 * `kv.HOT_PATH_SECS` at most (as asyncio.wait would, for
+        less: one future, one timer)."""
+        if settling is None or settling.done():
+            return
+        loop = asyncio.get_running_loop()
+        woken = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        timer = loop.call_later(2 * kv_settings.HOT_PATH_SECS, wake)
+        settling.add_done_callback(wake)
+        try:
+            await woken
+        finally:
+            timer.cancel()
+            settling.remove_done_callback(wake)
 
     def settle_later(self) -> None:
         """Settle off the path: a failed, cancelled or closing request never awaits it."""
@@ -117,25 +141,33 @@ class Meter:
         )
 
 
-@asynccontextmanager
-async def metered(
-    budgets: Budgets, metrics: AiMetrics, background: Background
-) -> AsyncIterator[Meter]:
+class metered:  # named as the function it was: `async with metered(...) as meter`
     """`async with metered(...) as meter:` one request, counted active while inside; on the
     way out its reservation is settled (awaited when it ended well, else off the path) and
-    its outcome recorded."""
-    meter = Meter(budgets, metrics, background)
-    metrics.active.inc()
-    ended_well = False
-    try:
-        yield meter
-        ended_well = True
-    finally:
+    its outcome recorded (the log row sent with the settlement). A class, not a generator
+    context manager: one object less per request."""
+
+    __slots__ = ("meter",)
+
+    def __init__(self, budgets: Budgets, metrics: AiMetrics, background: Background) -> None:
+        self.meter = Meter(budgets, metrics, background)
+
+    async def __aenter__(self) -> Meter:
+        self.meter.metrics.active.inc()
+        return self.meter
+
+    async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
+        meter = self.meter
+        settling: asyncio.Task[None] | None = None
         try:
-            if ended_well:
-                await meter.settle()
+            if exc_type is None:  # it ended well
+                settling = meter.settle_soon()
             else:
                 meter.settle_later()
         finally:
-            metrics.active.dec()
+            meter.metrics.active.dec()
+            # Recorded before the settlement is awaited: the row's XADD and the settlement's
+            # script leave in one batcher write (one store round trip, not two; the row's
+            # latency is the request's up to its settlement being sent).
             meter.record()
+        await meter.settled(settling)

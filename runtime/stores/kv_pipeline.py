@@ -32,6 +32,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Sequence
+from functools import partial
 from typing import Any
 
 import hiredis
@@ -133,6 +134,10 @@ class PipelinedCalls:
         self._unsent: list[Call] = []  # calls made while the connection opens, in order
         self._sender: asyncio.Task[None] | None = None  # the task that will write them
         self._watchdog: asyncio.TimerHandle | None = None
+        # Calls bounded by `within`: per bound, (deadline, future) in deadline order; one timer.
+        self._bounded: dict[float, deque[tuple[float, asyncio.Future[Any]]]] = {}
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._deadline_at = 0.0
         self.timeout = float(self.settings.get("socket_timeout") or 5.0)
         # Requests wait for this connection: it opens within a command's timeout, not the
         # pool's longer connect timeout (kv.CONNECT_TIMEOUT_SECS).
@@ -151,39 +156,82 @@ class PipelinedCalls:
         self._pending.append((command, future))
         return future
 
-    async def within(self, seconds: float, *command: Any) -> Any:
-        """`command`'s reply, or redis-py's TimeoutError once the store has owed a reply for
-        `seconds` — owed: written and not answered, its own or an earlier one. The store's
-        silence counts, not the process's: a call not yet written (a connection opening) or
-        written late (a loop busy elsewhere) waits longer, and at the deadline the decision
-        waits for one more read of the sockets (a 1 ms timer; on uvloop, as on asyncio's loop,
-        pending input is read before it fires), so a loop that stalled past the deadline
-        takes the reply that came meanwhile. The wait stays bounded: the connection's opening
-        and the watchdog fail every call of a store that stays mute longer. A reply that comes
-        after the call was given up is read and dropped; the connection stays."""
+    def within(self, seconds: float, *command: Any) -> asyncio.Future[Any]:
+        """`command`'s reply (a future), or redis-py's TimeoutError once the store has owed a
+        reply for `seconds` — owed: written and not answered, its own or an earlier one. The
+        store's silence counts, not the process's: a call not yet written (a connection
+        opening) or written late (a loop busy elsewhere) waits longer, and at the deadline the
+        decision waits for one more read of the sockets (a 1 ms timer; on uvloop, as on
+        asyncio's loop, pending input is read before it fires), so a loop that stalled past
+        the deadline takes the reply that came meanwhile. The wait stays bounded: the
+        connection's opening and the watchdog fail every call of a store that stays mute
+        longer. A reply that comes after the call was given up is read and dropped; the
+        connection stays.
+
+        No timer per call: the bounded calls wait in deadline order (one queue per bound) for
+        one timer, set for the earliest deadline; a call answered in time costs an append."""
         call = self.command(*command)
+        deadline = time.monotonic() + seconds
+        queue = self._bounded.get(seconds)
+        if queue is None:
+            queue = self._bounded[seconds] = deque()
+        while queue and queue[0][1].done():  # answered: forgotten as new calls come
+            queue.popleft()
+        queue.append((deadline, call))
+        if self._deadline_timer is None or deadline < self._deadline_at:
+            self._arm(deadline)
+        return call
+
+    def _arm(self, at: float) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+        self._deadline_at = at
         loop = asyncio.get_running_loop()
-        timer: list[asyncio.TimerHandle] = []
+        self._deadline_timer = loop.call_later(max(at - time.monotonic(), 0.0), self._due)
 
-        def deadline() -> None:
-            if not call.done():
-                timer[0] = loop.call_later(0.001, decide)
+    def _due(self) -> None:
+        """The earliest deadline has come: its calls (and any other due) get one more read of
+        the sockets before they are decided; the timer is set for the next deadline."""
+        self._deadline_timer = None
+        now = time.monotonic()
+        due: list[tuple[float, asyncio.Future[Any]]] = []
+        for seconds, queue in self._bounded.items():
+            while queue and (queue[0][1].done() or queue[0][0] <= now):
+                _, call = queue.popleft()
+                if not call.done():
+                    due.append((seconds, call))
+        if due:
+            asyncio.get_running_loop().call_later(0.001, self._decide, due)
+        self._rearm()
 
-        def decide() -> None:
+    def _rearm(self) -> None:
+        heads = [queue[0][0] for queue in self._bounded.values() if queue]
+        if heads:
+            self._arm(min(heads))
+
+    def _decide(self, due: list[tuple[float, asyncio.Future[Any]]]) -> None:
+        """Each due call not answered meanwhile: given up when the store has owed a reply for
+        its bound, else waits for the rest of it (counted from the oldest reply owed)."""
+        owed = self._owed_since()
+        now = time.monotonic()
+        later = False
+        for seconds, call in due:
             if call.done():
-                return
-            owed = self._owed_since()
-            left = seconds - (time.monotonic() - owed) if owed is not None else seconds
+                continue
+            left = seconds - (now - owed) if owed is not None else seconds
             if left > 0:
-                timer[0] = loop.call_later(left, deadline)
+                queue = self._bounded[seconds]
+                # Back in deadline order (rare: a connection opening, a store owing an
+                # earlier batch's replies).
+                index = len(queue)
+                while index and queue[index - 1][0] > now + left:
+                    index -= 1
+                queue.insert(index, (now + left, call))
+                later = True
             else:
                 call.set_exception(TimeoutError(f"the store did not answer within {seconds}s"))
-
-        timer.append(loop.call_later(seconds, deadline))
-        try:
-            return await call
-        finally:
-            timer[0].cancel()
+        if later:
+            self._rearm()
 
     def _owed_since(self) -> float | None:
         """When the oldest batch the store has not answered was written, or None."""
@@ -318,6 +366,10 @@ class PipelinedCalls:
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        self._bounded.clear()
         if self._channel is not None:
             self._channel.fail(ConnectionError("closed"))
             self._channel = None
@@ -622,17 +674,12 @@ class PipelinedScript:
         calls = pipelined(kv)
         if isinstance(calls, ClusterCalls):
             return await calls.script(self, keys, args, hot=hot)
-
-        async def call(*command: Any) -> Any:
-            if not hot:
-                return await calls.command(*command)
-            return await calls.within(kv_settings.HOT_PATH_SECS, *command)
-
+        send = partial(calls.within, kv_settings.HOT_PATH_SECS) if hot else calls.command
         try:
-            return await call("EVALSHA", self.sha, len(keys), *keys, *args)
+            return await send("EVALSHA", self.sha, len(keys), *keys, *args)
         except NoScriptError:
-            await call("SCRIPT", "LOAD", self.text)
-            return await call("EVALSHA", self.sha, len(keys), *keys, *args)
+            await send("SCRIPT", "LOAD", self.text)
+            return await send("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
 __all__ = [

@@ -11,7 +11,9 @@ per killed gateway. Here the request path appends each row to its table's stream
 store client's batcher (`kv_pipeline`): under load one more command in the write that carries
 the other requests' calls of that loop turn; a lone request pays a round trip of its own
 (`tests/bench/outbox.py`: about 20-25 µs more CPU per request at 16 concurrent, a round
-trip's 60-130 alone, on one Valkey). The front door holds the answer until the request's
+trip's 60-130 alone, on one Valkey) unless it has another store call to make in the same
+turn: the AI gateway appends a chat's row in the turn it sends the budget's settlement
+(`gateways/ai/metering.py`), so both leave in one write. The front door holds the answer until the request's
 appends are confirmed (`hold_rows` / `rows_held`): a row the store has is not lost with the
 process.
 
@@ -24,7 +26,6 @@ written twice; that needs a failure at that exact moment.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -76,31 +77,53 @@ class Outbox:
         self.reachability.failed(exc)
 
 
+def start_holding() -> tuple[list[asyncio.Future[Any]], contextvars.Token[Any]]:
+    """Collect the appends made while serving one request (its task and the tasks it starts
+    meanwhile) into the list returned; `rows_held` waits for them; `stop_holding(token)` when
+    the request is done (`hold_rows` as a context manager)."""
+    held: list[asyncio.Future[Any]] = []
+    return held, _HELD.set(held)
+
+
+def stop_holding(token: contextvars.Token[Any]) -> None:
+    _HELD.reset(token)
+
+
 @contextmanager
 def hold_rows() -> Iterator[list[asyncio.Future[Any]]]:
-    """Collect the appends made while serving one request (its task and the tasks it starts
-    meanwhile); `rows_held` waits for them."""
-    held: list[asyncio.Future[Any]] = []
-    token = _HELD.set(held)
+    held, token = start_holding()
     try:
         yield held
     finally:
-        _HELD.reset(token)
+        stop_holding(token)
 
 
 async def rows_held(held: list[asyncio.Future[Any]]) -> None:
     """Wait until the appends in `held` are settled: written, or failed and queued in memory
     instead (by the writer's callback). A mute store delays an answer, never fails it: the
     batcher's watchdog fails its calls after the client's timeout (1 s), and the store is then
-    skipped until it answers again. Shielded: a request cancelled meanwhile (its client gone)
-    leaves its appends to finish (asyncio.wait with a timeout costs twice as much CPU)."""
+    skipped until it answers again. One future waited for, whatever the rows: a request
+    cancelled meanwhile (its client gone) cancels it, never the appends, which finish
+    (asyncio.wait with a timeout costs twice as much CPU, a shield per row more too)."""
     if not held:
         return
     pending = [f for f in held if not f.done()]
     held.clear()
+    if not pending:
+        return
+    settled = asyncio.get_running_loop().create_future()
+    left = len(pending)
+
+    def one_settled(_: asyncio.Future[Any]) -> None:
+        # Its outcome is the writer's business (a failed row is queued in memory).
+        nonlocal left
+        left -= 1
+        if not left and not settled.done():
+            settled.set_result(None)
+
     for appended in pending:
-        with contextlib.suppress(Exception):  # the writer's callback queued the row in memory
-            await asyncio.shield(appended)
+        appended.add_done_callback(one_settled)
+    await settled
 
 
 async def current_rows_held() -> None:

@@ -2,8 +2,10 @@
 cost of PII redaction and the latency of the two cache tiers.
 
     .venv/bin/python tests/bench/ai_gateway.py [--runs 3] [--seconds 5] [--concurrency 1 32]
+        [--port-offset 600]
 
-Needs `wrk` (Debian: `apt-get install -y wrk`). Starts `strata up` on ports +600 with a fresh
+Needs `wrk` (Debian: `apt-get install -y wrk`). Starts `strata up` on ports +600 (or
+`--port-offset`: two people's runs on one machine need not share the stack lock) with a fresh
 data directory, registers the echo LLM sidecar as an `openai_compatible` provider through
 the control plane (`POST /api/providers`, a `manual` key: development), creates three tenants
 through the control plane, each with its chat configuration (`PUT .../prompt-config`) and a
@@ -71,21 +73,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--port-offset", type=int, default=OFFSET)
     args = parser.parse_args()
+    offset = args.port_offset
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        stack, master, pids = start_stack(tmp / "data", OFFSET)
+        stack, master, pids = start_stack(tmp / "data", offset)
         try:
             gateway_pid = pids["ai-gateway"]
-            echo = f"http://127.0.0.1:{8082 + OFFSET}"
-            gateway = f"http://127.0.0.1:{4000 + OFFSET}"
+            echo = f"http://127.0.0.1:{8082 + offset}"
+            gateway = f"http://127.0.0.1:{4000 + offset}"
             provider = {
                 "id": "echo", "display_name": "Echo LLM", "type": "openai_compatible",
                 "base_url": echo, "auth_type": "bearer",
                 "key_source": {"type": "manual", "value": "bench-provider-key"},
                 "model_patterns": ["echo-*"], "default_models": ["echo-1"], "enabled": True,
             }  # fmt: skip
-            controlplane = f"http://127.0.0.1:{4001 + OFFSET}"
+            controlplane = f"http://127.0.0.1:{4001 + offset}"
             print(post(f"{controlplane}/api/providers", provider, master))
             for t, switches in TENANTS.items():
                 post(f"{controlplane}/api/tenants", {"id": t, "name": t, "plan": "enterprise"},

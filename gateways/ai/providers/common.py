@@ -12,8 +12,8 @@ characters of the provider's own error message, with the key scrubbed from it.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from typing import Any
 
 from gateways.ai.providers.base import ChatCall, ProviderError, ProviderTarget
@@ -257,8 +257,14 @@ async def sse_stream(
     yields its events as (event name, data) (`iter_sse`)."""
     limit = call_timeout(call)
     wanted = {**headers, "Accept": "text/event-stream"}
-    async with open_stream(http, target, url, body, wanted, limit) as resp:
-        yield iter_sse(resp, target, limit)
+    # The events are closed here, with whatever they iterate: an adapter that stops reading
+    # early (`data: [DONE]`) leaves no generator to the garbage collector (whose finalizer
+    # closes it through the loop's thread-safe wake-up and a task: tens of µs each).
+    async with (
+        open_stream(http, target, url, body, wanted, limit) as resp,
+        aclosing(iter_sse(resp, target, limit)) as events,
+    ):
+        yield events
 
 
 def json_event(data: str, target: ProviderTarget) -> dict[str, Any]:
@@ -266,59 +272,78 @@ def json_event(data: str, target: ProviderTarget) -> dict[str, Any]:
     return as_dict(parse_json(data, target, "event"), target, "event")
 
 
-async def iter_lines(
+async def _line_batches(
     resp: Response, target: ProviderTarget, limit_secs: float
-) -> AsyncIterator[str]:
-    """The lines of a streamed body (any length; CR LF or LF). A stall longer than `limit_secs`
-    is retryable; a connection cut mid-body is a truncated answer (not retryable)."""
+) -> AsyncGenerator[list[str], None]:
+    """The lines of a streamed body (any length; CR LF or LF), as they come: the complete lines
+    of each read together (one generator step per read, not per line). A stall longer than
+    `limit_secs` is retryable; a connection cut mid-body is a truncated answer (not
+    retryable)."""
     buffer = bytearray()
     try:
-        async for chunk in resp.iter_chunks():
+        while chunk := await resp.next_chunk():
             buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:end]).rstrip(b"\r")
-                del buffer[: end + 1]
-                yield line.decode("utf-8", "replace")
+            end = buffer.rfind(b"\n")
+            if end < 0:
+                continue
+            # A newline byte is never part of a multi-byte character: decoding the lines
+            # together is decoding each.
+            text = bytes(buffer[:end]).decode("utf-8", "replace")
+            del buffer[: end + 1]
+            yield [line.rstrip("\r") for line in text.split("\n")]
     except ClientError as exc:
         if exc.timeout:
             raise unreachable(target, exc, limit_secs) from None
         raise fail(target, "stream cut before its end") from None
     if buffer:
-        yield bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")
+        yield [bytes(buffer).rstrip(b"\r").decode("utf-8", "replace")]
+
+
+async def iter_lines(
+    resp: Response, target: ProviderTarget, limit_secs: float
+) -> AsyncGenerator[str, None]:
+    """The lines of a streamed body (`_line_batches`), one by one."""
+    async with aclosing(_line_batches(resp, target, limit_secs)) as batches:
+        async for lines in batches:
+            for line in lines:
+                yield line
 
 
 async def iter_sse(
     resp: Response, target: ProviderTarget, limit_secs: float
-) -> AsyncIterator[tuple[str, str]]:
+) -> AsyncGenerator[tuple[str, str], None]:
     """Server-sent events as (event name, data) per the WHATWG event-stream format: `event:`
     and `data:` fields (several `data:` lines joined by newlines), comments skipped, an event
     dispatched at a blank line (and at the end of the body)."""
     event, data = "", list[str]()
-    async for line in iter_lines(resp, target, limit_secs):
-        if not line:
-            if data:
-                yield event or "message", "\n".join(data)
-            event, data = "", list[str]()
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
+    async with aclosing(_line_batches(resp, target, limit_secs)) as batches:
+        async for lines in batches:
+            for line in lines:
+                if not line:
+                    if data:
+                        yield event or "message", "\n".join(data)
+                    event, data = "", list[str]()
+                    continue
+                if line.startswith(":"):
+                    continue
+                name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                if name == "event":
+                    event = value
+                elif name == "data":
+                    data.append(value)
     if data:
         yield event or "message", "\n".join(data)
 
 
 async def iter_ndjson(
     resp: Response, target: ProviderTarget, limit_secs: float
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """Newline-delimited JSON objects (blank lines skipped)."""
-    async for line in iter_lines(resp, target, limit_secs):
-        if line.strip():
-            yield as_dict(parse_json(line, target, "stream line"), target, "a stream line")
+    async with aclosing(iter_lines(resp, target, limit_secs)) as lines:
+        async for line in lines:
+            if line.strip():
+                yield as_dict(parse_json(line, target, "stream line"), target, "a stream line")
 
 
 def truncated(target: ProviderTarget, terminator: str) -> ProviderError:

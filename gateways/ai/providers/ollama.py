@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, ClassVar
 
 from gateways.ai.providers import common
@@ -99,15 +100,17 @@ class OllamaAdapter:
             common.request_headers(target, call.headers, extra={"Accept": "application/x-ndjson"}),
             timeout,
         ) as resp:
-            async for data in common.iter_ndjson(resp, target, timeout):
-                if "error" in data:
-                    raise common.fail(target, f"error in stream: {str(data['error'])[:300]}")
-                text = _text(data, target)
-                if text:
-                    yield Delta(content=text)
-                if data.get("done") is True:
-                    last = data
-                    break
+            lines = common.iter_ndjson(resp, target, timeout)
+            async with aclosing(lines):  # stopped early (done: true): closed here, not by GC
+                async for data in lines:
+                    if "error" in data:
+                        raise common.fail(target, f"error in stream: {str(data['error'])[:300]}")
+                    text = _text(data, target)
+                    if text:
+                        yield Delta(content=text)
+                    if data.get("done") is True:
+                        last = data
+                        break
         if last is None:
             raise common.truncated(target, "a done: true line")
         yield Delta(finish_reason=last.get("done_reason") or "stop", usage=_usage(last))
