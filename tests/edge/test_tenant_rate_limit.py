@@ -24,10 +24,13 @@ from runtime.stores.kv import connect_kv
 pytestmark = pytest.mark.kv_cluster
 
 
-@pytest.fixture
-async def env(valkey_url: str) -> AsyncIterator[PluginEnv]:
+@pytest.fixture(params=["cluster", "single"])
+async def env(request: pytest.FixtureRequest, valkey_url: str) -> AsyncIterator[PluginEnv]:
+    """The cluster's client (the limiter's calls through redis-py's cluster routing) and one
+    node's (its calls sent straight through the batcher, as in `strata up`)."""
+    url = valkey_url if request.param == "cluster" else request.getfixturevalue("single_valkey_url")
     env = PluginEnv()
-    env.kv = connect_kv(valkey_url)
+    env.kv = connect_kv(url)
     env.metrics = EdgeMetrics()
     yield env
     await env.kv.aclose()

@@ -41,9 +41,11 @@ atomic Lua script per request.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +55,7 @@ from gateways.edge.keys import rate_limit_override, rate_limit_window
 from gateways.edge.model.plugins import tenant_rate_limit as declared
 from gateways.edge.plugin import Plugin, PluginEnv, Reply, RequestContext, parse_conf
 from runtime.access import IDENTIFIER  # the platform's tenant id alphabet
-from runtime.stores.kv_pipeline import PipelinedScript
+from runtime.stores.kv_pipeline import NoScriptError, PipelinedCalls, PipelinedScript, pipelined
 
 # KEYS: the tenant override, the default window's set, the route override, the set of the
 # window an override last asked for (`override_windows`; the default's when none did), all
@@ -166,7 +168,7 @@ class TenantRateLimit(declared.TenantRateLimit, Plugin):
         # (pids repeat across hosts) and a counter.
         self.member_prefix = f"{os.getpid()}.{secrets.token_hex(4)}."
         self.sequence = 0
-        # (tenant, route) → the requests waiting for the script call of their group's task.
+        # (tenant, route) → the requests of this loop turn, waiting for their group's call.
         self.pending: dict[tuple[str, str], list[asyncio.Future[list[int] | None]]] = {}
         self.sending: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
         # (tenant, route) → the window its override last asked for: its set is sent as
@@ -226,35 +228,96 @@ class TenantRateLimit(declared.TenantRateLimit, Plugin):
             return future
         pair = (tenant, route_id)
         group = self.pending.get(pair)
-        if group is None:  # the first of its group: the task that sends them all
+        if group is None:
+            if not self.pending:  # after the requests that are ready in this turn
+                loop.call_soon(self._flush)
             self.pending[pair] = [future]
-            task = loop.create_task(self._send(pair))
-            self.sending.add(task)
-            task.add_done_callback(self.sending.discard)
         else:
             group.append(future)
         return future
 
-    async def _send(self, pair: tuple[str, str]) -> None:
-        """One script call counting the requests of `pair` that joined before this task ran
-        (those of the loop turn it was made in), in order; each gets its outcome."""
-        futures = self.pending.pop(pair)
+    def _flush(self) -> None:
+        """One script call per (tenant, route) of this turn's requests, sent without a task:
+        the batcher's future, a timer for `redis_timeout` and a callback that answers them
+        (a cluster's client, a script not loaded yet or an override's window to ask for take
+        the coroutine path, `_send`)."""
+        groups, self.pending = self.pending, {}
+        kv = self.env.kv
+        calls = pipelined(kv) if kv is not None else None
+        loop = asyncio.get_running_loop()
+        for pair, futures in groups.items():
+            first = self.sequence
+            self.sequence += len(futures)
+            if not isinstance(calls, PipelinedCalls):
+                self._in_task(self._send(pair, futures, first))
+                continue
+            asked = self.override_windows.get(pair, self.window)
+            keys, args = self._call(pair, asked, len(futures), first)
+            sent = calls.evalsha(LIMITER.sha, len(keys), *keys, *args)
+            timer = loop.call_later(self.timeout, sent.cancel)  # a late reply is dropped
+            sent.add_done_callback(
+                functools.partial(
+                    self._answered, pair=pair, futures=futures, first=first, timer=timer
+                )
+            )
+
+    def _answered(
+        self,
+        done: asyncio.Future[Any],
+        pair: tuple[str, str],
+        futures: list[asyncio.Future[list[int] | None]],
+        first: int,
+        timer: asyncio.TimerHandle,
+    ) -> None:
+        timer.cancel()
+        exc = TimeoutError("the store did not answer in time") if done.cancelled() else (
+            done.exception()
+        )  # fmt: skip
+        if exc is None:
+            outcome = done.result()
+            if outcome[0] != -1:
+                _answer(futures, outcome)
+                return
+            self._remember(pair, int(outcome[1]))  # counted nowhere yet: ask that window
+        elif not isinstance(exc, NoScriptError):  # NOSCRIPT: nothing ran, load it and count
+            if isinstance(exc, RedisError | OSError | TimeoutError):
+                self.down_until = time.monotonic() + DOWN_BACKOFF
+            self._open_all(futures)
+            return
+        self._in_task(self._send(pair, futures, first))
+
+    def _in_task(self, send: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(send)
+        self.sending.add(task)
+        task.add_done_callback(self.sending.discard)
+
+    def _call(
+        self, pair: tuple[str, str], asked: int, n: int, first: int
+    ) -> tuple[tuple[str, ...], tuple[Any, ...]]:
         tenant, route_id = pair
+        keys = (
+            rate_limit_override(tenant),
+            rate_limit_window(tenant, route_id, self.window),
+            rate_limit_override(tenant, route_id),
+            rate_limit_window(tenant, route_id, asked),
+        )
+        return keys, (self.count, self.window_arg, self.member_prefix, asked, n, first)
+
+    async def _send(
+        self,
+        pair: tuple[str, str],
+        futures: list[asyncio.Future[list[int] | None]],
+        first: int,
+    ) -> None:
+        """The coroutine path of one group's call (`PipelinedScript`: the script loaded when
+        the store lacks it, a cluster's routing), sent again while an override asks for
+        another window; each request gets its outcome."""
         kv = self.env.kv
         asked = self.override_windows.get(pair, self.window)
-        n = len(futures)
-        first = self.sequence
-        self.sequence += n
         try:
             async with asyncio.timeout(self.timeout):  # other calls share the round trip
                 for _ in range(1 + WINDOW_RETRIES):
-                    keys = (
-                        rate_limit_override(tenant),
-                        rate_limit_window(tenant, route_id, self.window),
-                        rate_limit_override(tenant, route_id),
-                        rate_limit_window(tenant, route_id, asked),
-                    )
-                    args = (self.count, self.window_arg, self.member_prefix, asked, n, first)
+                    keys, args = self._call(pair, asked, len(futures), first)
                     outcome: list[int] = await LIMITER(kv, keys, args)
                     if outcome[0] != -1:
                         _answer(futures, outcome)
