@@ -9,7 +9,6 @@ import argparse
 import os
 import tempfile
 
-from gateways.edge.app import build
 from gateways.edge.config import EdgeConfig
 from gateways.edge.metrics import prepare_multiproc_dir
 from gateways.edge.workers import build_worker, die_with_primary, with_workers
@@ -31,4 +30,9 @@ if not args.worker:
 environ = dict(os.environ)
 if args.workers is not None:
     environ["EDGE_WORKERS"] = str(args.workers)
-main(EdgeConfig, build_worker if args.worker else with_workers(build), environ, uvloop=True)
+if args.worker:  # the data plane only: the admin API, its schemas and docs stay unimported
+    main(EdgeConfig, build_worker, environ, uvloop=True)
+else:
+    from gateways.edge.app import build
+
+    main(EdgeConfig, with_workers(build), environ, uvloop=True)

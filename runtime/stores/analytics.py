@@ -16,6 +16,7 @@ import asyncio
 import json
 import logging
 import sys
+import typing
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,8 +24,21 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import clickhouse_connect
-from clickhouse_connect.driver.client import Client
+if typing.TYPE_CHECKING:
+    import clickhouse_connect
+    from clickhouse_connect.driver.client import Client
+else:
+
+    class _ClickHouseConnect:
+        """clickhouse-connect, imported on first use: a process that ships its rows to the
+        chDB owner never opens a client (about 4 MB resident it does not need)."""
+
+        def __getattr__(self, name: str) -> Any:
+            import clickhouse_connect
+
+            return getattr(clickhouse_connect, name)
+
+    clickhouse_connect = _ClickHouseConnect()
 
 from runtime.errors import InvalidRequest, Unavailable
 from runtime.stores.engine_pages import release_clean_pages

@@ -24,10 +24,13 @@ from runtime.stores.kv import connect_kv
 pytestmark = pytest.mark.kv_cluster
 
 
-@pytest.fixture
-async def env(valkey_url: str) -> AsyncIterator[PluginEnv]:
+@pytest.fixture(params=["cluster", "single"])
+async def env(request: pytest.FixtureRequest, valkey_url: str) -> AsyncIterator[PluginEnv]:
+    """The cluster's client (the limiter's calls through redis-py's cluster routing) and one
+    node's (its calls sent straight through the batcher, as in `strata up`)."""
+    url = valkey_url if request.param == "cluster" else request.getfixturevalue("single_valkey_url")
     env = PluginEnv()
-    env.kv = connect_kv(valkey_url)
+    env.kv = connect_kv(url)
     env.metrics = EdgeMetrics()
     yield env
     await env.kv.aclose()
@@ -59,6 +62,35 @@ async def test_window_admits_the_limit_then_429_with_headers(env: PluginEnv) -> 
     assert await env.kv.zcard(rate_limit_window(t, "r1", 30)) == 3
     # Another route has its own window.
     assert await plugin.access(request(headers={"X-Tenant-ID": t}, route_id="r2")) is None
+
+
+async def test_concurrent_requests_are_counted_by_one_call_each_with_its_own_count(
+    env: PluginEnv,
+) -> None:
+    """Requests of one tenant and route arriving together share one script call: the first
+    `limit` are admitted, in order, each with its own remaining count; the rest get 429 with
+    the limit's headers; the set holds one member per admitted request."""
+    plugin = make_plugin("tenant-rate-limit", {"default_count": 5, "time_window": 30}, env)
+    t, other = tenant(), tenant()
+    assert await plugin.access(request(headers={"X-Tenant-ID": t})) is None  # 1 counted
+    contexts = [request(headers={"X-Tenant-ID": t}) for _ in range(7)]
+    replies = await asyncio.gather(
+        *(plugin.access(ctx) for ctx in contexts),
+        plugin.access(request(headers={"X-Tenant-ID": other})),  # its own group
+    )
+    assert replies[-1] is None
+    admitted = [ctx for ctx, reply in zip(contexts, replies, strict=False) if reply is None]
+    assert admitted == contexts[:4]
+    remaining = [ctx.vars["tenant-rate-limit"]["X-RateLimit-Remaining"] for ctx in admitted]
+    assert remaining == ["3", "2", "1", "0"]
+    for reply in replies[4:7]:
+        assert reply.status == 429
+        assert reply.headers["X-RateLimit-Remaining"] == "0"
+        assert reply.headers["X-RateLimit-Limit"] == "5"
+    scores = await env.kv.zrange(rate_limit_window(t, "r1", 30), 0, -1, withscores=True)
+    assert len(scores) == 5
+    assert len({score for _, score in scores[1:]}) == 1  # one call: one TIME for the four
+    assert await env.kv.zcard(rate_limit_window(other, "r1", 30)) == 1
 
 
 async def test_sliding_window_frees_slots(env: PluginEnv) -> None:

@@ -20,13 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import httpx2
-import mcp_types as types
-from mcp.client.session import ClientSession
-from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gateways.agent.mcp import tools_call
 from gateways.agent.mcp.errors import McpUpstreamError
@@ -40,6 +34,10 @@ from gateways.agent.mcp.upstream import (
     unbind_call,
 )
 from runtime.errors import InvalidRequest
+
+if TYPE_CHECKING:  # the SDK is imported with the first session (`upstream.py`)
+    from mcp.client.session import ClientSession
+    from mcp.shared.exceptions import MCPError
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +133,8 @@ class McpForwarder:
         listing that is not a valid tool set (bad names, schemas) is a 502."""
         limit = timeout if timeout is not None else self.pool.timeout
 
+        import mcp_types as types  # loaded with the session already
+
         async def listing(session: ClientSession) -> list[dict[str, Any]]:
             tools: list[dict[str, Any]] = []
             cursor: str | None = None
@@ -167,6 +167,7 @@ class McpForwarder:
         while True:
             state = CallState(headers={**headers, **auth})
             conn = await self._connection(server, auth)
+            MCPError, failed = _sdk_errors()
             assert conn.client is not None
             token = bind_call(state)
             try:
@@ -194,7 +195,7 @@ class McpForwarder:
                 ) from exc
             except McpUpstreamError:
                 raise
-            except (TimeoutError, ValidationError, httpx2.HTTPError, OSError) as exc:
+            except failed as exc:
                 await self.pool.discard(conn)
                 raise self._failure(server_id, "request failed", exc) from exc
             except Exception as exc:  # a dead session raises what its transport raised
@@ -208,7 +209,7 @@ class McpForwarder:
         400 when the outbound guard now refuses its URL."""
         try:
             return await self.pool.get(server, auth)
-        except (TimeoutError, MCPError, httpx2.HTTPError, OSError) as exc:
+        except _session_errors() as exc:  # evaluated only when something was raised
             raise self._failure(server["id"], "could not open an MCP session", exc) from exc
         except Exception as exc:  # the SDK's handshake raises several unrelated types
             if isinstance(exc, InvalidRequest):  # the outbound guard refused the URL
@@ -218,5 +219,24 @@ class McpForwarder:
     @staticmethod
     def _failure(server_id: str, what: str, exc: BaseException) -> McpUpstreamError:
         reason = "timed out" if isinstance(exc, TimeoutError) else type(exc).__name__
+        MCPError, _ = _sdk_errors()
+        from pydantic import ValidationError  # the SDK's models', loaded with it
+
         detail = f": {exc}" if isinstance(exc, MCPError | ValidationError) else ""
         return McpUpstreamError(f"MCP server {server_id!r}: {what} ({reason}){detail[:300]}")
+
+
+def _sdk_errors() -> tuple[type[MCPError], tuple[type[BaseException], ...]]:
+    """The SDK's error class, and what a failed request through a session raises besides it
+    (imported here: the SDK is loaded with the first session, `upstream.py`)."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
+
+    return MCPError, (TimeoutError, ValidationError, httpx2.HTTPError, OSError)
+
+
+def _session_errors() -> tuple[type[BaseException], ...]:
+    """What opening a session raises when the upstream fails it."""
+    mcp_error, failed = _sdk_errors()
+    return (mcp_error, *failed)

@@ -34,18 +34,17 @@ import logging
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.dispatcher import CallOptions
-from mcp_types import Implementation
 
 from runtime.config import VERSION
 from runtime.http1.pool import Pool
 from runtime.outbound import check_outbound_url
+
+if TYPE_CHECKING:  # the SDK is imported when the first session opens (`Connection._own`)
+    import httpx2
+    from mcp import Client
+    from mcp.shared.dispatcher import CallOptions
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +160,13 @@ class Connection:
 
     async def _own(self) -> None:
         assert self._ready is not None
+        # The SDK (and httpx2, pydantic, its types: about 27 MB resident) only once a
+        # session is opened: a gateway that forwards to no MCP server never loads it.
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_types import Implementation
+
         http = httpx2.AsyncClient(
             timeout=httpx2.Timeout(self.timeout),
             follow_redirects=False,
