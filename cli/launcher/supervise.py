@@ -185,12 +185,10 @@ async def models_loading(child: Child) -> dict[str, str]:
     if child.health_url is None:
         return {}
     try:
-        async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http,
-            http.get(child.health_url) as resp,
-        ):
-            features = (await resp.json()).get("features") or {}
-    except (aiohttp.ClientError, TimeoutError, ValueError):
+        async with Http(timeout=2) as http:
+            _, body = await http.request("GET", child.health_url)
+        features = json.loads(body).get("features") or {}
+    except (*HttpError, ValueError, AttributeError):
         return {"health": "no answer"}
     return {name: state for name, state in features.items() if state != "ready"}
 

@@ -13,9 +13,9 @@ the other requests' calls of that loop turn; a lone request pays a round trip of
 (`tests/bench/outbox.py`: about 20-25 µs more CPU per request at 16 concurrent, a round
 trip's 60-130 alone, on one Valkey) unless it has another store call to make in the same
 turn: the AI gateway appends a chat's row in the turn it sends the budget's settlement
-(`gateways/ai/metering.py`), so both leave in one write. The front door holds the answer until the request's
-appends are confirmed (`hold_rows` / `rows_held`): a row the store has is not lost with the
-process.
+(`gateways/ai/metering.py`), so both leave in one write. The front door holds the answer
+until the request's appends are confirmed (`hold_rows` / `rows_held`): a row the store has
+is not lost with the process.
 
 When the store cannot take a row (down, or the append fails), the row goes the old way,
 queued in memory (`RowWriter`): logged, never a failed request. A row whose append fails
