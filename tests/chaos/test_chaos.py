@@ -222,6 +222,7 @@ async def rows_and_debits(
     carry a trace of its own, so they are counted: lost = calls that succeeded - rows, twice =
     rows beyond the calls that may have run."""
     lost, twice = {}, {}
+    buffered = 0
     for table_name, kind in {"request_log": "routed", "ai_request_log": "chat"}.items():
         wanted = {c.trace_id for c in load.of(kind) if c.ok}
 
@@ -232,7 +233,12 @@ async def rows_and_debits(
             return wanted <= set(found)
 
         found = await eventually(rows, complete)
-        lost[table_name] = len(wanted - set(found))
+        missing = wanted - set(found)
+        if table_name == "request_log":  # see EDGE_LOG_BATCH_SECS
+            kept = {c.trace_id for c in load.of(kind) if in_edge_buffer(c, events)}
+            buffered = len(missing & kept)
+            missing -= kept
+        lost[table_name] = len(missing)
         twice[table_name] = sum(n - 1 for n in found.values() if n > 1)
     tools = load.of("tool")
     tools_ok = sum(c.ok for c in tools)
@@ -258,11 +264,26 @@ async def rows_and_debits(
                               waits=int(4 * BUDGET_HOLD_SECS / 0.2))  # fmt: skip
     return {
         "rows lost": lost,
+        "request_log rows in a killed edge worker's buffer": buffered,
         "rows written twice": twice,
         "chats ok": ok,
         "budget debits": debits,
         "double debits": max(0.0, debits - (ok + may)),
     }
+
+
+# The edge writes its request_log rows after the answer, in batches (APISIX's batch processor:
+# the analytics-logger's inactive_timeout, 5 s by default), so a killed edge worker loses the
+# rows of calls it answered in its last batch window: a documented limit (README, "Status"),
+# not the outbox's guarantee. Those are counted apart; any other lost row fails the test.
+EDGE_LOG_BATCH_SECS = 5.0
+
+
+def in_edge_buffer(call: Call, events: list[Event]) -> bool:
+    return any(
+        e.name == "edge-proxy worker" and e.at - EDGE_LOG_BATCH_SECS <= call.ended <= e.gone
+        for e in events
+    )
 
 
 async def chat_usage(stack: ChaosStack, http: Http) -> int:
