@@ -37,6 +37,11 @@ pytestmark = [pytest.mark.stack, pytest.mark.timeout(240)]
 OFFSET = 200
 MEMORY_BUDGET = json.loads((Path(__file__).parent / "memory_budget.json").read_text())
 IDLE_SECS = 5  # how long after "up" the footprint is read, as tests/bench/cold_start.py does
+# Work a service finishes in the background after "up" (the control plane's analytics
+# migration, after which it gives back chDB's start-up pages) can take longer on a busy
+# machine: the footprint is read again, each process's lowest figure kept, until every
+# process is within its budget or this long has passed. Memory that stays up still fails.
+SETTLE_SECS = 30
 SERVICES = {  # name: (health URL, gRPC target, a service its reflection must list)
     "controlplane": (
         f"http://127.0.0.1:{4001 + OFFSET}/health",
@@ -86,7 +91,13 @@ async def launched(
     )
     assert "Strata is up" in output, output + stack_logs(data)
     await asyncio.sleep(IDLE_SECS)
-    IDLE_RSS.update(await asyncio.to_thread(idle_footprint, data, proc.pid))
+    settled = asyncio.get_running_loop().time() + SETTLE_SECS
+    while True:
+        for name, mb in (await asyncio.to_thread(idle_footprint, data, proc.pid)).items():
+            IDLE_RSS[name] = min(mb, IDLE_RSS.get(name, mb))
+        if not over_budget() or asyncio.get_running_loop().time() > settled:
+            break
+        await asyncio.sleep(1)
     yield data, output
     stop = await asyncio.to_thread(strata, "stop", data)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
@@ -120,16 +131,19 @@ def idle_footprint(data: Path, launcher_pid: int) -> dict[str, float]:
     return found
 
 
+def over_budget() -> dict[str, str]:
+    """The processes idling more than 10% above their recorded figure."""
+    budget = {name: mb for name, mb in MEMORY_BUDGET.items() if not name.startswith("_")}
+    return {
+        name: f"{IDLE_RSS.get(name, float('inf')):.0f} MB idle, budget {mb} MB"
+        for name, mb in budget.items()
+        if IDLE_RSS.get(name, float("inf")) > mb * 1.10
+    }
+
+
 def test_no_process_idles_above_its_memory_budget(stack: Path) -> None:
     """Memory cannot creep back unseen: 10% over the recorded figure fails, naming the process."""
-    budget = {name: mb for name, mb in MEMORY_BUDGET.items() if not name.startswith("_")}
-    assert set(budget) <= set(IDLE_RSS), f"no figure for {set(budget) - set(IDLE_RSS)}"
-    over = {
-        name: f"{IDLE_RSS[name]:.0f} MB idle, budget {mb} MB"
-        for name, mb in budget.items()
-        if IDLE_RSS[name] > mb * 1.10
-    }
-    assert not over, over
+    assert not over_budget(), over_budget()
 
 
 @pytest.mark.parametrize("service", sorted(SERVICES))
