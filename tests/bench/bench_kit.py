@@ -165,8 +165,9 @@ def script(path: Path, body: str, headers: dict[str, str], varying: bool = False
     return path
 
 
-def start_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], str, dict[str, int]]:
-    """`strata up` on ports +offset: (the process, the master key, service name → pid)."""
+def launch_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], str]:
+    """`strata up` on ports +offset: the process, and what it printed until it was up (all
+    it printed, if it exited before)."""
     import sys
 
     stack = subprocess.Popen(
@@ -180,8 +181,18 @@ def start_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], str
         lines.append(line)
         if "Press Ctrl-C" in line:
             break
-    text = "".join(lines)
+    return stack, "".join(lines)
+
+
+def stack_pids(text: str) -> dict[str, int]:
+    """Service name → pid, from the table `strata up` prints."""
+    return {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"^([a-z][a-z-]+)\s+(\d+)\s", text, re.M)
+    }
+
+
+def start_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], str, dict[str, int]]:
+    """`strata up` on ports +offset: (the process, the master key, service name → pid)."""
+    stack, text = launch_stack(data_dir, offset)
     master = re.search(r"master key\s+(\S+)", text).group(1)  # type: ignore[union-attr]
-    rows = re.finditer(r"^([a-z][a-z-]+)\s+(\d+)\s", text, re.M)
-    pids = {m.group(1): int(m.group(2)) for m in rows}
-    return stack, master, pids
+    return stack, master, stack_pids(text)

@@ -51,7 +51,17 @@ sys.path.insert(0, str(HERE.parent))  # tests/bench: bench_kit and the benchmark
 
 from agent_gateway import DIRECT, SERVER, wait_for  # noqa: E402
 from ai_gateway import BODY  # noqa: E402
-from bench_kit import call, cpu_seconds, memory_mib, post, script, tree, wrk  # noqa: E402
+from bench_kit import (  # noqa: E402
+    call,
+    cpu_seconds,
+    launch_stack,
+    memory_mib,
+    post,
+    script,
+    stack_pids,
+    tree,
+    wrk,
+)
 from install import CONTEXTFORGE, LITELLM, install  # noqa: E402
 
 REPO = HERE.parents[2]
@@ -109,26 +119,14 @@ def start_strata(
 ) -> tuple[subprocess.Popen[str], str, dict[str, int], dict[str, float]]:
     """`strata up` on ports +OFFSET (as bench_kit.start_stack), with the times it reports from
     its start: to every service healthy ("stack"), and to each service ready (its name)."""
-    stack = subprocess.Popen(
-        [str(Path(sys.executable).parent / "strata"), "up", "--data-dir", str(data_dir),
-         "--port-offset", str(OFFSET)],
-        stdout=subprocess.PIPE, text=True, cwd=REPO,
-    )  # fmt: skip
-    assert stack.stdout is not None
-    lines = []
-    for line in stack.stdout:
-        lines.append(line)
-        if "Press Ctrl-C" in line:
-            break
-    text = "".join(lines)
+    stack, text = launch_stack(data_dir, OFFSET)
     if "Press Ctrl-C" not in text:  # it said why on stderr (e.g. a port in use) and exited
         stack.wait(timeout=60)
         raise StackDidNotStart(f"exited with {stack.returncode}")
     up = re.search(r"up in ([\d.]+)s", text)
     master = re.search(r"master key\s+(\S+)", text)
     assert up and master, text
-    pids = {m.group(1): int(m.group(2)) for m in re.finditer(r"^([a-z][a-z-]+)\s+(\d+)\s", text,
-                                                               re.M)}  # fmt: skip
+    pids = stack_pids(text)
     ready = {m.group(1): float(m.group(2))
              for m in re.finditer(r"^(\S+)\s+ready in\s+([\d.]+)s", text, re.M)}  # fmt: skip
     return stack, master.group(1), pids, {**ready, "stack": float(up.group(1))}
