@@ -146,7 +146,8 @@ class OtlpCollector(trace_service_pb2_grpc.TraceServiceServicer):
 async def launch_stack(
     data: Path, offset: int, *args: str, env: Mapping[str, str] | None = None
 ) -> tuple[asyncio.subprocess.Process, str]:
-    """Start `strata up` (as `make run` does) and wait until it reports the stack is up;
+    """Start `strata up` (as `make run` does) and wait until it reports the stack is up and
+    then the AI gateway's models loaded (they load after the banner: the tests use them);
     returns the process and what it printed. Fails with the launcher's output if it gives up."""
     proc = await asyncio.create_subprocess_exec(
         STRATA,
@@ -162,11 +163,18 @@ async def launch_stack(
     )
     assert proc.stdout is not None
     output = ""
-    while "Press Ctrl-C" not in output:
+    while not models_said(output):
         line = (await asyncio.wait_for(proc.stdout.readline(), 180)).decode()
         assert line, f"launcher stopped:\n{output}"
         output += line
     return proc, output
+
+
+def models_said(output: str) -> bool:
+    """Whether `strata up` said, after its banner, how the AI gateway's models loaded."""
+    return "Press Ctrl-C" in output and (
+        "every feature is ready" in output or "models not ready" in output
+    )
 
 
 def strata_verb(verb: str, data: Path, offset: int, *args: str) -> subprocess.CompletedProcess[str]:

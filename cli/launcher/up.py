@@ -65,6 +65,8 @@ FIRST = ("valkey",)
 LOG_FLUSH_SECS = FLUSH_SECS + 0.1  # services write their buffered log lines this often
 LOG_POLL_SECS = 0.02
 SERVING_LINE = '"msg":"serving"'  # a service's last line while starting (runtime.serve)
+# Said once the AI gateway's models are loaded (every feature of its /health `ready`).
+MODELS_READY_LINE = "loaded: every feature is ready"
 # How long a key-value cluster node that exited waits for the cluster to do without it before
 # it is started again anyway (no replica could take over: it comes back with its data).
 FAILOVER_WAIT_SECS = 30.0
@@ -145,7 +147,8 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     started = time.monotonic()
-    startup = asyncio.create_task(start_all(args, data, children, started))
+    models = ModelLines()
+    startup = asyncio.create_task(start_all(args, data, children, started, models))
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait([startup, stopper], return_when=asyncio.FIRST_COMPLETED)
     if not startup.done():  # Ctrl-C while starting
@@ -169,7 +172,12 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
         clear_state(data)
         return 1
     print_banner(stack, children, time.monotonic() - started, read_secrets(data))
+    # The AI gateway's models load off the start-up path: their lines come after the banner.
+    loading = asyncio.create_task(
+        until_models_loaded(children, models, started, time.monotonic() + args.timeout)
+    )
     code = await until_stopped(args, data, children, stop)
+    loading.cancel()
     say("stopping…")
     await stop_all(children)
     clear_state(data)
@@ -177,12 +185,12 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
 
 
 async def start_all(
-    args: argparse.Namespace, data: Path, children: list[Child], started: float
+    args: argparse.Namespace, data: Path, children: list[Child], started: float, models: ModelLines
 ) -> bool:
     """Start the children, one line as each is ready; then the development bootstrap.
-    False (after saying why) when one of them fails to start."""
+    False (after saying why) when one of them fails to start. The AI gateway answers health
+    while its models load: the stack is up without waiting for them."""
     log_dir = data / "logs"
-    models = ModelLines()
 
     async def until_healthy(child: Child, deadline: float) -> None:
         await wait_healthy(child, deadline)
@@ -225,10 +233,6 @@ async def start_all(
             print(f"  {line}", file=sys.stderr)
         print(f"all logs: {log_dir}", file=sys.stderr, flush=True)
         return False
-    # The AI gateway answers health while its models load; the bootstrap runs meanwhile.
-    loading = asyncio.create_task(
-        until_models_loaded(children, models, time.monotonic() + args.timeout)
-    )
     cp = next(c for c in children if c.name == "controlplane")
     await bootstrap(data, f"http://127.0.0.1:{cp.env['HTTP_PORT']}", cp.env, say)
     edge = next(c for c in children if c.name == "edge-proxy")
@@ -239,14 +243,15 @@ async def start_all(
         replica_urls(children, "agent-gateway"),
         say,
     )
-    await loading
     return balanced
 
 
-async def until_models_loaded(children: list[Child], models: ModelLines, deadline: float) -> None:
-    """Each "model loaded" line as it comes, until every service's models are loaded (one
-    line per model that failed to load, or still loads at the deadline: the stack is up, the
-    features that need it answer 503 until it is there)."""
+async def until_models_loaded(
+    children: list[Child], models: ModelLines, started: float, deadline: float
+) -> None:
+    """Each "model loaded" line as it comes, until every service's models are loaded: then
+    MODELS_READY_LINE (one line per model that failed to load, or still loads at the deadline:
+    the features that need it answer 503 until it is there)."""
     waiting = [c for c in children if c.service == "ai-gateway"]
     while True:
         states = await asyncio.gather(*(models_loading(c) for c in waiting))
@@ -261,6 +266,9 @@ async def until_models_loaded(children: list[Child], models: ModelLines, deadlin
             for name, state in pending.items():
                 states_said = ", ".join(f"{feature} {s}" for feature, s in state.items())
                 say(f"{name:<14} models not ready: {states_said}")
+            if not pending:
+                took = time.monotonic() - started
+                say(f"{'models':<14} {MODELS_READY_LINE} {took:.1f}s after start")
             return
         await asyncio.sleep(0.2)
 

@@ -17,8 +17,11 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -56,12 +59,30 @@ def size_mb(directory: Path) -> float:
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 1e6
 
 
+# Loading is background work: its thread runs this much nicer than the serving threads, so
+# that on a small machine the other processes starting beside it (and this one's requests)
+# come first. Linux applies a nice value to one thread (setpriority on its thread id).
+LOADER_NICENESS = 10
+
+
+def lower_this_threads_priority() -> None:
+    """Make the calling thread (only it) LOADER_NICENESS nicer; nothing where that fails."""
+    with contextlib.suppress(OSError, AttributeError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + LOADER_NICENESS)
+
+
 async def load_logged(
-    purpose: str, model: str, files: Callable[[], Path], load: Callable[[], T]
+    purpose: str,
+    model: str,
+    files: Callable[[], Path],
+    load: Callable[[], T],
+    executor: Executor | None = None,
 ) -> T:
-    """`load()` on a thread, then one "model loaded" line (`files()`: the model's directory)."""
+    """`load()` on a thread (`executor`'s, else the loop's default), then one "model loaded"
+    line (`files()`: the model's directory)."""
     started = time.monotonic()
-    loaded = await asyncio.to_thread(load)
+    loaded = await asyncio.get_running_loop().run_in_executor(executor, load)
     seconds = time.monotonic() - started
     try:
         size = round(size_mb(files()), 1)
@@ -179,13 +200,19 @@ class Models:
             cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
             return minilm_onnx.cached_int8_path(embedding.bundled_model_dir(), cache_dir)
 
-        await _load_into(
-            self.redactor, "PII names", PII_MODEL, pii_model_dir, redactor.default_redactor
-        )
-        await _load_into(
-            self.embedder, "semantic cache", EMBEDDING_MODEL, embedder_files,
-            lambda: embedding.default_embedder(self.cache_dir, self.int8),
-        )  # fmt: skip
+        # One thread of its own, lowered once: the executors that serve requests keep theirs.
+        loader = ThreadPoolExecutor(1, "model-loader", initializer=lower_this_threads_priority)
+        try:
+            await _load_into(
+                self.redactor, "PII names", PII_MODEL, pii_model_dir,
+                redactor.default_redactor, loader,
+            )  # fmt: skip
+            await _load_into(
+                self.embedder, "semantic cache", EMBEDDING_MODEL, embedder_files,
+                lambda: embedding.default_embedder(self.cache_dir, self.int8), loader,
+            )  # fmt: skip
+        finally:
+            loader.shutdown(wait=False)
         release_freed_memory()
 
     def features(self) -> dict[str, str]:
@@ -200,10 +227,15 @@ class Models:
 
 
 async def _load_into(
-    pending: Pending[T], purpose: str, model: str, files: Callable[[], Path], load: Callable[[], T]
+    pending: Pending[T],
+    purpose: str,
+    model: str,
+    files: Callable[[], Path],
+    load: Callable[[], T],
+    executor: Executor,
 ) -> None:
     try:
-        value = await load_logged(purpose, model, files, load)
+        value = await load_logged(purpose, model, files, load, executor)
     except Exception as error:
         log.exception("model failed to load", extra={"model": model, "purpose": purpose})
         pending.fail(error)

@@ -94,3 +94,28 @@ async def test_a_model_that_failed_to_load_is_a_clear_503(gateway, scripted, mon
     assert refused.value.body["type"] == "model_unavailable"  # type: ignore[index]
     assert health["features"]["pii_redaction"] == "failed"
     assert scripted.attempts == []
+
+
+async def test_models_load_on_a_nicer_thread_than_the_one_serving(monkeypatch) -> None:
+    """Loading is background work: its thread is LOADER_NICENESS nicer (so the processes
+    starting beside it come first on a small machine); the serving thread keeps its priority."""
+    import os
+
+    from gateways.ai import model_loading
+
+    seen: dict[str, int] = {}
+
+    def load() -> Redactor:
+        tid = threading.get_native_id()
+        seen["loader"] = os.getpriority(os.PRIO_PROCESS, tid)
+        raise RuntimeError("not a real load")
+
+    monkeypatch.setattr(redactor_module, "default_redactor", load)
+    serving = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    models = model_loading.Models(wait_secs=1.0)
+    models.start()
+    with pytest.raises(model_loading.ModelNotReady):
+        await models.redactor.get()
+    await models.close()
+    assert seen["loader"] == min(19, serving + model_loading.LOADER_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == serving

@@ -166,8 +166,8 @@ def script(path: Path, body: str, headers: dict[str, str], varying: bool = False
 
 
 def launch_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], str]:
-    """`strata up` on ports +offset: the process, and what it printed until it was up (all
-    it printed, if it exited before)."""
+    """`strata up` on ports +offset: the process, and what it printed until it was up and its
+    models loaded (they load after the banner; all it printed, if it exited before)."""
     import sys
 
     stack = subprocess.Popen(
@@ -179,7 +179,7 @@ def launch_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], st
     lines = []
     for line in stack.stdout:
         lines.append(line)
-        if "Press Ctrl-C" in line:
+        if "every feature is ready" in line or "models not ready" in line:
             break
     return stack, "".join(lines)
 

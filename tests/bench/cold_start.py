@@ -4,7 +4,10 @@
 
 Each run starts `strata up` on a fresh data directory ("fresh"), stops it, and starts it again
 on the same directory ("warm"); it reads the time the launcher reports from first spawn to
-every service healthy over HTTP and gRPC, then, after 5 s idle, the RSS (/proc/<pid>/status
+every service healthy over HTTP and gRPC ("up"), the wall time from `strata up`'s exec to its
+banner, and the time the AI gateway's models took to load (they load after the banner, the
+features that need them answer 503 `model_loading` meanwhile); then, 5 s after the models
+loaded, the RSS (/proc/<pid>/status
 VmRSS) of each process: the launcher itself, every process it started (with its descendants,
 as `strata up` counts them: Milvus Lite runs as a child) and, apart, the edge's primary and
 each of its data-plane workers (`--edge-workers`), with the CPU time each had used by then
@@ -25,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 OFFSET = 400  # below the ephemeral port range
 IDLE_SECS = 5.0
@@ -53,11 +57,19 @@ def cpu_secs(pid: int) -> float:
 Figures = dict[str, tuple[float, float]]  # process: (RSS MB, CPU seconds used so far)
 
 
-def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[float, Figures]:
-    """Start the stack on `data`, wait for its banner; (seconds to healthy, and per process
-    its RSS after IDLE_SECS and the CPU it used to start and idle)."""
+class Start(NamedTuple):
+    up: float  # what the launcher reports: first spawn to every service healthy (and bootstrap)
+    wall: float  # from `strata up`'s exec to its banner, the launcher's own start included
+    models: float  # first spawn to the AI gateway's models loaded (said after the banner)
+
+
+def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[Start, Figures]:
+    """Start the stack on `data`, wait for its banner, then for its models; (the start's
+    times, and per process its RSS IDLE_SECS after the models loaded and the CPU it used to
+    start and idle)."""
     from cli.launcher.supervise import descendants, rss_mb
 
+    exec_at = time.monotonic()
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "strata"),
@@ -77,14 +89,19 @@ def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[float, Figur
     assert proc.stdout is not None
     lines = []
     try:
+        wall = 0.0
         for line in proc.stdout:
             lines.append(line)
             if "Press Ctrl-C" in line:
+                wall = time.monotonic() - exec_at
+            if "every feature is ready" in line or "models not ready" in line:
                 break
-        found = re.search(r"up in ([\d.]+)s", "".join(lines))
-        if found is None:
+        text = "".join(lines)
+        found = re.search(r"up in ([\d.]+)s", text)
+        models = re.search(r"every feature is ready ([\d.]+)s after start", text)
+        if found is None or models is None:
             raise SystemExit("strata up did not come up:\n" + "".join(lines[-30:]))
-        up = float(found.group(1))
+        start = Start(float(found.group(1)), wall, float(models.group(1)))
         time.sleep(IDLE_SECS)  # idle, then read RSS as the launcher measures it
         rss: Figures = {"launcher": (own_rss_mb(proc.pid), cpu_secs(proc.pid))}
         for line in lines:
@@ -101,7 +118,7 @@ def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[float, Figur
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
-    return up, rss
+    return start, rss
 
 
 def main() -> None:
@@ -111,21 +128,24 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per start")
     args = parser.parse_args()
     runs = max(1, min(args.runs, 10))  # bounded: the bench lock is shared
-    fresh: list[float] = []
-    warm: list[float] = []
+    fresh: list[Start] = []
+    warm: list[Start] = []
     memory: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
-            up, _ = one_run(Path(tmp), args.edge_workers, args.timeout)
-            fresh.append(up)
-            up, rss = one_run(Path(tmp), args.edge_workers, args.timeout)
-            warm.append(up)
+            start, _ = one_run(Path(tmp), args.edge_workers, args.timeout)
+            fresh.append(start)
+            start, rss = one_run(Path(tmp), args.edge_workers, args.timeout)
+            warm.append(start)
             for name, (mb, secs) in rss.items():
                 memory.setdefault(name, []).append(mb)
                 cpu.setdefault(name, []).append(secs)
-    print(f"fresh start (new data dir): median {statistics.median(fresh):.1f}s  runs {fresh}")
-    print(f"warm start (existing data): median {statistics.median(warm):.1f}s  runs {warm}")
+    kinds = (("fresh start (new data dir)", fresh), ("warm start (existing data)", warm))
+    for label, starts in kinds:
+        for field, what in (("up", "up"), ("wall", "exec to banner"), ("models", "models")):
+            values = [getattr(s, field) for s in starts]
+            print(f"{label}, {what}: median {statistics.median(values):.1f}s  runs {values}")
     print(
         f"idle RSS after {IDLE_SECS:.0f}s, MB, and CPU seconds used by then (medians of {runs} "
         "warm starts; RSS of each run):"

