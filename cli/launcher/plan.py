@@ -28,7 +28,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.launcher import kv_cluster
 from cli.launcher.secrets_file import local_secrets, platform_secrets
@@ -37,6 +37,9 @@ from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.config import EdgeConfig
 from runtime.config import ConfigError, ServiceConfig
+
+if TYPE_CHECKING:
+    from cli.launcher.preload import Forked
 
 SIDECAR_PORTS = {"valkey": 6379, "idp": 8080, "mock-backend": 8081, "echo-llm": 8082}
 
@@ -62,7 +65,7 @@ class Child:
     health_url: str | None = None
     grpc_target: str | None = None
     service: str = ""  # the service a replica belongs to ("ai-gateway" for ai-gateway-2)
-    process: asyncio.subprocess.Process | None = field(default=None, repr=False)
+    process: asyncio.subprocess.Process | Forked | None = field(default=None, repr=False)
     log_path: Path | None = None  # set when spawned
     log_offset: int = 0  # where this run's lines start in the (appended) log file
 

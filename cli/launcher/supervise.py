@@ -15,6 +15,7 @@ from pathlib import Path
 from cli.launcher import grpc_health
 from cli.launcher.http import Http, HttpError
 from cli.launcher.plan import Child
+from cli.launcher.preload import Preloader
 
 TAIL_LINES = 20
 
@@ -39,12 +40,16 @@ class StartFailed(Exception):
         self.child = child
 
 
-async def spawn(child: Child, log_dir: Path) -> None:
-    """Start `child`, its stdout and stderr appended to `<log_dir>/<name>.log`."""
+async def spawn(child: Child, log_dir: Path, preloader: Preloader | None = None) -> None:
+    """Start `child`, its stdout and stderr appended to `<log_dir>/<name>.log`; a service
+    forked from `preloader` when there is one (`preload.py`), else executed."""
     child.log_path = log_dir / f"{child.name}.log"
     # The child inherits the log file; the launcher's own handle closes right after the fork.
     with open(child.log_path, "ab") as log:  # noqa: ASYNC230 - once per child
         child.log_offset = log.tell()
+        if preloader is not None and child.service:
+            child.process = await preloader.fork(child.argv, child.env, child.log_path)
+            return
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
             env=child.env,

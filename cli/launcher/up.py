@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from cli.launcher import config_file, kv_cluster, ports
+from cli.launcher import config_file, kv_cluster, ports, preload
 from cli.launcher.balance import balance
 from cli.launcher.banner import session_help
 from cli.launcher.bootstrap import bootstrap
@@ -38,6 +38,7 @@ from cli.launcher.plan import (
     plan_apart,
     replica_urls,
 )
+from cli.launcher.preload import Preloader
 from cli.launcher.secrets_file import read_secrets
 from cli.launcher.state import Stack, clear_state, read_state, write_state
 from cli.launcher.supervise import (
@@ -204,9 +205,17 @@ async def start_all(
 
     nodes = kv_nodes_of(children)  # started together, then formed, before the others
     first = {*FIRST, *(c.name for c in nodes)}
+    services = [c for c in children if c.service]
+    # The services fork from one parent that imported their common libraries (preload.py),
+    # started now: its imports overlap the key-value store's start.
+    preloader = (
+        await Preloader.start(services[0].env, log_dir / "preloader.log")
+        if services and preload.usable() and preload.adopt_orphans()
+        else None
+    )
     try:
         for child in children:
-            await spawn(child, log_dir)
+            await spawn(child, log_dir, preloader)
             if child in nodes:
                 if child is nodes[-1]:
                     deadline = time.monotonic() + args.timeout
@@ -214,6 +223,9 @@ async def start_all(
                     await form_kv_cluster(nodes, args.timeout)
             elif child.name in first:
                 await until_healthy(child, time.monotonic() + args.timeout)
+            if preloader is not None and child is services[-1]:
+                await preloader.close()  # every service forked: they become our children
+                preloader = None
         deadline = time.monotonic() + args.timeout
         rest = [c for c in children if c.name not in first]
         waits = [asyncio.create_task(until_healthy(c, deadline)) for c in rest]
@@ -233,6 +245,9 @@ async def start_all(
             print(f"  {line}", file=sys.stderr)
         print(f"all logs: {log_dir}", file=sys.stderr, flush=True)
         return False
+    finally:
+        if preloader is not None:  # a start that failed before every service was forked
+            await preloader.close()
     cp = next(c for c in children if c.name == "controlplane")
     await bootstrap(data, f"http://127.0.0.1:{cp.env['HTTP_PORT']}", cp.env, say)
     edge = next(c for c in children if c.name == "edge-proxy")
