@@ -13,25 +13,28 @@ as `strata up` counts them: Milvus Lite runs as a child) and, apart, the edge's 
 each of its data-plane workers (`--edge-workers`), with the CPU time each had used by then
 (start-up is CPU-bound on a small machine: the processes start at once). Prints medians and
 every run's figure.
-Runs on ports +400; one run is about 30 s (bounded by `--timeout` per start).
+Runs on ports +400 (`--port-offset`); one run is about 30 s (bounded by `--timeout` per start).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import queue
 import re
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 OFFSET = 400  # below the ephemeral port range
 IDLE_SECS = 5.0
+OLD_LAUNCHER_SECS = 10.0  # a launcher that said its models before the banner: then nothing
 
 
 def own_rss_mb(pid: int) -> float:
@@ -63,7 +66,7 @@ class Start(NamedTuple):
     models: float  # first spawn to the AI gateway's models loaded (said after the banner)
 
 
-def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[Start, Figures]:
+def one_run(data: Path, edge_workers: int, timeout: float, offset: int) -> tuple[Start, Figures]:
     """Start the stack on `data`, wait for its banner, then for its models; (the start's
     times, and per process its RSS IDLE_SECS after the models loaded and the CPU it used to
     start and idle)."""
@@ -77,7 +80,7 @@ def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[Start, Figur
             "--data-dir",
             str(data),
             "--port-offset",
-            str(OFFSET),
+            str(offset),
             "--edge-workers",
             str(edge_workers),
             "--timeout",
@@ -87,10 +90,24 @@ def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[Start, Figur
         text=True,
     )
     assert proc.stdout is not None
-    lines = []
+    lines: list[str] = []
+    said: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for text_line in proc.stdout or ():
+            said.put(text_line)
+
+    threading.Thread(target=pump, daemon=True).start()
     try:
         wall = 0.0
-        for line in proc.stdout:
+        while True:
+            # A launcher from before issue 25 said both models' lines before its banner and
+            # nothing after it.
+            old = wall and len(re.findall(r" model .* loaded in ", "".join(lines))) >= 2
+            try:
+                line = said.get(timeout=OLD_LAUNCHER_SECS if old else timeout)
+            except queue.Empty:
+                break
             lines.append(line)
             if "Press Ctrl-C" in line:
                 wall = time.monotonic() - exec_at
@@ -98,7 +115,7 @@ def one_run(data: Path, edge_workers: int, timeout: float) -> tuple[Start, Figur
                 break
         text = "".join(lines)
         found = re.search(r"up in ([\d.]+)s", text)
-        models = re.search(r"every feature is ready ([\d.]+)s after start", text)
+        models = re.search(r"every feature is ready ([\d.]+)s after start", text) or found
         if found is None or models is None:
             raise SystemExit("strata up did not come up:\n" + "".join(lines[-30:]))
         start = Start(float(found.group(1)), wall, float(models.group(1)))
@@ -126,6 +143,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="fresh + warm starts each (1-10)")
     parser.add_argument("--edge-workers", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per start")
+    parser.add_argument("--port-offset", type=int, default=OFFSET)
     args = parser.parse_args()
     runs = max(1, min(args.runs, 10))  # bounded: the bench lock is shared
     fresh: list[Start] = []
@@ -134,9 +152,9 @@ def main() -> None:
     cpu: dict[str, list[float]] = {}
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
-            start, _ = one_run(Path(tmp), args.edge_workers, args.timeout)
+            start, _ = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
             fresh.append(start)
-            start, rss = one_run(Path(tmp), args.edge_workers, args.timeout)
+            start, rss = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
             warm.append(start)
             for name, (mb, secs) in rss.items():
                 memory.setdefault(name, []).append(mb)
