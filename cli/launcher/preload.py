@@ -24,7 +24,9 @@ import ctypes.util
 import json
 import os
 import signal
+import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 # What every service imports (their common part, measured): env-free at import.
@@ -113,40 +115,48 @@ def adopt_orphans(adopt: bool = True) -> bool:
 
 
 class Preloader:
-    """The running preloader: `fork` a service from it, `close` it once every one is."""
+    """The running preloader: `fork` a service from it, `close` it once every one is.
+    Started before the launcher plans the processes, so that its imports overlap that."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.lock = asyncio.Lock()
 
     @classmethod
-    async def start(cls, env: dict[str, str], log: Path) -> Preloader:
-        with open(log, "ab") as out:  # noqa: ASYNC230 - once
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "cli.launcher.preload", " " * ARGV_ROOM,
-                env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=out, start_new_session=True,
+    def start(cls, env: Mapping[str, str], log: Path) -> Preloader:
+        with open(log, "ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "cli.launcher.preload", " " * ARGV_ROOM],
+                env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=out,
+                start_new_session=True,
             )  # fmt: skip
         return cls(process)
 
     async def fork(self, argv: list[str], env: dict[str, str], log: Path) -> Forked:
         """Fork `python -m <module>` (`argv`) with `env`, its output appended to `log`.
         RuntimeError when the preloader is gone (its log says why)."""
-        assert self.process.stdin is not None and self.process.stdout is not None
-        request = {"argv": argv, "env": env, "log": str(log)}
-        async with self.lock:
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
-            await self.process.stdin.drain()
-            reply = await self.process.stdout.readline()
+        request = json.dumps({"argv": argv, "env": env, "log": str(log)}).encode() + b"\n"
+        async with self.lock:  # the first answer waits for the imports: off the event loop
+            reply = await asyncio.to_thread(self._ask, request)
         if not reply:
-            raise RuntimeError(f"the preloader exited with {await self.process.wait()}")
+            raise RuntimeError(f"the preloader exited with {self.process.wait()}")
         return Forked(int(json.loads(reply)["pid"]))
+
+    def _ask(self, request: bytes) -> bytes:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(request)
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            return b""
+        return self.process.stdout.readline()
 
     async def close(self) -> None:
         """No more services: the preloader exits, and its children become the launcher's."""
         assert self.process.stdin is not None
-        self.process.stdin.close()
-        await self.process.wait()
+        with contextlib.suppress(BrokenPipeError):
+            self.process.stdin.close()
+        await asyncio.to_thread(self.process.wait)
 
 
 class Forked:

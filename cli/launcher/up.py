@@ -132,24 +132,35 @@ def up(args: argparse.Namespace) -> int:
     if warning:
         say(warning)
     (data / "logs").mkdir(parents=True, exist_ok=True)
+    # The services fork from one parent that imported their common libraries (preload.py),
+    # started now: its imports overlap the planning and the key-value store's start.
+    preloader = (
+        Preloader.start(os.environ, data / "logs" / "preloader.log")
+        if preload.usable() and preload.adopt_orphans()
+        else None
+    )
     try:
         children = plan_apart(
             data, args.port_offset, args.edge_workers, os.environ, replicas, kv_nodes
         )
     except ConfigError as exc:
         print(exc, file=sys.stderr)
+        if preloader is not None:
+            asyncio.run(preloader.close())
         return 1
-    return asyncio.run(supervise(args, data, children))
+    return asyncio.run(supervise(args, data, children, preloader))
 
 
-async def supervise(args: argparse.Namespace, data: Path, children: list[Child]) -> int:
+async def supervise(
+    args: argparse.Namespace, data: Path, children: list[Child], preloader: Preloader | None = None
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     started = time.monotonic()
     models = ModelLines()
-    startup = asyncio.create_task(start_all(args, data, children, started, models))
+    startup = asyncio.create_task(start_all(args, data, children, started, models, preloader))
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait([startup, stopper], return_when=asyncio.FIRST_COMPLETED)
     if not startup.done():  # Ctrl-C while starting
@@ -186,7 +197,12 @@ async def supervise(args: argparse.Namespace, data: Path, children: list[Child])
 
 
 async def start_all(
-    args: argparse.Namespace, data: Path, children: list[Child], started: float, models: ModelLines
+    args: argparse.Namespace,
+    data: Path,
+    children: list[Child],
+    started: float,
+    models: ModelLines,
+    preloader: Preloader | None = None,
 ) -> bool:
     """Start the children, one line as each is ready; then the development bootstrap.
     False (after saying why) when one of them fails to start. The AI gateway answers health
@@ -206,13 +222,6 @@ async def start_all(
     nodes = kv_nodes_of(children)  # started together, then formed, before the others
     first = {*FIRST, *(c.name for c in nodes)}
     services = [c for c in children if c.service]
-    # The services fork from one parent that imported their common libraries (preload.py),
-    # started now: its imports overlap the key-value store's start.
-    preloader = (
-        await Preloader.start(services[0].env, log_dir / "preloader.log")
-        if services and preload.usable() and preload.adopt_orphans()
-        else None
-    )
     try:
         for child in children:
             await spawn(child, log_dir, preloader)
@@ -223,7 +232,7 @@ async def start_all(
                     await form_kv_cluster(nodes, args.timeout)
             elif child.name in first:
                 await until_healthy(child, time.monotonic() + args.timeout)
-            if preloader is not None and child is services[-1]:
+            if preloader is not None and services and child is services[-1]:
                 await preloader.close()  # every service forked: they become our children
                 preloader = None
         deadline = time.monotonic() + args.timeout

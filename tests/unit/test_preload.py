@@ -46,7 +46,7 @@ def first_line(log: Path) -> dict[str, object]:
 
 
 async def test_forked_services_run_as_python_m_and_their_exits_are_seen(tmp_path: Path) -> None:
-    preloader = await Preloader.start(probe_env(), tmp_path / "preloader.log")
+    preloader = Preloader.start(probe_env(), tmp_path / "preloader.log")
     argv = [sys.executable, "-m", "preload_probe"]
     logs = [tmp_path / f"probe-{n}.log" for n in range(3)]
     exits = await preloader.fork([*argv, "3"], probe_env(PROBE="three"), logs[0])
@@ -71,9 +71,9 @@ async def test_forked_services_run_as_python_m_and_their_exits_are_seen(tmp_path
 
 
 async def test_a_gone_preloader_is_a_clear_error(tmp_path: Path) -> None:
-    preloader = await Preloader.start(probe_env(), tmp_path / "preloader.log")
+    preloader = Preloader.start(probe_env(), tmp_path / "preloader.log")
     preloader.process.kill()
-    await preloader.process.wait()
+    preloader.process.wait()
     with pytest.raises((RuntimeError, ConnectionError)):
         await preloader.fork([sys.executable, "-m", "preload_probe", "0"], probe_env(),
                              tmp_path / "p.log")  # fmt: skip
