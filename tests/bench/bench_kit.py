@@ -181,6 +181,10 @@ def launch_stack(data_dir: Path, offset: int) -> tuple[subprocess.Popen[str], st
         lines.append(line)
         if "every feature is ready" in line or "models not ready" in line:
             break
+        # Both models said before the banner: loaded (and all a launcher older than the
+        # preloader says; an A/B runs the benchmark of one tree against both).
+        if "Press Ctrl-C" in line and len(re.findall(r" model .* loaded in ", "".join(lines))) >= 2:
+            break
     return stack, "".join(lines)
 
 
