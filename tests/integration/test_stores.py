@@ -132,9 +132,13 @@ async def main():
         "SELECT name, applied_at > now() - INTERVAL 1 HOUR AS stamped "
         "FROM gateway.schema_migrations ORDER BY version"
     )
+    parts = await store.query(
+        "SELECT count() AS n FROM system.parts "
+        "WHERE database = 'gateway' AND table = 'schema_migrations' AND active"
+    )
     await store.close()
     loaded = sorted({"pandas", "numpy", "pyarrow"} & set(sys.modules))
-    print(json.dumps({"applied": applied, "rows": rows, "loaded": loaded}))
+    print(json.dumps({"applied": applied, "rows": rows, "parts": parts, "loaded": loaded}))
 
 asyncio.run(main())
 """
@@ -144,7 +148,9 @@ def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libr
     tmp_path: Path,
 ) -> None:
     """Recording an applied migration must not load pandas and numpy (clickhouse-connect's
-    `Client.insert` does): they stayed resident, about 40 MB of a fresh control plane."""
+    `Client.insert` does): they stayed resident, about 40 MB of a fresh control plane. The
+    records are merged into one part at once (a background merge would page chDB's merge
+    code back in after the control plane released its start-up pages)."""
     done = subprocess.run(
         [sys.executable, "-c", FRESH_MIGRATION, str(tmp_path / "chdb")],
         capture_output=True,
@@ -157,6 +163,7 @@ def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libr
     names = ["request_log", "ai_request_log", "agent_audit_log", "sts_token_issuance"]
     assert found["applied"] == [*names, "dedup_window"]
     assert found["rows"] == [{"name": n, "stamped": 1} for n in found["applied"]]
+    assert found["parts"] == [{"n": 1}]
     assert found["loaded"] == []
 
 
