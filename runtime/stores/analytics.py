@@ -174,10 +174,17 @@ def _migrate(client: Client) -> list[str]:
             continue
         for statement in ddl.split(";"):
             client.command(statement)
-        client.insert(
-            f"{DATABASE}.schema_migrations", [[version, name]], column_names=["version", "name"]
-        )
+        # A JSON row, not `client.insert`: that imports pandas and numpy (whether or not it is
+        # given a DataFrame), about 40 MB of heap and libraries kept for good by a control
+        # plane whose data directory is new (a warm start inserts nothing here).
+        record = json.dumps({"version": version, "name": name}).encode() + b"\n"
+        client.raw_insert(f"{DATABASE}.schema_migrations", insert_block=record, fmt="JSONEachRow")
         applied.append(name)
+    if applied:
+        # Each record is a part of its own, which a background merge would join seconds
+        # later, paging the merge's code of the engine back in after the control plane has
+        # given its start-up pages back (`release_startup_pages`): merged now, before that.
+        client.command(f"OPTIMIZE TABLE {DATABASE}.schema_migrations FINAL")
     return applied
 
 

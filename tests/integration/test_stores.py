@@ -4,7 +4,11 @@ the spec's columns) and Milvus Lite."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,6 +117,54 @@ async def test_migrations_are_recorded_and_run_once(analytics: Analytics) -> Non
         "sts_token_issuance",
         "dedup_window",
     ]
+
+
+# Migrates a new chDB directory in a process of its own (chDB hosts one engine per process),
+# as a control plane on a fresh data directory does, and reports what that imported.
+FRESH_MIGRATION = """
+import asyncio, json, sys
+from runtime.stores.analytics import Analytics
+
+async def main():
+    store = Analytics("chdb://" + sys.argv[1])
+    applied = await store.migrate()
+    rows = await store.query(
+        "SELECT name, applied_at > now() - INTERVAL 1 HOUR AS stamped "
+        "FROM gateway.schema_migrations ORDER BY version"
+    )
+    parts = await store.query(
+        "SELECT count() AS n FROM system.parts "
+        "WHERE database = 'gateway' AND table = 'schema_migrations' AND active"
+    )
+    await store.close()
+    loaded = sorted({"pandas", "numpy", "pyarrow"} & set(sys.modules))
+    print(json.dumps({"applied": applied, "rows": rows, "parts": parts, "loaded": loaded}))
+
+asyncio.run(main())
+"""
+
+
+def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libraries(
+    tmp_path: Path,
+) -> None:
+    """Recording an applied migration must not load pandas and numpy (clickhouse-connect's
+    `Client.insert` does): they stayed resident, about 40 MB of a fresh control plane. The
+    records are merged into one part at once (a background merge would page chDB's merge
+    code back in after the control plane released its start-up pages)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_MIGRATION, str(tmp_path / "chdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    names = ["request_log", "ai_request_log", "agent_audit_log", "sts_token_issuance"]
+    assert found["applied"] == [*names, "dedup_window"]
+    assert found["rows"] == [{"name": n, "stamped": 1} for n in found["applied"]]
+    assert found["parts"] == [{"n": 1}]
+    assert found["loaded"] == []
 
 
 async def test_insert_uses_default_timestamp_and_refuses_unknown_tables(
