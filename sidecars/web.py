@@ -175,8 +175,12 @@ class Request:
 
     async def read(self) -> bytes:
         if self._body is None:
+            exchange = self.exchange
+            if exchange.wants_continue:  # the client waits for this before it sends the body
+                exchange.wants_continue = False
+                exchange.conn.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             chunks = []
-            while chunk := await self.exchange.body.read():
+            while chunk := await exchange.body.read():
                 chunks.append(chunk)
             self._body = b"".join(chunks)
         return self._body

@@ -111,3 +111,18 @@ async def test_header_names_keep_their_case_and_repeats_stay_apart(running):
     assert status == 200
     assert echoed["headers"]["X-Thing"] == ["1", "2"]
     assert echoed["tenant_id"] == "t"
+
+
+async def test_a_client_that_expects_100_continue_gets_it_before_sending_the_body(running):
+    head = b"POST /api/x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"
+    async with running(build_backend()) as backend:
+        reader, writer = await asyncio.open_connection("127.0.0.1", backend.port)
+        try:
+            writer.write(head)
+            interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            writer.write(b"{}")
+            final = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        finally:
+            writer.close()
+    assert interim.startswith(b"HTTP/1.1 100 Continue")
+    assert final.startswith(b"HTTP/1.1 200 ")
