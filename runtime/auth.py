@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import aiohttp
 import jwt
 
+from runtime import json_codec
 from runtime.config import ServiceConfig
 from runtime.errors import Unauthenticated
+from runtime.http1.client import ClientError, HttpClient
 from runtime.idp_tokens import (
     ALGORITHMS,
     DEFAULT_AUDIENCES,
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 # JWKS_MIN_REFRESH_SECS: a hung identity provider costs one short wait, not one per request.
 JWKS_FETCH_TIMEOUT_SECS = 1.0
 JWKS_MIN_REFRESH_SECS = 10.0
+JWKS_MAX_BYTES = 1024**2  # a key set is a few kB; a longer answer is not one
 INVALID_TOKEN = "Invalid or expired token"  # the spec's message text for token failures
 UNAUTHORIZED = "unauthorized"  # the spec's identifier for a caller without valid credentials
 API_KEY_PREFIX = "sk-"  # an issued API key (a JWT starts with `eyJ`)
@@ -89,7 +91,7 @@ class JwksCache:
         self._keys: dict[str | None, jwt.PyJWK] = {}
         self._fetched_at = -math.inf
         self._min_refresh = min_refresh_secs
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._budget = timeout  # the next fetch's bound (a subclass may share one over two)
         self._lock = asyncio.Lock()
 
     async def key(self, kid: str | None) -> jwt.PyJWK:
@@ -119,16 +121,11 @@ class JwksCache:
     async def _refresh(self) -> None:
         self._fetched_at = time.monotonic()
         try:
-            async with (
-                aiohttp.ClientSession(timeout=self._timeout) as session,
-                session.get(self.url) as resp,
-            ):
-                resp.raise_for_status()
-                document = await resp.json()
+            document = await fetch_json(self.url, self._budget)
             entries = document["keys"]
             if not isinstance(entries, list):
                 raise ValueError("keys is not a list")
-        except (aiohttp.ClientError, TimeoutError, ValueError, TypeError, KeyError) as exc:
+        except (ClientError, TimeoutError, ValueError, TypeError, KeyError) as exc:
             log.warning("jwks fetch failed", extra={"url": self.url, "error": repr(exc)})
             return
         keys: dict[str | None, jwt.PyJWK] = {}
@@ -142,6 +139,30 @@ class JwksCache:
             if key.algorithm_name in self.algorithms:
                 keys[jwk.get("kid")] = key
         self._keys = keys
+
+
+async def fetch_json(url: str, within_secs: float) -> Any:
+    """The JSON document at `url` (a key set, a discovery document), within `within_secs`
+    seconds all told; ClientError, or ValueError for an error status or a body that is not JSON.
+    Through the platform's lean client (runtime/http1), not aiohttp's: an edge data-plane
+    worker, which verifies tokens with a JwksCache, then never imports aiohttp (10 MB idle)."""
+    client = HttpClient(pool_size=1, user_agent="strata")
+    try:
+        resp = await client.request(
+            "GET",
+            url,
+            {"accept": "application/json"},
+            idle_secs=within_secs,
+            total_secs=within_secs,
+        )
+        try:
+            if resp.status >= 400:
+                raise ValueError(f"{url} answered {resp.status}")
+            return json_codec.loads(await resp.read(JWKS_MAX_BYTES))
+        finally:
+            resp.close()
+    finally:
+        client.close()
 
 
 class ApiKeyResolver(Protocol):

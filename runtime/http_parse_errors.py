@@ -32,15 +32,17 @@ from aiohttp.http_exceptions import (
 )
 from aiohttp.web_request import BaseRequest
 
+from runtime.http1.server import MAX_FIELD_BYTES
+
 if TYPE_CHECKING:
     from runtime.errors import StrataError
     from runtime.http_rules import Envelope
 
 log = logging.getLogger(__name__)
 
-# aiohttp's limits (its defaults, kept): a header field's name and value together, and the
-# request target. The edge refuses longer ones itself, so it never forwards what is refused here.
-MAX_FIELD_BYTES = 8190
+# MAX_FIELD_BYTES: aiohttp's limit (its default, kept) on a header field's name and value
+# together and on the request target. The edge's server refuses longer ones itself, so it never
+# forwards what is refused here.
 
 
 # What each parse error says of the request, never quoting it.
@@ -52,8 +54,7 @@ _PROBLEMS: tuple[tuple[type[BadHttpMessage], str], ...] = (
 )
 
 
-# The platform's errors (and gRPC, their codes) are imported when a request cannot be parsed,
-# not before: the sidecars serve through FrontDoorRunner too, and stay small without them.
+# The platform's errors (and gRPC, their codes) are imported when a request cannot be parsed.
 @cache
 def _too_large() -> type[StrataError]:
     from runtime.errors import InvalidRequest

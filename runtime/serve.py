@@ -21,19 +21,22 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import grpc
-from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
-from runtime.frontdoor import build_app
 from runtime.guard import Guard, GuardInterceptor
-from runtime.http_parse_errors import FrontDoorRunner
 from runtime.logs import flush_periodically
 from runtime.ports import PortInUse, check_free
 from runtime.service import ServiceDefinition
+
+# aiohttp, the front door and the gRPC server's interceptors are imported by `start` when the
+# service has them, not here: an edge data-plane worker (apps-only, its own httptools server)
+# has none, and idles 10 MB smaller without them.
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     server, health_servicer, bound_grpc = None, None, None
     apps = list(defn.extra_apps)
     if not defn.apps_only:
+        from runtime.frontdoor import build_app
+
         guard = defn.guard()  # every RPC's declared access rule, or no start at all
         server, health_servicer, bound_grpc = await _start_grpc(defn, guard, host, grpc_port)
         apps.insert(0, (http_port, build_app(defn, guard)))
@@ -92,6 +97,10 @@ async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: i
     listener_ports = [s.sockets[0].getsockname()[1] for s in servers]
     runners: list[web.AppRunner] = []
     ports: list[int] = []
+    if apps:
+        from aiohttp import web
+
+        from runtime.http_parse_errors import FrontDoorRunner
     for port, application in apps:
         # a request aiohttp cannot parse is answered in the service's envelope, never echoed
         runner = FrontDoorRunner(application, defn.envelope, access_log=None, handle_signals=False)
@@ -122,6 +131,8 @@ async def _start_grpc(
     defn: ServiceDefinition, guard: Guard, host: str, port: int
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
     """The gRPC server: the service's bindings, health checking and reflection."""
+    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
     server = grpc.aio.server(
         interceptors=[aio_server_interceptor(), GuardInterceptor(guard)],
         options=[("grpc.so_reuseport", 0)],  # gRPC sets SO_REUSEPORT unless told not to

@@ -13,10 +13,9 @@ import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
-from aiohttp import web
 
 from runtime.auth import Authenticator
 from runtime.errors import StrataError
@@ -24,6 +23,9 @@ from runtime.guard import Guard
 from runtime.http_rules import Envelope, HttpRule
 from runtime.openapi import ApiDocs, describe_envelope
 from runtime.telemetry import Metrics
+
+if TYPE_CHECKING:  # an edge data-plane worker serves no aiohttp app and never imports aiohttp
+    from aiohttp import web
 
 
 @dataclass(frozen=True)

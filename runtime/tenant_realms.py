@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 from redis.asyncio import Redis
 
-from runtime.auth import JWKS_FETCH_TIMEOUT_SECS, JWKS_MIN_REFRESH_SECS, JwksCache
+from runtime.auth import JWKS_FETCH_TIMEOUT_SECS, JWKS_MIN_REFRESH_SECS, JwksCache, fetch_json
 from runtime.config import ServiceConfig
+from runtime.http1.client import ClientError
 from runtime.idp_tokens import InvalidToken
 from runtime.stores.renames import exact
 from runtime.stores.watched_hash import WatchedHash
@@ -148,27 +148,22 @@ class DiscoveredJwks(JwksCache):
     async def _refresh(self) -> None:
         started = time.monotonic()
         try:
-            async with (
-                aiohttp.ClientSession(timeout=self._timeout) as session,
-                session.get(self.discovery_url) as resp,
-            ):
-                resp.raise_for_status()
-                document = await resp.json()
+            document = await fetch_json(self.discovery_url, self.fetch_timeout)
             if document.get("issuer") != self.issuer:
                 raise ValueError("the discovery document names another issuer")
             self.url = self._reachable(str(document["jwks_uri"]))
-        except (aiohttp.ClientError, TimeoutError, ValueError, TypeError, KeyError) as exc:
+        except (ClientError, TimeoutError, ValueError, TypeError, KeyError) as exc:
             self._fetched_at = started
             log.warning(
                 "oidc discovery failed", extra={"url": self.discovery_url, "error": repr(exc)}
             )
             return
         left = self.fetch_timeout - (time.monotonic() - started)  # one bound for both fetches
-        self._timeout = aiohttp.ClientTimeout(total=max(left, 0.01))
+        self._budget = max(left, 0.01)
         try:
             await super()._refresh()
         finally:
-            self._timeout = aiohttp.ClientTimeout(total=self.fetch_timeout)
+            self._budget = self.fetch_timeout
             self._fetched_at = started
 
     def _reachable(self, jwks_uri: str) -> str:

@@ -1,8 +1,8 @@
 """The serve loop, the JSON error middleware and the strict body readers the sidecars share.
 
 `serve` runs an app until SIGINT/SIGTERM and logs the bound port, so a sidecar started with
-`--port 0` still tells its parent where it listens. `error_middleware` turns aiohttp's own
-HTML/text errors (404, 405, 413, unhandled exceptions) into each sidecar's JSON error shape.
+`--port 0` still tells its parent where it listens. `error_middleware` turns the routing's own
+errors (404, 405) and unhandled exceptions into each sidecar's JSON error shape.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 from multidict import MultiDict, MultiDictProxy
 
 from runtime import json_codec
-from runtime.http_parse_errors import FrontDoorRunner
-from sidecars.jsonlog import JsonAccessLogger, configure_logging
+from sidecars import web
+from sidecars.jsonlog import configure_logging
+from sidecars.web import Handler, Middleware
 
 # Renders (status, machine-readable code, human message) into the sidecar's error body.
 ErrorRenderer = Callable[[int, str, str], web.Response]
@@ -33,13 +32,12 @@ _log = logging.getLogger("sidecars.http")
 def error_middleware(render: ErrorRenderer) -> Middleware:
     """Build a middleware that renders every error status through `render`.
 
-    Handlers return their own JSON errors; this only catches what aiohttp raises itself
-    (unknown path, wrong method, body too large) and unexpected exceptions, which become a 500
-    without leaking the exception text to the client.
+    Handlers return their own JSON errors; this only catches what the routing raises (unknown
+    path, wrong method) and unexpected exceptions, which become a 500 without leaking the
+    exception text to the client. (A body over the limit, 413, is answered by the server in
+    the same shape before any handler: `web.start`'s `render`.)
     """
 
-    # aiohttp 3 treats an undecorated middleware as an old-style factory.
-    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             return await handler(request)
@@ -79,16 +77,9 @@ async def read_json(request: web.Request) -> Any:
 
 async def serve(app: web.Application, host: str, port: int) -> None:
     """Serve `app` on host:port until SIGINT or SIGTERM, then shut down cleanly."""
-    # FrontDoorRunner: a request aiohttp cannot parse is answered as JSON, never echoed
-    runner = FrontDoorRunner(
-        app, access_log_class=JsonAccessLogger, access_log=logging.getLogger("sidecars.access")
-    )
-    await runner.setup()
+    server = await web.start(app, host, port)
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = runner.addresses[0]
-        _log.info("listening", extra={"host": bound[0], "port": bound[1]})
+        _log.info("listening", extra={"host": server.host, "port": server.port})
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -96,7 +87,7 @@ async def serve(app: web.Application, host: str, port: int) -> None:
         await stop.wait()
         _log.info("stopping")
     finally:
-        await runner.cleanup()
+        await server.close()
 
 
 def main(name: str, build_app: Callable[[], web.Application], default_port: int) -> None:

@@ -1,8 +1,8 @@
-"""One-JSON-object-per-line logging for the sidecars, plus an aiohttp access logger.
+"""One-JSON-object-per-line logging for the sidecars.
 
-The stdlib `logging` module does the work; this module only supplies a formatter and an access
-logger that know which fields must never reach a log line. Credentials are kept out twice over:
-the access logger never looks at headers, bodies or the query string, and the formatter masks any
+The stdlib `logging` module does the work; this module only supplies a formatter that knows
+which fields must never reach a log line. Credentials are kept out twice over: the access log
+(`sidecars.web`) never looks at headers, bodies or the query string, and the formatter masks any
 `extra` field whose name looks like a credential, in case a caller passes one by mistake.
 """
 
@@ -14,9 +14,6 @@ import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
-
-from aiohttp.abc import AbstractAccessLogger
-from aiohttp.web import BaseRequest, StreamResponse
 
 # Attributes every LogRecord carries; anything else on a record came from `extra=`.
 _STANDARD_ATTRS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -53,20 +50,3 @@ def configure_logging(level: str = "INFO") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-
-
-class JsonAccessLogger(AbstractAccessLogger):
-    """aiohttp access logger writing method, path, status and duration; never headers or query."""
-
-    def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
-        # The query string is left out on purpose: callers put tokens and keys there too.
-        self.logger.info(
-            "request",
-            extra={
-                "method": request.method,
-                "path": request.path,
-                "status": response.status,
-                "duration_ms": round(time * 1000, 1),
-                "remote": request.remote,
-            },
-        )

@@ -12,9 +12,16 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from kv_cluster_kit import KvCluster, valkey_cluster
-from shared_kit import ADMIN_API_KEY, MASTER_KEY, C, ConfigFor, free_port, valkey_server
+from shared_kit import (
+    ADMIN_API_KEY,
+    MASTER_KEY,
+    C,
+    ConfigFor,
+    free_port,
+    serving_sidecar,
+    valkey_server,
+)
 
 from runtime.config import ServiceConfig
 from runtime.stores import Stores
@@ -81,11 +88,8 @@ async def idp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
             issuer=issuer, data_dir=tmp_path_factory.mktemp("idp"), admin_token="test-idp-admin"
         )
     )
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield issuer
-    await runner.cleanup()
+    async with serving_sidecar(app, port):
+        yield issuer
 
 
 @pytest.fixture

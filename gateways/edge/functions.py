@@ -27,12 +27,13 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Mapping
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gateways.edge.variables import interpolate
 
 if TYPE_CHECKING:  # (the Admin API resolves function names here: it loads no plugin)
+    from importlib import metadata
+
     from gateways.edge.plugin import RequestContext
 
 GROUP = "strata.edge.functions"
@@ -99,6 +100,10 @@ BUILTIN: dict[str, Callable[..., Any]] = {
 
 @functools.cache
 def _entry_points() -> dict[str, metadata.EntryPoint]:
+    # importlib.metadata (and the email package it reads metadata with: 2.6 MB in every edge
+    # process) only when a configuration names an installed function
+    from importlib import metadata
+
     return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
 
 

@@ -139,7 +139,7 @@ class RequestContext:
         self.upstream: Any = None  # gateways.edge.dataplane.upstream.Upstream
         self.body: bytes | None = None  # the buffered request body, once read
         self.body_replaced = False
-        self._body_source: Any = None  # the server's streaming body (dataplane.server.Body)
+        self._body_source: Any = None  # the server's streaming body (runtime.http1.server.Body)
 
     async def read_body(self, limit: int | None = None) -> bytes:
         """The whole request body, read once and kept (`ctx.body`); the upstream then gets it

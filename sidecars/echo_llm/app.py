@@ -1,4 +1,5 @@
-"""Builds the echo LLM's aiohttp application: `/v1/models`, `/v1/chat/completions`, `/health`.
+"""Builds the echo LLM's application (`sidecars.web`): `/v1/models`, `/v1/chat/completions`,
+`/health`.
 
 Errors use OpenAI's envelope `{error: {message, type, param, code}}`, the shape the AI gateway
 and the `openai` SDK parse. Fault injection is chosen by the request's model name:
@@ -11,12 +12,11 @@ import asyncio
 import json
 import re
 
-from aiohttp import web
-from aiohttp.typedefs import Handler
-
+from sidecars import web
 from sidecars.echo_llm import completions
 from sidecars.echo_llm.provider import MODELS
 from sidecars.httpkit import error_middleware
+from sidecars.web import Handler
 
 MAX_SLOW_MS = 30_000
 _SLOW = re.compile(r"slow-(\d+)")
@@ -112,7 +112,9 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
 
 def build_app() -> web.Application:
     """The app. Any model name is served, so a gateway may map its own names onto this one."""
-    app = web.Application(middlewares=[error_middleware(_render_error), require_bearer])
+    app = web.Application(
+        middlewares=[error_middleware(_render_error), require_bearer], errors=_render_error
+    )
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat_completions)

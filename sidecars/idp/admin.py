@@ -16,13 +16,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
-from aiohttp.typedefs import Handler
-
+from sidecars import web
 from sidecars.httpkit import read_json
 from sidecars.idp.context import CONFIG, DIRECTORY, error_response
 from sidecars.idp.directory import Collection, Conflict, Directory
 from sidecars.idp.records import parse_client, parse_organization, parse_user
+from sidecars.web import Handler
 
 _log = logging.getLogger("sidecars.idp.admin")
 

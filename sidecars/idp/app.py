@@ -1,4 +1,4 @@
-"""Builds the IdP's aiohttp application from an `IdpConfig`."""
+"""Builds the IdP's application (`sidecars.web`) from an `IdpConfig`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from aiohttp import web
-
+from sidecars import web
 from sidecars.httpkit import error_middleware
 from sidecars.idp import oidc
 from sidecars.idp.admin import admin_app
@@ -41,7 +40,7 @@ def build_app(config: IdpConfig, realms: Mapping[str, Path] | None = None) -> we
     Raises `ValueError` on a malformed users or state file and `OSError` on unreadable files,
     before anything listens, so a bad config fails the start instead of the first login.
     """
-    app = web.Application(middlewares=[error_middleware(_render_error)])
+    app = web.Application(middlewares=[error_middleware(_render_error)], errors=_render_error)
     _serve_realm(app, config, REALM_PREFIX)
     app.router.add_get(oidc.OAUTH_METADATA, oidc.discovery)
     app.add_subapp(ADMIN_PREFIX, admin_app())

@@ -27,9 +27,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from aiohttp import web
 from multidict import MultiMapping
 
+from sidecars import web
 from sidecars.httpkit import read_form
 from sidecars.idp.context import CONFIG, DIRECTORY, NO_STORE
 from sidecars.idp.directory import Directory

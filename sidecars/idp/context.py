@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from aiohttp import web
-
+from sidecars import web
 from sidecars.idp.config import IdpConfig
 from sidecars.idp.directory import Directory
 from sidecars.idp.keys import SigningKeys

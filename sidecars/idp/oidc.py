@@ -9,8 +9,7 @@ under the realm and as RFC 8414 authorization server metadata at the host root
 
 from __future__ import annotations
 
-from aiohttp import web
-
+from sidecars import web
 from sidecars.idp.authorize import AUTH_PATH
 from sidecars.idp.config import REALM_PREFIX
 from sidecars.idp.context import CONFIG, KEYS

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from string import Template
 
-from aiohttp import web
+from sidecars import web
 
 _HEADERS = {
     "Content-Security-Policy": (

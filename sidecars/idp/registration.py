@@ -21,8 +21,7 @@ import time
 import uuid
 from typing import Any
 
-from aiohttp import web
-
+from sidecars import web
 from sidecars.httpkit import read_json
 from sidecars.idp.context import DIRECTORY, NO_STORE, error_response
 from sidecars.idp.records import Client, parse_redirect_uris

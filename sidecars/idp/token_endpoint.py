@@ -29,9 +29,9 @@ import logging
 from typing import Any
 from urllib.parse import unquote_plus
 
-from aiohttp import web
 from multidict import MultiDictProxy
 
+from sidecars import web
 from sidecars.httpkit import read_form
 from sidecars.idp.context import CONFIG, DIRECTORY, MINTER, NO_STORE, error_response
 from sidecars.idp.grants import CODE, REFRESH, Grant

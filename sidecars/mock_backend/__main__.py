@@ -1,7 +1,13 @@
 """Run the mock backend: `python -m sidecars.mock_backend [--host H] [--port P]`."""
 
-from sidecars.httpkit import main
-from sidecars.mock_backend.app import build_app
+import sys
+
+# This process never does TLS: asyncio's ssl support, and the OpenSSL it loads (4.5 MB), stay
+# out (asyncio takes ssl as optional, as an ImportError says). Before anything imports asyncio.
+sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
+
+from sidecars.httpkit import main  # noqa: E402
+from sidecars.mock_backend.app import build_app  # noqa: E402
 
 if __name__ == "__main__":
     main("mock_backend", build_app, default_port=8081)

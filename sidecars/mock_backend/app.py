@@ -1,4 +1,4 @@
-"""Builds the mock backend's aiohttp application."""
+"""Builds the mock backend's application (`sidecars.web`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from aiohttp import web
-
+from sidecars import web
 from sidecars.httpkit import error_middleware
 
 SERVICE = "mock-backend"
@@ -92,7 +91,7 @@ async def delay(request: web.Request) -> web.Response:
 
 def build_app() -> web.Application:
     """The app; the fixed routes are GET only, every other method and path is echoed."""
-    app = web.Application(middlewares=[error_middleware(_render_error)])
+    app = web.Application(middlewares=[error_middleware(_render_error)], errors=_render_error)
     app.router.add_get("/health", health, allow_head=False)
     app.router.add_get("/status/{code}", status, allow_head=False)
     app.router.add_get("/delay/{ms}", delay, allow_head=False)

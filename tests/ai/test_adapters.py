@@ -9,9 +9,8 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestServer
 from provider_servers import EXAMPLES, EXPECTED, PROTOCOLS, serve_protocol
-from shared_kit import free_port
+from shared_kit import free_port, running
 
 from gateways.ai.providers import ADAPTERS
 from gateways.ai.providers.base import ChatCall, Delta, ProviderError, ProviderTarget, Usage
@@ -460,8 +459,8 @@ async def test_breaking_out_of_a_stream_releases_it(http: HttpClient) -> None:
 
 async def test_openai_compatible_against_the_echo_sidecar(http: HttpClient) -> None:
     """The repository's own OpenAI-compatible provider (sidecars/echo_llm), whole and streamed."""
-    async with TestServer(build_echo_app(), host="127.0.0.1") as echo:
-        target = ProviderTarget("echo", "openai_compatible", str(echo.make_url("")), "bearer", KEY)
+    async with running(build_echo_app()) as echo:
+        target = ProviderTarget("echo", "openai_compatible", echo, "bearer", KEY)
         call = ChatCall(model="echo-1", messages=[{"role": "user", "content": "hello big world"}])
         done = await ADAPTERS["openai_compatible"].complete(http, target, call)
         assert done.content == "echo: hello big world"

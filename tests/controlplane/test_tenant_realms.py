@@ -20,8 +20,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
-from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
+from shared_kit import MASTER_KEY, ConfigFor, free_port, serving_sidecar, user_token
 
 from controlplane.app import build as build_cp
 from controlplane.config import ControlPlaneConfig
@@ -69,11 +68,8 @@ async def idp(tmp_path: Path, ids: dict[str, str]) -> AsyncIterator[str]:
     port = free_port()
     issuer = f"http://127.0.0.1:{port}/realms/strata"
     app = build_app(IdpConfig(issuer=issuer, data_dir=tmp_path / "idp"), files)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield issuer
-    await runner.cleanup()
+    async with serving_sidecar(app, port):
+        yield issuer
 
 
 @pytest.fixture

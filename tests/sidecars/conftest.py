@@ -2,33 +2,25 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestServer
-from sidecar_kit import idp_app
+from shared_kit import serving_sidecar
+from sidecar_kit import Served, idp_app
 
-from sidecars.jsonlog import JsonAccessLogger
+from sidecars import web
 
-Runner = Callable[[web.Application], AbstractAsyncContextManager[TestServer]]
+Runner = Callable[[web.Application], AbstractAsyncContextManager[Served]]
 
 
 @asynccontextmanager
-async def _running(app: web.Application) -> AsyncIterator[TestServer]:
-    server = TestServer(app, host="127.0.0.1")
-    # The same access logger as `serve` uses, so log assertions see what production logs.
-    await server.start_server(
-        access_log_class=JsonAccessLogger, access_log=logging.getLogger("sidecars.access")
-    )
-    try:
-        yield server
-    finally:
-        await server.close()
+async def _running(app: web.Application) -> AsyncIterator[Served]:
+    # The same server, access log and error answers as `python -m sidecars.<name>` runs.
+    async with serving_sidecar(app) as server:
+        yield Served(server.port)
 
 
 @pytest.fixture
@@ -45,7 +37,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 @pytest.fixture
-async def idp(running: Runner, tmp_path: Path) -> AsyncIterator[TestServer]:
+async def idp(running: Runner, tmp_path: Path) -> AsyncIterator[Served]:
     """A running IdP with a fresh data dir."""
     async with running(idp_app(tmp_path)) as server:
         yield server

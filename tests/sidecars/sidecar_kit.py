@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
-from aiohttp.test_utils import TestServer
 from joserfc import jwt
 from joserfc.jwk import KeySet
 from yarl import URL
 
+from sidecars import web
 from sidecars.idp.app import build_app
 from sidecars.idp.config import IdpConfig
 
@@ -29,6 +28,16 @@ ADMIN_HEADERS = {"Authorization": f"Bearer {IDP_ADMIN_TOKEN}"}
 TOKEN_PATH = "/realms/strata/protocol/openid-connect/token"
 CERTS_PATH = "/realms/strata/protocol/openid-connect/certs"
 ADMIN = "/admin/realms/strata"
+
+
+class Served:
+    """A sidecar served in-process on 127.0.0.1 (tests/sidecars/conftest.py `running`)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def make_url(self, path: str) -> URL:
+        return URL(f"http://127.0.0.1:{self.port}").join(URL(path))
 
 
 def idp_app(data_dir: Path, **settings: Any) -> web.Application:
@@ -51,7 +60,7 @@ def password_form(username: str, password: str, scope: str = "openid tenant") ->
 
 async def get_token(
     http: aiohttp.ClientSession,
-    idp: TestServer,
+    idp: Served,
     form: dict[str, str],
     auth: aiohttp.BasicAuth | None = None,
 ) -> tuple[int, dict[str, Any], aiohttp.ClientResponse]:
@@ -60,7 +69,7 @@ async def get_token(
         return resp.status, await resp.json(), resp
 
 
-async def keyset(http: aiohttp.ClientSession, idp: TestServer) -> KeySet:
+async def keyset(http: aiohttp.ClientSession, idp: Served) -> KeySet:
     """The served JWKS as a joserfc key set."""
     async with http.get(idp.make_url(CERTS_PATH)) as resp:
         assert resp.status == 200
@@ -110,7 +119,7 @@ class LoginForm(HTMLParser):
 
 
 async def register_client(
-    http: aiohttp.ClientSession, idp: TestServer, redirect_uris: list[str] | None = None
+    http: aiohttp.ClientSession, idp: Served, redirect_uris: list[str] | None = None
 ) -> str:
     """A public client registered through RFC 7591; returns its client_id."""
     body = {"redirect_uris": redirect_uris or [REDIRECT_URI], "client_name": "Test MCP client"}
@@ -135,7 +144,7 @@ def authorization_query(client_id: str, challenge: str, **extra: str) -> dict[st
 
 async def log_in(
     http: aiohttp.ClientSession,
-    idp: TestServer,
+    idp: Served,
     query: dict[str, str],
     username: str = "alice",
     password: str = "alice",

@@ -19,10 +19,10 @@ from functools import partial
 from gateways.edge.config import EdgeConfig
 from gateways.edge.dataplane.compile import Compiled, compile_snapshot
 from gateways.edge.dataplane.proxy import handle
-from gateways.edge.dataplane.server import serve
 from gateways.edge.model.resources import ConfigRejected, Snapshot
 from gateways.edge.plugin import PluginEnv
 from runtime.http1.pool import Pools
+from runtime.http1.server import serve
 from runtime.keyring import keyring_of
 
 __all__ = ["ConfigRejected", "DataPlane"]

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from gateways.edge.dataplane.chain import Chain
 from gateways.edge.dataplane.reply import headers_out, upstream_failed
-from gateways.edge.dataplane.server import Exchange
 from gateways.edge.dataplane.upstream import Node, Timeouts, Upstream
 from gateways.edge.hop_by_hop import HOP_BY_HOP, RESPONSE_SKIP
 from gateways.edge.plugin import RequestContext
 from runtime.http1.pool import UpstreamConnection, UpstreamError
+from runtime.http1.server import Exchange
 
 if TYPE_CHECKING:
     from gateways.edge.dataplane import DataPlane

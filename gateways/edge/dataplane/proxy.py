@@ -15,9 +15,9 @@ from urllib.parse import quote, unquote
 from gateways.edge.dataplane.forward import forward
 from gateways.edge.dataplane.phases import log_abandoned, run_log, run_request_phases
 from gateways.edge.dataplane.reply import JSON, send_reply, stream_reply
-from gateways.edge.dataplane.server import Exchange, error_body
 from gateways.edge.plugin import BodyTooLarge, Reply, RequestContext
 from runtime.config import VERSION
+from runtime.http1.server import Exchange, error_body
 
 if TYPE_CHECKING:
     from gateways.edge.dataplane import DataPlane

@@ -8,10 +8,10 @@ import logging
 from collections.abc import AsyncIterator
 
 from gateways.edge.dataplane.chain import Chain
-from gateways.edge.dataplane.server import Exchange, error_body
 from gateways.edge.hop_by_hop import RESPONSE_SKIP
 from gateways.edge.plugin import Reply, RequestContext
 from runtime.http1.pool import UpstreamError
+from runtime.http1.server import Exchange, error_body
 
 log = logging.getLogger(__name__)
 

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gateways.edge.model.resources import CONSUMERS, KINDS, ConfigRejected, Snapshot
 
 
 def load(path: str) -> Snapshot:
     """The file as a Snapshot; its revision is the file's modification time (ns)."""
+    import yaml  # a worker fed over xDS never reads a file: yaml stays unimported
+
     file = Path(path)
     try:
         text = file.read_text()

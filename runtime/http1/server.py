@@ -1,4 +1,5 @@
-"""The data plane's HTTP/1.1 server: an `asyncio.Protocol` over httptools (llhttp), no framework.
+"""An HTTP/1.1 server: an `asyncio.Protocol` over httptools (llhttp), no framework. The edge's
+data plane serves on it, and so do the sidecars (`sidecars/web.py`), which stay small with it.
 
 One `Connection` per client socket parses requests into `Exchange`s and hands each to the
 handler as a task, one at a time in arrival order (pipelined requests wait their turn). An
@@ -23,16 +24,16 @@ from typing import Any
 import httptools
 
 from runtime.http1.flow import FlowControl
-from runtime.http_parse_errors import MAX_FIELD_BYTES as HTTP_MAX_FIELD_BYTES
 
 log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = (
     32 * 1024
 )  # request line + headers; nginx's large_client_header_buffers is 4 x 8k
-# One header field (name + value) and the request target: what every aiohttp front door behind
-# the edge accepts, so that the edge never forwards a request they would refuse.
-MAX_FIELD_BYTES = MAX_TARGET_BYTES = HTTP_MAX_FIELD_BYTES
+# One header field (name + value) and the request target: aiohttp's limit (its default), which
+# every aiohttp front door behind the edge keeps (runtime/http_parse_errors.py), so that the edge
+# never forwards a request they would refuse.
+MAX_FIELD_BYTES = MAX_TARGET_BYTES = 8190
 BODY_HIGH_WATER = 256 * 1024  # pause reading the client when this much body waits unforwarded
 # A body is kept as it is read, up to this size, so that a request that never reached its
 # upstream node (its connection refused or found closed) can go to another one with its body,
@@ -256,14 +257,21 @@ class Exchange:
 Handler = Callable[[Exchange], Awaitable[None]]
 
 
+ErrorBody = Callable[[int], bytes]
+
+
 class Connection(FlowControl):
     """One client connection. The handler runs one exchange at a time; an exception in it is
-    logged and closes this connection only."""
+    logged and closes this connection only. `errors` renders the JSON body of the errors this
+    layer answers itself (malformed input, a handler that failed before answering)."""
 
-    def __init__(self, handler: Handler, max_body: int) -> None:
+    exchange_class = Exchange  # a subclass may carry more of the request
+
+    def __init__(self, handler: Handler, max_body: int, errors: ErrorBody = error_body) -> None:
         super().__init__()
         self.handler = handler
         self.max_body = max_body
+        self.errors = errors
         self.loop = asyncio.get_running_loop()
         self.transport: Any = None
         self.client_ip = ""
@@ -378,7 +386,7 @@ class Connection(FlowControl):
         has_body = length not in (None, "0") or "transfer-encoding" in headers
         body = Body(self, done=not has_body)
         self._body = body
-        exchange = Exchange(
+        exchange = self.exchange_class(
             self,
             parser.get_method().decode("ascii"),
             self._url,
@@ -421,7 +429,7 @@ class Connection(FlowControl):
             log.exception("edge request failed", extra={"target": exchange.target[:200]})
             if not exchange.response_started and not self.closed:
                 exchange.keep_alive = False
-                exchange.respond(500, error_body(500))
+                exchange.respond(500, self.errors(500))
             self.close()
             return
         self.finished(exchange)
@@ -447,7 +455,7 @@ class Connection(FlowControl):
             body.finish(BadRequest(status))
         if self.current is None or not self.current.response_started:
             reason = STATUS_LINES.get(status, "HTTP/1.1 400 Bad Request\r\n")
-            payload = error_body(status)
+            payload = self.errors(status)
             self.write(
                 f"{reason}content-type: application/json\r\ncontent-length: {len(payload)}\r\n"
                 "connection: close\r\n\r\n".encode()
@@ -479,11 +487,18 @@ class Connection(FlowControl):
 
 
 async def serve(
-    handler: Handler, host: str, port: int, max_body: int, *, shared: bool = False
+    handler: Handler,
+    host: str,
+    port: int,
+    max_body: int,
+    *,
+    shared: bool = False,
+    errors: ErrorBody = error_body,
+    connection: type[Connection] = Connection,
 ) -> asyncio.Server:
     """Listen on host:port; `shared`: with SO_REUSEPORT, so that the edge's own worker
     processes share the port (the primary checks first that nobody else holds it)."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(
-        lambda: Connection(handler, max_body), host, port, reuse_port=shared, backlog=2048
+        lambda: connection(handler, max_body, errors), host, port, reuse_port=shared, backlog=2048
     )
