@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # What every service imports (their common part, measured): env-free at import.
-PRELOAD = ("uvloop", "runtime.main", "jsonschema")
+PRELOAD = ("uvloop", "runtime.main", "aiohttp.web", "jsonschema")
 PR_SET_CHILD_SUBREAPER = 36
 # The preloader's command line is padded so a service can write its own over it
 # (`python -m gateways.ai`, as `ps` and the port checks show it).
