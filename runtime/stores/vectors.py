@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.abc
+import importlib.machinery
 import os
+import sys
+import types
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -13,6 +19,9 @@ async def open_vectors(uri: str, token: str | None = None) -> Any:
     # pymilvus treats a MILVUS_URI environment variable as its own default connection at
     # import and rejects file paths (Milvus Lite); Settings has already read ours.
     os.environ.pop("MILVUS_URI", None)
+    if is_milvus_lite(uri):
+        _prime_pyarrow_without_pandas()
+    _import_pymilvus_without_pandas()
     from pymilvus import MilvusClient  # heavy import, paid only by the service that needs it
 
     options = LITE_CHANNEL_OPTIONS if is_milvus_lite(uri) else {}
@@ -41,3 +50,88 @@ async def vectors_status(client: Any) -> str:
     except Exception:  # pymilvus raises MilvusException and grpc errors alike
         return "unreachable"
     return "connected"
+
+
+# pandas (with its own numpy extensions: about 40 MB of RSS) comes with pymilvus and Milvus
+# Lite but none of the calls Strata makes needs it: pymilvus imports it at the top of its ORM
+# modules for DataFrame inserts (in signatures, and `isinstance` checks in function bodies),
+# and pyarrow (Milvus Lite's storage) probes for it on its first conversion of Python values,
+# to recognise pandas' scalars (NaT, NA, Timestamp) among them. The two functions below keep
+# it out without taking anything away: a path that does use pandas imports it then.
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """`import pandas` fails while this finder is first on `sys.meta_path`."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _prime_pyarrow_without_pandas() -> None:
+    """Let pyarrow make its once-per-process probes for pandas while pandas cannot be
+    imported: its Python-to-Arrow conversion then knows no pandas scalars (there are none
+    in a process without pandas), and its pandas API shim reports pandas absent until a call
+    that needs pandas (`to_pandas`, `from_pandas`) imports it, which still works."""
+    if "pandas" in sys.modules:
+        return
+    blocker = _NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        import pyarrow  # type: ignore[import-untyped]
+
+        pyarrow.array([0])  # both probes: the shim's, and the C++ converter's static data
+    finally:
+        sys.meta_path.remove(blocker)
+
+
+class _LazyPandas(types.ModuleType):
+    """Stands in for `pandas` or one of its submodules in the modules pymilvus imports:
+    attributes come from the real module, imported on first use. While pymilvus is being
+    imported, the names it only needs to exist then (the DataFrame of its signatures, the
+    `pandas.api.types` functions it imports by name) are given without importing pandas."""
+
+    importing = True  # class-wide: cleared once pymilvus is imported
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []  # a package: `pandas.api.types` resolves through it
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if _LazyPandas.importing:
+            if self.__name__ == "pandas" and attr == "DataFrame":
+                return type("DataFrame", (), {"__module__": "pandas"})  # annotations only
+            if self.__name__ == "pandas.api.types" and attr[:1].islower():
+                return _on_first_call(self.__name__, attr)
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _on_first_call(module: str, name: str) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _import_pymilvus_without_pandas() -> None:
+    """Import pymilvus with `_LazyPandas` in place of pandas: pymilvus's modules keep the
+    stand-ins (a DataFrame insert or `isinstance` check imports the real pandas then);
+    `sys.modules` gets them only for the import, so any other `import pandas` is the real
+    one."""
+    if "pymilvus" in sys.modules or "pandas" in sys.modules:
+        return
+    stand_ins = {name: _LazyPandas(name) for name in ("pandas", "pandas.api", "pandas.api.types")}
+    sys.modules.update(stand_ins)
+    try:
+        import pymilvus  # noqa: F401
+    finally:
+        _LazyPandas.importing = False
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
