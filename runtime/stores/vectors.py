@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from runtime.stand_ins import Provisional, standing_in
 
 
 async def open_vectors(uri: str, token: str | None = None) -> Any:
@@ -73,9 +74,10 @@ class _NoPandas(importlib.abc.MetaPathFinder):
 
 def _prime_pyarrow_without_pandas() -> None:
     """Let pyarrow make its once-per-process probes for pandas while pandas cannot be
-    imported: its Python-to-Arrow conversion then knows no pandas scalars (there are none
-    in a process without pandas), and its pandas API shim reports pandas absent until a call
-    that needs pandas (`to_pandas`, `from_pandas`) imports it, which still works."""
+    imported: its pandas API shim reports pandas absent until a call that needs pandas
+    (`to_pandas`, `from_pandas`) imports it, which still works; its conversion of Python
+    values then never takes pandas' NaT or NA for a null, in this process (Milvus Lite
+    converts the cache's rows: strings, ints and floats)."""
     if "pandas" in sys.modules:
         return
     blocker = _NoPandas()
@@ -88,50 +90,21 @@ def _prime_pyarrow_without_pandas() -> None:
         sys.meta_path.remove(blocker)
 
 
-class _LazyPandas(types.ModuleType):
-    """Stands in for `pandas` or one of its submodules in the modules pymilvus imports:
-    attributes come from the real module, imported on first use. While pymilvus is being
-    imported, the names it only needs to exist then (the DataFrame of its signatures, the
-    `pandas.api.types` functions it imports by name) are given without importing pandas."""
-
-    importing = True  # class-wide: cleared once pymilvus is imported
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.__path__: list[str] = []  # a package: `pandas.api.types` resolves through it
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        if _LazyPandas.importing:
-            if self.__name__ == "pandas" and attr == "DataFrame":
-                return type("DataFrame", (), {"__module__": "pandas"})  # annotations only
-            if self.__name__ == "pandas.api.types" and attr[:1].islower():
-                return _on_first_call(self.__name__, attr)
-        return getattr(importlib.import_module(self.__name__), attr)
-
-
-def _on_first_call(module: str, name: str) -> Callable[..., Any]:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    return call
-
-
 def _import_pymilvus_without_pandas() -> None:
-    """Import pymilvus with `_LazyPandas` in place of pandas: pymilvus's modules keep the
-    stand-ins (a DataFrame insert or `isinstance` check imports the real pandas then);
-    `sys.modules` gets them only for the import, so any other `import pandas` is the real
-    one."""
-    if "pymilvus" in sys.modules or "pandas" in sys.modules:
+    """Import pymilvus with stand-ins for pandas (`runtime/stand_ins.py`): its modules keep
+    them, and a DataFrame insert or `isinstance` check imports the real pandas then."""
+    if "pymilvus" in sys.modules:
         return
-    stand_ins = {name: _LazyPandas(name) for name in ("pandas", "pandas.api", "pandas.api.types")}
-    sys.modules.update(stand_ins)
-    try:
+    with standing_in(PANDAS_FOR_PYMILVUS):
         import pymilvus  # noqa: F401
-    finally:
-        _LazyPandas.importing = False
-        for name, module in stand_ins.items():
-            if sys.modules.get(name) is module:
-                del sys.modules[name]
+
+
+# What pymilvus 3's ORM modules take from pandas at import: DataFrame in signatures, and
+# the type checks `orm/types.py` and `orm/schema.py` import by name.
+PANDAS_FOR_PYMILVUS: dict[str, dict[str, Provisional]] = {
+    "pandas": {"DataFrame": "annotation"},
+    "pandas.api": {},
+    "pandas.api.types": dict.fromkeys(
+        ["infer_dtype", "is_array_like", "is_float", "is_list_like", "is_scalar"], "call"
+    ),
+}
