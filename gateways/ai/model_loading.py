@@ -44,7 +44,7 @@ class ModelNotReady(Unavailable):
 
 def pii_model_dir() -> Path:
     """The installed spaCy model package's directory."""
-    import spacy.util
+    from gateways.ai.pii.lean_spacy import spacy
 
     return Path(spacy.util.get_package_path(PII_MODEL))
 
