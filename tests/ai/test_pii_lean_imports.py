@@ -1,6 +1,7 @@
 """The PII recognizer's libraries, imported lean: probablepeople's table of names held
 compactly (`name_ratios.py`), which must answer every lookup probablepeople makes exactly as
-the dict it replaces; spaCy without its command line (`lean_spacy.py`)."""
+the dict it replaces; spaCy without its command line (`lean_spacy.py`); and the start-up
+pages the gateway releases once its models are loaded (`model_loading.py`)."""
 
 from __future__ import annotations
 
@@ -106,3 +107,35 @@ def test_redaction_without_spacys_command_line() -> None:
     assert report["text"] == "Call <PERSON> at <PHONE>."
     assert report["cli"] == []
     assert report["info"] is True and report["download"] is True
+
+
+RELEASE = textwrap.dedent(
+    """
+    import json
+    from gateways.ai.cache import Embedder
+    from gateways.ai.model_loading import release_startup_pages
+    from gateways.ai.pii import default_redactor
+
+    redactor, embedder = default_redactor(), Embedder()
+    before = (redactor.redact("Call Maria Gonzalez at 555-123-4567."), embedder.embed(["a b"]))
+    released_kb = release_startup_pages()
+    after = (redactor.redact("Call Maria Gonzalez at 555-123-4567."), embedder.embed(["a b"]))
+    print(json.dumps({
+        "released_mb": released_kb // 1024,
+        "same": before[0] == after[0] and (before[1] == after[1]).all().item(),
+    }))
+    """
+)
+
+
+def test_released_startup_pages_come_back_unchanged() -> None:
+    """After the gateway's start (`model_loading.release_startup_pages`): the libraries'
+    clean pages are dropped, and both models answer exactly as before (the pages they need
+    are read back on first touch)."""
+    out = subprocess.run(
+        [sys.executable, "-c", RELEASE],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["released_mb"] > 10 and report["same"] is True
