@@ -51,9 +51,11 @@ def pii_model_dir() -> Path:
 
 
 def size_mb(directory: Path) -> float:
-    """Megabytes of the files under `directory` (or of that file)."""
+    """Megabytes of the files under `directory` (or of that file, with its weights beside it
+    when they are in a file of their own, `<name>.data`: the embedder's int8 build)."""
     if directory.is_file():
-        return directory.stat().st_size / 1e6
+        weights = directory.with_name(directory.name + ".data")
+        return sum(f.stat().st_size for f in (directory, weights) if f.is_file()) / 1e6
     return sum(f.stat().st_size for f in directory.rglob("*") if f.is_file()) / 1e6
 
 
