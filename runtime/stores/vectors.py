@@ -4,8 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.abc
+import importlib.machinery
 import os
+import sys
+import types
+from collections.abc import Sequence
 from typing import Any
+
+from runtime.stand_ins import Provisional, standing_in
 
 
 async def open_vectors(uri: str, token: str | None = None) -> Any:
@@ -13,6 +20,9 @@ async def open_vectors(uri: str, token: str | None = None) -> Any:
     # pymilvus treats a MILVUS_URI environment variable as its own default connection at
     # import and rejects file paths (Milvus Lite); Settings has already read ours.
     os.environ.pop("MILVUS_URI", None)
+    if is_milvus_lite(uri):
+        _prime_pyarrow_without_pandas()
+    _import_pymilvus_without_pandas()
     from pymilvus import MilvusClient  # heavy import, paid only by the service that needs it
 
     options = LITE_CHANNEL_OPTIONS if is_milvus_lite(uri) else {}
@@ -41,3 +51,60 @@ async def vectors_status(client: Any) -> str:
     except Exception:  # pymilvus raises MilvusException and grpc errors alike
         return "unreachable"
     return "connected"
+
+
+# pandas (with its own numpy extensions: about 40 MB of RSS) comes with pymilvus and Milvus
+# Lite but none of the calls Strata makes needs it: pymilvus imports it at the top of its ORM
+# modules for DataFrame inserts (in signatures, and `isinstance` checks in function bodies),
+# and pyarrow (Milvus Lite's storage) probes for it on its first conversion of Python values,
+# to recognise pandas' scalars (NaT, NA, Timestamp) among them. The two functions below keep
+# it out without taking anything away: a path that does use pandas imports it then.
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """`import pandas` fails while this finder is first on `sys.meta_path`."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _prime_pyarrow_without_pandas() -> None:
+    """Let pyarrow make its once-per-process probes for pandas while pandas cannot be
+    imported: its pandas API shim reports pandas absent until a call that needs pandas
+    (`to_pandas`, `from_pandas`) imports it, which still works; its conversion of Python
+    values then never takes pandas' NaT or NA for a null, in this process (Milvus Lite
+    converts the cache's rows: strings, ints and floats)."""
+    if "pandas" in sys.modules:
+        return
+    blocker = _NoPandas()
+    sys.meta_path.insert(0, blocker)
+    try:
+        import pyarrow  # type: ignore[import-untyped]
+
+        pyarrow.array([0])  # both probes: the shim's, and the C++ converter's static data
+    finally:
+        sys.meta_path.remove(blocker)
+
+
+def _import_pymilvus_without_pandas() -> None:
+    """Import pymilvus with stand-ins for pandas (`runtime/stand_ins.py`): its modules keep
+    them, and a DataFrame insert or `isinstance` check imports the real pandas then."""
+    if "pymilvus" in sys.modules:
+        return
+    with standing_in(PANDAS_FOR_PYMILVUS):
+        import pymilvus  # noqa: F401
+
+
+# What pymilvus 3's ORM modules take from pandas at import: DataFrame in signatures, and
+# the type checks `orm/types.py` and `orm/schema.py` import by name.
+PANDAS_FOR_PYMILVUS: dict[str, dict[str, Provisional]] = {
+    "pandas": {"DataFrame": "annotation"},
+    "pandas.api": {},
+    "pandas.api.types": dict.fromkeys(
+        ["infer_dtype", "is_array_like", "is_float", "is_list_like", "is_scalar"], "call"
+    ),
+}

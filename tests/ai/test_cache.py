@@ -434,3 +434,68 @@ async def test_a_prompt_too_long_for_a_row_is_cached_exactly_only(
     await cache.store(tenant, "m1", user(long), PARAMS, answer)
     assert await cache.lookup(tenant, "m1", user(long), PARAMS) == (HIT, answer)
     assert await cache.lookup(tenant, "m1", user(long + " Thanks."), PARAMS) is None
+
+
+WITHOUT_PANDAS = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from gateways.ai.cache import Embedder, ResponseCache
+    from runtime.stores.kv import connect_kv
+
+    async def main():
+        valkey_url, milvus_path, tenant, asked, reworded = sys.argv[1:6]
+        kv = connect_kv(valkey_url)
+        cache = ResponseCache(kv, milvus_path, Embedder(), ttl_secs=60, threshold=0.95)
+        params = {"temperature": 0.2, "max_tokens": 64}
+        answer = {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}
+        await cache.store(tenant, "m1", [{"role": "user", "content": asked}], params, answer)
+        found = await cache.lookup(tenant, "m1", [{"role": "user", "content": reworded}], params)
+        report = {"found": found, "pandas_after_cache": "pandas" in sys.modules}
+
+        # What does need pandas still works, importing it then: pymilvus's DataFrame
+        # checks and the pandas.api.types functions it imported by name, pyarrow's pandas
+        # conversions; and the cache after it.
+        from pymilvus.orm import schema, types
+        import pyarrow
+        report["pandas_before_use"] = "pandas" in sys.modules
+        import pandas
+        frame = pandas.DataFrame({"a": [1, 2]})
+        report["dataframe_is_insert_data"] = schema.is_valid_insert_data(frame)
+        report["row_based"] = schema.check_is_row_based(frame)
+        report["infer_dtype"] = [types.infer_dtype_bydata(v).name for v in ([1.5, 2.5], 1.5, "a")]
+        report["to_pandas"] = pyarrow.table({"a": [1, 2]}).to_pandas()["a"].tolist()
+        report["from_pandas"] = pyarrow.Table.from_pandas(frame).num_rows
+        await cache.store(tenant, "m1", [{"role": "user", "content": "x" + asked}], params, answer)
+        report["found_after_pandas"] = await cache.lookup(
+            tenant, "m1", [{"role": "user", "content": reworded}], params
+        )
+        await cache.close()
+        await kv.aclose()
+        print(json.dumps(report))
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_the_cache_never_loads_pandas(valkey_url: str, tmp_path: Path, tenant: str) -> None:
+    """pandas comes with pymilvus and Milvus Lite (about 30 MB of the gateway's RSS) but
+    the cache's calls need none of it (`runtime/stores/vectors.py` keeps it out): after a
+    store and a semantic hit through a real Milvus Lite, a fresh process has not imported
+    it; the paths that do use it still work, importing it then."""
+    out = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PANDAS, valkey_url, str(tmp_path / "lean.db"),
+         tenant, ASKED, REWORDED],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["found"] is not None and report["found"][0] == SEMANTIC_HIT
+    assert report["pandas_after_cache"] is False
+    assert report["pandas_before_use"] is False  # importing pymilvus's ORM modules: neither
+    assert report["dataframe_is_insert_data"] is True
+    assert report["row_based"] is False  # a DataFrame is column-based
+    assert report["infer_dtype"] == ["FLOAT_VECTOR", "DOUBLE", "VARCHAR"]  # as with pandas
+    assert report["to_pandas"] == [1, 2]
+    assert report["from_pandas"] == 2
+    assert report["found_after_pandas"] is not None

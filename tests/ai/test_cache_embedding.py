@@ -14,7 +14,7 @@ import pytest
 from minilm_numpy import MiniLM
 
 from gateways.ai.cache.embedding import DIMENSIONS, Embedder, bundled_model_dir
-from gateways.ai.cache.minilm_onnx import OnnxMiniLM, cached_int8_path
+from gateways.ai.cache.minilm_onnx import OnnxMiniLM, cached_int8_path, int8_data_path
 from gateways.ai.config import AiGatewayConfig
 
 PAIRS = Path(__file__).parent / "cache_eval" / "pairs.jsonl"
@@ -113,10 +113,14 @@ def test_int8_build_is_cached_and_much_smaller(embedder: Embedder, tmp_path: Pat
     assert isinstance(embedder.encoder, OnnxMiniLM) and embedder.encoder.quantized
     built = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path)
     path = cached_int8_path(bundled_model_dir(), tmp_path)
-    left = [p for p in tmp_path.iterdir() if p.name != ".building.lock"]
-    assert path.is_file() and left == [path]  # no partial file left
+    data = int8_data_path(path)
+    left = sorted(p for p in tmp_path.iterdir() if p.name != ".building.lock")
+    assert path.is_file() and left == [path, data]  # no partial file left
     weights = (bundled_model_dir() / "model.safetensors").stat().st_size
-    assert path.stat().st_size < weights / 3
+    assert path.stat().st_size < 1e6  # the graph; the weights are mapped from their file:
+    assert data.stat().st_size < weights / 3
+    mapped = Path("/proc/self/maps").read_text()
+    assert str(data) in mapped
     modified = path.stat().st_mtime_ns
     again = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path)
     assert path.stat().st_mtime_ns == modified  # read, not built again

@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import probablepeople
-import spacy
-
 from gateways.ai.model_loading import PII_MODEL as MODEL
 from gateways.ai.pii.addresses_world import STREET_TYPE_BEFORE, is_street_name
 from gateways.ai.pii.given_names import COMMON_WORDS, fold, is_family_first, is_given_name
+from gateways.ai.pii.lean_spacy import spacy  # without its command line
+from gateways.ai.pii.name_ratios import probablepeople  # its names' table held compactly
 from gateways.ai.pii.spans import Found
 
 # Only the entity recognizer runs: the tagger, parser and lemmatizer are never needed here.
