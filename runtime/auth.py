@@ -75,7 +75,12 @@ class JwksCache:
     costs the caller at most one short wait even when the key set's server hangs: one fetch at
     a time (concurrent callers share it), at most `timeout` seconds, at most once per
     `min_refresh_secs` whatever its outcome (a failed fetch keeps the keys we had). Only keys
-    of `algorithms` are kept, each with the one algorithm it verifies."""
+    of `algorithms` are kept, each with the one algorithm it verifies.
+
+    `version` counts the fetches that took a key away (or changed one; a key added takes
+    nothing back): whoever remembers what a key verified (the edge's openid-connect cache)
+    forgets it when the version moves, so a key rotated away stops vouching for the tokens it
+    signed."""
 
     def __init__(
         self,
@@ -89,6 +94,8 @@ class JwksCache:
         self.algorithms = algorithms
         self.fetch_timeout = timeout
         self._keys: dict[str | None, jwt.PyJWK] = {}
+        self._held: list[Any] = []  # the JWKs behind `_keys`, as fetched (to see a change)
+        self.version = 0
         self._fetched_at = -math.inf
         self._min_refresh = min_refresh_secs
         self._budget = timeout  # the next fetch's bound (a subclass may share one over two)
@@ -129,6 +136,7 @@ class JwksCache:
             log.warning("jwks fetch failed", extra={"url": self.url, "error": repr(exc)})
             return
         keys: dict[str | None, jwt.PyJWK] = {}
+        held = []
         for jwk in entries:
             if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
                 continue
@@ -138,7 +146,10 @@ class JwksCache:
                 continue
             if key.algorithm_name in self.algorithms:
                 keys[jwk.get("kid")] = key
-        self._keys = keys
+                held.append(jwk)
+        if any(jwk not in held for jwk in self._held):
+            self.version += 1
+        self._keys, self._held = keys, held
 
 
 async def fetch_json(url: str, within_secs: float) -> Any:

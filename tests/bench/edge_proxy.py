@@ -22,7 +22,8 @@ owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the con
 `--each a,b,c` adds one edge row per named plugin, configured alone on the route as in
 `EACH` (a typical configuration, with the consumers or upstreams it needs and the request
 headers that make it pass); its CPU per request minus the "no plugins" row's is what the
-plugin adds. `--each all` measures every plugin in `EACH`.
+plugin adds. `--each all` measures every plugin in `EACH`. With `--reference`, a plugin of the
+reference set (`REFERENCE`) is measured alone as the reference route configures it.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def main() -> None:
     parser.add_argument("--each", default="", help="one row per plugin (names in EACH, or all)")
     args = parser.parse_args()
     each = list(EACH) if args.each == "all" else [p for p in args.each.split(",") if p]
-    unknown = set(each) - set(EACH)
+    unknown = set(each) - set(EACH) - (set(REFERENCE) if args.reference else set())
     if unknown:
         sys.exit(f"no --each configuration for {sorted(unknown)}; known: {sorted(EACH)}")
     for tool in ("wrk", "nginx"):
@@ -274,8 +275,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         extra_env: dict[str, str] = {}
+        reference: dict[str, dict[str, object]] = {}
         if args.reference:
             plugins, extra_env = reference_set(tmp, support)
+            reference = dict(plugins)
             if args.plugins:  # a subset of the reference set, to see what each one costs
                 plugins = {name: plugins[name] for name in named}
         up_port = free_port()
@@ -326,7 +329,10 @@ def main() -> None:
                 ]
                 headers: dict[str, list[str]] = {}
                 for plugin in each:
-                    conf, resources, wanted = EACH[plugin]
+                    if args.reference and plugin in REFERENCE:  # as the reference route has it
+                        conf, resources, wanted = reference[plugin], {}, []
+                    else:
+                        conf, resources, wanted = EACH[plugin]
                     name = f"edge, +{plugin} alone, {n} worker(s)"
                     headers[name] = [h for header in wanted for h in ("-H", header)]
                     targets.append(
@@ -363,6 +369,11 @@ def main() -> None:
             for proc in reversed(support):
                 stop(proc)
     print(json.dumps(rows))
+
+
+# The reference set's plugins, which `--each` measures alone with `--reference` (configured
+# as on the reference route, every request with its token and tenant header).
+REFERENCE = ("openid-connect", "tenant-rate-limit", "analytics-logger", "prometheus", "request-id")
 
 
 def reference_set(

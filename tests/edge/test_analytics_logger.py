@@ -140,3 +140,42 @@ def test_routes_with_the_same_settings_share_a_batcher() -> None:
     other = make_plugin("analytics-logger", {"batch_max_size": 5}, env)
     assert one.batcher is two.batcher and one.batcher is not other.batcher
     analytics_logger._BATCHERS.clear()
+
+
+class CountingSink:
+    """The real sink, counting the rows of each write."""
+
+    def __init__(self, inner: DirectSink) -> None:
+        self.inner = inner
+        self.writes: list[int] = []
+
+    async def write(self, table: str, rows: Sequence[Any], token: str | None = None) -> int:
+        self.writes.append(len(rows))
+        return await self.inner.write(table, rows, token)
+
+
+async def test_a_busy_turn_writes_full_batches_only(analytics: Analytics) -> None:
+    """25 requests logged in one turn of the loop with `batch_max_size` 10: two writes of 10
+    (one after the other), the 5 left wait for the next full batch or the timer. Each request
+    past the tenth used to start a write of its own, which wrote whatever had come in since
+    (batches of a few rows under load: a gRPC call and a chDB insert each)."""
+    sink = CountingSink(DirectSink(analytics))
+    conf = {"batch_max_size": 10, "inactive_timeout": 100}
+    plugin = make_plugin("analytics-logger", conf, env_for(sink))
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    for _ in range(25):
+        plugin.log(served(tenant))
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if sink.writes == [10, 10]:
+            break
+    assert sink.writes == [10, 10]
+    assert len(plugin.batcher.rows) == 5
+    for _ in range(5):  # the batch fills: written
+        plugin.log(served(tenant))
+    await asyncio.sleep(0.5)
+    assert sink.writes == [10, 10, 10] and plugin.batcher.rows == []
+    plugin.log(served(tenant))
+    await analytics_logger.close()  # the shutdown flush writes what is left, however few
+    assert sink.writes == [10, 10, 10, 1]
+    assert len(await rows_of(analytics, tenant)) == 31

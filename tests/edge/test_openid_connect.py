@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import os
 import time
+from typing import Any
 
 import aiohttp
 import jwt as pyjwt
+import pytest
+from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from edge_kit import make_plugin, request, route, serve_edge, upstream
 from shared_kit import service_token, user_token
 
 from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugins import openid_connect
 from runtime.auth import JwksCache
 
 
@@ -50,15 +55,115 @@ async def test_valid_token_sets_claims_tenant_and_upstream_headers(idp: str) -> 
     assert userinfo["sub"] == ctx.jwt_claims["sub"]
 
 
-async def test_repeated_token_is_a_cache_hit(idp: str) -> None:
+def count_verifications(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tokens openid-connect verifies (signature and claims), in order."""
+    verified: list[str] = []
+    real = openid_connect.verify
+
+    async def counted(token: str, *args: Any) -> dict[str, Any]:
+        verified.append(token)
+        return await real(token, *args)
+
+    monkeypatch.setattr(openid_connect, "verify", counted)
+    return verified
+
+
+async def test_repeated_token_is_a_cache_hit(idp: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    verified = count_verifications(monkeypatch)
     plugin = make_plugin("openid-connect", conf(idp), oidc_env(idp))
-    token = await user_token(idp)
-    assert await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"})) is None
-    started = time.perf_counter()
-    for _ in range(1000):
-        await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"}))
-    per_call = (time.perf_counter() - started) / 1000
-    assert per_call < 50e-6, per_call  # a signature check alone costs more than this
+    token, other = await user_token(idp), await user_token(idp, "bob", "bob")
+    for _ in range(3):
+        ctx = request(headers={"authorization": f"Bearer {token}"})
+        assert await plugin.rewrite(ctx) is None
+        assert ctx.jwt_claims and ctx.jwt_claims["preferred_username"] == "alice"
+        assert ctx.upstream_headers["x-userinfo"]
+    assert verified == [token]
+    ctx = request(headers={"authorization": f"Bearer {other}"})
+    assert await plugin.rewrite(ctx) is None  # another token: its own entry, its own claims
+    assert ctx.jwt_claims and ctx.jwt_claims["preferred_username"] == "bob"
+    assert verified == [token, other]
+    assert all(len(key) == 32 for key in plugin._cache)  # SHA-256 digests, not the tokens
+
+
+async def test_a_remembered_token_is_refused_from_its_exp(
+    idp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache holds a token only until its `exp`: then it is verified again (and refused
+    as expired), as it would be without the cache."""
+    verified = count_verifications(monkeypatch)
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+    plugin = make_plugin("openid-connect", conf(idp, public_key=pem), PluginEnv())
+    exp = int(time.time()) + 2
+    token = pyjwt.encode(_claims(idp, exp=exp), key, algorithm="ES256")
+    for _ in range(2):
+        assert await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"})) is None
+    assert len(verified) == 1  # the second one came from the cache
+    await asyncio.sleep(exp - time.time() + 0.05)
+    reply = await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"}))
+    assert reply is not None and reply.status == 401
+    assert 'error_description="token expired"' in reply.headers["WWW-Authenticate"]
+    assert len(verified) == 2
+
+
+async def test_the_cache_is_bounded(idp: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openid_connect, "CACHE_SIZE", 3)
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
+    plugin = make_plugin("openid-connect", conf(idp, public_key=pem), PluginEnv())
+    tokens = [pyjwt.encode(_claims(idp, sub=f"user-{i}"), key, algorithm="ES256") for i in range(5)]
+    for token in tokens:
+        assert await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"})) is None
+    assert len(plugin._cache) == 3  # the least recently used went first
+    verified = count_verifications(monkeypatch)
+    for token in tokens[2:]:
+        assert await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"})) is None
+    assert verified == []
+    assert await plugin.rewrite(request(headers={"authorization": f"Bearer {tokens[0]}"})) is None
+    assert verified == [tokens[0]]
+
+
+async def test_a_key_rotated_away_stops_vouching_for_remembered_tokens(
+    idp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key set (a real HTTP server) adds key `b`, then drops key `a`: a key added takes
+    nothing back (`a`'s tokens stay remembered), but once the edge's key set sees `a` gone (a
+    token naming an unknown key makes it fetch), a token signed by `a` is refused, even one
+    verified (and remembered) a moment before."""
+    keys = {kid: ec.generate_private_key(ec.SECP256R1()) for kid in "abc"}
+    served = ["a"]
+
+    async def certs(_request: web.Request) -> web.Response:
+        jwks = []
+        for kid in served:
+            jwk = json.loads(pyjwt.algorithms.ECAlgorithm.to_jwk(keys[kid].public_key()))
+            jwks.append({**jwk, "kid": kid, "alg": "ES256", "use": "sig"})
+        return web.json_response({"keys": jwks})
+
+    async def answer(token: str) -> int | None:
+        reply = await plugin.rewrite(request(headers={"authorization": f"Bearer {token}"}))
+        return reply.status if reply is not None else None
+
+    async with upstream(certs) as port:
+        env = PluginEnv()
+        env.jwks = JwksCache(f"http://127.0.0.1:{port}/certs", min_refresh_secs=0)
+        plugin = make_plugin("openid-connect", conf(idp), env)
+
+        def signed(kid: str) -> str:
+            return pyjwt.encode(_claims(idp), keys[kid], algorithm="ES256", headers={"kid": kid})
+
+        old, new, unknown = signed("a"), signed("b"), signed("c")
+        assert await answer(old) is None
+        verified = count_verifications(monkeypatch)
+        served[:] = ["a", "b"]  # the identity provider adds a key
+        assert await answer(new) is None  # fetched: a key added
+        assert await answer(old) is None
+        assert verified == [new]  # `old` still remembered
+        served[:] = ["b"]  # ... and retires the old one
+        assert await answer(unknown) == 401  # fetched: `a` gone
+        assert await answer(old) == 401
+        assert verified == [new, unknown, old]  # verified again, not answered from the cache
+        assert await answer(new) is None
 
 
 async def test_missing_and_invalid_tokens(idp: str) -> None:

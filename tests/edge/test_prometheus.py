@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from edge_kit import count_requests, make_plugin, request
 
 from gateways.edge.metrics import EdgeMetrics, prepare_multiproc_dir
 from gateways.edge.plugin import PluginEnv
+from gateways.edge.plugins import prometheus
 
 SAMPLE = re.compile(r"^([a-z_]+)\{(.*)\} (\S+)$")
 LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -91,3 +94,53 @@ def test_single_process_registry_and_cached_children() -> None:
     labels = {"code": "200", "route": "orders", "matched_uri": "/orders", "matched_host": "",
               "service": "", "consumer": "jack", "node": ""}  # fmt: skip
     assert got[("apisix_http_status", frozenset(labels.items()))] == 5
+
+
+class FixedClock:
+    """`time` for the plugin: perf_counter() is always 1000 (a request's latency is then
+    1000 - ctx.started)."""
+
+    @staticmethod
+    def perf_counter() -> float:
+        return 1000.0
+
+
+# (total ms, upstream ms, status): every latency bucket's edges, both sides, and no upstream
+LATENCIES = [(0.5, 0.2, 200), (1.0, 1.0, 200), (1.5, 0.0, 200), (2.0, 1.5, 200), (7, 5, 429),
+             (99.9, 50, 200), (100.0, 100.0, 200), (45_000, 1, 200), (90_000, 80_000, 200),
+             (3.0, 0.0, 429)]  # fmt: skip
+
+
+def log_latencies(plugin: Any) -> None:
+    for total_ms, upstream_ms, status in LATENCIES:
+        ctx = request(route_id="r1")
+        ctx.route = {"uri": "/api/*"}
+        ctx.started = 1000.0 - total_ms / 1000
+        ctx.upstream_latency = upstream_ms / 1000
+        ctx.status, ctx.bytes_received, ctx.bytes_sent = status, 10, 100
+        plugin.log(ctx)
+
+
+async def test_a_turns_requests_are_written_together_as_each_would_be(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a loop, the requests of one turn are tallied and written at the start of the next:
+    the same series and values as writing each request at once (outside a loop)."""
+    monkeypatch.setattr(prometheus, "time", FixedClock)
+    at_once, tallied = PluginEnv(), PluginEnv()
+    at_once.metrics, tallied.metrics = EdgeMetrics(), EdgeMetrics()
+    await asyncio.to_thread(log_latencies, make_plugin("prometheus", {}, at_once))  # no loop
+    log_latencies(make_plugin("prometheus", {}, tallied))
+    await asyncio.sleep(0)  # the next turn
+    expected, got = samples(at_once.metrics.exposition()), samples(tallied.metrics.exposition())
+    assert got.keys() == expected.keys()
+    for series, value in expected.items():
+        assert got[series] == pytest.approx(value), series
+    route = {"route": "r1", "service": "", "consumer": "", "node": ""}
+    count = ("apisix_http_latency_count", frozenset({**route, "type": "upstream"}.items()))
+    assert got[count] == 8  # not the requests without an upstream latency
+    le_one = (
+        "apisix_http_latency_bucket",
+        frozenset({**route, "type": "request", "le": "1.0"}.items()),
+    )
+    assert got[le_one] == 2  # 0.5 and 1.0: a bucket holds its bound

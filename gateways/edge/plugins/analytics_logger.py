@@ -8,12 +8,14 @@ which writes `INSERT ... FORMAT JSONEachRow`; `clickhouse_url` and `database` ar
 as the spec lists them, and the sink's store and the `gateway` database are what is written.
 
 Batching follows APISIX's batch processor: the log phase only appends to a per-worker buffer
-(it never waits); a batch is written when `batch_max_size` rows are waiting or every
-`inactive_timeout` seconds; a failed write is retried `max_retry_count` times `retry_delay`
-seconds apart, and then its rows stay buffered for the next flush until they are older than
-`buffer_duration` seconds, so a store outage shorter than that loses nothing. One batcher per
-worker and settings is shared by every route using the plugin; the data plane calls
-`close()` at shutdown to write what is left.
+(it never waits); a batch is written when `batch_max_size` rows are waiting (full batches
+only, one write at a time: the rows that arrive during a write wait for the next full batch or
+the timer, rather than each request of a busy turn starting a write of what little is there)
+or every `inactive_timeout` seconds (everything waiting); a failed write is retried
+`max_retry_count` times `retry_delay` seconds apart, and then its rows stay buffered for the
+next flush until they are older than `buffer_duration` seconds, so a store outage shorter than
+that loses nothing. One batcher per worker and settings is shared by every route using the
+plugin; the data plane calls `close()` at shutdown to write what is left.
 
 Never logged: the Authorization header, API keys (the path column has no query string) and
 any other header except User-Agent.
@@ -64,27 +66,31 @@ class Batcher:
         self.rows: list[dict[str, Any]] = []
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task[None] | None = None
-        self._flushes: set[asyncio.Task[None]] = set()
+        self._full: asyncio.Task[None] | None = None  # the write of full batches, if one runs
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
         if self._ticker is None:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
-        if len(self.rows) >= self.max_size and not self._lock.locked():
-            task = asyncio.get_running_loop().create_task(self.flush())
-            self._flushes.add(task)
-            task.add_done_callback(self._flushes.discard)
+        if len(self.rows) >= self.max_size and self._full is None:
+            self._full = asyncio.get_running_loop().create_task(self.flush(full_only=True))
+            self._full.add_done_callback(self._full_done)
+
+    def _full_done(self, task: asyncio.Task[None]) -> None:
+        if self._full is task:
+            self._full = None
 
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.inactive)
             await self.flush()
 
-    async def flush(self) -> None:
-        """Write everything buffered, a batch at a time; on a batch that still fails after
-        its retries, keep the rows young enough and stop until the next flush."""
+    async def flush(self, full_only: bool = False) -> None:
+        """Write everything buffered (`full_only`: while a full batch is waiting), a batch at
+        a time; on a batch that still fails after its retries, keep the rows young enough and
+        stop until the next flush."""
         async with self._lock:
-            while self.rows:
+            while len(self.rows) >= (self.max_size if full_only else 1):
                 batch = self.rows[: self.max_size]
                 del self.rows[: self.max_size]
                 if not await self._write(batch):
@@ -128,9 +134,9 @@ class Batcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
-        for task in list(self._flushes):
+        if self._full is not None:
             with contextlib.suppress(Exception):
-                await task
+                await self._full
         await self.flush()
 
 

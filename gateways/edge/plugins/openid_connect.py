@@ -10,14 +10,23 @@ unknown `kid`); the issuer must be one of `claim_validator.issuer.valid_issuers`
 issuer `discovery` names (the OIDC discovery URL is `<issuer>/.well-known/openid-configuration`);
 the audience one of the edge's IDP_AUDIENCES (`env.audiences`).
 
-Verified tokens are cached (bounded LRU, until `exp`) keyed by the whole token, so a repeated
-token costs a dict lookup instead of a signature check. The whole token, not its signature
-alone, is the key: a cache hit must prove the same header and payload were verified.
+Verified tokens are remembered, so a repeated token costs a digest and a dict lookup instead
+of a signature check (and its claims and `X-Userinfo` are not built again):
+- keyed by the SHA-256 digest of the whole token, not of its signature alone: a hit must
+  prove the same header and payload were verified;
+- until the token's `exp` (checked on every hit against the clock, as verification checks
+  it: a token is refused from its `exp` second on); `nbf` and `iat` were checked when it was
+  verified, and only pass with time;
+- at most CACHE_SIZE tokens, the least recently used dropped first;
+- forgotten when the key set changes (`JwksCache.version`): a token whose key was rotated
+  away is verified again, and refused.
+What is remembered is a success only: a refused token is checked again each time.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -75,8 +84,13 @@ class OpenidConnect(declared.OpenidConnect, Plugin):
             algorithms=frozenset([expected] if expected else ALGORITHMS),
         )
         self.static_keys = self._static_keys(settings.public_key)
-        # token → (exp, claims, X-Userinfo value)
-        self._cache: OrderedDict[str, tuple[float, Mapping[str, Any], str]] = OrderedDict()
+        # SHA-256 of the token → (exp, claims, X-Userinfo value), of the key set's version
+        self._cache: OrderedDict[bytes, tuple[float, Mapping[str, Any], str]] = OrderedDict()
+        self._keys_version = self._key_set_version()
+
+    def _key_set_version(self) -> int:
+        jwks = self.env.jwks
+        return -1 if self.static_keys is not None or jwks is None else int(jwks.version)
 
     def _static_keys(self, pem: str | None) -> dict[str, Any] | None:
         """`public_key` prepared for each algorithm it can verify (an RSA key: RS256, an EC
@@ -109,12 +123,17 @@ class OpenidConnect(declared.OpenidConnect, Plugin):
             return Reply(
                 401, {"message": "Missing bearer token"}, {"WWW-Authenticate": self.challenge}
             )
-        entry = self._cache.get(token)
+        digest = hashlib.sha256(token.encode()).digest()
+        version = self._key_set_version()
+        if version != self._keys_version:  # keys came or went: verify everything again
+            self._cache.clear()
+            self._keys_version = version
+        entry = self._cache.get(digest)
         if entry is not None and entry[0] > time.time():
-            self._cache.move_to_end(token)
+            self._cache.move_to_end(digest)
         else:
             try:
-                entry = await self._verify(token)
+                entry = await self._verify(token, digest)
             except _Invalid as exc:
                 return self._invalid(str(exc))
         _, claims, userinfo = entry
@@ -132,16 +151,21 @@ class OpenidConnect(declared.OpenidConnect, Plugin):
             ctx.upstream_headers["x-userinfo"] = userinfo
         return None
 
-    async def _verify(self, token: str) -> tuple[float, Mapping[str, Any], str]:
+    async def _verify(self, token: str, digest: bytes) -> tuple[float, Mapping[str, Any], str]:
+        version = self._key_set_version()
         try:
             claims = await verify(token, self.rules, self._key_for)
         except InvalidToken as exc:
             raise _Invalid(exc.reason) from None
         userinfo = base64.b64encode(json.dumps(claims, separators=(",", ":")).encode()).decode()
         entry = (float(claims["exp"]), claims, userinfo)
-        self._cache[token] = entry
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
+        # Remembered only when the key set did not change during the verification (a refresh
+        # it waited for): the key that verified it is then the current set's.
+        if version == self._key_set_version() == self._keys_version:
+            self._cache[digest] = entry
+            self._cache.move_to_end(digest)
+            if len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
         return entry
 
     def _invalid(self, description: str) -> Reply:

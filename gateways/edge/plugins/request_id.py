@@ -6,8 +6,8 @@ Keeps the id a client sent in `header_name`; otherwise generates one (`uuid` by 
 
 from __future__ import annotations
 
+import os
 import secrets
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +39,7 @@ class RequestId(declared.RequestId, Plugin):
 
     def _new_id(self) -> str:
         if self.algorithm == "uuid":
-            return str(uuid.uuid4())
+            return uuid4()
         if self.algorithm == "nanoid":
             return secrets.token_urlsafe(16)[:21]
         return "".join(secrets.choice(self.chars) for _ in range(self.length))
@@ -53,3 +53,14 @@ class RequestId(declared.RequestId, Plugin):
     def header_filter(self, ctx: RequestContext) -> None:
         if self.echo and ctx.request_id:
             ctx.response_headers[self.header] = ctx.request_id
+
+
+def uuid4() -> str:
+    """`str(uuid.uuid4())` at less than half its cost (the UUID object's construction is most
+    of it): 16 random bytes, the version (4) and variant (RFC 4122) bits set, in 8-4-4-4-12
+    lower-case hex."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
