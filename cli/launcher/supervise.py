@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -48,8 +49,11 @@ async def spawn(child: Child, log_dir: Path, preloader: Preloader | None = None)
     with open(child.log_path, "ab") as log:  # noqa: ASYNC230 - once per child
         child.log_offset = log.tell()
         if preloader is not None and child.service:
-            child.process = await preloader.fork(child.argv, child.env, child.log_path)
-            return
+            try:
+                child.process = await preloader.fork(child.argv, child.env, child.log_path)
+                return
+            except RuntimeError as exc:  # its log says why; the service starts as a program
+                print(f"{child.name}: {exc}; started without it", file=sys.stderr, flush=True)
         child.process = await asyncio.create_subprocess_exec(
             *child.argv,
             env=child.env,

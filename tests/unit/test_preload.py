@@ -77,3 +77,17 @@ async def test_a_gone_preloader_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises((RuntimeError, ConnectionError)):
         await preloader.fork([sys.executable, "-m", "preload_probe", "0"], probe_env(),
                              tmp_path / "p.log")  # fmt: skip
+
+
+async def test_a_service_starts_without_a_preloader_that_is_gone(tmp_path: Path) -> None:
+    from cli.launcher.plan import Child
+    from cli.launcher.supervise import spawn
+
+    preloader = Preloader.start(probe_env(), tmp_path / "preloader.log")
+    preloader.process.kill()
+    preloader.process.wait()
+    child = Child("probe", [sys.executable, "-m", "preload_probe", "5"], probe_env(PROBE="exec"),
+                  service="probe")  # fmt: skip
+    await spawn(child, tmp_path, preloader)
+    assert child.process is not None and await asyncio.wait_for(child.process.wait(), 30) == 5
+    assert first_line(tmp_path / "probe.log")["probe"] == "exec"
