@@ -43,7 +43,11 @@ def answer(port: int, pids: list[int]) -> tuple[bytes, int | None]:
 
 
 def running(pid: int) -> bool:
-    return Path(f"/proc/{pid}").exists()
+    """Alive: a zombie (exited, waiting for whoever adopted it to reap it) is not."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def children(pid: int) -> list[int]:
