@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kv_cluster_kit import valkey_cluster
@@ -429,16 +430,10 @@ def test_a_model_load_is_one_line_with_its_size_and_time() -> None:
     )
 
 
-async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The AI gateway answers health while its models load: the launcher still shows each
-    "model loaded" line, and says which feature's model is not ready if one fails."""
+async def gateway_reporting(features: dict[str, str], log: Path) -> tuple[Any, Child]:
+    """An AI gateway's `/health` reporting `features` (changed in place by the test), as the
+    launcher's child with `log`; the runner to clean up."""
     from aiohttp import web
-
-    features = {"pii_redaction": "loading", "semantic_cache": "loading"}
-    log = tmp_path / "ai-gateway.log"
-    log.write_text("")
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"status": "healthy", "features": features})
@@ -447,11 +442,22 @@ async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
     app.router.add_get("/health", health)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
     port = runner.addresses[0][1]
     ai = Child("ai-gateway", [], {}, health_url=f"http://127.0.0.1:{port}/health",
                service="ai-gateway", log_path=log)  # fmt: skip
+    return runner, ai
+
+
+async def test_strata_up_reports_models_loading_after_the_gateway_is_healthy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The AI gateway answers health while its models load: the launcher still shows each
+    "model loaded" line, and says which feature's model is not ready if one fails."""
+    features = {"pii_redaction": "loading", "semantic_cache": "loading"}
+    log = tmp_path / "ai-gateway.log"
+    log.write_text("")
+    runner, ai = await gateway_reporting(features, log)
 
     async def load() -> None:
         await asyncio.sleep(0.5)
@@ -480,24 +486,10 @@ async def test_strata_up_says_when_every_feature_is_ready(
 ) -> None:
     """Models load after the banner; the launcher says once they all are (what the tests and
     benchmarks that need them wait for)."""
-    from aiohttp import web
-
     features = {"pii_redaction": "loading", "semantic_cache": "ready"}
     log = tmp_path / "ai-gateway.log"
     log.write_text("")
-
-    async def health(_: web.Request) -> web.Response:
-        return web.json_response({"status": "healthy", "features": features})
-
-    app = web.Application()
-    app.router.add_get("/health", health)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    ai = Child("ai-gateway", [], {}, health_url=f"http://127.0.0.1:{port}/health",
-               service="ai-gateway", log_path=log)  # fmt: skip
+    runner, ai = await gateway_reporting(features, log)
 
     async def load() -> None:
         await asyncio.sleep(0.5)
