@@ -16,6 +16,7 @@ from runtime.stores.kv import connect_kv
 from runtime.stores.kv_pipeline import close_pipelined
 from runtime.stores.kv_reachability import close_reachability
 from runtime.stores.outbox_drain import OutboxDrain, drain_for
+from runtime.stores.outbox_sink import OutboxSink
 from runtime.stores.shipping import ShippingSink
 
 
@@ -44,7 +45,7 @@ class Stores:
         close_pipelined(self.kv)
         close_reachability(self.kv)
         await self.kv.aclose()
-        if isinstance(self.sink, ShippingSink):
+        if isinstance(self.sink, OutboxSink | ShippingSink):
             await self.sink.close()
         if self.analytics is not None:
             await self.analytics.close()
@@ -55,7 +56,7 @@ def open_stores(config: ServiceConfig) -> Stores:
     if config.owns_analytics:
         analytics = Analytics(config.clickhouse_url, config.clickhouse_password)
         return Stores(kv=kv, sink=DirectSink(analytics), analytics=analytics)
-    return Stores(
-        kv=kv,
-        sink=ShippingSink(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs),
-    )
+    # Batches go into the outbox, which the owner's drainer inserts several at a time; over
+    # gRPC to the owner only while the store is out (`outbox_sink.py`).
+    shipping = ShippingSink(config.controlplane_grpc, config.master_key, config.grpc_deadline_secs)
+    return Stores(kv=kv, sink=OutboxSink(kv, shipping))

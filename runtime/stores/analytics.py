@@ -5,9 +5,11 @@ thread: the client is synchronous (chDB has no async client) and chDB is not saf
 from several threads at once. Rows are written as `INSERT ... FORMAT JSONEachRow`.
 
 Who writes: the embedded chDB directory may be opened by one process only, so with a `chdb://`
-URL the control plane owns it and other services ship row batches to it over gRPC
-(`ShippingSink` → `LogIngestService.WriteLogBatch`). With a remote ClickHouse every service
-writes directly (`DirectSink`). `open_sink` picks the right one from the settings.
+URL the control plane owns it and other services append row batches to the analytics outbox
+(`OutboxSink`), which its drainer inserts several at a time, or, while the key-value store is
+out, ship them to it over gRPC (`ShippingSink` → `LogIngestService.WriteLogBatch`). With a
+remote ClickHouse every service writes directly (`DirectSink`). `open_stores` picks the
+right one from the settings.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from runtime.stores.kv_reachability import reachability
 
 GROUP = "clickhouse"  # the drainers' consumer group
 FIELD = "row"  # the entry's one field: the row as a JSON object
+ROWS = "rows"  # or, an entry of a batch (`outbox_sink.py`): its rows' JSON lines, "\n" apart
 MAXLEN = 1_000_000  # per table, approximate (`~`): rows kept through a long drainer outage
 
 

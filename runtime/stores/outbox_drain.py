@@ -6,7 +6,8 @@ as one consumer of the streams' consumer group (`clickhouse`), so several draine
 work and never read an entry twice.
 
 A drainer loops: per table, `XREADGROUP ... COUNT 500 STREAMS <stream> >` (no BLOCK: the
-pooled client's 1 s timeout), the batch inserted, then `XACK` and `XDEL` (the stream stays
+pooled client's 1 s timeout; an entry is one row, or a batch of rows from `outbox_sink.py`),
+the batch inserted in one INSERT, then `XACK` and `XDEL` (the stream stays
 short); `POLL_SECS` between rounds that found no full batch. A batch is inserted whole, with
 ClickHouse's `insert_deduplication_token` named by its entries (`outbox:<table>:<first id>:
 <last id>:<count>`), and retried until it is written (the drainer refreshes its claim
@@ -36,7 +37,7 @@ from redis.exceptions import ResponseError
 
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics, AnalyticsSink, DirectSink
-from runtime.stores.outbox import FIELD, GROUP, stream_key
+from runtime.stores.outbox import FIELD, GROUP, ROWS, stream_key
 from runtime.stores.schema import WRITABLE_TABLES
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ class OutboxDrain:
     async def _insert(self, table: str, entries: Sequence[Entry]) -> None:
         key = stream_key(table)
         ids = [entry_id for entry_id, _ in entries]
-        lines = [fields[FIELD].encode() for _, fields in entries if fields and FIELD in fields]
+        lines = [line for _, fields in entries for line in _lines(fields)]
         token = f"outbox:{table}:{ids[0]}:{ids[-1]}:{len(ids)}"
         delay = RETRY_FIRST_SECS
         while lines:
@@ -185,7 +186,7 @@ class OutboxDrain:
             pipe.xack(key, GROUP, *ids)
             pipe.xdel(key, *ids)
             await pipe.execute()
-        self.moved += sum(1 for _, fields in entries if fields)
+        self.moved += sum(len(_lines(fields)) for _, fields in entries)
 
     async def recover(self) -> int:
         """Claim and write the batches of consumers gone quiet; the rows recovered."""
@@ -224,7 +225,16 @@ class OutboxDrain:
         pending = await self.kv.xpending_range(key, GROUP, "-", "+", 1, consumername=consumer)
         if not pending:
             await self.kv.xgroup_delconsumer(key, GROUP, consumer)
-        return sum(1 for _, fields in claimed if fields)
+        return sum(len(_lines(fields)) for _, fields in claimed)
+
+
+def _lines(fields: dict[str, str] | None) -> list[bytes]:
+    """An entry's rows as JSON lines: its one row, or a batch's (`outbox_sink.py`)."""
+    if not fields:
+        return []  # deleted meanwhile
+    if FIELD in fields:
+        return [fields[FIELD].encode()]
+    return fields[ROWS].encode().split(b"\n") if ROWS in fields else []
 
 
 def _entries(reply: Any) -> list[Entry]:

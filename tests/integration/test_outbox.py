@@ -17,12 +17,14 @@ import pytest
 from shared_kit import free_port
 
 from runtime.background import RowWriter
+from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv, ready_kv
 from runtime.stores.kv_pipeline import close_pipelined
 from runtime.stores.kv_reachability import close_reachability
 from runtime.stores.outbox import GROUP, Outbox, hold_rows, rows_held, stream_key
 from runtime.stores.outbox_drain import OutboxDrain
+from runtime.stores.outbox_sink import OutboxSink
 
 pytestmark = pytest.mark.kv_cluster
 
@@ -219,3 +221,57 @@ async def test_a_named_batch_written_again_through_a_sink_is_written_once(
     for _ in range(2):
         assert await sink.write(TABLE, rows, f"batch-{tenant}") == 2
     assert await trace_ids(analytics, tenant) == [f"{tenant}-0", f"{tenant}-1"]
+
+
+class Recording:
+    """A fallback sink that records what it was given (the log-ingest RPC's place)."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, int, str | None]] = []
+
+    async def write(self, table: str, rows: Any, token: str | None = None) -> int:
+        self.writes.append((table, len(rows), token))
+        return len(rows)
+
+
+async def test_a_batch_sent_through_the_outbox_sink_is_one_entry_appended_once(
+    kv: Any, analytics: Analytics
+) -> None:
+    """A process that does not own ClickHouse (the edge's analytics-logger): its batch is one
+    stream entry; a retry under the same name appends nothing; the drainer moves the batch's
+    rows and single rows in one insert, each row once."""
+    tenant = f"ob-{uuid.uuid4().hex[:8]}"
+    fallback = Recording()
+    sink = OutboxSink(kv, fallback)
+    before = await kv.xlen(stream_key(TABLE))
+    rows = [row(tenant, n) for n in range(30)]
+    for _ in range(2):  # the second: a retry of a write whose reply was lost
+        assert await sink.write(TABLE, rows, f"batch-{tenant}") == 30
+    assert await sink.write(TABLE, [row(tenant, 30)]) == 1  # unnamed: appended as given
+    assert await kv.xlen(stream_key(TABLE)) == before + 2
+    await appended(kv, f"{tenant}-one", 1)  # a single row's entry beside them
+    assert fallback.writes == []
+    drain = OutboxDrain(kv, analytics)
+    try:
+        assert await drain.drain_once() >= 3
+    finally:
+        await drain.close()
+    found = await trace_ids(analytics, tenant)
+    assert found == sorted(f"{tenant}-{n}" for n in range(31))
+    assert await trace_ids(analytics, f"{tenant}-one") == [f"{tenant}-one-0"]
+
+
+async def test_the_outbox_sink_ships_over_the_fallback_while_the_store_is_out() -> None:
+    dead_kv = connect_kv(f"redis://127.0.0.1:{free_port()}/0")
+    fallback = Recording()
+    sink = OutboxSink(dead_kv, fallback)
+    try:
+        assert await sink.write(TABLE, [row("t", 0)], "named") == 1  # the append fails
+        assert await sink.write(TABLE, [row("t", 1), row("t", 2)]) == 2  # known down: at once
+        assert fallback.writes == [(TABLE, 1, "named"), (TABLE, 2, None)]
+        with pytest.raises(InvalidRequest, match="unknown analytics table 'nope'"):
+            await sink.write("nope", [row("t", 3)])
+    finally:
+        close_pipelined(dead_kv)
+        close_reachability(dead_kv)
+        await dead_kv.aclose()
