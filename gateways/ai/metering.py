@@ -60,18 +60,13 @@ class Meter:
         self.outcome.prompt_tokens, self.outcome.completion_tokens = prompt, completion
         self.used = prompt + completion
 
-    async def settle(self) -> None:
-        """Settle the reservation now (on the request's path: a budget read after the answer
-        sees it settled). The settlement runs in a task of its own, which the request waits
-        for at most a store call's bound or two (`kv.HOT_PATH_SECS`): a request cancelled
-        meanwhile still settles, and a settlement sent again after a failure (the store out)
-        does not hold the answer up."""
-        await self.settled(self.settle_soon())
-
     def settle_soon(self) -> asyncio.Task[None] | None:
-        """`settle`'s task, started (its script is sent in the next loop turn, in the batcher
-        write that carries whatever else this turn sends: the request's log row); `settled`
-        waits for it."""
+        """The settlement, started in a task of its own (its script is sent in the next loop
+        turn, in the batcher write that carries whatever else this turn sends: the request's
+        log row); `settled` waits for it, at most a store call's bound or two
+        (`kv.HOT_PATH_SECS`), so a request cancelled meanwhile still settles, and a settlement
+        sent again after a failure (the store out) does not hold the answer up. A budget read
+        after the answer sees it settled."""
         held, self.reservation = self.reservation, None
         if held is None:
             return None

@@ -357,8 +357,8 @@ class ChatPipeline:
                 snapshot, providers, prepared, outcome, context, one
             )
             prompt, produced = answered(answer.usage, prepared.messages, answer.content)
-            meter.charge(prompt, produced)
-            await meter.settle()  # 8
+            meter.charge(prompt, produced)  # 8: settled on the way out of `metered`, before
+            # the answer leaves, in the store write that carries the request's log row
             completion = completion_of(
                 answer.id, prepared.model, answer.content, answer.finish_reason, prompt, produced
             )
