@@ -5,8 +5,9 @@ response_size, client_ip, user_agent, consumer_name).
 Rows go through the worker's analytics sink (`env.sink`: straight into ClickHouse when the
 worker may write it; otherwise each batch one entry of the analytics outbox, which the chDB
 owner's drainer inserts several batches at a time, or over gRPC to it while the key-value
-store is out: `runtime/stores/outbox_sink.py`), which writes `INSERT ... FORMAT JSONEachRow`; `clickhouse_url` and `database` are accepted
-as the spec lists them, and the sink's store and the `gateway` database are what is written.
+store is out: `runtime/stores/outbox_sink.py`), which writes `INSERT ... FORMAT
+JSONEachRow`; `clickhouse_url` and `database` are accepted as the spec lists them, and the
+sink's store and the `gateway` database are what is written.
 
 Batching follows APISIX's batch processor: the log phase only appends to a per-worker buffer
 (it never waits); a batch is written when `batch_max_size` rows are waiting (full batches
