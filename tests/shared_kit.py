@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import os
 import signal
 import socket
@@ -45,6 +46,21 @@ class ConfigFor(Protocol):
     instance of that class."""
 
     def __call__(self, config_class: type[C], /, **env: str) -> C: ...
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def fresh_process_report(script: str, *args: str, timeout: float = 120) -> Any:
+    """Run `script` (with `args`) in a new interpreter that has the repository and its
+    generated protos on its path and nothing else of this process's environment; what it
+    printed as JSON on its last line."""
+    out = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=True,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def free_port() -> int:

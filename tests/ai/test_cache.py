@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import subprocess
-import sys
 import textwrap
 import uuid
 from collections.abc import AsyncIterator
@@ -16,7 +14,7 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from shared_kit import free_port
+from shared_kit import free_port, fresh_process_report
 
 from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
 from gateways.ai.cache.semantic import COLLECTION, PROMPT_MAX_BYTES, SemanticTier
@@ -25,7 +23,6 @@ from runtime.stores.vectors import open_vectors
 
 THRESHOLD = 0.95
 ANCHORED = 0.85  # AI_CACHE_ANCHORED_SIMILARITY_THRESHOLD's default
-ROOT = Path(__file__).resolve().parents[2]
 ASKED = "Explain photosynthesis in simple terms."
 REWORDED = "Explain photosynthesis simply."
 NEAR_MISS = "Explain photosynthesis in technical detail."
@@ -265,15 +262,10 @@ async def test_another_process_shares_the_exact_tier(
     replicas above do) gets the first process's answer from Valkey."""
     answer = completion("across processes")
     await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
-    root = ROOT
 
     def child(text: str) -> Any:
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, valkey_url, str(tmp_path / "child.db"), tenant, text],
-            cwd=root, capture_output=True, text=True, timeout=90, check=True,
-            env={"PYTHONPATH": f"{root}:{root / 'proto'}", "PATH": "/usr/bin:/bin"},
-        )  # fmt: skip
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        db = str(tmp_path / "child.db")
+        return fresh_process_report(CHILD, valkey_url, db, tenant, text, timeout=90)
 
     assert await asyncio.to_thread(child, ASKED) == [HIT, answer]
     assert await asyncio.to_thread(child, REWORDED) is None  # its own, empty, Milvus Lite
@@ -483,13 +475,8 @@ def test_the_cache_never_loads_pandas(valkey_url: str, tmp_path: Path, tenant: s
     the cache's calls need none of it (`runtime/stores/vectors.py` keeps it out): after a
     store and a semantic hit through a real Milvus Lite, a fresh process has not imported
     it; the paths that do use it still work, importing it then."""
-    out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_PANDAS, valkey_url, str(tmp_path / "lean.db"),
-         tenant, ASKED, REWORDED],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    db = str(tmp_path / "lean.db")
+    report = fresh_process_report(WITHOUT_PANDAS, valkey_url, db, tenant, ASKED, REWORDED)
     assert report["found"] is not None and report["found"][0] == SEMANTIC_HIT
     assert report["pandas_after_cache"] is False
     assert report["pandas_before_use"] is False  # importing pymilvus's ORM modules: neither

@@ -5,23 +5,21 @@ pages the gateway releases once its models are loaded (`model_loading.py`)."""
 
 from __future__ import annotations
 
-import json
 import random
 import runpy
 import string
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_kit import fresh_process_report
 
 from gateways.ai.pii import name_ratios
 from gateways.ai.pii.name_ratios import NameRatios, probablepeople, read_ratios
 
 SOURCE = Path(probablepeople.__file__).parent / "ratios.py"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +96,7 @@ REDACT = textwrap.dedent(
 def test_redaction_without_spacys_command_line() -> None:
     """A fresh process redacts with spaCy's pipeline and never imports spaCy's command line
     (typer, rich, weasel...); `spacy.info()` and `spacy.cli` still work, importing it then."""
-    out = subprocess.run(
-        [sys.executable, "-c", REDACT],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = fresh_process_report(REDACT)
     assert report["text"] == "Call <PERSON> at <PHONE>."
     assert report["cli"] == []
     assert report["info"] is True and report["download"] is True
@@ -132,10 +125,5 @@ def test_released_startup_pages_come_back_unchanged() -> None:
     """After the gateway's start (`model_loading.release_startup_pages`): the libraries'
     clean pages are dropped, and both models answer exactly as before (the pages they need
     are read back on first touch)."""
-    out = subprocess.run(
-        [sys.executable, "-c", RELEASE],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-        env={"PYTHONPATH": f"{ROOT}:{ROOT / 'proto'}", "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = fresh_process_report(RELEASE)
     assert report["released_mb"] > 10 and report["same"] is True
