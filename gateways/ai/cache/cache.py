@@ -24,10 +24,15 @@ from gateways.ai.cache import keys
 from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.guard import facts, refusal
-from gateways.ai.cache.semantic import Candidate, SemanticTier
+from gateways.ai.cache.semantic import (
+    LITE_UPKEEP_EVERY_ROWS,
+    UPKEEP_EVERY_ROWS,
+    Candidate,
+    SemanticTier,
+)
 from gateways.ai.model_loading import ModelNotReady, Pending
 from runtime.stores.kv_reachability import reachability
-from runtime.stores.vectors import open_vectors
+from runtime.stores.vectors import is_milvus_lite, open_vectors
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +117,13 @@ class ResponseCache:
     async def _semantic_tier(self) -> SemanticTier:
         if self._semantic is None:
             assert self._uri is not None
-            self._semantic = SemanticTier(await open_vectors(self._uri), self.ttl_secs)
+            self._semantic = SemanticTier(
+                await open_vectors(self._uri),
+                self.ttl_secs,
+                upkeep_every_rows=LITE_UPKEEP_EVERY_ROWS
+                if is_milvus_lite(self._uri)
+                else UPKEEP_EVERY_ROWS,
+            )
         if len(self._store_errors) == 3:
             # pymilvus is imported only once a client exists (runtime.stores.vectors).
             from pymilvus.exceptions import MilvusException

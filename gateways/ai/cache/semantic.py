@@ -41,11 +41,14 @@ COLLECTION = "ai_semantic_cache_v2"
 # (the embedding reads its first 256 tokens anyway, too little to match it by).
 PROMPT_MAX_BYTES = 16384
 # Upkeep, run from `add` (a background task of the pipeline), whichever comes first: a flush
-# seals the rows inserted since the last one. Milvus Lite searches unsealed rows without the
-# index at about 30 ms per search for 1,000 of them (2-3 ms once sealed: tests/bench/ai_cache.py);
-# a Milvus server seals segments by itself, and a flush every few hundred writes is within
-# what it tolerates. The same upkeep purges expired rows.
+# seals the rows inserted since the last one. Milvus Lite (3.2, a Python engine over Arrow)
+# copies every unsealed row into each search, ~46 µs a row (1,000 of them: a 57 ms search),
+# so on Lite a flush every 32 rows, not 256: the search at 1,000 entries fell from 15-21 ms
+# to 5-7, each write ~1-3 ms dearer (tests/bench/ai_cache.py, 2026-11-28). A Milvus server
+# seals segments by itself, and a flush every few hundred writes is within what it
+# tolerates. The same upkeep purges expired rows.
 UPKEEP_EVERY_ROWS = 256
+LITE_UPKEEP_EVERY_ROWS = 32
 UPKEEP_EVERY_SECS = 60.0
 
 
@@ -79,7 +82,12 @@ class SemanticTier:
     propagate (the facade turns them into misses)."""
 
     def __init__(
-        self, client: Any, ttl_secs: int, collection: str = COLLECTION, threads: int = 2
+        self,
+        client: Any,
+        ttl_secs: int,
+        collection: str = COLLECTION,
+        threads: int = 2,
+        upkeep_every_rows: int = UPKEEP_EVERY_ROWS,
     ) -> None:
         self.client = client
         self.ttl_secs = ttl_secs
@@ -90,6 +98,7 @@ class SemanticTier:
         self._created = False
         self._last_upkeep = time.monotonic()
         self._rows_since_upkeep = 0
+        self.upkeep_every_rows = upkeep_every_rows
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A write (or the collection's setup) on the write executor."""
@@ -174,7 +183,7 @@ class SemanticTier:
         prompt: str,
     ) -> None:
         """Upsert one entry (the id is the prompt hash: two replicas storing the same request
-        leave one row); every UPKEEP_EVERY_ROWS rows or UPKEEP_EVERY_SECS, flush and purge.
+        leave one row); every `upkeep_every_rows` rows or UPKEEP_EVERY_SECS, flush and purge.
         A prompt longer than PROMPT_MAX_BYTES gets no row."""
         if len(prompt.encode()) > PROMPT_MAX_BYTES:
             return
@@ -192,7 +201,7 @@ class SemanticTier:
         await self._run(self.client.upsert, self.collection, [row])
         self._rows_since_upkeep += 1
         if (
-            self._rows_since_upkeep >= UPKEEP_EVERY_ROWS
+            self._rows_since_upkeep >= self.upkeep_every_rows
             or time.monotonic() - self._last_upkeep >= UPKEEP_EVERY_SECS
         ):
             self._rows_since_upkeep, self._last_upkeep = 0, time.monotonic()
