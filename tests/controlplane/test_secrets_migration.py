@@ -37,7 +37,14 @@ K1 = new_key("k1")
 
 
 def aof_bytes(directory: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file())
+    """All of Valkey's append-only directory. Its background rewrite replaces files: one
+    listed and gone before it was read makes the directory listed and read again."""
+    for _ in range(100):
+        try:
+            return b"".join(p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file())
+        except FileNotFoundError:
+            continue
+    raise AssertionError(f"{directory} kept changing while it was read")
 
 
 async def seed_clear_secrets(url: str) -> None:
