@@ -8,7 +8,8 @@ every service healthy over HTTP and gRPC ("up"), the wall time from `strata up`'
 banner, and the time the AI gateway's models took to load (they load after the banner, the
 features that need them answer 503 `model_loading` meanwhile); then, 5 s after the models
 loaded, the RSS (/proc/<pid>/status
-VmRSS) of each process: the launcher itself, every process it started (with its descendants,
+VmRSS) and PSS (/proc/<pid>/smaps_rollup: shared pages counted once) of each process: the
+launcher itself, every process it started (with its descendants,
 as `strata up` counts them: Milvus Lite runs as a child) and, apart, the edge's primary and
 each of its data-plane workers (`--edge-workers`), with the CPU time each had used by then
 (start-up is CPU-bound on a small machine: the processes start at once). Prints medians and
@@ -48,6 +49,21 @@ def own_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pss_mb(pids: list[int]) -> float:
+    """Proportional set size of processes, summed: each page they share (the same libraries
+    mapped by every Python service, a forked worker's pages) counted once over its sharers,
+    where VmRSS counts it in each. The sum is what the stack takes from the machine."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
 def cpu_secs(pid: int) -> float:
     """User + system CPU time a process has used (its own, not its children's)."""
     try:
@@ -57,7 +73,7 @@ def cpu_secs(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-Figures = dict[str, tuple[float, float]]  # process: (RSS MB, CPU seconds used so far)
+Figures = dict[str, tuple[float, float, float]]  # process: (RSS MB, CPU s used so far, PSS MB)
 
 
 class Start(NamedTuple):
@@ -120,18 +136,20 @@ def one_run(data: Path, edge_workers: int, timeout: float, offset: int) -> tuple
             raise SystemExit("strata up did not come up:\n" + "".join(lines[-30:]))
         start = Start(float(found.group(1)), wall, float(models.group(1)))
         time.sleep(IDLE_SECS)  # idle, then read RSS as the launcher measures it
-        rss: Figures = {"launcher": (own_rss_mb(proc.pid), cpu_secs(proc.pid))}
+        rss: Figures = {"launcher": (own_rss_mb(proc.pid), cpu_secs(proc.pid), pss_mb([proc.pid]))}
         for line in lines:
             m = re.match(r"(\S+)\s+(\d+)\s+\d+\s", line)
             if not m or m.group(1) == "process":
                 continue
             name, pid = m.group(1), int(m.group(2))
             family = [pid, *descendants(pid)]
-            rss[name] = (rss_mb(pid), sum(cpu_secs(p) for p in family))
+            rss[name] = (rss_mb(pid), sum(cpu_secs(p) for p in family), pss_mb(family))
             if name == "edge-proxy":
-                rss["  edge primary"] = (own_rss_mb(pid), cpu_secs(pid))
+                rss["  edge primary"] = (own_rss_mb(pid), cpu_secs(pid), pss_mb([pid]))
                 for k, worker in enumerate(descendants(pid), 1):
-                    rss[f"  edge worker {k}"] = (own_rss_mb(worker), cpu_secs(worker))
+                    rss[f"  edge worker {k}"] = (
+                        own_rss_mb(worker), cpu_secs(worker), pss_mb([worker])
+                    )  # fmt: skip
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
@@ -150,34 +168,37 @@ def main() -> None:
     warm: list[Start] = []
     memory: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
+    pss: dict[str, list[float]] = {}
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             start, _ = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
             fresh.append(start)
             start, rss = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
             warm.append(start)
-            for name, (mb, secs) in rss.items():
+            for name, (mb, secs, proportional) in rss.items():
                 memory.setdefault(name, []).append(mb)
                 cpu.setdefault(name, []).append(secs)
+                pss.setdefault(name, []).append(proportional)
     kinds = (("fresh start (new data dir)", fresh), ("warm start (existing data)", warm))
     for label, starts in kinds:
         for field, what in (("up", "up"), ("wall", "exec to banner"), ("models", "models")):
             values = [getattr(s, field) for s in starts]
             print(f"{label}, {what}: median {statistics.median(values):.1f}s  runs {values}")
     print(
-        f"idle RSS after {IDLE_SECS:.0f}s, MB, and CPU seconds used by then (medians of {runs} "
-        "warm starts; RSS of each run):"
+        f"idle RSS after {IDLE_SECS:.0f}s, MB, the CPU seconds used by then, and PSS, MB (medians"
+        f" of {runs} warm starts; RSS of each run):"
     )
     for name, values in memory.items():
         runs_text = " ".join(f"{v:.0f}" for v in values)
         print(
             f"  {name:<17}{statistics.median(values):>7.0f} MB {statistics.median(cpu[name]):>6.2f}"
-            f" s   {runs_text}"
+            f" s {statistics.median(pss[name]):>6.0f} MB PSS   {runs_text}"
         )
     top = [k for k in memory if not k.startswith(" ")]
     total = sum(statistics.median(memory[k]) for k in top)
     total_cpu = sum(statistics.median(cpu[k]) for k in top)
-    print(f"  {'total':<17}{total:>7.0f} MB {total_cpu:>6.2f} s")
+    total_pss = sum(statistics.median(pss[k]) for k in top)
+    print(f"  {'total':<17}{total:>7.0f} MB {total_cpu:>6.2f} s {total_pss:>6.0f} MB PSS")
 
 
 if __name__ == "__main__":
