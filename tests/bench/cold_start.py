@@ -38,30 +38,27 @@ IDLE_SECS = 5.0
 OLD_LAUNCHER_SECS = 10.0  # a launcher that said its models before the banner: then nothing
 
 
-def own_rss_mb(pid: int) -> float:
-    """VmRSS of one process (not its descendants)."""
+def proc_mb(pid: int, path: str, field: str) -> float:
+    """One `Field:   N kB` line of /proc/<pid>/<path>, in MB (0 for a process gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
 
 
+def own_rss_mb(pid: int) -> float:
+    """VmRSS of one process (not its descendants)."""
+    return proc_mb(pid, "status", "VmRSS")
+
+
 def pss_mb(pids: list[int]) -> float:
     """Proportional set size of processes, summed: each page they share (the same libraries
     mapped by every Python service, a forked worker's pages) counted once over its sharers,
     where VmRSS counts it in each. The sum is what the stack takes from the machine."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
+    return sum(proc_mb(pid, "smaps_rollup", "Pss") for pid in pids)
 
 
 def cpu_secs(pid: int) -> float:
