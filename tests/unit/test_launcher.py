@@ -25,6 +25,7 @@ from cli.launcher import SERVICES, Child, kv_cluster, layout, plan
 from cli.launcher.banner import session_help
 from cli.launcher.bootstrap import CLUSTER_MARKER, MARKER, mark_done, marker, read_marker
 from cli.launcher.commands import env_lines, log_files, status_table
+from cli.launcher.plan import MAX_SOCKET_PATH
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
@@ -101,7 +102,7 @@ def test_kv_cluster_nodes_replace_the_single_valkey_and_every_process_gets_their
     assert argv[argv.index("--appendonly") + 1] == "yes"
     assert (tmp_path / "valkey-cluster" / "valkey-6").is_dir()
     single = {c.name: c for c in plan(tmp_path, 100, 1, {"STORE_URL": "redis://elsewhere:1/0"})}
-    assert single["controlplane"].env["STORE_URL"] == "redis://127.0.0.1:6479/0"
+    assert single["controlplane"].env["STORE_URL"] != "redis://elsewhere:1/0"
     extra = {p: n for p, n in layout(0, 1, kv_nodes=True).items() if p not in layout(0)}
     assert extra[6384] == "valkey-6" and extra[16379] == "valkey-1 cluster bus"
     assert len(extra) == 11  # 6379 is valkey-1's now
@@ -629,3 +630,26 @@ async def test_the_grpc_health_check_reads_what_a_grpcio_server_says() -> None:
     finally:
         await server.stop(0)
     assert not await serving(target)
+
+
+def test_the_single_valkey_is_reached_on_its_unix_socket_and_over_tcp_when_the_path_is_too_long(
+    tmp_path: Path,
+) -> None:
+    """Without `--kv-cluster` the services' STORE_URL is the node's Unix socket in the data
+    directory (loopback TCP costs each store call the receiver's TCP processing too); the TCP
+    port stays for people and tools. A data directory too deep for a socket's path: TCP."""
+    short = tmp_path / "d"
+    short.mkdir()
+    children = {c.name: c for c in plan(short, 100, 1, {})}
+    path = short.resolve() / "valkey" / "valkey.sock"
+    services = {config.service for _, config in SERVICES}
+    assert {children[name].env["STORE_URL"] for name in services} == {f"unix://{path}?db=0"}
+    argv = children["valkey"].argv
+    assert argv[argv.index("--unixsocket") + 1] == str(path)
+    assert argv[argv.index("--unixsocketperm") + 1] == "700"  # the stack's user only
+    assert argv[argv.index("--port") + 1] == "6479"
+    deep = tmp_path / ("x" * (MAX_SOCKET_PATH - len(str(tmp_path))))
+    deep.mkdir()
+    children = {c.name: c for c in plan(deep, 100, 1, {})}
+    assert children["controlplane"].env["STORE_URL"] == "redis://127.0.0.1:6479/0"
+    assert "--unixsocket" not in children["valkey"].argv
