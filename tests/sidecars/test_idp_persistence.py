@@ -7,11 +7,17 @@ import logging
 from pathlib import Path
 
 import aiohttp
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from joserfc.jwk import KeySet
+from shared_kit import fresh_process_report
 from sidecar_kit import (
     ADMIN,
     ADMIN_HEADERS,
     CERTS_PATH,
     IDP_ADMIN_TOKEN,
+    IDP_ISSUER,
     get_token,
     idp_app,
     keyset,
@@ -111,3 +117,66 @@ async def test_logs_never_carry_credentials(http, idp, caplog):
         assert secret not in text
     for line in lines:
         json.loads(line)  # one JSON object per line
+
+
+async def test_a_replaced_key_is_served_under_its_new_kid(http, running, tmp_path: Path):
+    async with running(idp_app(tmp_path)) as first:
+        before = {key["alg"]: key for key in (await _jwks(http, first))["keys"]}
+    replacement = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    (tmp_path / "signing-rs256.pem").write_bytes(
+        replacement.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    async with running(idp_app(tmp_path)) as second:
+        after = {key["alg"]: key for key in (await _jwks(http, second))["keys"]}
+        assert after["ES256"] == before["ES256"]
+        assert after["RS256"]["kid"] != before["RS256"]["kid"]
+        assert after["RS256"]["n"] != before["RS256"]["n"]
+        _, body, _ = await get_token(http, second, password_form("alice", "alice"))
+        token = verify(body["access_token"], await keyset(http, second), "RS256")
+        assert token.header["kid"] == after["RS256"]["kid"]
+
+
+def test_a_key_file_of_the_wrong_type_is_refused_naming_it(tmp_path: Path):
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    (tmp_path / "signing-rs256.pem").write_bytes(
+        ec_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    with pytest.raises(ValueError, match=r"signing-rs256\.pem"):
+        idp_app(tmp_path)
+
+
+# A fresh interpreter: start-up (here the first, which generates the keys) and the JWKS leave
+# pyjwt and cryptography unloaded; the first signature loads them.
+LAZY_CRYPTO = """
+import json, sys
+from pathlib import Path
+from sidecars.idp.keys import SigningKeys
+keys = SigningKeys.load_or_create(Path(sys.argv[1]))
+jwks = keys.jwks()
+loaded_before = sorted(m for m in ("jwt", "cryptography") if m in sys.modules)
+token = keys.sign({"sub": "s", "aud": "strata", "iss": sys.argv[2], "exp": 4102444800}, "ES256")
+loaded_after = sorted(m for m in ("jwt", "cryptography") if m in sys.modules)
+print(json.dumps({"before": loaded_before, "after": loaded_after, "jwks": jwks, "token": token}))
+"""
+
+
+def test_the_crypto_libraries_load_at_the_first_signature_not_at_start(tmp_path: Path):
+    report = fresh_process_report(LAZY_CRYPTO, str(tmp_path), IDP_ISSUER)
+    assert report["before"] == []
+    assert report["after"] == ["cryptography", "jwt"]
+    token = verify(report["token"], KeySet.import_key_set(report["jwks"]), "ES256")
+    assert token.claims["sub"] == "s"
+    assert (tmp_path / "public-keys.json").exists()
+
+
+async def _jwks(http: aiohttp.ClientSession, served) -> dict:
+    async with http.get(served.make_url(CERTS_PATH)) as resp:
+        return await resp.json()

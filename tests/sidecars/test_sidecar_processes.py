@@ -118,7 +118,11 @@ async def test_idp_process_reads_env_and_args(http, tmp_path):
             assert resp.status == 200
     finally:
         entries = await _stop(proc, lines)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["signing-es256.pem", "signing-rs256.pem"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "public-keys.json",
+        "signing-es256.pem",
+        "signing-rs256.pem",
+    ]
     assert "from-env-token" not in json.dumps(entries)
     assert any(e.get("msg") == "token issued" for e in entries)
 
