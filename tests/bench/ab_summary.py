@@ -94,11 +94,37 @@ def baselines_of(bench: str, target: str) -> list[str]:
         return [target.replace("through the gateway", "echo direct")]
     if bench == "agent" and "gateway" in target:
         c = target.rsplit("c=", 1)[1]
-        return [t for t in TARGETS[bench] if t.startswith("direct") and t.endswith(f"c={c}")]
+        return [t for t in TARGETS[bench] if "direct" in t and t.endswith(f"c={c}")]
     return []
 
 
 TARGETS: dict[str, list[str]] = {}
+
+
+def same_window(bench: str, sides: dict[str, list[dict[str, dict[str, float]]]]) -> None:
+    """The gateway's CPU per request ÷ its upstream's (the echo provider, the FastMCP server)
+    measured in the same wrk window: both drift with the machine's speed, the ratio does not."""
+
+    def has_upstream(t: str) -> bool:
+        return any(float(r[t].get("upstream_cpu_us", 0)) for r in sides["before"] if t in r)
+
+    targets = [t for t in TARGETS[bench] if has_upstream(t)]
+    if not targets:
+        return
+    print("\nSame window (the gateway's CPU per request ÷ its upstream's in the same wrk run; "
+          "median (min-max)):\n")  # fmt: skip
+    print("| target | B | A | A/B |")
+    print("|---|---|---|---|")
+    for t in targets:
+        vals = {
+            label: [float(r[t]["cpu_us"]) / float(r[t]["upstream_cpu_us"])
+                    for r in sides[label] if t in r and float(r[t].get("upstream_cpu_us", 0))]
+            for label in ("before", "after")
+        }  # fmt: skip
+        print(
+            f"| {short(t)} | {cell(vals['before'], 3)} | {cell(vals['after'], 3)} | "
+            f"{paired(vals['before'], vals['after'])} |"
+        )
 
 
 def main() -> None:
@@ -168,6 +194,7 @@ def main() -> None:
                              for r in sides[label] if t in r and base in r]  # fmt: skip
                     line.append(cell(added, 2))
                 print("| " + " | ".join(line) + " |")
+        same_window(bench, sides)
         print("\nLoad averages (1/5/15 min) before → after each run:\n")
         print("| run | label | commit | start-end UTC | rc | load before | load after |")
         print("|---|---|---|---|---|---|---|")

@@ -13,7 +13,9 @@ for tenant `bench` (its tools discovered over MCP). Then, at each concurrency, w
   arguments) and forwards over the gateway's pooled MCP session, writing an audit row;
 - through the gateway in a session: `POST /v1/sessions/{id}/execute` (allowlist, call limit
   and token budget taken atomically in the store before the forward, settled after it).
-For each: calls/s, p50 and p99 latency, and for the gateway its CPU time per call. Medians of
+For each: calls/s, p50 and p99 latency, the FastMCP server's CPU time per call, and for the
+gateway its own (the server's in the same window beside it: their ratio is the figure to compare
+across runs, as a shared machine's speed drifts). Medians of
 `--runs` runs. Everything listens on 127.0.0.1, on the machine's 2 shared cores.
 """
 
@@ -114,13 +116,14 @@ def main() -> None:
             through = script(tmp / "gateway.lua", json.dumps(body), bearer)
             rows = []
             for c in args.concurrency:
-                rows.append(measure(f"FastMCP direct, c={c}", upstream, None, c, args,
+                rows.append(measure(f"FastMCP direct, c={c}", upstream, mcp.pid, c, args,
                                     script=direct))  # fmt: skip
                 rows.append(measure(f"through the gateway, c={c}",
                                     f"{gateway}/v1/mcp/tools/call", pids["agent-gateway"], c,
-                                    args, script=through))  # fmt: skip
+                                    args, script=through, upstream=mcp.pid))  # fmt: skip
                 rows.append(measure(f"through the gateway in a session, c={c}", in_session,
-                                    pids["agent-gateway"], c, args, script=through))  # fmt: skip
+                                    pids["agent-gateway"], c, args, script=through,
+                                    upstream=mcp.pid))  # fmt: skip
             print(json.dumps(rows))
         finally:
             stack.send_signal(signal.SIGINT)

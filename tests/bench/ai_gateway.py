@@ -23,10 +23,12 @@ token budget (as tenant creation provisions one, so every request reserves and s
   hits, `x-cache: SEMANTIC_HIT`).
 
 For each row: requests/s, p50 and p99 latency, and for the gateway its CPU time per request
-(utime+stime of its processes, from /proc/<pid>/stat, divided by the requests wrk completed).
-Medians of `--runs` runs. Everything listens on 127.0.0.1; the 2 shared cores are shared by
-wrk, the gateway, the echo provider and the stores, so absolute req/s are low: CPU per request
-is the figure that travels.
+(utime+stime of its processes, from /proc/<pid>/stat, divided by the requests wrk completed),
+and the echo provider's: on its own in the direct rows, and in the same window beside the
+gateway's in the proxied rows. Medians of `--runs` runs. Everything listens on 127.0.0.1; the
+2 shared cores are shared by wrk, the gateway, the echo provider and the stores, so absolute
+req/s are low: CPU per request is the figure that travels, and on a machine whose speed drifts
+between runs, the gateway's ÷ the provider's in the same window.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def main() -> None:
         tmp = Path(tmpdir)
         stack, master, pids = start_stack(tmp / "data", offset)
         try:
-            gateway_pid = pids["ai-gateway"]
+            gateway_pid, echo_pid = pids["ai-gateway"], pids["echo-llm"]
             echo = f"http://127.0.0.1:{8082 + offset}"
             gateway = f"http://127.0.0.1:{4000 + offset}"
             provider = {
@@ -110,10 +112,11 @@ def main() -> None:
                 proxied = script(tmp / f"gateway-{stream}.lua", body, through("bench"))
                 kind = "stream" if stream else "non-stream"
                 for c in args.concurrency:
-                    rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, None, c, args,
-                                        script=direct))  # fmt: skip
+                    rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, echo_pid, c,
+                                        args, script=direct))  # fmt: skip
                     rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
-                                        gateway_pid, c, args, script=proxied))  # fmt: skip
+                                        gateway_pid, c, args, script=proxied,
+                                        upstream=echo_pid))  # fmt: skip
             pii = json.dumps({**BODY, "messages": [{"role": "user", "content": PII_TEXT}]})
             redacting = script(tmp / "pii.lua", pii, through("bench-pii"), varying=True)
             for c in args.concurrency:

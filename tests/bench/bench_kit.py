@@ -117,20 +117,26 @@ def measure(
     *,
     script: Path | None = None,
     extra: tuple[str, ...] = (),
+    upstream: int | None = None,
 ) -> dict[str, object]:
     """Medians of `args.runs` wrk runs of `args.seconds` (after a warm-up second), with the CPU
-    time per request of `pid`'s process tree; printed as one row."""
+    time per request of `pid`'s process tree; printed as one row. With `upstream` (the process
+    the target forwards to), also that process's CPU per request in the same window
+    (`upstream_cpu_us`): on a shared machine a run's speed drifts by tens of percent, and both
+    processes drift together, so target ÷ upstream is the figure that compares across runs."""
     wrk(url, 1, connections, script=script, extra=extra)  # warm up (connections, pools)
     runs = []
     for _ in range(args.runs):
         pids = tree(pid) if pid else []
-        before = cpu_seconds(pids)
+        ups = tree(upstream) if upstream else []
+        before, ups_before = cpu_seconds(pids), cpu_seconds(ups)
         result = wrk(url, args.seconds, connections, script=script, extra=extra)
-        used = cpu_seconds(pids) - before
+        used, ups_used = cpu_seconds(pids) - before, cpu_seconds(ups) - ups_before
         result["cpu_us"] = used / max(result["requests"], 1) * 1e6 if pid else 0.0
+        result["upstream_cpu_us"] = ups_used / max(result["requests"], 1) * 1e6 if ups else 0.0
         runs.append(result)
     row: dict[str, object] = {"target": name}
-    for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "errors"):
+    for key in ("rps", "p50_ms", "p99_ms", "cpu_us", "upstream_cpu_us", "errors"):
         row[key] = statistics.median(float(r[key]) for r in runs)
     pids = tree(pid) if pid else []
     row["rss_mib"], row["peak_mib"] = memory_mib(pids, "VmRSS"), memory_mib(pids, "VmHWM")
@@ -138,6 +144,7 @@ def measure(
         f"{name:<44} {row['rps']:>8.0f} req/s  p50 {row['p50_ms']:>6.2f} ms  "
         f"p99 {row['p99_ms']:>7.2f} ms  cpu {row['cpu_us']:>6.1f} µs/req"
         + (f"  rss {row['rss_mib']:.0f} MiB (peak {row['peak_mib']:.0f})" if pid else "")
+        + (f"  upstream cpu {row['upstream_cpu_us']:.1f} µs/req" if upstream else "")
         + (f"  non-2xx {row['errors']:.0f}" if row["errors"] else ""),
         flush=True,
     )
