@@ -6,6 +6,10 @@
 #   env: BENCHES="edge ai agent"  SECONDS_PER_RUN=5  EDGE_ARGS="--reference --workers 1 2"
 #        DEADLINE=HH:MM (UTC; no new BEFORE/AFTER pair starts after it)
 #        FIRST_ROUND=1 (to add rounds to an OUT_DIR that has some: ROUNDS more from there)
+#        BENCH_FROM=TREE (the benchmark scripts of that tree run on both sides, so that both
+#        measure the same way, e.g. an old tree with today's same-window upstream figures;
+#        default: each tree its own). The tree measured is STRATA_TREE (edge_proxy.py starts
+#        its services there) and cwd.
 #
 # Each tree runs with its own small "venv alias" (OUT/venv-<label>: the shared venv's
 # site-packages and interpreter, with a bin/strata generated from that tree's pyproject entry
@@ -50,19 +54,21 @@ make_alias after "$AFTER"
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+BENCH_FROM=${BENCH_FROM:+$(realpath "$BENCH_FROM")}
+
 run() {  # bench label tree round
   local bench=$1 label=$2 tree=$3 round=$4 py="$OUT/venv-$2/bin/python" cmd
-  local out="$OUT/raw/$bench-$label-$round.out"
+  local out="$OUT/raw/$bench-$label-$round.out" scripts="${BENCH_FROM:-$3}/tests/bench"
   case $bench in
-    edge)  cmd=("$py" tests/bench/edge_proxy.py --runs 1 --seconds "$SECS" $EDGE_ARGS) ;;
-    ai)    cmd=(flock "$LOCK" "$py" tests/bench/ai_gateway.py --runs 1 --seconds "$SECS") ;;
-    agent) cmd=(flock "$LOCK" "$py" tests/bench/agent_gateway.py --runs 1 --seconds "$SECS") ;;
+    edge)  cmd=("$py" "$scripts/edge_proxy.py" --runs 1 --seconds "$SECS" $EDGE_ARGS) ;;
+    ai)    cmd=(flock "$LOCK" "$py" "$scripts/ai_gateway.py" --runs 1 --seconds "$SECS") ;;
+    agent) cmd=(flock "$LOCK" "$py" "$scripts/agent_gateway.py" --runs 1 --seconds "$SECS") ;;
   esac
   local commit; commit=$(git -C "$tree" rev-parse --short HEAD)
   local lb la start end rc
   start=$(date -u +%H:%M:%S); lb=$(load)
   echo "[$start] $bench $label round $round ($commit): ${cmd[*]}" >&2
-  (cd "$tree" && PYTHONPATH="$tree:$tree/proto" "${cmd[@]}") >"$out" 2>"$out.err"
+  (cd "$tree" && STRATA_TREE="$tree" PYTHONPATH="$tree:$tree/proto" "${cmd[@]}") >"$out" 2>"$out.err"
   rc=$?
   end=$(date -u +%H:%M:%S); la=$(load)
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$bench" "$label" "$round" "$commit" \

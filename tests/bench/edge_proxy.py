@@ -48,7 +48,8 @@ from pathlib import Path
 import jwt
 from bench_kit import measure
 
-ROOT = Path(__file__).resolve().parents[2]
+# The tree whose edge is measured: this script's, or STRATA_TREE's (ab.sh's BENCH_FROM).
+ROOT = Path(os.environ.get("STRATA_TREE") or Path(__file__).resolve().parents[2])
 
 AIOHTTP_PROXY = """
 import asyncio, sys, aiohttp
