@@ -101,30 +101,37 @@ def baselines_of(bench: str, target: str) -> list[str]:
 TARGETS: dict[str, list[str]] = {}
 
 
+def ratio_cells(
+    sides: dict[str, list[dict[str, dict[str, float]]]], t: str, key: str, base: str, base_key: str
+) -> list[str]:
+    """Per run, row `t`'s `key` ÷ row `base`'s `base_key`: the BEFORE and AFTER cells and their
+    A/B (three "-" when BEFORE has no such ratio)."""
+    vals = {
+        label: [float(r[t][key]) / float(r[base][base_key])
+                for r in sides[label] if t in r and base in r and float(r[base].get(base_key, 0))]
+        for label in ("before", "after")
+    }  # fmt: skip
+    if not vals["before"]:
+        return ["-", "-", "-"]
+    return [cell(vals["before"], 3), cell(vals["after"], 3), paired(vals["before"], vals["after"])]
+
+
 def same_window(bench: str, sides: dict[str, list[dict[str, dict[str, float]]]]) -> None:
     """The gateway's CPU per request ÷ its upstream's (the echo provider, the FastMCP server)
     measured in the same wrk window: both drift with the machine's speed, the ratio does not."""
-
-    def has_upstream(t: str) -> bool:
-        return any(float(r[t].get("upstream_cpu_us", 0)) for r in sides["before"] if t in r)
-
-    targets = [t for t in TARGETS[bench] if has_upstream(t)]
-    if not targets:
+    lines = [
+        [short(t), *cells]
+        for t in TARGETS[bench]
+        if (cells := ratio_cells(sides, t, "cpu_us", t, "upstream_cpu_us"))[0] != "-"
+    ]
+    if not lines:
         return
     print("\nSame window (the gateway's CPU per request ÷ its upstream's in the same wrk run; "
           "median (min-max)):\n")  # fmt: skip
     print("| target | B | A | A/B |")
     print("|---|---|---|---|")
-    for t in targets:
-        vals = {
-            label: [float(r[t]["cpu_us"]) / float(r[t]["upstream_cpu_us"])
-                    for r in sides[label] if t in r and float(r[t].get("upstream_cpu_us", 0))]
-            for label in ("before", "after")
-        }  # fmt: skip
-        print(
-            f"| {short(t)} | {cell(vals['before'], 3)} | {cell(vals['after'], 3)} | "
-            f"{paired(vals['before'], vals['after'])} |"
-        )
+    for line in lines:
+        print("| " + " | ".join(line) + " |")
 
 
 def main() -> None:
@@ -177,18 +184,7 @@ def main() -> None:
             for t, base in pairs:
                 line = [short(t), base]
                 for key in ("cpu_us", "rps"):
-                    vals = {}
-                    for label in ("before", "after"):
-                        vals[label] = [
-                            float(r[t][key]) / float(r[base][key])
-                            for r in sides[label]
-                            if t in r and base in r and float(r[base][key])
-                        ]
-                    if not vals["before"]:
-                        line += ["-", "-", "-"]
-                        continue
-                    line += [cell(vals["before"], 3), cell(vals["after"], 3),
-                             paired(vals["before"], vals["after"])]  # fmt: skip
+                    line += ratio_cells(sides, t, key, base, key)
                 for label in ("before", "after"):
                     added = [float(r[t]["p50_ms"]) - float(r[base]["p50_ms"])
                              for r in sides[label] if t in r and base in r]  # fmt: skip
