@@ -191,7 +191,7 @@ def build(config: ControlPlaneConfig, stores: Stores) -> ServiceDefinition:
         except Unavailable as exc:
             log.error("analytics store unreachable at start", extra={"error": exc.message})
             return
-        released = await analytics.release_startup_pages()
+        released = await analytics.release_engine_pages()
         if released:
             log.info(
                 "analytics engine started", extra={"startup_pages_released_mb": released // 1024}

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 import typing
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -50,15 +51,29 @@ log = logging.getLogger(__name__)
 
 Row = Mapping[str, Any]
 
+# Embedded chDB: seconds without a call after which the engine's code pages that its calls
+# paged in are given back (`release_engine_pages`). A SELECT pages in ~40-70 MB of ClickHouse's
+# query code, which stays resident in an idle control plane otherwise; given back, the next
+# call reads them again from the page cache (~4 ms more, once). Shorter than the platform
+# health probe's 30 s, whose `SELECT 1` pages in ~28 MB each time.
+IDLE_RELEASE_SECS = 10.0
+
 
 class Analytics:
     """A ClickHouse connection whose calls run on one worker thread."""
 
-    def __init__(self, url: str, password: str | None = None) -> None:
+    def __init__(
+        self, url: str, password: str | None = None, idle_release_secs: float = IDLE_RELEASE_SECS
+    ) -> None:
         self.url = url
         self._password = password
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analytics")
         self._client: Client | None = None
+        # Embedded only: a remote ClickHouse's code is not in this process.
+        self._idle_release_secs = idle_release_secs if url.startswith("chdb://") else 0.0
+        self._in_flight = 0
+        self._last_call = 0.0
+        self._release_timer: asyncio.TimerHandle | None = None
 
     def _connect(self) -> Client:
         if self._client is None:
@@ -79,30 +94,58 @@ class Analytics:
         def call() -> Any:
             return fn(self._connect(), *args, **kwargs)
 
+        self._in_flight += 1
         try:
             return await asyncio.get_running_loop().run_in_executor(self._pool, call)
         except (InvalidRequest, Unavailable):
             raise
         except Exception as exc:  # clickhouse-connect and chDB raise several unrelated types
             raise Unavailable(f"analytics store error: {exc}") from exc
+        finally:
+            self._in_flight -= 1
+            self._called()
+
+    def _called(self) -> None:
+        """A call ended: the engine's pages are given back once none came for a while."""
+        if not self._idle_release_secs or self._client is None:
+            return
+        self._last_call = time.monotonic()
+        if self._release_timer is None:
+            self._release_timer = asyncio.get_running_loop().call_later(
+                self._idle_release_secs, self._release_when_idle
+            )
+
+    def _release_when_idle(self) -> None:
+        self._release_timer = None
+        if self._in_flight:
+            return  # the call in flight arms the timer again when it ends
+        idle = time.monotonic() - self._last_call
+        if idle < self._idle_release_secs:  # a call came meanwhile: wait for the rest
+            self._release_timer = asyncio.get_running_loop().call_later(
+                self._idle_release_secs - idle, self._release_when_idle
+            )
+            return
+        self._pool.submit(self._release_pages)  # behind any call queued on the store's thread
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations; returns the names applied now."""
         return await self._run(_migrate)  # type: ignore[no-any-return]
 
-    async def release_startup_pages(self) -> int:
-        """Embedded chDB only: drop the pages of its libraries that only starting it touched
-        (`engine_pages.py`), once it has started (migrated); the kibibytes released."""
+    async def release_engine_pages(self) -> int:
+        """Embedded chDB only: drop the resident pages of its libraries (`engine_pages.py`):
+        those only starting it touched, once it has started (migrated), and those its calls
+        touched, once it idles (`IDLE_RELEASE_SECS`); the kibibytes released."""
         if not self.url.startswith("chdb://") or self._client is None:
             return 0
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._release_pages)
 
-        def release() -> int:
-            import chdb  # loaded by the client already
+    def _release_pages(self) -> int:
+        import chdb  # loaded by the client already
 
-            engine = Path(chdb.__file__).parent  # its library, and arrow's beside it
-            return release_clean_pages([engine, engine.parent / "pyarrow"])
-
-        return await asyncio.get_running_loop().run_in_executor(self._pool, release)
+        engine = Path(chdb.__file__).parent  # its library, and arrow's beside it
+        released = release_clean_pages([engine, engine.parent / "pyarrow"])
+        log.debug("analytics engine pages released", extra={"released_kb": released})
+        return released
 
     async def insert(self, table: str, rows: Sequence[Row], token: str | None = None) -> int:
         """Insert JSON rows into `gateway.<table>`; returns the number written. Without a
@@ -140,6 +183,9 @@ class Analytics:
         return await self._run(select)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
+        if self._release_timer is not None:
+            self._release_timer.cancel()
+            self._release_timer = None
         if self._client is not None:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._client.close)
         self._pool.shutdown(wait=True)
@@ -185,7 +231,7 @@ def _migrate(client: Client) -> list[str]:
     if applied:
         # Each record is a part of its own, which a background merge would join seconds
         # later, paging the merge's code of the engine back in after the control plane has
-        # given its start-up pages back (`release_startup_pages`): merged now, before that.
+        # given its start-up pages back (`release_engine_pages`): merged now, before that.
         client.command(f"OPTIMIZE TABLE {DATABASE}.schema_migrations FINAL")
     return applied
 

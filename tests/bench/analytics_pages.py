@@ -3,7 +3,7 @@
     .venv/bin/python tests/bench/analytics_pages.py [--wait 0]
 
 In one process, on a fresh `chdb://` directory: migrate (as the control plane starts), release
-the start-up pages (`Analytics.release_startup_pages`, `wait` seconds later), then read the
+the start-up pages (`Analytics.release_engine_pages`, `wait` seconds later), then read the
 resident MB of `_chdb.abi3.so` while idle, after one SELECT of `gateway.request_log` (the
 query behind a tenant's `request_count_24h`), after one INSERT into it, after a second release
 and after the same two calls again. It explains the control plane's two idle figures: the
@@ -48,7 +48,7 @@ async def main(wait: float) -> None:
         await analytics.migrate()
         print(f"migrated: {engine_mb():.0f} MB resident")
         await asyncio.sleep(wait)
-        released = await analytics.release_startup_pages() // 1024
+        released = await analytics.release_engine_pages() // 1024
         print(f"start-up pages released ({released} MB): {engine_mb():.0f} MB")
         for secs in (0.5, 3.0):
             await asyncio.sleep(secs)
@@ -57,7 +57,7 @@ async def main(wait: float) -> None:
         print(f"after one SELECT: {engine_mb():.0f} MB")
         await analytics.insert("request_log", [ROW])
         print(f"after one INSERT: {engine_mb():.0f} MB")
-        released = await analytics.release_startup_pages() // 1024
+        released = await analytics.release_engine_pages() // 1024
         await asyncio.sleep(3.0)
         print(f"released again ({released} MB), 3 s idle: {engine_mb():.0f} MB")
         await analytics.query(COUNT_24H, {"tenants": ["acme"]})

@@ -1,13 +1,13 @@
 """Benchmark: cold start of the whole local stack and the idle memory of each process.
 
-    python tests/bench/cold_start.py [--runs 5] [--edge-workers N] [--warm-only]
+    python tests/bench/cold_start.py [--runs 5] [--edge-workers N] [--idle SECS]
 
 Each run starts `strata up` on a fresh data directory ("fresh"), stops it, and starts it again
 on the same directory ("warm"); it reads the time the launcher reports from first spawn to
 every service healthy over HTTP and gRPC ("up"), the wall time from `strata up`'s exec to its
 banner, and the time the AI gateway's models took to load (they load after the banner, the
-features that need them answer 503 `model_loading` meanwhile); then, 5 s after the models
-loaded, the RSS (/proc/<pid>/status
+features that need them answer 503 `model_loading` meanwhile); then, `--idle` seconds (5) after
+the models loaded, the RSS (/proc/<pid>/status
 VmRSS) and PSS (/proc/<pid>/smaps_rollup: shared pages counted once) of each process: the
 launcher itself, every process it started (with its descendants,
 as `strata up` counts them: Milvus Lite runs as a child) and, apart, the edge's primary and
@@ -79,10 +79,12 @@ class Start(NamedTuple):
     models: float  # first spawn to the AI gateway's models loaded (said after the banner)
 
 
-def one_run(data: Path, edge_workers: int, timeout: float, offset: int) -> tuple[Start, Figures]:
+def one_run(
+    data: Path, edge_workers: int, timeout: float, offset: int, idle: float = IDLE_SECS
+) -> tuple[Start, Figures]:
     """Start the stack on `data`, wait for its banner, then for its models; (the start's
-    times, and per process its RSS IDLE_SECS after the models loaded and the CPU it used to
-    start and idle)."""
+    times, and per process its RSS `idle` seconds after the models loaded and the CPU it used
+    to start and idle)."""
     from cli.launcher.supervise import descendants, rss_mb
 
     exec_at = time.monotonic()
@@ -132,7 +134,7 @@ def one_run(data: Path, edge_workers: int, timeout: float, offset: int) -> tuple
         if found is None or models is None:
             raise SystemExit("strata up did not come up:\n" + "".join(lines[-30:]))
         start = Start(float(found.group(1)), wall, float(models.group(1)))
-        time.sleep(IDLE_SECS)  # idle, then read RSS as the launcher measures it
+        time.sleep(idle)  # idle, then read RSS as the launcher measures it
         rss: Figures = {"launcher": (own_rss_mb(proc.pid), cpu_secs(proc.pid), pss_mb([proc.pid]))}
         for line in lines:
             m = re.match(r"(\S+)\s+(\d+)\s+\d+\s", line)
@@ -159,6 +161,13 @@ def main() -> None:
     parser.add_argument("--edge-workers", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per start")
     parser.add_argument("--port-offset", type=int, default=OFFSET)
+    parser.add_argument(
+        "--idle",
+        type=float,
+        default=IDLE_SECS,
+        help="seconds after the models loaded at which RSS is read (the control plane gives"
+        " its analytics engine's pages back 10 s after its last call)",
+    )
     args = parser.parse_args()
     runs = max(1, min(args.runs, 10))  # bounded: the bench lock is shared
     fresh: list[Start] = []
@@ -170,7 +179,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             start, _ = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
             fresh.append(start)
-            start, rss = one_run(Path(tmp), args.edge_workers, args.timeout, args.port_offset)
+            start, rss = one_run(
+                Path(tmp), args.edge_workers, args.timeout, args.port_offset, args.idle
+            )
             warm.append(start)
             for name, (mb, secs, proportional) in rss.items():
                 memory.setdefault(name, []).append(mb)
@@ -182,7 +193,7 @@ def main() -> None:
             values = [getattr(s, field) for s in starts]
             print(f"{label}, {what}: median {statistics.median(values):.1f}s  runs {values}")
     print(
-        f"idle RSS after {IDLE_SECS:.0f}s, MB, the CPU seconds used by then, and PSS, MB (medians"
+        f"idle RSS after {args.idle:.0f}s, MB, the CPU seconds used by then, and PSS, MB (medians"
         f" of {runs} warm starts; RSS of each run):"
     )
     for name, values in memory.items():

@@ -167,6 +167,74 @@ def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libr
     assert found["loaded"] == []
 
 
+# An embedded chDB whose calls stop: the code pages they paged in are given back once it has
+# had no call for `idle_release_secs` (here 1 s), and not while calls keep coming. Prints the
+# MB of chDB's library resident at each step (a process of its own: one engine per process).
+IDLE_RELEASE = """
+import asyncio, json, sys, time
+from pathlib import Path
+from runtime.stores.analytics import Analytics
+
+def engine_mb():
+    kb, mapping = 0, ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5:
+            mapping = fields[5] if len(fields) > 5 else ""
+        elif fields[0] == "Rss:" and mapping.endswith("_chdb.abi3.so"):
+            kb += int(fields[1])
+    return kb / 1024
+
+COUNT = "SELECT tenant_id, count() AS n FROM gateway.request_log GROUP BY tenant_id"
+
+async def main():
+    store = Analytics("chdb://" + sys.argv[1], idle_release_secs=1.0)
+    await store.migrate()
+    await store.release_engine_pages()
+    await asyncio.sleep(0.5)
+    found = {"started": engine_mb()}
+    await store.query(COUNT)
+    await store.insert("request_log", [{"tenant_id": "acme"}])
+    found["used"] = engine_mb()
+    for _ in range(8):  # a call every 0.25 s for 2 s: never idle for 1 s
+        await asyncio.sleep(0.25)
+        await store.query(COUNT)
+    found["busy"] = engine_mb()
+    await asyncio.sleep(2.5)
+    found["idle"] = engine_mb()
+    found["rows"] = await store.query(COUNT)
+    await store.close()
+    print(json.dumps(found))
+
+asyncio.run(main())
+"""
+
+
+def test_embedded_engine_gives_its_pages_back_once_idle(tmp_path: Path) -> None:
+    """A SELECT pages ~40-70 MB of ClickHouse's query code into the process that owns chDB,
+    which an idle control plane kept for good: released once no call came for a while, kept
+    while calls keep coming, and the engine answers as before afterwards."""
+    done = subprocess.run(
+        [sys.executable, "-c", IDLE_RELEASE, str(tmp_path / "chdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    mb = json.loads(done.stdout.strip().splitlines()[-1])
+    assert mb["used"] > mb["started"] + 20, mb  # the calls paged the engine's code in
+    assert mb["busy"] > mb["used"] - 5, mb  # calls every 0.25 s: nothing given back
+    assert mb["idle"] < mb["used"] - 20, mb  # 2.5 s without a call: given back
+    assert mb["rows"] == [{"tenant_id": "acme", "n": 1}]
+
+
+def test_a_remote_analytics_store_never_releases_pages() -> None:
+    """Only embedded chDB's code lives in this process; a ClickHouse server's does not."""
+    assert Analytics("http://127.0.0.1:8123")._idle_release_secs == 0
+    assert Analytics("chdb:///tmp/x", idle_release_secs=3)._idle_release_secs == 3
+
+
 async def test_insert_uses_default_timestamp_and_refuses_unknown_tables(
     analytics: Analytics,
 ) -> None:
