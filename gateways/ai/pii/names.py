@@ -23,6 +23,7 @@ from gateways.ai.model_loading import PII_MODEL as MODEL
 from gateways.ai.pii.addresses_world import STREET_TYPE_BEFORE, is_street_name
 from gateways.ai.pii.given_names import COMMON_WORDS, fold, is_family_first, is_given_name
 from gateways.ai.pii.lean_spacy import spacy  # without its command line
+from gateways.ai.pii.memory_zone import SharedZone
 from gateways.ai.pii.name_ratios import probablepeople  # its names' table held compactly
 from gateways.ai.pii.spans import Found
 
@@ -48,6 +49,7 @@ NAME_SHAPE = re.compile(rf"{_NAME}(?:\s+{_NAME}){{1,2}}")
 class NameFinder:
     def __init__(self) -> None:
         self._nlp: Any = spacy.load(MODEL, exclude=UNUSED)
+        self._zone = SharedZone(self._nlp)  # the words of users' texts are not kept
 
     def find(self, text: str) -> list[Found]:
         return self.find_many([text])[0]
@@ -57,9 +59,12 @@ class NameFinder:
         `pipe`: one batched forward pass costs a fraction of one call per text)."""
         found = [_cued(text) for text in texts]
         modelled = [i for i, text in enumerate(texts) if _may_hold_a_name(text)]
-        docs = self._nlp.pipe([texts[i] for i in modelled], batch_size=max(1, len(modelled)))
-        for i, doc in zip(modelled, docs, strict=True):
-            found[i] += _from_model(texts[i], doc)
+        if not modelled:
+            return found
+        with self._zone.entered(len(modelled)):  # the docs are read inside it, never after
+            docs = self._nlp.pipe([texts[i] for i in modelled], batch_size=len(modelled))
+            for i, doc in zip(modelled, docs, strict=True):
+                found[i] += _from_model(texts[i], doc)
         return found
 
 
