@@ -264,6 +264,15 @@ def release_startup_pages() -> int:
     return release_clean_pages([Path(p) for p in sorted(libraries)])
 
 
+def release_idle_pages() -> int:
+    """Once the gateway has idled (`runtime/idle_release.py`): the libraries' pages its last
+    requests paged in, and the C heap's free pages; the kibibytes of library pages."""
+    release_freed_memory()
+    released = release_startup_pages()
+    log.debug("idle pages released", extra={"released_kb": released})
+    return released
+
+
 def release_freed_memory() -> None:
     """Give the C heap's free pages back to the system (glibc's `malloc_trim`): loading
     leaves megabytes of freed buffers (file reads, parsed weights) in the heap otherwise."""

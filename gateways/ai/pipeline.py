@@ -74,7 +74,7 @@ from gateways.ai.key_sources import KeyUnavailable, resolve_key
 from gateways.ai.local_models import Listing, LocalModels
 from gateways.ai.metering import Meter, Outcome, metered
 from gateways.ai.metrics import AiMetrics
-from gateways.ai.model_loading import Models
+from gateways.ai.model_loading import Models, release_idle_pages
 from gateways.ai.pii import default_redactor
 from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.prompt_config import PromptConfigs, cache_enabled, redaction_enabled
@@ -90,6 +90,7 @@ from runtime.config import VERSION
 from runtime.context import ServicerContext, respond, text_metadata
 from runtime.errors import InvalidRequest
 from runtime.http1.client import HttpClient
+from runtime.idle_release import IdleRelease
 from runtime.keyring import keyring_of
 from runtime.outbound import guarded_resolve
 from runtime.stores.kv_reachability import reachability
@@ -190,6 +191,9 @@ class ChatPipeline:
         self._redaction: RedactionQueue | None = None  # started with the model, by start()
         cache_dir = Path(config.model_cache_dir) if config.model_cache_dir else None
         self.model_loads = Models(config.model_wait_secs, cache_dir, config.embedding_int8)
+        # Chats page in ~50 MB of the libraries' code (Milvus Lite's Arrow, onnxruntime's,
+        # spaCy's): given back once none came for a while (runtime/idle_release.py).
+        self.idle = IdleRelease(self._release_idle_pages)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -212,6 +216,7 @@ class ChatPipeline:
         await self.cache.open()
 
     async def close(self) -> None:
+        self.idle.close()
         await self.model_loads.close()
         await self.table.stop()
         await self.budgets.stop()
@@ -335,6 +340,13 @@ class ChatPipeline:
     async def complete(self, body: Mapping[str, Any], context: ServicerContext) -> Answer:
         """One chat completion for the OpenAI `body`; the `x-cache` and `x-tenant-id` headers
         go on `context` (`respond`)."""
+        self.idle.begin()
+        try:
+            return await self._complete(body, context)
+        finally:
+            self.idle.end()
+
+    async def _complete(self, body: Mapping[str, Any], context: ServicerContext) -> Answer:
         async with self._metered() as meter:
             outcome = meter.outcome
             prepared, snapshot, providers = await self._ready(body, context, outcome)
@@ -375,36 +387,43 @@ class ChatPipeline:
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The `chat.completion.chunk` objects of one streamed completion; the headers go on
         `context` before the first."""
-        async with self._metered() as meter:
-            outcome = meter.outcome
-            prepared, snapshot, providers = await self._ready(body, context, outcome)
-            # Streaming bypasses the cache (spec): no lookup, no store.
-            await self._reserve(meter, prepared)
-            provider, (upstream, delta) = await self.failover.run(
-                snapshot, providers, prepared, outcome, context, _opened
-            )
-            streamed = Streamed()
-            try:
-                respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
-                chunks = Chunks(prepared.model)
-                while delta is not None:
-                    streamed.heard(delta)
-                    if delta.content or delta.finish_reason:
-                        yield chunks.chunk(delta.content, delta.finish_reason)
-                    try:
-                        delta = await anext(upstream, None)
-                    except ProviderError as exc:
-                        raise await self.failover.broke_off(provider, exc) from exc
-                outcome.result = "ok"
-            finally:
-                # Closing the adapter's generator closes its HTTP response: on a client
-                # disconnect, this is what cancels the upstream call.
-                await upstream.aclose()  # type: ignore[attr-defined]
-                meter.charge(*streamed.tokens(prepared.messages))
-                if outcome.result == "error":
-                    outcome.result = "incomplete"
+        self.idle.begin()
+        try:
+            async with self._metered() as meter:
+                outcome = meter.outcome
+                prepared, snapshot, providers = await self._ready(body, context, outcome)
+                # Streaming bypasses the cache (spec): no lookup, no store.
+                await self._reserve(meter, prepared)
+                provider, (upstream, delta) = await self.failover.run(
+                    snapshot, providers, prepared, outcome, context, _opened
+                )
+                streamed = Streamed()
+                try:
+                    respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
+                    chunks = Chunks(prepared.model)
+                    while delta is not None:
+                        streamed.heard(delta)
+                        if delta.content or delta.finish_reason:
+                            yield chunks.chunk(delta.content, delta.finish_reason)
+                        try:
+                            delta = await anext(upstream, None)
+                        except ProviderError as exc:
+                            raise await self.failover.broke_off(provider, exc) from exc
+                    outcome.result = "ok"
+                finally:
+                    # Closing the adapter's generator closes its HTTP response: on a client
+                    # disconnect, this is what cancels the upstream call.
+                    await upstream.aclose()  # type: ignore[attr-defined]
+                    meter.charge(*streamed.tokens(prepared.messages))
+                    if outcome.result == "error":
+                        outcome.result = "incomplete"
+        finally:
+            self.idle.end()
 
     # --- around the call --------------------------------------------------------------------
+
+    def _release_idle_pages(self) -> None:
+        self.background.spawn(asyncio.to_thread(release_idle_pages), "idle-release")
 
     def _metered(self) -> AbstractAsyncContextManager[Meter]:
         return metered(self.budgets, self.metrics, self.background)

@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 import sys
-import time
 import typing
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,19 +43,13 @@ else:
     clickhouse_connect = _ClickHouseConnect()
 
 from runtime.errors import InvalidRequest, Unavailable
+from runtime.idle_release import IDLE_RELEASE_SECS, IdleRelease
 from runtime.stores.engine_pages import release_clean_pages
 from runtime.stores.schema import DATABASE, MIGRATIONS, WRITABLE_TABLES
 
 log = logging.getLogger(__name__)
 
 Row = Mapping[str, Any]
-
-# Embedded chDB: seconds without a call after which the engine's code pages that its calls
-# paged in are given back (`release_engine_pages`). A SELECT pages in ~40-70 MB of ClickHouse's
-# query code, which stays resident in an idle control plane otherwise; given back, the next
-# call reads them again from the page cache (~4 ms more, once). Shorter than the platform
-# health probe's 30 s, whose `SELECT 1` pages in ~28 MB each time.
-IDLE_RELEASE_SECS = 10.0
 
 
 class Analytics:
@@ -69,11 +62,13 @@ class Analytics:
         self._password = password
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analytics")
         self._client: Client | None = None
-        # Embedded only: a remote ClickHouse's code is not in this process.
-        self._idle_release_secs = idle_release_secs if url.startswith("chdb://") else 0.0
-        self._in_flight = 0
-        self._last_call = 0.0
-        self._release_timer: asyncio.TimerHandle | None = None
+        # Embedded chDB: a SELECT pages ~40-70 MB of ClickHouse's query code in, which an idle
+        # control plane kept for good; given back once no call came for a while (the next
+        # one reads them from the page cache again: ~4 ms more, once). A remote ClickHouse's
+        # code is not in this process.
+        self.idle = IdleRelease(
+            self._release_when_idle, idle_release_secs if url.startswith("chdb://") else 0.0
+        )
 
     def _connect(self) -> Client:
         if self._client is None:
@@ -94,7 +89,7 @@ class Analytics:
         def call() -> Any:
             return fn(self._connect(), *args, **kwargs)
 
-        self._in_flight += 1
+        self.idle.begin()
         try:
             return await asyncio.get_running_loop().run_in_executor(self._pool, call)
         except (InvalidRequest, Unavailable):
@@ -102,30 +97,11 @@ class Analytics:
         except Exception as exc:  # clickhouse-connect and chDB raise several unrelated types
             raise Unavailable(f"analytics store error: {exc}") from exc
         finally:
-            self._in_flight -= 1
-            self._called()
-
-    def _called(self) -> None:
-        """A call ended: the engine's pages are given back once none came for a while."""
-        if not self._idle_release_secs or self._client is None:
-            return
-        self._last_call = time.monotonic()
-        if self._release_timer is None:
-            self._release_timer = asyncio.get_running_loop().call_later(
-                self._idle_release_secs, self._release_when_idle
-            )
+            self.idle.end()
 
     def _release_when_idle(self) -> None:
-        self._release_timer = None
-        if self._in_flight:
-            return  # the call in flight arms the timer again when it ends
-        idle = time.monotonic() - self._last_call
-        if idle < self._idle_release_secs:  # a call came meanwhile: wait for the rest
-            self._release_timer = asyncio.get_running_loop().call_later(
-                self._idle_release_secs - idle, self._release_when_idle
-            )
-            return
-        self._pool.submit(self._release_pages)  # behind any call queued on the store's thread
+        if self._client is not None:  # behind any call queued on the store's thread
+            self._pool.submit(self._release_pages)
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations; returns the names applied now."""
@@ -183,9 +159,7 @@ class Analytics:
         return await self._run(select)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
-        if self._release_timer is not None:
-            self._release_timer.cancel()
-            self._release_timer = None
+        self.idle.close()
         if self._client is not None:
             await asyncio.get_running_loop().run_in_executor(self._pool, self._client.close)
         self._pool.shutdown(wait=True)

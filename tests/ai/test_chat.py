@@ -9,7 +9,7 @@ import json
 import aiohttp
 import openai
 import pytest
-from ai_kit import client, provider, set_providers, tenant
+from ai_kit import client, pipeline_of, provider, set_providers, tenant
 from shared_kit import MASTER_KEY, user_token
 
 from gateways.ai.tenants.keys import prompt_config_key
@@ -273,3 +273,25 @@ async def test_models_lists_reachable_providers(ai, kv, echo) -> None:
             break
         await asyncio.sleep(0.05)
     assert models.data == []
+
+
+async def test_every_chat_ends_its_work_so_the_idle_gateway_gives_pages_back(ai) -> None:
+    """`ChatPipeline.idle` gives the libraries' pages back once no chat runs or came for 10 s
+    (runtime/idle_release.py): every chat, answered, streamed or refused, must end the work it
+    began, or the gateway would never count as idle again."""
+    idle = pipeline_of(ai).idle
+    t = tenant()
+    async with client(ai.http_url, t) as sdk:
+        await sdk.chat.completions.create(
+            model="echo-1", messages=[{"role": "user", "content": "hello there"}]
+        )
+        stream = await sdk.chat.completions.create(
+            model="echo-1", messages=[{"role": "user", "content": "one two"}], stream=True
+        )
+        _ = [chunk async for chunk in stream]
+        with pytest.raises(openai.BadRequestError):  # model_not_found
+            await sdk.chat.completions.create(
+                model="no-such-model", messages=[{"role": "user", "content": "hi"}]
+            )
+    assert idle._busy == 0
+    assert idle._timer is not None  # the wait for the idle spell has begun

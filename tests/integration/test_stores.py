@@ -231,8 +231,8 @@ def test_embedded_engine_gives_its_pages_back_once_idle(tmp_path: Path) -> None:
 
 def test_a_remote_analytics_store_never_releases_pages() -> None:
     """Only embedded chDB's code lives in this process; a ClickHouse server's does not."""
-    assert Analytics("http://127.0.0.1:8123")._idle_release_secs == 0
-    assert Analytics("chdb:///tmp/x", idle_release_secs=3)._idle_release_secs == 3
+    assert Analytics("http://127.0.0.1:8123").idle.idle_secs == 0
+    assert Analytics("chdb:///tmp/x", idle_release_secs=3).idle.idle_secs == 3
 
 
 async def test_insert_uses_default_timestamp_and_refuses_unknown_tables(
