@@ -19,6 +19,8 @@ from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv, kv_status
 from runtime.stores.vectors import open_vectors, vectors_status
 
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
 SPEC_COLUMNS = {
     "request_log": [
         "timestamp",
@@ -151,15 +153,7 @@ def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libr
     `Client.insert` does): they stayed resident, about 40 MB of a fresh control plane. The
     records are merged into one part at once (a background merge would page chDB's merge
     code back in after the control plane released its start-up pages)."""
-    done = subprocess.run(
-        [sys.executable, "-c", FRESH_MIGRATION, str(tmp_path / "chdb")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = _in_a_process_of_its_own(FRESH_MIGRATION, tmp_path / "chdb")
     names = ["request_log", "ai_request_log", "agent_audit_log", "sts_token_issuance"]
     assert found["applied"] == [*names, "dedup_window"]
     assert found["rows"] == [{"name": n, "stamped": 1} for n in found["applied"]]
@@ -171,19 +165,10 @@ def test_migrating_a_new_directory_records_its_migrations_without_dataframe_libr
 # had no call for `idle_release_secs` (here 1 s), and not while calls keep coming. Prints the
 # MB of chDB's library resident at each step (a process of its own: one engine per process).
 IDLE_RELEASE = """
-import asyncio, json, sys, time
-from pathlib import Path
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[2])
+from analytics_pages import engine_mb  # tests/bench/analytics_pages.py
 from runtime.stores.analytics import Analytics
-
-def engine_mb():
-    kb, mapping = 0, ""
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        fields = line.split()
-        if "-" in fields[0] and len(fields) >= 5:
-            mapping = fields[5] if len(fields) > 5 else ""
-        elif fields[0] == "Rss:" and mapping.endswith("_chdb.abi3.so"):
-            kb += int(fields[1])
-    return kb / 1024
 
 COUNT = "SELECT tenant_id, count() AS n FROM gateway.request_log GROUP BY tenant_id"
 
@@ -214,19 +199,24 @@ def test_embedded_engine_gives_its_pages_back_once_idle(tmp_path: Path) -> None:
     """A SELECT pages ~40-70 MB of ClickHouse's query code into the process that owns chDB,
     which an idle control plane kept for good: released once no call came for a while, kept
     while calls keep coming, and the engine answers as before afterwards."""
+    mb = _in_a_process_of_its_own(IDLE_RELEASE, tmp_path / "chdb", BENCH)
+    assert mb["used"] > mb["started"] + 20, mb  # the calls paged the engine's code in
+    assert mb["busy"] > mb["used"] - 5, mb  # calls every 0.25 s: nothing given back
+    assert mb["idle"] < mb["used"] - 20, mb  # 2.5 s without a call: given back
+    assert mb["rows"] == [{"tenant_id": "acme", "n": 1}]
+
+
+def _in_a_process_of_its_own(script: str, *args: Path) -> Any:
+    """What `script` printed last, as JSON (chDB hosts one engine per process)."""
     done = subprocess.run(
-        [sys.executable, "-c", IDLE_RELEASE, str(tmp_path / "chdb")],
+        [sys.executable, "-c", script, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    mb = json.loads(done.stdout.strip().splitlines()[-1])
-    assert mb["used"] > mb["started"] + 20, mb  # the calls paged the engine's code in
-    assert mb["busy"] > mb["used"] - 5, mb  # calls every 0.25 s: nothing given back
-    assert mb["idle"] < mb["used"] - 20, mb  # 2.5 s without a call: given back
-    assert mb["rows"] == [{"tenant_id": "acme", "n": 1}]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_a_remote_analytics_store_never_releases_pages() -> None:
