@@ -193,6 +193,26 @@ async def test_entries_expire_in_both_tiers(
         await short.close()
 
 
+async def test_a_miss_and_its_store_embed_the_text_once(
+    cache: ResponseCache, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store after a miss reuses the lookup's vector (kept as 4-byte floats, the
+    embedder's own precision): the same values, and no second embedding."""
+    calls: list[str] = []
+    embed_one = cache.embedder.embed_one
+
+    async def counted(text: str) -> list[float]:
+        calls.append(text)
+        return await embed_one(text)
+
+    monkeypatch.setattr(cache.embedder, "embed_one", counted)
+    assert await cache.lookup(tenant, "m1", user("What is a light-year?"), PARAMS) is None
+    first = await cache._vector("What is a light-year?")
+    await cache.store(tenant, "m1", user("What is a light-year?"), PARAMS, completion("far"))
+    assert calls == ["What is a light-year?"]
+    assert first == await embed_one("What is a light-year?")  # exactly what was embedded
+
+
 async def test_purge_deletes_expired_rows(vectors: Any, embedder: Embedder, tenant: str) -> None:
     tier = SemanticTier(vectors, ttl_secs=1)
     try:

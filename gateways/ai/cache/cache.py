@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from array import array
 from typing import Any
 
 import grpc
@@ -41,6 +42,8 @@ SEMANTIC_HIT = "SEMANTIC_HIT"
 # Candidates the vector search returns, closest first: the closest may be refused by the guard
 # ("ticket 4412" for "ticket 4411") while the next is the same request reworded.
 CANDIDATES = 4
+# Vectors kept for the store that follows a miss (it embeds the same text).
+VECTORS_KEPT = 1024
 
 
 def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
@@ -92,7 +95,9 @@ class ResponseCache:
         self._uri = vectors if isinstance(vectors, str) else None
         self._semantic = None if self._uri else SemanticTier(vectors, ttl_secs)
         self._store_errors: tuple[type[BaseException], ...] = (RedisError, OSError, grpc.RpcError)
-        self._vectors: dict[str, list[float]] = {}
+        # The last texts' vectors, as 4-byte floats: 1.5 KB each where a list of Python floats
+        # takes 12 KB (12 MB held at capacity).
+        self._vectors: dict[str, array[float]] = {}
 
     async def open(self) -> None:
         """Open the vector store now (Milvus Lite starts its server), not at the first
@@ -103,15 +108,16 @@ class ResponseCache:
         """The text's embedding. A miss's lookup and its store embed the same text, so the
         last vectors are kept, keyed by the text's digest (never the text)."""
         digest = keys.digest(text)
-        vector = self._vectors.get(digest)
-        if vector is None:
-            embedder = self.embedder
-            if isinstance(embedder, Pending):
-                embedder = await embedder.get()
-            vector = await embedder.embed_one(text)
-            if len(self._vectors) >= 1024:
-                self._vectors.pop(next(iter(self._vectors)))
-            self._vectors[digest] = vector
+        kept = self._vectors.get(digest)
+        if kept is not None:
+            return kept.tolist()  # the same values: the embedder's are 4-byte floats
+        embedder = self.embedder
+        if isinstance(embedder, Pending):
+            embedder = await embedder.get()
+        vector = await embedder.embed_one(text)
+        if len(self._vectors) >= VECTORS_KEPT:
+            self._vectors.pop(next(iter(self._vectors)))
+        self._vectors[digest] = array("f", vector)
         return vector
 
     async def _semantic_tier(self) -> SemanticTier:
