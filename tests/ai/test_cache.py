@@ -481,6 +481,28 @@ async def test_a_prompt_too_long_for_a_row_is_cached_exactly_only(
     assert await cache.lookup(tenant, "m1", user(long + " Thanks."), PARAMS) is None
 
 
+async def test_a_prompt_too_long_for_a_row_is_neither_embedded_nor_compared(
+    cache: ResponseCache, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its embedding reads 256 tokens, so a long prompt opening with a cached one's words
+    finds it; the guard's memo of compared prompts must not then keep it (a request may carry
+    1 MiB), nor the store embed what it will not keep."""
+    short = "Explain photosynthesis to a child."
+    await cache.store(tenant, "m1", user(short), PARAMS, completion("plants"))
+
+    async def never(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a prompt too long for a row must not be embedded")
+
+    monkeypatch.setattr(cache.embedder, "embed_one", never)
+    padded = short + " Mind the details." * (PROMPT_MAX_BYTES // 18)
+    assert await cache.lookup(tenant, "m1", user(padded), PARAMS) is None
+    answer = completion("long")
+    await cache.store(tenant, "m1", user(padded), PARAMS, answer)
+    assert await cache.lookup(tenant, "m1", user(padded), PARAMS) == (HIT, answer)
+    wide = short + " é" * (PROMPT_MAX_BYTES // 3)  # under the limit in characters, over in bytes
+    assert await cache.lookup(tenant, "m1", user(wide), PARAMS) is None
+
+
 WITHOUT_PANDAS = textwrap.dedent(
     """
     import asyncio, json, sys

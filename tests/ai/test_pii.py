@@ -11,6 +11,7 @@ import pytest
 from pii_eval.scoring import INDEPENDENT, TYPES, load, score
 
 from gateways.ai.pii import Redactor, default_redactor
+from gateways.ai.pii import redactor as redactor_module
 from gateways.ai.pii.batching import RedactionQueue
 from gateways.ai.pii.patterns import luhn_valid
 
@@ -122,6 +123,27 @@ def test_a_resent_conversation_is_redacted_from_memory(monkeypatch) -> None:
     assert redactor.remembered([*turns, {"role": "user", "content": "and Ivan?"}]) is None
 
 
+def test_the_memory_of_redacted_texts_is_bounded_in_bytes(monkeypatch) -> None:
+    """Resent turns are redacted from memory, but a count of texts alone let 4,096 texts of the
+    1 MiB a request may carry hold 4 GiB: the oldest go once their redacted text passes
+    MEMO_BYTES, and a text above a sixteenth of it is not remembered at all."""
+    monkeypatch.setattr(redactor_module, "MEMO_BYTES", 160_000)
+    fresh = Redactor()
+    texts = [f"Write to user{i}@example.org about " + "the plan " * 1000 for i in range(30)]
+    for text in texts:
+        fresh.redact(text)
+    held = sum(len(m[0].encode()) for m in fresh._memo.values() if m[0] is not None)
+    assert fresh._memo_held == held <= 160_000
+    assert fresh.remembered([{"role": "user", "content": texts[-1]}]) is not None  # newest kept
+    assert fresh.remembered([{"role": "user", "content": texts[0]}]) is None  # oldest gone
+    big = "Write to big@example.org about " + "the plan " * 1200  # above 160,000 / 16
+    fresh.redact(big)
+    assert fresh.remembered([{"role": "user", "content": big}]) is None
+    assert fresh._memo_held == held
+    fresh.forget()
+    assert (fresh._memo, fresh._memo_held) == ({}, 0)
+
+
 def test_the_independent_set_is_frozen_with_its_held_out_split() -> None:
     rows = load(INDEPENDENT)
     spans = [span for row in rows for span in row["spans"]]
@@ -139,7 +161,7 @@ def test_the_independent_set_is_frozen_with_its_held_out_split() -> None:
 
 
 async def test_texts_waiting_for_the_model_go_through_it_together(redactor: Redactor) -> None:
-    redactor._memo.clear()
+    redactor.forget()
     batches: list[int] = []
     release = threading.Event()
     real = redactor.redact_many

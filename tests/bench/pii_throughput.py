@@ -99,7 +99,7 @@ def main() -> None:
             asyncio.run(run(redact, texts[:64], c, 1.0))  # warm up
         for _ in range(args.runs):
             for mode, (redact, _) in dispatch.items():
-                redactor._memo.clear()  # every text a first sight
+                redactor.forget()  # every text a first sight
                 started = time.perf_counter()
                 latencies = asyncio.run(run(redact, texts, c, args.seconds))
                 elapsed = time.perf_counter() - started

@@ -19,6 +19,9 @@ from gateways.ai.pii.patterns import (
 from gateways.ai.pii.spans import Found, replace, resolve
 
 MEMO_SIZE = 4096  # texts whose redaction is remembered
+# ...holding at most this much redacted text (UTF-8 bytes): a count alone let 4,096 texts of
+# the 1 MiB a request may carry hold 4 GiB. A text above a sixteenth of it is not remembered.
+MEMO_BYTES = 16 * 2**20
 
 PATTERNS: tuple[Callable[[str], list[Found]], ...] = (
     find_emails,
@@ -44,6 +47,7 @@ class Redactor:
         # once. Keyed by a digest; it holds redacted text only, never an original.
         self._memo: dict[bytes, tuple[str | None, frozenset[str]]] = {}
         self._memo_lock = threading.Lock()
+        self._memo_held = 0  # bytes of redacted text in the memo
 
     def find(self, text: str) -> list[Found]:
         return self.find_many([text])[0]
@@ -68,11 +72,26 @@ class Redactor:
             # None: the text is clean and passes as is (so no text at all is remembered).
             memo = (replace(texts[i], found) if found else None, frozenset(f.kind for f in found))
             known[digests[i]] = memo
-            with self._memo_lock:
-                if len(self._memo) >= MEMO_SIZE:
-                    self._memo.pop(next(iter(self._memo)), None)
-                self._memo[digests[i]] = memo
+            self._remember(digests[i], memo)
         return [_outcome(text, known[d]) for text, d in zip(texts, digests, strict=True)]
+
+    def _remember(self, digest: bytes, memo: tuple[str | None, frozenset[str]]) -> None:
+        """Oldest first out, to stay within MEMO_SIZE texts and MEMO_BYTES."""
+        size = _memo_bytes(memo)
+        if size > MEMO_BYTES // 16:
+            return
+        with self._memo_lock:
+            self._memo_held += size - _memo_bytes(self._memo.pop(digest, (None, frozenset())))
+            self._memo[digest] = memo
+            while len(self._memo) > MEMO_SIZE or self._memo_held > MEMO_BYTES:
+                oldest = self._memo.pop(next(iter(self._memo)))
+                self._memo_held -= _memo_bytes(oldest)
+
+    def forget(self) -> None:
+        """Forget every text redacted so far (benchmarks measure first sights)."""
+        with self._memo_lock:
+            self._memo.clear()
+            self._memo_held = 0
 
     def remembered(
         self, messages: list[dict[str, Any]]
@@ -94,6 +113,10 @@ class Redactor:
         if memo is None:
             raise LookupError(text[:0])  # never carries the text
         return _outcome(text, memo)
+
+
+def _memo_bytes(memo: tuple[str | None, frozenset[str]]) -> int:
+    return len(memo[0].encode()) if memo[0] is not None else 0
 
 
 def _patterns(text: str) -> list[Found]:
