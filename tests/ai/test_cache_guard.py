@@ -12,7 +12,7 @@ import pytest
 
 from gateways.ai.cache import Embedder
 from gateways.ai.cache.cache import similar_enough
-from gateways.ai.cache.guard import anchored, refusal
+from gateways.ai.cache.guard import FACTS_MEMO_WORDS, anchored, facts, refusal
 from gateways.ai.config import AiGatewayConfig
 
 PAIRS = Path(__file__).parent / "cache_eval" / "pairs.jsonl"
@@ -100,3 +100,23 @@ def test_the_pair_set_meets_its_goals(split: str) -> None:
     else:  # the one known gap: a question's subject and object exchanged through "did"
         assert [r["b"] for r in false_hits] == ["Which team did Brazil defeat in 2014?"]
     assert rate >= 0.6
+
+
+def test_the_memo_of_facts_is_bounded_by_the_prompts_words() -> None:
+    """Facts take ~160 bytes a word: a memo of 4,096 prompts held over 1 GB of 16 KB ones.
+    Bounded by words, long prompts push older ones out, and one longer than the whole bound
+    is computed but not kept."""
+    facts.cache_clear()  # type: ignore[attr-defined]
+    try:
+        prompts = [f"Ship order ORD-{i} to Paris, " + "the plan " * 1000 for i in range(40)]
+        for prompt in prompts:
+            assert facts(prompt).identifiers == {f"ord-{prompts.index(prompt)}"}
+        memo = facts.cache  # type: ignore[attr-defined]
+        assert memo.currsize <= FACTS_MEMO_WORDS
+        kept = {key[0] for key in memo}  # cachetools' keys: (text,)
+        assert prompts[-1] in kept and prompts[0] not in kept  # the oldest went first
+        huge = "Ship order ORD-9 to Paris " + "word " * FACTS_MEMO_WORDS
+        assert facts(huge).identifiers == {"ord-9"}
+        assert huge not in {key[0] for key in memo}
+    finally:
+        facts.cache_clear()  # type: ignore[attr-defined]
