@@ -199,13 +199,15 @@ async def test_a_miss_and_its_store_embed_the_text_once(
     """The store after a miss reuses the lookup's vector (kept as 4-byte floats, the
     embedder's own precision): the same values, and no second embedding."""
     calls: list[str] = []
-    embed_one = cache.embedder.embed_one
+    embedder = cache.embedder
+    assert isinstance(embedder, Embedder)  # the fixture's, loaded
+    embed_one = embedder.embed_one
 
     async def counted(text: str) -> list[float]:
         calls.append(text)
         return await embed_one(text)
 
-    monkeypatch.setattr(cache.embedder, "embed_one", counted)
+    monkeypatch.setattr(embedder, "embed_one", counted)
     assert await cache.lookup(tenant, "m1", user("What is a light-year?"), PARAMS) is None
     first = await cache._vector("What is a light-year?")
     await cache.store(tenant, "m1", user("What is a light-year?"), PARAMS, completion("far"))

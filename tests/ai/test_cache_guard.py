@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from cachetools import LRUCache
 
 from gateways.ai.cache import Embedder
 from gateways.ai.cache.cache import similar_enough
@@ -106,12 +107,12 @@ def test_the_memo_of_facts_is_bounded_by_the_prompts_words() -> None:
     """Facts take ~160 bytes a word: a memo of 4,096 prompts held over 1 GB of 16 KB ones.
     Bounded by words, long prompts push older ones out, and one longer than the whole bound
     is computed but not kept."""
-    facts.cache_clear()  # type: ignore[attr-defined]
+    facts.cache_clear()
     try:
         prompts = [f"Ship order ORD-{i} to Paris, " + "the plan " * 1000 for i in range(40)]
         for prompt in prompts:
             assert facts(prompt).identifiers == {f"ord-{prompts.index(prompt)}"}
-        memo = facts.cache  # type: ignore[attr-defined]
+        memo = cast(LRUCache, facts.cache)
         assert memo.currsize <= FACTS_MEMO_WORDS
         kept = {key[0] for key in memo}  # cachetools' keys: (text,)
         assert prompts[-1] in kept and prompts[0] not in kept  # the oldest went first
@@ -119,4 +120,4 @@ def test_the_memo_of_facts_is_bounded_by_the_prompts_words() -> None:
         assert facts(huge).identifiers == {"ord-9"}
         assert huge not in {key[0] for key in memo}
     finally:
-        facts.cache_clear()  # type: ignore[attr-defined]
+        facts.cache_clear()
