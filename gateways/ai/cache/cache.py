@@ -27,10 +27,10 @@ from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.guard import facts, refusal
 from gateways.ai.cache.semantic import (
     LITE_UPKEEP_EVERY_ROWS,
-    PROMPT_MAX_BYTES,
     UPKEEP_EVERY_ROWS,
     Candidate,
     SemanticTier,
+    fits_a_row,
 )
 from gateways.ai.model_loading import ModelNotReady, Pending
 from runtime.stores.kv_reachability import reachability
@@ -54,15 +54,6 @@ def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
     if last.get("role") != "user" or not isinstance(content, str) or not content.strip():
         return None
     return content
-
-
-def _too_long(prompt: str) -> bool:
-    """A prompt the semantic tier never holds (PROMPT_MAX_BYTES): it is neither embedded nor
-    compared, so the guard's memo of prompts holds none of the 1 MiB a request may carry."""
-    n = len(prompt)  # characters: UTF-8 takes 1 to 4 bytes each
-    if n * 4 <= PROMPT_MAX_BYTES:
-        return False
-    return n > PROMPT_MAX_BYTES or len(prompt.encode()) > PROMPT_MAX_BYTES
 
 
 def similar_enough(similarity: float, text: str, threshold: float, anchored: float) -> bool:
@@ -170,7 +161,9 @@ class ResponseCache:
             if found is not None:
                 return HIT, found
             text = _semantic_text(messages)
-            if text is None or _too_long(wording or text):
+            # A prompt the semantic tier never holds is neither embedded nor compared: the
+            # guard's memo of prompts then holds none of the 1 MiB a request may carry.
+            if text is None or not fits_a_row(wording or text):
                 return None
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)
@@ -233,7 +226,7 @@ class ResponseCache:
             semantic = await self._semantic_tier()
             await self.exact.set(key, completion)
             text = _semantic_text(messages)
-            if text is None or _too_long(wording or text):
+            if text is None or not fits_a_row(wording or text):
                 return
             vector = await self._vector(text)
             scope = keys.scope(tenant, model, messages, params)

@@ -52,6 +52,15 @@ LITE_UPKEEP_EVERY_ROWS = 32
 UPKEEP_EVERY_SECS = 60.0
 
 
+def fits_a_row(prompt: str) -> bool:
+    """At most PROMPT_MAX_BYTES of UTF-8 (counted without encoding a text too short or too
+    long in characters for the bytes to decide)."""
+    n = len(prompt)  # characters: UTF-8 takes 1 to 4 bytes each
+    if n * 4 <= PROMPT_MAX_BYTES:
+        return True
+    return n <= PROMPT_MAX_BYTES and len(prompt.encode()) <= PROMPT_MAX_BYTES
+
+
 @dataclass(frozen=True)
 class Candidate:
     """An entry found by the vector search."""
@@ -185,7 +194,7 @@ class SemanticTier:
         """Upsert one entry (the id is the prompt hash: two replicas storing the same request
         leave one row); every `upkeep_every_rows` rows or UPKEEP_EVERY_SECS, flush and purge.
         A prompt longer than PROMPT_MAX_BYTES gets no row."""
-        if len(prompt.encode()) > PROMPT_MAX_BYTES:
+        if not fits_a_row(prompt):
             return
         await self.ensure_collection()
         row = {
