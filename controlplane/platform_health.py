@@ -190,7 +190,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
         if self.analytics is None:
             return HEALTHY
         try:
-            await asyncio.wait_for(self.analytics.query("SELECT 1"), self.deadline)
+            await asyncio.wait_for(self.analytics.ping(), self.deadline)
         except (StrataError, TimeoutError):
             return UNREACHABLE
         return HEALTHY

@@ -158,6 +158,25 @@ class Analytics:
 
         return await self._run(select)  # type: ignore[no-any-return]
 
+    async def ping(self) -> None:
+        """Raise `Unavailable` unless the store answers. A ClickHouse server: its `/ping`
+        endpoint. The embedded engine has no connection to lose: it answers when it has loaded
+        and its thread is free (a call stuck on it shows here as the caller's deadline). A
+        query would do no more, and each one pages ~28 MB of the engine's code back in
+        (`IdleRelease`), every probe interval, in an otherwise idle control plane."""
+
+        def ping(client: Client) -> bool:
+            return True if self.url.startswith("chdb://") else client.ping()
+
+        try:
+            answered = await asyncio.get_running_loop().run_in_executor(
+                self._pool, lambda: ping(self._connect())
+            )
+        except Exception as exc:  # as in `_run`: the client raises several unrelated types
+            raise Unavailable(f"analytics store error: {exc}") from exc
+        if not answered:
+            raise Unavailable("analytics store error: it does not answer its ping")
+
     async def close(self) -> None:
         self.idle.close()
         if self._client is not None:

@@ -187,6 +187,9 @@ async def main():
     found["busy"] = engine_mb()
     await asyncio.sleep(2.5)
     found["idle"] = engine_mb()
+    for _ in range(3):  # the control plane's health probe, every 30 s
+        await store.ping()
+    found["pinged"] = engine_mb()
     found["rows"] = await store.query(COUNT)
     await store.close()
     print(json.dumps(found))
@@ -198,11 +201,13 @@ asyncio.run(main())
 def test_embedded_engine_gives_its_pages_back_once_idle(tmp_path: Path) -> None:
     """A SELECT pages ~40-70 MB of ClickHouse's query code into the process that owns chDB,
     which an idle control plane kept for good: released once no call came for a while, kept
-    while calls keep coming, and the engine answers as before afterwards."""
+    while calls keep coming, not paged back in by the health probe's ping, and the engine
+    answers as before afterwards."""
     mb = _in_a_process_of_its_own(IDLE_RELEASE, tmp_path / "chdb", BENCH)
     assert mb["used"] > mb["started"] + 20, mb  # the calls paged the engine's code in
     assert mb["busy"] > mb["used"] - 5, mb  # calls every 0.25 s: nothing given back
     assert mb["idle"] < mb["used"] - 20, mb  # 2.5 s without a call: given back
+    assert mb["pinged"] < mb["idle"] + 3, mb  # a health probe pages nothing back in
     assert mb["rows"] == [{"tenant_id": "acme", "n": 1}]
 
 
