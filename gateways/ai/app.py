@@ -26,7 +26,7 @@ from runtime.service import ServiceDefinition, bind, unimplemented
 from runtime.stores import Stores
 from runtime.stores.kv import ready_kv
 from runtime.stores.outbox import Outbox
-from runtime.stores.vectors import open_vectors
+from runtime.stores.vectors import close_vectors, open_vectors
 from runtime.telemetry import Metrics
 from runtime.tenant_realms import tenant_realms_for
 from strata.ai.v1 import budget_pb2_grpc, chat_pb2_grpc, probe_pb2_grpc
@@ -54,7 +54,7 @@ def build(config: AiGatewayConfig, stores: Stores) -> ServiceDefinition:
         await pipeline.close()
         await background.close()
         if "client" in vectors:
-            vectors["client"].close()
+            await close_vectors(vectors["client"], config.milvus_uri)
         await stores.close()
 
     async def health() -> dict[str, Any]:

@@ -14,9 +14,15 @@ from typing import Any
 
 from runtime.stand_ins import Provisional, standing_in
 
+# Milvus Lite's clients in this process, by the path of their database. pymilvus starts a
+# Lite server per path on a client's first open (gRPC threads, and the engine's data and
+# indexes in memory) and never stops it: `close_vectors` does, when its last client closes.
+_lite_clients: dict[str, int] = {}
+
 
 async def open_vectors(uri: str, token: str | None = None) -> Any:
-    """Connect off the event loop: Milvus Lite starts its server process on first open."""
+    """Connect off the event loop: Milvus Lite starts its server on first open. Close with
+    `close_vectors`."""
     # pymilvus treats a MILVUS_URI environment variable as its own default connection at
     # import and rejects file paths (Milvus Lite); Settings has already read ours.
     os.environ.pop("MILVUS_URI", None)
@@ -26,7 +32,33 @@ async def open_vectors(uri: str, token: str | None = None) -> Any:
     from pymilvus import MilvusClient  # heavy import, paid only by the service that needs it
 
     options = LITE_CHANNEL_OPTIONS if is_milvus_lite(uri) else {}
-    return await asyncio.to_thread(MilvusClient, uri, token=token or "", grpc_options=options)
+    client = await asyncio.to_thread(MilvusClient, uri, token=token or "", grpc_options=options)
+    if is_milvus_lite(uri):
+        path = _lite_path(uri)
+        _lite_clients[path] = _lite_clients.get(path, 0) + 1
+    return client
+
+
+async def close_vectors(client: Any, uri: str) -> None:
+    """Close a client of `open_vectors(uri)`; the last one of a Milvus Lite database stops
+    its server (its threads, and the engine's memory: ~100 MB once searched)."""
+    client.close()
+    if not is_milvus_lite(uri):
+        return
+    path = _lite_path(uri)
+    left = _lite_clients.get(path, 0) - 1
+    if left > 0:
+        _lite_clients[path] = left
+        return
+    _lite_clients.pop(path, None)
+    from milvus_lite.server_manager import server_manager_instance
+
+    await asyncio.to_thread(server_manager_instance.release_server, path)
+
+
+def _lite_path(uri: str) -> str:
+    """The key Milvus Lite's server manager keeps a database's server under."""
+    return os.path.abspath(uri)
 
 
 # pymilvus pings its server every 10 s, even with no call in flight: Milvus servers allow

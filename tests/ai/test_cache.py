@@ -24,7 +24,7 @@ from gateways.ai.cache.semantic import (
     SemanticTier,
 )
 from runtime.stores.kv import connect_kv
-from runtime.stores.vectors import open_vectors
+from runtime.stores.vectors import close_vectors, open_vectors
 
 THRESHOLD = 0.95
 ANCHORED = 0.85  # AI_CACHE_ANCHORED_SIMILARITY_THRESHOLD's default
@@ -61,7 +61,7 @@ def milvus_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 async def vectors(milvus_path: str) -> AsyncIterator[Any]:
     client = await open_vectors(milvus_path)
     yield client
-    client.close()
+    await close_vectors(client, milvus_path)
 
 
 @pytest.fixture
@@ -257,7 +257,7 @@ async def test_two_replicas_share_both_tiers(
         await b.close()
         await kv_a.aclose()
         await kv_b.aclose()
-        vectors_b.close()
+        await close_vectors(vectors_b, milvus_path)
 
 
 CHILD = textwrap.dedent(

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from shared_kit import free_port
@@ -17,7 +19,7 @@ from shared_kit import free_port
 from runtime.errors import InvalidRequest
 from runtime.stores.analytics import Analytics, DirectSink
 from runtime.stores.kv import connect_kv, kv_status
-from runtime.stores.vectors import open_vectors, vectors_status
+from runtime.stores.vectors import close_vectors, open_vectors, vectors_status
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -269,7 +271,45 @@ async def test_milvus_lite_round_trip(tmp_path) -> None:
         hits = client.search("probe", [[0.1, 0.2, 0.3, 0.4]], limit=1)
         assert hits[0][0]["id"] == 1
     finally:
-        client.close()
+        await close_vectors(client, str(tmp_path / "vectors.db"))
+
+
+def _refuses(url: str) -> bool:
+    host, port = urlsplit(url).hostname, urlsplit(url).port
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+async def test_the_last_client_of_a_milvus_lite_database_stops_its_server(tmp_path: Path) -> None:
+    """pymilvus starts a Milvus Lite server per database file and never stops it (its threads
+    and the engine's memory stay for the process's life): `close_vectors` stops it when the
+    last client of that file closes, and a later open starts one again over the same data."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    path = str(tmp_path / "vectors.db")
+    one, two = await open_vectors(path), await open_vectors(path)
+    server = server_manager_instance.start_and_get_uri(path)  # the running one's address
+    assert server is not None and not _refuses(server)
+    one.create_collection("probe", dimension=4)
+    one.insert("probe", [{"id": 1, "vector": [0.1, 0.2, 0.3, 0.4]}])
+    await close_vectors(one, path)
+    assert not _refuses(server)  # the other client's server stays
+    assert two.query("probe", filter="id == 1", output_fields=["id"]) == [{"id": 1}]
+    await close_vectors(two, path)
+    for _ in range(50):  # the gRPC server's stop is asynchronous
+        if _refuses(server):
+            break
+        await asyncio.sleep(0.1)
+    assert _refuses(server)
+    three = await open_vectors(path)
+    try:
+        three.load_collection("probe")  # a new server: the data as written, not yet loaded
+        assert three.query("probe", filter="id == 1", output_fields=["id"]) == [{"id": 1}]
+    finally:
+        await close_vectors(three, path)
 
 
 async def test_direct_sink_merges_concurrent_batches_and_isolates_a_bad_one(

@@ -34,7 +34,7 @@ from gateways.ai.cache.semantic import (
 )
 from gateways.ai.model_loading import ModelNotReady, Pending
 from runtime.stores.kv_reachability import reachability
-from runtime.stores.vectors import is_milvus_lite, open_vectors
+from runtime.stores.vectors import close_vectors, is_milvus_lite, open_vectors
 
 log = logging.getLogger(__name__)
 
@@ -244,4 +244,4 @@ class ResponseCache:
         if self._semantic is not None:
             self._semantic.close()
             if self._uri is not None:
-                self._semantic.client.close()
+                await close_vectors(self._semantic.client, self._uri)
