@@ -14,6 +14,7 @@ from gateways.ai.background import Background
 from gateways.ai.budget_reservation import Budgets, Reservation
 from gateways.ai.metrics import AiMetrics
 from runtime.errors import ResourceExhausted
+from runtime.idle_release import IdleRelease
 from runtime.stores import kv as kv_settings
 
 log = logging.getLogger(__name__)
@@ -137,17 +138,22 @@ class Meter:
 
 
 class metered:  # named as the function it was: `async with metered(...) as meter`
-    """`async with metered(...) as meter:` one request, counted active while inside; on the
-    way out its reservation is settled (awaited when it ended well, else off the path) and
-    its outcome recorded (the log row sent with the settlement). A class, not a generator
+    """`async with metered(...) as meter:` one request, counted active while inside and as
+    work for `idle` (the gateway gives pages back once none has run for a while); on the way
+    out its reservation is settled (awaited when it ended well, else off the path) and its
+    outcome recorded (the log row sent with the settlement). A class, not a generator
     context manager: one object less per request."""
 
-    __slots__ = ("meter",)
+    __slots__ = ("idle", "meter")
 
-    def __init__(self, budgets: Budgets, metrics: AiMetrics, background: Background) -> None:
+    def __init__(
+        self, budgets: Budgets, metrics: AiMetrics, background: Background, idle: IdleRelease
+    ) -> None:
         self.meter = Meter(budgets, metrics, background)
+        self.idle = idle
 
     async def __aenter__(self) -> Meter:
+        self.idle.begin()
         self.meter.metrics.active.inc()
         return self.meter
 
@@ -155,14 +161,17 @@ class metered:  # named as the function it was: `async with metered(...) as mete
         meter = self.meter
         settling: asyncio.Task[None] | None = None
         try:
-            if exc_type is None:  # it ended well
-                settling = meter.settle_soon()
-            else:
-                meter.settle_later()
+            try:
+                if exc_type is None:  # it ended well
+                    settling = meter.settle_soon()
+                else:
+                    meter.settle_later()
+            finally:
+                meter.metrics.active.dec()
+                # Recorded before the settlement is awaited: the row's XADD and the
+                # settlement's script leave in one batcher write (one store round trip, not
+                # two; the row's latency is the request's up to its settlement being sent).
+                meter.record()
+            await meter.settled(settling)
         finally:
-            meter.metrics.active.dec()
-            # Recorded before the settlement is awaited: the row's XADD and the settlement's
-            # script leave in one batcher write (one store round trip, not two; the row's
-            # latency is the request's up to its settlement being sent).
-            meter.record()
-        await meter.settled(settling)
+            self.idle.end()

@@ -340,13 +340,6 @@ class ChatPipeline:
     async def complete(self, body: Mapping[str, Any], context: ServicerContext) -> Answer:
         """One chat completion for the OpenAI `body`; the `x-cache` and `x-tenant-id` headers
         go on `context` (`respond`)."""
-        self.idle.begin()
-        try:
-            return await self._complete(body, context)
-        finally:
-            self.idle.end()
-
-    async def _complete(self, body: Mapping[str, Any], context: ServicerContext) -> Answer:
         async with self._metered() as meter:
             outcome = meter.outcome
             prepared, snapshot, providers = await self._ready(body, context, outcome)
@@ -387,38 +380,34 @@ class ChatPipeline:
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The `chat.completion.chunk` objects of one streamed completion; the headers go on
         `context` before the first."""
-        self.idle.begin()
-        try:
-            async with self._metered() as meter:
-                outcome = meter.outcome
-                prepared, snapshot, providers = await self._ready(body, context, outcome)
-                # Streaming bypasses the cache (spec): no lookup, no store.
-                await self._reserve(meter, prepared)
-                provider, (upstream, delta) = await self.failover.run(
-                    snapshot, providers, prepared, outcome, context, _opened
-                )
-                streamed = Streamed()
-                try:
-                    respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
-                    chunks = Chunks(prepared.model)
-                    while delta is not None:
-                        streamed.heard(delta)
-                        if delta.content or delta.finish_reason:
-                            yield chunks.chunk(delta.content, delta.finish_reason)
-                        try:
-                            delta = await anext(upstream, None)
-                        except ProviderError as exc:
-                            raise await self.failover.broke_off(provider, exc) from exc
-                    outcome.result = "ok"
-                finally:
-                    # Closing the adapter's generator closes its HTTP response: on a client
-                    # disconnect, this is what cancels the upstream call.
-                    await upstream.aclose()  # type: ignore[attr-defined]
-                    meter.charge(*streamed.tokens(prepared.messages))
-                    if outcome.result == "error":
-                        outcome.result = "incomplete"
-        finally:
-            self.idle.end()
+        async with self._metered() as meter:
+            outcome = meter.outcome
+            prepared, snapshot, providers = await self._ready(body, context, outcome)
+            # Streaming bypasses the cache (spec): no lookup, no store.
+            await self._reserve(meter, prepared)
+            provider, (upstream, delta) = await self.failover.run(
+                snapshot, providers, prepared, outcome, context, _opened
+            )
+            streamed = Streamed()
+            try:
+                respond(context, headers={"x-cache": "MISS", "x-tenant-id": prepared.tenant})
+                chunks = Chunks(prepared.model)
+                while delta is not None:
+                    streamed.heard(delta)
+                    if delta.content or delta.finish_reason:
+                        yield chunks.chunk(delta.content, delta.finish_reason)
+                    try:
+                        delta = await anext(upstream, None)
+                    except ProviderError as exc:
+                        raise await self.failover.broke_off(provider, exc) from exc
+                outcome.result = "ok"
+            finally:
+                # Closing the adapter's generator closes its HTTP response: on a client
+                # disconnect, this is what cancels the upstream call.
+                await upstream.aclose()  # type: ignore[attr-defined]
+                meter.charge(*streamed.tokens(prepared.messages))
+                if outcome.result == "error":
+                    outcome.result = "incomplete"
 
     # --- around the call --------------------------------------------------------------------
 
@@ -426,7 +415,7 @@ class ChatPipeline:
         self.background.spawn(asyncio.to_thread(release_idle_pages), "idle-release")
 
     def _metered(self) -> AbstractAsyncContextManager[Meter]:
-        return metered(self.budgets, self.metrics, self.background)
+        return metered(self.budgets, self.metrics, self.background, self.idle)
 
     async def _ready(
         self, body: Mapping[str, Any], context: ServicerContext, outcome: Outcome

@@ -62,17 +62,18 @@ class Analytics:
         self._password = password
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="analytics")
         self._client: Client | None = None
+        self.embedded = url.startswith("chdb://")  # chDB, in this process
         # Embedded chDB: a SELECT pages ~40-70 MB of ClickHouse's query code in, which an idle
         # control plane kept for good; given back once no call came for a while (the next
         # one reads them from the page cache again: ~4 ms more, once). A remote ClickHouse's
         # code is not in this process.
         self.idle = IdleRelease(
-            self._release_when_idle, idle_release_secs if url.startswith("chdb://") else 0.0
+            self._release_when_idle, idle_release_secs if self.embedded else 0.0
         )
 
     def _connect(self) -> Client:
         if self._client is None:
-            if self.url.startswith("chdb://"):
+            if self.embedded:
                 _load_chdb_without_arrow()
                 self._client = clickhouse_connect.get_client(dsn=self.url)
             else:
@@ -111,7 +112,7 @@ class Analytics:
         """Embedded chDB only: drop the resident pages of its libraries (`engine_pages.py`):
         those only starting it touched, once it has started (migrated), and those its calls
         touched, once it idles (`IDLE_RELEASE_SECS`); the kibibytes released."""
-        if not self.url.startswith("chdb://") or self._client is None:
+        if not self.embedded or self._client is None:
             return 0
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._release_pages)
 
@@ -165,13 +166,12 @@ class Analytics:
         query would do no more, and each one pages ~28 MB of the engine's code back in
         (`IdleRelease`), every probe interval, in an otherwise idle control plane."""
 
-        def ping(client: Client) -> bool:
-            return True if self.url.startswith("chdb://") else client.ping()
+        def answers() -> bool:
+            client = self._connect()  # the embedded engine: loaded
+            return self.embedded or client.ping()
 
         try:
-            answered = await asyncio.get_running_loop().run_in_executor(
-                self._pool, lambda: ping(self._connect())
-            )
+            answered = await asyncio.get_running_loop().run_in_executor(self._pool, answers)
         except Exception as exc:  # as in `_run`: the client raises several unrelated types
             raise Unavailable(f"analytics store error: {exc}") from exc
         if not answered:

@@ -27,6 +27,7 @@ from gateways.ai.budget_reservation import Budgets, Reservation, sweep
 from gateways.ai.metering import metered
 from gateways.ai.metrics import AiMetrics
 from gateways.ai.tenants.keys import budget_key, held_key
+from runtime.idle_release import IdleRelease
 from runtime.telemetry import Metrics
 
 # Store-facing: runs on the session's Valkey cluster (tests/conftest.py).
@@ -111,10 +112,11 @@ async def test_a_request_cancelled_between_reserve_and_settle_gives_it_back(
     metrics = AiMetrics(Metrics("ai-gateway"))
     warnings = Warnings()
     background = cast(Background, warnings)
+    idle = IdleRelease(lambda: None, idle_secs=0)  # no pages to give back here
     reserved = asyncio.Event()
 
     async def request(fail: bool) -> None:
-        async with metered(budgets, metrics, background) as meter:
+        async with metered(budgets, metrics, background, idle) as meter:
             await meter.reserve(tenant, ESTIMATE)
             reserved.set()
             if fail:
@@ -132,7 +134,7 @@ async def test_a_request_cancelled_between_reserve_and_settle_gives_it_back(
                 await task
 
     async def settling_when_cancelled() -> None:
-        async with metered(budgets, metrics, background) as meter:
+        async with metered(budgets, metrics, background, idle) as meter:
             await meter.reserve(tenant, ESTIMATE)
             meter.charge(2, USED - 2)
         # cancelled by the caller while `metered` awaits the settlement
