@@ -73,6 +73,34 @@ async def test_a_body_that_arrives_after_the_drain_began_is_read_and_answered(
     writer.close()
 
 
+async def test_a_body_that_arrives_before_its_handler_first_ran_is_read_and_answered(
+    front: Front,
+) -> None:
+    """The narrower window: the head is off aiohttp's queue, its handler's task is made but
+    has not run (a loop turn on Python 3.11), the drain tells the connection to close, and the
+    body lands in that turn (the chaos suite's rolling restart: a chat that waited 60 s)."""
+    server = front.runner.server
+    assert server is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+    writer.write(head(len(BODY)) + BODY)  # one request answered: the connection is known
+    await reader.readuntil(b'{"read": %d}' % len(BODY))
+    (conn,) = server.connections
+    # The bytes are handed to the connection as its transport would, so the order is exact.
+    conn.data_received(head(len(BODY)))
+    await asyncio.sleep(0)  # the connection's loop takes the head and makes the handler's task
+    assert not conn._messages and not conn._request_in_progress  # the window
+    conn.close()  # what the drain does first (`pre_shutdown`)
+    conn.data_received(BODY)
+    drain = asyncio.create_task(front.runner.cleanup())
+    async with asyncio.timeout(10):  # without the fix: nothing until the 60 s timeout
+        answer = await reader.read()
+        await drain
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert answer.endswith(b'{"read": %d}' % len(BODY)), answer[-100:]
+    assert front.ran == 2
+    writer.close()
+
+
 async def test_a_request_on_a_connection_the_drain_closed_is_not_run(front: Front) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
     writer.write(head(len(BODY)) + BODY)
