@@ -17,8 +17,10 @@ from redis.asyncio import Redis
 from shared_kit import free_port, fresh_process_report
 
 from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
+from gateways.ai.cache import cache as cache_module
 from gateways.ai.cache.semantic import (
     COLLECTION,
+    LITE_SEAL_WITHIN_SECS,
     LITE_UPKEEP_EVERY_ROWS,
     PROMPT_MAX_BYTES,
     SemanticTier,
@@ -299,11 +301,12 @@ async def test_another_process_shares_the_exact_tier(
 
 
 async def test_a_cache_on_milvus_lite_seals_its_rows_every_32_writes(
-    kv: Redis, embedder: Embedder, tmp_path: Path, tenant: str
+    kv: Redis, embedder: Embedder, tmp_path: Path, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Milvus Lite copies every unsealed row into each search (1,000 of them made a search
     of 57 ms), so a cache on a Lite file flushes every 32 writes, not every 256 as on a
     Milvus server; what it sealed is still found."""
+    monkeypatch.setattr(cache_module, "LITE_SEAL_WITHIN_SECS", 3600.0)  # the count alone
     path = tmp_path / "lite.db"
     cache = ResponseCache(kv, str(path), embedder, ttl_secs=60, threshold=THRESHOLD)
 
@@ -321,6 +324,30 @@ async def test_a_cache_on_milvus_lite_seals_its_rows_every_32_writes(
         for i in range(LITE_UPKEEP_EVERY_ROWS - 1):
             await cache.store(tenant, "m2", user(f"Filler {i}"), PARAMS, completion("-"))
         assert len(sealed()) == 2
+        assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+    finally:
+        await cache.close()
+
+
+async def test_a_cache_on_milvus_lite_seals_a_row_within_a_second_when_writes_pause(
+    kv: Redis, embedder: Embedder, tmp_path: Path, tenant: str
+) -> None:
+    """Writes that pause (a warm cache answering hits) would leave their rows unsealed, and
+    copied into every search, until 32 more came: on Lite a row is sealed within
+    LITE_SEAL_WITHIN_SECS of its write, and still found."""
+    path = tmp_path / "lite.db"
+    cache = ResponseCache(kv, str(path), embedder, ttl_secs=60, threshold=THRESHOLD)
+    answer = completion("photosynthesis, sealed once the writes paused")
+    try:
+        await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+        await cache.store(tenant, "m1", user("What did invoice 7 cost?"), PARAMS, completion("7"))
+        files: list[Path] = []
+        for _ in range(int(10 * LITE_SEAL_WITHIN_SECS / 0.1)):  # waits, does not time it
+            files = list(path.rglob("data_*.parquet"))  # Lite writes one per flush
+            if files:
+                break
+            await asyncio.sleep(0.1)
+        assert len(files) == 1, files
         assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
     finally:
         await cache.close()

@@ -26,6 +26,7 @@ from gateways.ai.cache.embedding import Embedder
 from gateways.ai.cache.exact import ExactTier
 from gateways.ai.cache.guard import facts, refusal
 from gateways.ai.cache.semantic import (
+    LITE_SEAL_WITHIN_SECS,
     LITE_UPKEEP_EVERY_ROWS,
     UPKEEP_EVERY_ROWS,
     Candidate,
@@ -124,12 +125,12 @@ class ResponseCache:
     async def _semantic_tier(self) -> SemanticTier:
         if self._semantic is None:
             assert self._uri is not None
+            lite = is_milvus_lite(self._uri)
             self._semantic = SemanticTier(
                 await open_vectors(self._uri),
                 self.ttl_secs,
-                upkeep_every_rows=LITE_UPKEEP_EVERY_ROWS
-                if is_milvus_lite(self._uri)
-                else UPKEEP_EVERY_ROWS,
+                upkeep_every_rows=LITE_UPKEEP_EVERY_ROWS if lite else UPKEEP_EVERY_ROWS,
+                seal_within_secs=LITE_SEAL_WITHIN_SECS if lite else None,
             )
         if len(self._store_errors) == 3:
             # pymilvus is imported only once a client exists (runtime.stores.vectors).
