@@ -1,14 +1,20 @@
 """The semantic tier's flush cadence on Milvus Lite: what a search and a store cost with rows
 sealed every N writes (`SemanticTier(upkeep_every_rows=N)`; the gateway uses 32 on a Lite
-file, 256 on a Milvus server).
+file, 256 on a Milvus server), and what sealing a Lite file's rows once writes pause
+(`seal_within_secs`) saves the searches that follow.
 
     .venv/bin/python tests/bench/semantic_upkeep.py [--every 256 32] [--rows 1000] [--seconds 20]
+    .venv/bin/python tests/bench/semantic_upkeep.py --paused [--rounds 4]
 
 Per cadence, alternating, in a fresh Milvus Lite file each (random unit vectors, 10 tenants):
 - `cost`: store `--rows` rows one after the other (CPU per store), then 100 top-4 searches of
   one tenant with the tier's filter (CPU per search, this process: Lite runs in it);
 - `under stores`: from 500 rows, a store every 10 ms beside a loop of searches for
   `--seconds`: how many searches were done, their p50, p90, p99 and worst latency.
+
+`--paused`, instead: 1,016 rows stored with the Lite cadence (32), the last 24 of them not yet
+sealed by it, then the writes pause for 2 s and 200 searches follow; the tier with and
+without `seal_within_secs=LITE_SEAL_WITHIN_SECS`, alternating: search p50 (wall) and CPU.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto")]
 
 from gateways.ai.cache.embedding import DIMENSIONS  # noqa: E402
-from gateways.ai.cache.semantic import SemanticTier  # noqa: E402
+from gateways.ai.cache.semantic import (  # noqa: E402
+    LITE_SEAL_WITHIN_SECS,
+    LITE_UPKEEP_EVERY_ROWS,
+    SemanticTier,
+)
 from runtime.stores.vectors import open_vectors  # noqa: E402
 
 
@@ -35,9 +46,9 @@ def vector(rnd: random.Random) -> list[float]:  # a random unit vector
     return [x / norm for x in v]
 
 
-async def tier(directory: str, every: int) -> SemanticTier:
+async def tier(directory: str, every: int, seal: float | None = None) -> SemanticTier:
     return SemanticTier(await open_vectors(str(Path(directory) / "m.db")), 3600,
-                        upkeep_every_rows=every)  # fmt: skip
+                        upkeep_every_rows=every, seal_within_secs=seal)  # fmt: skip
 
 
 async def store(t: SemanticTier, rnd: random.Random, i: int) -> None:
@@ -100,7 +111,35 @@ async def under_stores(every: int, seconds: float) -> str:
     )
 
 
+async def paused(seal: float | None) -> str:
+    every = LITE_UPKEEP_EVERY_ROWS
+    with tempfile.TemporaryDirectory() as tmp:
+        t, rnd = await tier(tmp, every, seal), random.Random(1)
+        for i in range(31 * every + 24):
+            await store(t, rnd, i)
+        await asyncio.sleep(2 * LITE_SEAL_WITHIN_SECS)  # the writes pause
+        probe = vector(rnd)
+        walls = []
+        started = time.process_time()
+        for _ in range(200):
+            begun = time.perf_counter()
+            await t.nearest("tenant-0", "m", "s", probe, limit=4)
+            walls.append(time.perf_counter() - begun)
+        per_search = (time.process_time() - started) / 200
+        t.close()
+        t.client.close()
+    return (
+        f"writes paused, seal_within_secs {seal}: search p50 "
+        f"{statistics.median(walls) * 1e3:.2f} ms, CPU {per_search * 1e3:.2f} ms"
+    )
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.paused:
+        for _ in range(args.rounds):
+            for seal in (None, LITE_SEAL_WITHIN_SECS):
+                print(await paused(seal), flush=True)
+        return
     for _ in range(args.rounds):
         for every in args.every:
             print(await cost(every, args.rows), flush=True)
@@ -113,4 +152,5 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--paused", action="store_true")
     asyncio.run(main(parser.parse_args()))

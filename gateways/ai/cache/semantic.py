@@ -225,6 +225,9 @@ class SemanticTier:
             or time.monotonic() - self._last_upkeep >= UPKEEP_EVERY_SECS
         ):
             self._unsealed, self._last_upkeep = 0, time.monotonic()
+            if self._seal_timer is not None:  # the next row arms it again
+                self._seal_timer.cancel()
+                self._seal_timer = None
             await self._run(self.client.flush, self.collection)
             await self.purge_expired()
         elif self.seal_within_secs is not None and self._seal_timer is None:
