@@ -52,9 +52,9 @@ LITE_UPKEEP_EVERY_ROWS = 32
 UPKEEP_EVERY_SECS = 60.0
 # On Lite, a row is also sealed within this long of its write: writes that pause (a warm cache
 # answering its hits) would otherwise leave up to 31 rows unsealed in every search until the
-# next write's upkeep (24 of them: +0.8 ms on a 2.3 ms search at 1,000 entries, 2026-11-29).
-# At most one flush a second; sealed segments are no dearer to search than one (31 vs 1: the
-# same 2.3 ms).
+# next write's upkeep (24 of them: search p50 4.29 vs 3.78 ms at 1,000 entries, the extra
+# flushes included; tests/bench/semantic_upkeep.py --paused, 2026-11-29). At most one flush
+# a second, off any request's path.
 LITE_SEAL_WITHIN_SECS = 1.0
 
 
