@@ -236,8 +236,13 @@ class SemanticTier:
 
     def _seal_soon(self) -> None:
         self._seal_timer = None
-        if self._unsealed and self._sealing is None:
-            self._sealing = asyncio.get_running_loop().create_task(self._seal())
+        if not self._unsealed:
+            return
+        loop = asyncio.get_running_loop()
+        if self._sealing is None:
+            self._sealing = loop.create_task(self._seal())
+        else:  # rows came during a flush still under way: theirs follows
+            self._seal_timer = loop.call_later(self.seal_within_secs or 0.0, self._seal_soon)
 
     async def _seal(self) -> None:
         """Flush the rows written since the last flush (off any request's path)."""
