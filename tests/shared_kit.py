@@ -63,6 +63,36 @@ def fresh_process_report(script: str, *args: str, timeout: float = 120) -> Any:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@asynccontextmanager
+async def answered_within(seconds: float) -> AsyncIterator[None]:
+    """Fail after `seconds` with every task of the loop and where each waits: an in-process
+    request that is never answered (once in CI, `test_ai_budget`, with aiohttp's 300 s
+    client timeout and no trace) then says where the server's handler stood."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        stacks = [
+            f"{task.get_name()}: {_awaiting(task.get_coro())}" for task in asyncio.all_tasks()
+        ]
+        raise AssertionError(f"no answer in {seconds} s; tasks:\n" + "\n".join(stacks)) from None
+
+
+def _awaiting(coro: Any) -> str:
+    """A suspended coroutine's chain of awaits, outermost first, down to what it waits on
+    (`Task.get_stack` gives only the outermost frame of a suspended task)."""
+    frames = []
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            frames.append(repr(coro)[:200])  # a future, or an awaitable written in C
+            break
+        code = frame.f_code
+        frames.append(f"{code.co_filename.rsplit('/', 2)[-1]}:{frame.f_lineno} {code.co_name}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return " > ".join(frames)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

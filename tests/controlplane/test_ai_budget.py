@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from shared_kit import MASTER_KEY, ConfigFor, free_port, user_token
+from shared_kit import MASTER_KEY, ConfigFor, answered_within, free_port, user_token
 
 from gateways.ai.app import build as build_ai
 from gateways.ai.config import AiGatewayConfig
@@ -46,6 +46,7 @@ async def call(
 ) -> tuple[int, Any]:
     data = body if isinstance(body, str | bytes) or body is None else json.dumps(body)
     async with (
+        answered_within(60),
         aiohttp.ClientSession(svc.http_url) as http,
         http.request(
             method,
