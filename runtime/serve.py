@@ -38,6 +38,8 @@ from runtime.service import ServiceDefinition
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from runtime.http1.server import Listening
+
 log = logging.getLogger(__name__)
 
 
@@ -50,23 +52,24 @@ class Running:
     server: grpc.aio.Server | None
     health: health.aio.HealthServicer | None
     runners: list[web.AppRunner]
-    servers: list[asyncio.Server]
+    servers: list[Listening]
     http_port: int | None
     grpc_port: int | None
     extra_ports: list[int]
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Drain: health NOT_SERVING first so load balancers stop sending, then HTTP stops
-        accepting and finishes in-flight requests, then in-flight RPCs get `grace` seconds.
-        `on_drain` hooks run first (the edge's workers start their own drain at once)."""
+        """Drain: health NOT_SERVING first so load balancers stop sending, then every HTTP
+        server stops accepting and finishes its in-flight requests (together: the longest
+        bounds the wait), then in-flight RPCs get `grace` seconds. `on_drain` hooks run first
+        (the edge's workers start their own drain at once)."""
         for drain in self.definition.on_drain:
             drain()
         if self.health is not None:
             await self.health.enter_graceful_shutdown()
-        for listener in self.servers:
-            listener.close()  # stop accepting; connections in flight finish on their own
-        for runner in self.runners:
-            await runner.cleanup()
+        await asyncio.gather(
+            *(listener.drain() for listener in self.servers),  # the edge's data plane
+            *(runner.cleanup() for runner in self.runners),  # aiohttp's shutdown timeout
+        )
         if self.server is not None:
             await self.server.stop(grace)
         for cleanup in reversed(self.definition.on_cleanup):

@@ -8,7 +8,6 @@ port 0 inside a test.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from runtime.telemetry import Metrics
 
 if TYPE_CHECKING:  # an edge data-plane worker serves no aiohttp app and never imports aiohttp
     from aiohttp import web
+
+    from runtime.http1.server import Listening
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,8 @@ def spec_error(err: StrataError) -> Any:
 
 Lifecycle = Callable[[], Awaitable[None]]
 # Starts a server that is not an aiohttp app (the edge data plane's protocol server) on the
-# given host; `serve` closes it on stop.
-Listener = Callable[[str], Awaitable[asyncio.Server]]
+# given host; `serve` drains it on stop.
+Listener = Callable[[str], Awaitable["Listening"]]
 
 
 @dataclass

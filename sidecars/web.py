@@ -23,7 +23,6 @@ the same. What it does:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -35,7 +34,7 @@ from urllib.parse import parse_qsl, unquote
 
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 
-from runtime.http1.server import Connection, ErrorBody, Exchange
+from runtime.http1.server import Connection, ErrorBody, Exchange, Listening
 from runtime.http1.server import serve as serve_http
 
 MAX_BODY = 1024**2  # aiohttp's client_max_size, which the sidecars ran with
@@ -379,22 +378,21 @@ class SidecarConnection(Connection):
 class Server:
     """A running sidecar: `port` is the bound one; `close()` stops it."""
 
-    def __init__(self, server: asyncio.Server, connections: set[Connection]) -> None:
-        self._server = server
-        self._connections = connections
-        self.port: int = server.sockets[0].getsockname()[1]
-        self.host: str = server.sockets[0].getsockname()[0]
+    def __init__(self, listening: Listening) -> None:
+        self._listening = listening
+        self.port: int = listening.sockets[0].getsockname()[1]
+        self.host: str = listening.sockets[0].getsockname()[0]
 
     async def close(self) -> None:
-        self._server.close()
-        for conn in list(self._connections):
+        """Stop at once: a sidecar is a development stand-in, with nothing to drain."""
+        self._listening.close()
+        for conn in list(self._listening.connections):
             conn.close()
-        await self._server.wait_closed()
+        await self._listening.wait_closed()
 
 
 async def start(app: Application, host: str, port: int) -> Server:
     """Serve `app` on host:port (port 0: a free one, `Server.port`)."""
-    connections: set[Connection] = set()
 
     def errors(status: int) -> bytes:  # never a byte of the request in it
         reason = HTTPStatus(status).phrase
@@ -430,14 +428,7 @@ async def start(app: Application, host: str, port: int) -> Server:
             },
         )
 
-    class Tracked(SidecarConnection):
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            connections.add(self)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            super().connection_lost(exc)
-            connections.discard(self)
-
-    server = await serve_http(handle, host, port, MAX_BODY, errors=errors, connection=Tracked)
-    return Server(server, connections)
+    listening = await serve_http(
+        handle, host, port, MAX_BODY, errors=errors, connection=SidecarConnection
+    )
+    return Server(listening)

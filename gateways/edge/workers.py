@@ -26,6 +26,7 @@ from gateways.edge.dataplane.process import data_plane
 from gateways.edge.metrics import worker_exited
 from runtime.auth import authenticator_for
 from runtime.config import VERSION
+from runtime.http1.server import DRAIN_SECS
 from runtime.ports import check_free
 from runtime.service import ServiceDefinition
 from runtime.stores import Stores
@@ -34,7 +35,10 @@ from runtime.telemetry import Metrics
 SERVICE = "edge-proxy"
 RESPAWN_FIRST_SECS = 0.1  # a worker that ended is replaced this soon, doubling while it
 RESPAWN_MAX_SECS = 5.0  # ends again within a second of its start
-WORKER_STOP_SECS = 10.0  # a worker's drain after SIGTERM, then SIGKILL (the pod's grace counts it)
+# A worker's whole stop from its SIGTERM (it drains with its primary, from the start): its
+# in-flight requests (DRAIN_SECS) and its cleanup (10 s); then SIGKILL. The pod's grace
+# counts it.
+WORKER_STOP_SECS = DRAIN_SECS + 10.0
 Build = Callable[[EdgeConfig, Stores], ServiceDefinition]
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ def with_workers(build: Build) -> Build:
         workers: list[asyncio.subprocess.Process] = []
         keepers: list[asyncio.Task[None]] = []
         stopping = asyncio.Event()
+        stop_began: list[float] = []  # when the workers were first told to stop (loop time)
 
         async def spawn() -> asyncio.subprocess.Process:
             env = {**os.environ, **config.environ(), "EDGE_PRIMARY_PID": str(os.getpid())}
@@ -113,8 +118,13 @@ def with_workers(build: Build) -> Build:
                 workers.append(await spawn())
                 keepers.append(asyncio.create_task(keep(slot), name=f"edge-worker-{slot}"))
 
-        async def stop() -> None:
+        def told_to_stop() -> None:
             stopping.set()
+            if not stop_began:
+                stop_began.append(asyncio.get_running_loop().time())
+
+        async def stop() -> None:
+            told_to_stop()
             for worker in workers:
                 with contextlib.suppress(ProcessLookupError):
                     worker.terminate()
@@ -125,9 +135,10 @@ def with_workers(build: Build) -> Build:
                 await ended(worker)
 
         async def ended(worker: asyncio.subprocess.Process) -> None:
-            """`worker` drained (SIGKILL after WORKER_STOP_SECS) and reaped."""
+            """`worker` drained (SIGKILL WORKER_STOP_SECS after the stop began) and reaped."""
+            left = stop_began[0] + WORKER_STOP_SECS - asyncio.get_running_loop().time()
             try:
-                await asyncio.wait_for(worker.wait(), WORKER_STOP_SECS)
+                await asyncio.wait_for(worker.wait(), max(left, 1.0))
             except TimeoutError:
                 worker.kill()
                 await worker.wait()
@@ -142,7 +153,7 @@ def with_workers(build: Build) -> Build:
         def drain_together() -> None:
             # SIGTERM to the primary alone (a pod's PID 1, `strata stop`): the workers begin
             # their drain with it rather than after it, so all of it fits the grace period.
-            stopping.set()  # and none is replaced
+            told_to_stop()  # and none is replaced
             for worker in workers:
                 with contextlib.suppress(ProcessLookupError):
                     worker.terminate()

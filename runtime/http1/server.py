@@ -2,7 +2,10 @@
 data plane serves on it, and so do the sidecars (`sidecars/web.py`), which stay small with it.
 
 One `Connection` per client socket parses requests into `Exchange`s and hands each to the
-handler as a task, one at a time in arrival order (pipelined requests wait their turn). An
+handler as a task, one at a time in arrival order (pipelined requests wait their turn).
+`serve` returns a `Listening`, whose `drain` is the server's part of a graceful stop: no new
+connection, idle ones closed, every request already begun answered (its answer says
+`connection: close`), for at most DRAIN_SECS. An
 `Exchange` is the request as parsed (method, target, lower-case headers, a streamed `Body`) plus
 the primitives to answer it (`start`, `write`, `end`). Malformed input is answered here, before
 any routing: 400 (bad syntax; both Content-Length and Transfer-Encoding; conflicting
@@ -15,6 +18,7 @@ quote nothing of the request, and nothing of it is logged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -39,6 +43,11 @@ BODY_HIGH_WATER = 256 * 1024  # pause reading the client when this much body wai
 # upstream node (its connection refused or found closed) can go to another one with its body,
 # as nginx's buffered request bodies can; a longer body that began streaming is never replayed.
 REPLAY_BYTES = 64 * 1024
+
+# A drain (SIGTERM) waits this long at most for the requests its connections have begun, as
+# aiohttp's shutdown timeout does at the front doors (an upstream's default read timeout is
+# 60 s too), then closes what is left.
+DRAIN_SECS = 60.0
 
 STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n" for s in HTTPStatus}
 
@@ -266,6 +275,7 @@ class Connection(FlowControl):
     layer answers itself (malformed input, a handler that failed before answering)."""
 
     exchange_class = Exchange  # a subclass may carry more of the request
+    listening: Listening | None = None  # the server that accepted it (`serve` sets it)
 
     def __init__(self, handler: Handler, max_body: int, errors: ErrorBody = error_body) -> None:
         super().__init__()
@@ -304,6 +314,8 @@ class Connection(FlowControl):
         self.client_ip = peer[0] if peer else ""
         sock = transport.get_extra_info("sockname")
         self.local_port = sock[1] if sock else 0
+        if self.listening is not None:
+            self.listening.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
         if self.tunnel is not None:
@@ -334,6 +346,17 @@ class Connection(FlowControl):
             self.current.body.finish(ConnectionResetError("client closed the connection"))
         if self.task is not None and not self.task.done():
             self.task.cancel()
+        if self.listening is not None:
+            self.listening.lost(self)
+
+    def wind_down(self) -> None:
+        """The server drains: close now when idle (no request, not even part of a head),
+        else once the request begun is answered (`finished`)."""
+        current = self.current
+        if current is None and not self._in_head and self.tunnel is None:
+            self.close()
+        elif current is not None and not current.response_started:
+            current.keep_alive = False  # its answer says `connection: close`
 
     def resume_writing(self) -> None:
         super().resume_writing()
@@ -440,8 +463,9 @@ class Connection(FlowControl):
             return
         if not exchange.body.done:
             exchange.keep_alive = False  # unread body: we cannot find the next request
-        if not exchange.keep_alive or exchange.upgrade:
-            self.close()
+        draining = self.listening is not None and self.listening.draining
+        if not exchange.keep_alive or exchange.upgrade or draining:
+            self.close()  # a request pipelined behind it is not begun: never run
             return
         self.current = None
         self.task = None
@@ -486,6 +510,56 @@ class Connection(FlowControl):
             self.transport.close()
 
 
+class Listening:
+    """A listening server and its open connections."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+        self.connections: set[Connection] = set()
+        self.draining = False
+        self._emptied: asyncio.Event | None = None
+
+    @property
+    def sockets(self) -> Any:
+        assert self.server is not None
+        return self.server.sockets
+
+    def close(self) -> None:
+        """Stop accepting; the open connections stay."""
+        if self.server is not None:
+            self.server.close()
+
+    async def wait_closed(self) -> None:
+        if self.server is not None:
+            await self.server.wait_closed()
+
+    def lost(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        if self._emptied is not None and not self.connections:
+            self._emptied.set()
+
+    async def drain(self, grace: float = DRAIN_SECS) -> int:
+        """Stop accepting, close the idle connections, and every other one once the request
+        it has begun is answered; after `grace` seconds close what is left (their requests
+        fail). The number of connections cut."""
+        self.close()
+        self.draining = True
+        for conn in list(self.connections):
+            conn.wind_down()
+        if self.connections:
+            self._emptied = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    await self._emptied.wait()
+        cut = list(self.connections)
+        for conn in cut:
+            conn.close()
+        if cut:
+            log.warning("drain: %d connections still busy after %g s were closed", len(cut),
+                        grace)  # fmt: skip
+        return len(cut)
+
+
 async def serve(
     handler: Handler,
     host: str,
@@ -495,10 +569,18 @@ async def serve(
     shared: bool = False,
     errors: ErrorBody = error_body,
     connection: type[Connection] = Connection,
-) -> asyncio.Server:
+) -> Listening:
     """Listen on host:port; `shared`: with SO_REUSEPORT, so that the edge's own worker
     processes share the port (the primary checks first that nobody else holds it)."""
+    listening = Listening()
+
+    def accepted() -> Connection:
+        conn = connection(handler, max_body, errors)
+        conn.listening = listening
+        return conn
+
     loop = asyncio.get_running_loop()
-    return await loop.create_server(
-        lambda: connection(handler, max_body, errors), host, port, reuse_port=shared, backlog=2048
+    listening.server = await loop.create_server(
+        accepted, host, port, reuse_port=shared, backlog=2048
     )
+    return listening

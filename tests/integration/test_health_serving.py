@@ -3,13 +3,12 @@ every port of the service listens, and NOT_SERVING from the first moment of a dr
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from shared_kit import MASTER_KEY, free_port
 
 from runtime.auth import Authenticator, JwksCache
+from runtime.http1.server import Exchange, Listening, serve
 from runtime.serve import start
 from runtime.service import ServiceDefinition
 from runtime.telemetry import Metrics
@@ -25,14 +24,18 @@ async def health_of(port: int) -> int:
         return int(reply.status)
 
 
+async def answer(exchange: Exchange) -> None:
+    exchange.respond(204, b"")
+
+
 async def test_serving_only_once_every_port_listens_and_not_serving_in_a_drain() -> None:
     grpc_port = free_port()
     seen_while_starting: list[int] = []
 
-    async def late_listener(host: str) -> asyncio.Server:
+    async def late_listener(host: str) -> Listening:
         # Started after the gRPC server, before the front door: health must not say SERVING.
         seen_while_starting.append(await health_of(grpc_port))
-        return await asyncio.start_server(lambda r, w: w.close(), host, 0)
+        return await serve(answer, host, 0, 1024)
 
     async def healthy() -> dict[str, str]:
         return {"status": "healthy"}

@@ -48,6 +48,7 @@ from gateways.edge.config import EdgeConfig
 from gateways.edge.workers import WORKER_STOP_SECS
 from runtime.background import SHUTDOWN_FLUSH_SECS
 from runtime.config import ConfigError, ServiceConfig, _var_fields
+from runtime.http1.server import DRAIN_SECS
 from runtime.serve import Running
 
 KUBERNETES_VERSION = "1.31.0"  # the schemas every object must validate against
@@ -83,14 +84,16 @@ MONITORING_NAMESPACE = "monitoring"  # Prometheus scrapes the edge's metrics por
 
 def drain_secs(name: str) -> float:
     """The longest a service takes between SIGTERM and exit (`Running.stop`): in-flight HTTP
-    (aiohttp's shutdown timeout: the front doors keep its default), in-flight RPCs (its
-    grace), then the analytics flush; the edge then stops its workers. The launcher's own
-    SIGKILL comes later still: the drain must fit in what the pod is given either way."""
+    (aiohttp's shutdown timeout: the front doors keep its default; the edge's data plane
+    drains beside them, for DRAIN_SECS), in-flight RPCs (its grace), then the analytics
+    flush; the edge's workers drain from the start beside their primary, which waits for them
+    until WORKER_STOP_SECS after it (then at least 1 s more) before SIGKILL. The launcher's
+    own SIGKILL comes later still: the drain must fit in what the pod is given either way."""
     aiohttp_in_flight = inspect.signature(web.BaseRunner.__init__).parameters["shutdown_timeout"]
     rpc_grace = inspect.signature(Running.stop).parameters["grace"].default
-    secs = aiohttp_in_flight.default + rpc_grace + SHUTDOWN_FLUSH_SECS
+    secs = max(aiohttp_in_flight.default, DRAIN_SECS) + rpc_grace + SHUTDOWN_FLUSH_SECS
     if name == "edge-proxy":
-        secs += WORKER_STOP_SECS
+        secs = max(secs, WORKER_STOP_SECS) + 1.0
     launcher = inspect.signature(stop_all).parameters["grace_secs"].default
     return float(max(secs, launcher))
 
@@ -542,7 +545,7 @@ def test_rules_catch_a_short_grace_and_a_small_memory_request(base_docs: list[Do
     del pod_spec(_deployment(docs, "controlplane"))["containers"][0]["lifecycle"]
     assert lifecycle_problems(docs) == [
         "controlplane: no preStop sleep (endpoints must drop the pod before SIGTERM)",
-        "edge-proxy: terminationGracePeriodSeconds 30 < preStop + drain 85",
+        "edge-proxy: terminationGracePeriodSeconds 30 < preStop + drain 76",
         "edge-proxy: memory request 128Mi below idle RSS 212Mi",
     ]
 

@@ -13,7 +13,6 @@ Modules: `server` (HTTP/1.1 protocol), `router`, `upstream` (balancers, passive 
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 
 from gateways.edge.config import EdgeConfig
@@ -22,7 +21,7 @@ from gateways.edge.dataplane.proxy import handle
 from gateways.edge.model.resources import ConfigRejected, Snapshot
 from gateways.edge.plugin import PluginEnv
 from runtime.http1.pool import Pools
-from runtime.http1.server import serve
+from runtime.http1.server import Listening, serve
 from runtime.keyring import keyring_of
 
 __all__ = ["ConfigRejected", "DataPlane"]
@@ -58,7 +57,7 @@ class DataPlane:
         self.env.credentials = compiled.credentials
         self.compiled = compiled
 
-    async def serve(self, host: str, port: int) -> asyncio.Server:
+    async def serve(self, host: str, port: int) -> Listening:
         """Listen on host:port until the returned server is closed; shared (SO_REUSEPORT)
         among the edge's workers when there are several."""
         return await serve(

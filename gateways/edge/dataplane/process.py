@@ -4,7 +4,6 @@ and on SIGHUP), and the listener that `runtime.serve` starts and stops."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from gateways.edge.plugin import PluginEnv
 from gateways.edge.plugins import close_plugins
 from gateways.edge.xds import XdsSubscription
 from runtime.auth import JwksCache
+from runtime.http1.server import Listening
 from runtime.service import Lifecycle, Listener
 from runtime.stores import Stores
 from runtime.stores.kv import ready_kv
@@ -64,7 +64,7 @@ def data_plane(config: EdgeConfig, stores: Stores, port: int | None = None) -> D
             return
         log.info("standalone configuration applied", extra={"version": plane.version})
 
-    async def listen(host: str) -> asyncio.Server:
+    async def listen(host: str) -> Listening:
         if config.config_file:
             plane.apply(load(config.config_file))
         return await plane.serve(host, config.http_port if port is None else port)
