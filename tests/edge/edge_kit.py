@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -113,6 +114,17 @@ async def upstream(handler: Handler | None = None) -> AsyncIterator[int]:
         yield runner.addresses[0][1]
     finally:
         await runner.cleanup()
+
+
+def standalone_file(directory: Path, upstream_port: int) -> Path:
+    """A standalone configuration (EDGE_CONFIG_FILE) of one route, `/api/*` to the upstream."""
+    config = directory / "apisix.yaml"
+    config.write_text(
+        "routes:\n"
+        f"  - {{id: r1, uri: /api/*, upstream: {{nodes: {{'127.0.0.1:{upstream_port}': 1}}}}}}\n"
+        "#END\n"
+    )
+    return config
 
 
 async def echo(request: web.Request) -> web.Response:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from edge_kit import standalone_file, upstream
 from shared_kit import edge_env, start_edge
 
 from runtime.http1.server import Exchange, serve
@@ -42,25 +43,15 @@ async def slow_upstream() -> AsyncIterator[int]:
         await asyncio.sleep(SLOW_SECS)
         return web.json_response({"upstream": request.path})
 
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", slow)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    yield runner.addresses[0][1]
-    await runner.cleanup()
+    async with upstream(slow) as port:
+        yield port
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_a_sigterm_answers_every_request_in_flight(
     valkey_url: str, tmp_path: Path, slow_upstream: int, workers: int
 ) -> None:
-    config = tmp_path / "apisix.yaml"
-    config.write_text(
-        "routes:\n"
-        f"  - {{id: r1, uri: /api/*, upstream: {{nodes: {{'127.0.0.1:{slow_upstream}': 1}}}}}}\n"
-        "#END\n"
-    )
+    config = standalone_file(tmp_path, slow_upstream)
     env = edge_env(valkey_url, EDGE_CONFIG_FILE=str(config))
     proxy = int(env["HTTP_PORT"])
     primary = await start_edge(env, workers=workers)

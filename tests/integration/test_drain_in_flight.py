@@ -52,6 +52,15 @@ async def front() -> AsyncIterator[Front]:
     await served.runner.cleanup()
 
 
+async def answered_in_the_drain(reader: asyncio.StreamReader, drain: asyncio.Task[None]) -> None:
+    """The request is answered whole, and the drain ends."""
+    async with asyncio.timeout(10):  # without the fixes: nothing until the 60 s timeout
+        answer = await reader.read()
+        await drain
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert answer.endswith(b'{"read": %d}' % len(BODY)), answer[-100:]
+
+
 async def test_a_body_that_arrives_after_the_drain_began_is_read_and_answered(
     front: Front,
 ) -> None:
@@ -64,11 +73,7 @@ async def test_a_body_that_arrives_after_the_drain_began_is_read_and_answered(
     await asyncio.sleep(0.1)
     assert not front.runner.sites and not drain.done()
     writer.write(BODY)
-    async with asyncio.timeout(10):  # without the fix: nothing until the 60 s timeout
-        answer = await reader.read()
-        await drain
-    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-    assert answer.endswith(b'{"read": %d}' % len(BODY)), answer[-100:]
+    await answered_in_the_drain(reader, drain)
     assert front.ran == 1
     writer.close()
 
@@ -91,12 +96,7 @@ async def test_a_body_that_arrives_before_its_handler_first_ran_is_read_and_answ
     assert not conn._messages and not conn._request_in_progress  # the window
     conn.close()  # what the drain does first (`pre_shutdown`)
     conn.data_received(BODY)
-    drain = asyncio.create_task(front.runner.cleanup())
-    async with asyncio.timeout(10):  # without the fix: nothing until the 60 s timeout
-        answer = await reader.read()
-        await drain
-    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-    assert answer.endswith(b'{"read": %d}' % len(BODY)), answer[-100:]
+    await answered_in_the_drain(reader, asyncio.create_task(front.runner.cleanup()))
     assert front.ran == 2
     writer.close()
 
