@@ -195,9 +195,11 @@ class AggregatedDiscovery(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):  # t
         """The subscriber's next request, or the state once the revision moves past `since`."""
         get = asyncio.ensure_future(inbox.get())
         change = asyncio.ensure_future(self.watch.changed(since))
-        done, pending = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
+        try:
+            done, _ = await asyncio.wait({get, change}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # the loser, or both when the stream itself is cancelled (it ended)
+            get.cancel()
+            change.cancel()
         if get in done:  # the state is read again on every turn anyway
             return get.result()
         return change.result()

@@ -451,6 +451,36 @@ def _nacks(platform: Platform) -> float:
     return 0.0
 
 
+async def test_a_stream_its_subscriber_left_leaves_no_task_waiting(
+    valkey_url: str, makers: Any, config_for: Any
+) -> None:
+    """A subscriber that goes (an edge stopping, or reconnecting) ends its stream: the
+    server's waits for that stream's next request and next revision end with it (they were
+    left pending, each ended stream two more tasks, destroyed with an error at shutdown)."""
+
+    def waits() -> list[asyncio.Task[Any]]:
+        return [t for t in asyncio.all_tasks() if "ConfigWatch.changed" in repr(t.get_coro())]
+
+    await clear_store(valkey_url, seeded=True)
+    make_cp, _ = makers
+    async with make_cp() as cp:  # no edge: the one subscriber is this test's
+        recorder = Recorder()
+        sub = subscriber(config_for, cp.grpc_target, recorder)
+        await sub.start()
+        await recorder.until(lambda s: True)
+        for _ in range(100):  # it waits for the next revision once the first is sent
+            if waits():
+                break
+            await asyncio.sleep(0.02)
+        assert len(waits()) == 1
+        await sub.stop()
+        for _ in range(100):  # the server learns the stream ended: waits, not a timing
+            if not waits():
+                break
+            await asyncio.sleep(0.02)
+        assert waits() == []
+
+
 async def test_xds_two_replicas(valkey_url: str, makers: Any, config_for: Any) -> None:
     await clear_store(valkey_url, seeded=True)
     make_cp, make_edge = makers
