@@ -69,7 +69,7 @@ async def cost(every: int, rows: int) -> str:
             await t.nearest("tenant-0", "m", "s", probe, limit=4)
         per_search = (time.process_time() - started) / 100
         t.close()
-        t.client.close()
+        await close_vectors(t.client, str(Path(tmp) / "m.db"))  # and its Lite server
     return f"every {every:>4}: store {per_store * 1e3:5.2f} ms CPU, search {per_search * 1e3:5.2f}"
 
 
@@ -100,7 +100,7 @@ async def under_stores(every: int, seconds: float) -> str:
         done = True
         await asyncio.gather(*tasks)
         t.close()
-        t.client.close()
+        await close_vectors(t.client, str(Path(tmp) / "m.db"))  # and its Lite server
     latencies.sort()
 
     def at(q: float) -> float:
