@@ -13,7 +13,8 @@ token budget (as tenant creation provisions one, so every request reserves and s
 
 - `bench` (redaction off, cache off): the proxy path. Non-stream and stream (`stream: true`,
   read to `data: [DONE]`) at each concurrency, the echo provider directly and through the
-  gateway's `/v1/chat/completions`;
+  gateway's `/v1/chat/completions`; non-stream also through the floor (`ai_floor.py`: the
+  gateway's front door, HTTP client and two store round trips with none of its features);
 - `bench-pii` (redaction on, cache off): every request a new text with an e-mail, a name and a
   phone number (so no redaction is remembered): the added CPU of redaction is this row's CPU
   per request minus the proxy row's;
@@ -36,6 +37,9 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -105,18 +109,27 @@ def main() -> None:
             def through(t: str) -> dict[str, str]:
                 return {"Authorization": f"Bearer {master}", "x-tenant-id": t}
 
+            floor, floor_url = _floor(tmp / "data", echo)
             rows = []
-            for stream in (False, True):
-                body = json.dumps({**BODY, "stream": stream})
-                direct = script(tmp / f"direct-{stream}.lua", body, direct_headers)
-                proxied = script(tmp / f"gateway-{stream}.lua", body, through("bench"))
-                kind = "stream" if stream else "non-stream"
-                for c in args.concurrency:
-                    rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, echo_pid, c,
-                                        args, script=direct))  # fmt: skip
-                    rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
-                                        gateway_pid, c, args, script=proxied,
-                                        upstream=echo_pid))  # fmt: skip
+            try:
+                for stream in (False, True):
+                    body = json.dumps({**BODY, "stream": stream})
+                    direct = script(tmp / f"direct-{stream}.lua", body, direct_headers)
+                    proxied = script(tmp / f"gateway-{stream}.lua", body, through("bench"))
+                    kind = "stream" if stream else "non-stream"
+                    for c in args.concurrency:
+                        rows.append(measure(f"echo direct, {kind}, c={c}", echo + url, echo_pid, c,
+                                            args, script=direct))  # fmt: skip
+                        rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
+                                            gateway_pid, c, args, script=proxied,
+                                            upstream=echo_pid))  # fmt: skip
+                        if not stream:
+                            rows.append(measure(f"the floor, {kind}, c={c}", floor_url + url,
+                                                floor.pid, c, args, script=direct,
+                                                upstream=echo_pid))  # fmt: skip
+            finally:
+                floor.terminate()
+                floor.wait(timeout=10)
             pii = json.dumps({**BODY, "messages": [{"role": "user", "content": PII_TEXT}]})
             redacting = script(tmp / "pii.lua", pii, through("bench-pii"), varying=True)
             for c in args.concurrency:
@@ -141,6 +154,30 @@ def main() -> None:
         finally:
             stack.send_signal(signal.SIGINT)
             stack.wait(timeout=60)
+
+
+def _floor(data_dir: Path, echo: str) -> tuple[subprocess.Popen[bytes], str]:
+    """`ai_floor.py` on a free port, on the stack's store (as the gateway reaches it) and in
+    front of the same echo provider: the process, and its URL once it answers a chat."""
+    store = json.loads((data_dir / "stack.json").read_text())["urls"]["STORE_URL"]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    floor = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("ai_floor.py")), str(port), store, echo]
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            answer = post(f"{url}/v1/chat/completions", BODY, "x")
+            assert answer["object"] == "chat.completion", answer
+            return floor, url
+        except OSError:
+            if time.monotonic() > deadline or floor.poll() is not None:
+                floor.kill()
+                raise RuntimeError("the floor did not start") from None
+            time.sleep(0.1)
 
 
 if __name__ == "__main__":
