@@ -19,9 +19,9 @@ token budget (as tenant creation provisions one, so every request reserves and s
   phone number (so no redaction is remembered): the added CPU of redaction is this row's CPU
   per request minus the proxy row's;
 - `bench-cache` (redaction off, cache on): the same question every time (after the first:
-  exact hits, `x-cache: HIT`), and a paraphrase of it padded with a different number of
-  spaces every time (no exact key matches, the embedding is computed each time: semantic
-  hits, `x-cache: SEMANTIC_HIT`).
+  exact hits, `x-cache: HIT`), and a paraphrase of it padded with a different run of spaces
+  and tabs every time, in every run (no exact key matches, no embedding is remembered: each
+  is computed; semantic hits, `x-cache: SEMANTIC_HIT`).
 
 For each row: requests/s, p50 and p99 latency, and for the gateway its CPU time per request
 (utime+stime of its processes, from /proc/<pid>/stat, divided by the requests wrk completed),
@@ -63,8 +63,8 @@ TENANTS = {
 
 
 def x_cache(url: str, body: str, headers: dict[str, str]) -> str:
-    """One request as wrk would send it (padding as for request 7); its `x-cache`."""
-    body = body.replace("{n}", "7").replace("{spaces}", " " * 7)
+    """One request as wrk would send it (padded as wrk pads request 13); its `x-cache`."""
+    body = body.replace("{n}", "13").replace("{spaces}", "\\t  \\t\\t")
     request = urllib.request.Request(
         url, data=body.encode(), headers={**headers, "Content-Type": "application/json"}
     )

@@ -20,8 +20,9 @@ wrk.body = [[{body}]]
 wrk.headers["Content-Type"] = "application/json"
 {headers}
 """
-# A new body per request: `{n}` in the JSON template becomes a number no other request of
-# any wrk thread has, and `{spaces}` that many spaces (modulo 2000).
+# A new body per request, in every run: `{n}` in the JSON template becomes a number no other
+# request has (the run's second, the wrk thread and the request's count), and `{spaces}` that
+# number's binary digits as spaces and tabs (whitespace to a tokenizer, a new text to a memo).
 VARYING = """
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -31,12 +32,21 @@ function setup(thread)
   threads = threads + 1
   thread:set("tid", threads)
 end
+run = os.time() % 1048576
 counter = 0
+local function pad(k)
+  local out = {{}}
+  while k > 0 do
+    out[#out + 1] = (k % 2 == 1) and "\\\\t" or " "
+    k = math.floor(k / 2)
+  end
+  return table.concat(out)
+end
 request = function()
   counter = counter + 1
-  local n = tid * 10000000 + counter
+  local k = (run * 16 + tid) * 1048576 + counter
   local body = [[{body}]]
-  body = body:gsub("{{n}}", tostring(n)):gsub("{{spaces}}", string.rep(" ", n % 2000))
+  body = body:gsub("{{n}}", string.format("%.0f", k)):gsub("{{spaces}}", pad(k))
   return wrk.format(nil, nil, nil, body)
 end
 """
