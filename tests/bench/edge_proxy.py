@@ -15,7 +15,9 @@ latency, and the proxy's CPU time per request (utime+stime of all its processes,
 Everything listens on 127.0.0.1.
 
 `--reference` measures the spec's reference set on the `/api/*` route as it is deployed:
-openid-connect (a real dev-IdP token on every request, verified against its JWKS),
+openid-connect (a real dev-IdP token on every request, verified against its JWKS; one token
+throughout, so after the first request it is the plugin's memo of verified tokens that
+answers, as for any client reusing its token, up to 10,000 tokens at a time),
 tenant-rate-limit (its sliding window in a real Valkey, limit set high enough to count every
 request without refusing any), analytics-logger (rows shipped to a real control plane that
 owns chDB), prometheus and request-id. It starts Valkey, the dev IdP and the control plane;
