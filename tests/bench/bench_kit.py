@@ -21,8 +21,9 @@ wrk.headers["Content-Type"] = "application/json"
 {headers}
 """
 # A new body per request, in every run: `{n}` in the JSON template becomes a number no other
-# request has (the run's second, the wrk thread and the request's count), and `{spaces}` that
-# number's binary digits as spaces and tabs (whitespace to a tokenizer, a new text to a memo).
+# request has (the second its wrk run started, as runs here start at least a second apart; the
+# wrk thread; the request's count), and `{spaces}` that number's binary digits as spaces and
+# tabs (whitespace to a tokenizer, a new text to a memo).
 VARYING = """
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
