@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import textwrap
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -233,7 +234,7 @@ async def test_purge_deletes_expired_rows(vectors: Any, embedder: Embedder, tena
         await tier.purge_expired()
         assert count() == 0
     finally:
-        tier.close()
+        await tier.close()
 
 
 async def test_two_replicas_share_both_tiers(
@@ -353,6 +354,42 @@ async def test_a_cache_on_milvus_lite_seals_a_row_within_a_second_when_writes_pa
         await cache.close()
 
 
+class _SlowFlush:
+    """The real client, its flushes held 0.3 s (so that one is surely running at close)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.flushes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def flush(self, *args: Any, **kwargs: Any) -> None:
+        self.flushes.append("began")
+        time.sleep(0.3)
+        self.client.flush(*args, **kwargs)
+        self.flushes.append("ended")
+
+
+async def test_closing_the_tier_waits_for_the_flush_under_way(tmp_path: Path) -> None:
+    """The client is closed (and a Lite server stopped) after the tier: a seal's flush still
+    running then was cut, and pymilvus logged its failed reconnects as errors."""
+    path = str(tmp_path / "closing.db")
+    client = _SlowFlush(await open_vectors(path))
+    tier = SemanticTier(client, ttl_secs=60, seal_within_secs=0.01)
+    try:
+        await tier.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h", "a prompt")
+        for _ in range(500):  # the seal's flush begins ~10 ms after the write
+            if client.flushes:
+                break
+            await asyncio.sleep(0.01)
+        assert client.flushes == ["began"]
+    finally:
+        await tier.close()
+    assert client.flushes == ["began", "ended"]
+    await close_vectors(client.client, path)
+
+
 async def test_a_store_that_is_down_is_a_miss_and_a_no_op(
     vectors: Any, embedder: Embedder, tenant: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -395,7 +432,7 @@ async def test_creating_the_collection_logs_no_error(
         await tier.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h", "a prompt")
         found = await tier.nearest("acme", "m", "scope", [1.0] * 384)
     assert [(c.exact_key, c.prompt) for c in found] == [("acme:m:h", "a prompt")]
-    tier.close()
+    await tier.close()
     assert [(r.name, r.getMessage()) for r in caplog.records] == []
 
 

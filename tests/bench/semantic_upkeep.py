@@ -68,7 +68,7 @@ async def cost(every: int, rows: int) -> str:
         for _ in range(100):
             await t.nearest("tenant-0", "m", "s", probe, limit=4)
         per_search = (time.process_time() - started) / 100
-        t.close()
+        await t.close()
         await close_vectors(t.client, str(Path(tmp) / "m.db"))  # and its Lite server
     return f"every {every:>4}: store {per_store * 1e3:5.2f} ms CPU, search {per_search * 1e3:5.2f}"
 
@@ -99,7 +99,7 @@ async def under_stores(every: int, seconds: float) -> str:
         await asyncio.sleep(seconds)
         done = True
         await asyncio.gather(*tasks)
-        t.close()
+        await t.close()
         await close_vectors(t.client, str(Path(tmp) / "m.db"))  # and its Lite server
     latencies.sort()
 
@@ -145,7 +145,7 @@ async def paused(rounds: int) -> None:
                     flush=True,
                 )
         for t in tiers.values():
-            t.close()
+            await t.close()
         await close_vectors(client, str(Path(tmp) / "m.db"))
 
 

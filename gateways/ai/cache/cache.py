@@ -243,6 +243,6 @@ class ResponseCache:
         """Stop the semantic tier's threads; close the vector client if this cache opened
         it."""
         if self._semantic is not None:
-            self._semantic.close()
+            await self._semantic.close()
             if self._uri is not None:
                 await close_vectors(self._semantic.client, self._uri)

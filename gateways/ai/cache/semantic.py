@@ -260,10 +260,15 @@ class SemanticTier:
             self.client.delete, self.collection, filter=f"expires_at <= {int(time.time())}"
         )
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Stop the threads: calls still queued never run, and the ones running (a flush, a
+        search) finish before this returns, so the client can then be closed under none of
+        them (a flush cut by its Lite server stopping logged a page of pymilvus errors)."""
         if self._seal_timer is not None:
             self._seal_timer.cancel()
         if self._sealing is not None:
-            self._sealing.cancel()
-        self._reads.shutdown(wait=False, cancel_futures=True)
-        self._writes.shutdown(wait=False, cancel_futures=True)
+            self._sealing.cancel()  # its flush, if it began, is waited for below
+        for pool in (self._reads, self._writes):
+            pool.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(self._writes.shutdown)  # the running call, if any
+        await asyncio.to_thread(self._reads.shutdown)
