@@ -24,15 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-from bench_kit import call, measure, post, script, start_stack
+from bench_kit import call, free_port, measure, post, script, start_stack, wait_for
 
 OFFSET = 700
 SERVER = """
@@ -49,32 +46,9 @@ import logging
 logging.disable(logging.INFO)  # a log line per stateless request costs more than the call
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
+ACCEPT = {"Accept": "application/json, text/event-stream"}  # what MCP's HTTP transport takes
 DIRECT = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
           "params": {"name": "echo", "arguments": {"text": "hello bench"}}}  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(url: str, body: dict[str, object]) -> None:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-        },
-    )
-    for _ in range(100):
-        try:
-            with urllib.request.urlopen(request, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} never answered")
 
 
 def main() -> None:
@@ -93,7 +67,7 @@ def main() -> None:
         mcp = subprocess.Popen([sys.executable, str(tmp / "server.py"), str(port)])
         stack, master, pids = start_stack(tmp / "data", OFFSET)
         try:
-            wait_for(upstream, DIRECT)
+            wait_for(upstream, DIRECT, ACCEPT)
             gateway = f"http://127.0.0.1:{5001 + OFFSET}"
             registered = post(
                 f"{gateway}/v1/mcp/servers",
@@ -110,9 +84,8 @@ def main() -> None:
                         "tool_allowlist": ["echo"], "token_budget": 10**15}, master)  # fmt: skip
             in_session = f"{gateway}/v1/sessions/{made['id']}/execute"
             print(post(in_session, body, master))
-            accept = {"Accept": "application/json, text/event-stream"}
             bearer = {"Authorization": f"Bearer {master}"}
-            direct = script(tmp / "direct.lua", json.dumps(DIRECT), accept)
+            direct = script(tmp / "direct.lua", json.dumps(DIRECT), ACCEPT)
             through = script(tmp / "gateway.lua", json.dumps(body), bearer)
             rows = []
             for c in args.concurrency:

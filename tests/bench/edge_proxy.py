@@ -48,7 +48,7 @@ import urllib.request
 from pathlib import Path
 
 import jwt
-from bench_kit import measure
+from bench_kit import free_port, measure
 
 # The tree whose edge is measured: this script's, or STRATA_TREE's (ab.sh's BENCH_FROM).
 ROOT = Path(os.environ.get("STRATA_TREE") or Path(__file__).resolve().parents[2])
@@ -71,12 +71,6 @@ app = web.Application(); app.cleanup_ctx.append(ctx); app.router.add_route("*", 
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), reuse_port=True, access_log=None,
             print=None)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_port(port: int, timeout: float = 30) -> None:

@@ -49,7 +49,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/bench: bench_kit and the benchmarks it shares
 
-from agent_gateway import DIRECT, SERVER, wait_for  # noqa: E402
+from agent_gateway import ACCEPT, DIRECT, SERVER  # noqa: E402
 from ai_gateway import BODY  # noqa: E402
 from bench_kit import (  # noqa: E402
     call,
@@ -60,6 +60,7 @@ from bench_kit import (  # noqa: E402
     script,
     stack_pids,
     tree,
+    wait_for,
     wrk,
 )
 from install import CONTEXTFORGE, LITELLM, install  # noqa: E402
@@ -235,7 +236,7 @@ def main() -> None:
             upstream = f"http://127.0.0.1:{MCP_PORT}/mcp"
             mcp = subprocess.Popen([sys.executable, str(tmp / "server.py"), str(MCP_PORT)])
             procs.append(mcp)
-            wait_for(upstream, DIRECT)
+            wait_for(upstream, DIRECT, ACCEPT)
 
             # Strata: the whole stack, then configured as the AI and agent benchmarks do.
             for _ in range(3):  # another helper's test may hold one of its ports for a moment
@@ -304,7 +305,6 @@ def main() -> None:
             chat = json.dumps(BODY)
             strata_chat = {"Authorization": f"Bearer {master}", "x-tenant-id": "bench"}
             litellm_chat = {"Authorization": f"Bearer {LITELLM_MASTER}"}
-            mcp_accept = {"Accept": "application/json, text/event-stream"}
             strata_tool = {"server_id": "bench-mcp", "tool_name": "echo",
                            "arguments": {"text": "hello bench"}, "tenant_id": "bench"}  # fmt: skip
             cf_call = {**DIRECT, "params": {"name": cf_tool, "arguments": {"text": "hello bench"}}}
@@ -317,17 +317,17 @@ def main() -> None:
                 ("chat", "LiteLLM proxy", f"http://127.0.0.1:{LITELLM_PORT}{url_chat}",
                  litellm.pid, CHAT_C, chat, litellm_chat),
                 ("tool", "FastMCP direct", upstream, None, TOOL_C, json.dumps(DIRECT),
-                 mcp_accept),
+                 ACCEPT),
                 ("tool", "Strata agent gateway", f"{agent}/v1/mcp/tools/call",
                  pids["agent-gateway"], TOOL_C, json.dumps(strata_tool),
                  {"Authorization": f"Bearer {master}"}),
                 ("tool", "ContextForge", f"{cf}/mcp", contextforge.pid, TOOL_C,
-                 json.dumps(cf_call), {**mcp_accept, **cf_auth}),
+                 json.dumps(cf_call), {**ACCEPT, **cf_auth}),
                 # With an Mcp-Session-Id, ContextForge keeps one upstream MCP session for the
                 # downstream session (its registry) instead of opening one per call: its
                 # best path, the one comparable with Strata's pooled upstream session.
                 ("tool", CF_SESSION, f"{cf}/mcp", contextforge.pid, TOOL_C,
-                 json.dumps(cf_call), {**mcp_accept, **cf_auth,
+                 json.dumps(cf_call), {**ACCEPT, **cf_auth,
                                        "Mcp-Session-Id": "strata-bench-session"}),
             ]  # fmt: skip
             check(targets)
