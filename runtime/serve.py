@@ -27,6 +27,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from runtime import collector
 from runtime.guard import Guard, GuardInterceptor
 from runtime.logs import flush_periodically
 from runtime.ports import PortInUse, check_free
@@ -181,11 +182,13 @@ def run(
     cost is most of a request's)."""
 
     async def main() -> None:
+        collector.tune()
         definition = build()
         # Lines written while starting (models loaded, ports bound) reach the log as they
         # happen: the launcher shows them as progress.
         flusher = asyncio.create_task(flush_periodically())
         running = await start(definition, host, http_port, grpc_port)
+        collector.freeze_startup_heap()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -26,6 +26,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from runtime import collector
 from runtime.errors import Unavailable
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ class Models:
             )  # fmt: skip
         finally:
             loader.shutdown(wait=False)
+        collector.freeze_startup_heap()  # the models live as long as the process
         release_freed_memory()
         released = await asyncio.to_thread(release_startup_pages)
         if released:
