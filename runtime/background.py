@@ -26,7 +26,7 @@ MAX_BATCH = 500
 RETRY_FIRST_SECS = 0.5
 RETRY_MAX_SECS = 5.0
 MAX_WAITING = 200_000
-SHUTDOWN_FLUSH_SECS = 5.0  # within the launcher's 10 s grace before SIGKILL
+SHUTDOWN_FLUSH_SECS = 5.0  # part of a service's drain (tests/shared_kit.py `drain_secs`)
 
 
 class RowWriter:

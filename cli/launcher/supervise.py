@@ -5,6 +5,7 @@ memory, restart the key-value store when it exits, stop them all."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ from pathlib import Path
 from cli.launcher import grpc_health
 from cli.launcher.http import Http, HttpError
 from cli.launcher.plan import Child
-from cli.launcher.preload import Preloader
+from cli.launcher.preload import Forked, Preloader
 
 TAIL_LINES = 20
 
@@ -158,18 +159,50 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-async def stop_all(children: list[Child], grace_secs: float = 10.0) -> None:
-    """SIGTERM to each child's process group, the last started first; SIGKILL after `grace`."""
+# How long a child may take from SIGTERM to exit before it is killed. A service drains first
+# (`runtime.serve.Running.stop`): its in-flight HTTP requests for up to 60 s (aiohttp's shutdown
+# timeout at the front doors, DRAIN_SECS at the edge's data plane), then its in-flight RPCs for
+# 5 s and its last analytics flush for 5 s; the edge's primary waits for its workers' drain
+# (WORKER_STOP_SECS), then 1 s more. One second on top for the exit itself. Sidecars and the
+# store exit at once. (tests/unit/test_launcher.py holds these to the services' own bounds.)
+STOP_GRACE_SECS = 71.0
+EDGE_STOP_GRACE_SECS = 72.0
+
+
+def stop_grace_secs(child: Child) -> float:
+    return EDGE_STOP_GRACE_SECS if child.service == "edge-proxy" else STOP_GRACE_SECS
+
+
+async def stop_all(children: list[Child], hurry: asyncio.Event | None = None) -> None:
+    """SIGTERM to each child's process group, the last started first (each is stopped while
+    what it calls still runs), and SIGKILL to a child that outlasts its drain
+    (`stop_grace_secs`), or at once to every child left once `hurry` is set (a second
+    Ctrl-C)."""
     for child in reversed(children):
         proc = child.process
         if proc is None or proc.returncode is not None:
             continue
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), grace_secs)
-        except TimeoutError:
+        if hurry is None or not hurry.is_set():
+            os.killpg(proc.pid, signal.SIGTERM)
+            if await _exited(proc, stop_grace_secs(child), hurry):
+                continue
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        await proc.wait()
+
+
+async def _exited(
+    proc: asyncio.subprocess.Process | Forked, secs: float, hurry: asyncio.Event | None
+) -> bool:
+    """Whether `proc` exits within `secs`; False as soon as `hurry` is set."""
+    exited = asyncio.ensure_future(proc.wait())
+    waits = {exited}
+    if hurry is not None:
+        waits.add(asyncio.ensure_future(hurry.wait()))
+    done, pending = await asyncio.wait(waits, timeout=secs, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in pending:
+        waiting.cancel()
+    return exited in done
 
 
 def this_run(child: Child) -> list[str]:

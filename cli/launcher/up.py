@@ -165,8 +165,7 @@ async def supervise(
     await asyncio.wait([startup, stopper], return_when=asyncio.FIRST_COMPLETED)
     if not startup.done():  # Ctrl-C while starting
         startup.cancel()
-        say("stopping…")
-        await stop_all(children)
+        await stop_all(children, stopping(loop))
         return 130
     stopper.cancel()
     failed = startup.exception()
@@ -190,10 +189,25 @@ async def supervise(
     )
     code = await until_stopped(args, data, children, stop)
     loading.cancel()
-    say("stopping…")
-    await stop_all(children)
+    await stop_all(children, stopping(loop))
     clear_state(data)
     return code
+
+
+def stopping(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    """Say so, and from now on take a second Ctrl-C (or SIGTERM) to mean: kill what is still
+    draining, at once (the event returned is set then)."""
+    say("stopping… (each service finishes its requests in flight; Ctrl-C again: at once)")
+    hurry = asyncio.Event()
+
+    def now() -> None:
+        if not hurry.is_set():
+            say("stopping at once")
+            hurry.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, now)
+    return hurry
 
 
 async def start_all(

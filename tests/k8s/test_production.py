@@ -20,13 +20,11 @@ Each rule is a `*_problems` function; the tests at the end feed broken copies to
 from __future__ import annotations
 
 import copy
-import inspect
 import re
 from typing import Any
 
 import kubernetes_validate
 import pytest
-from aiohttp import web
 from manifests_kit import (
     BASE,
     K8S,
@@ -39,17 +37,13 @@ from manifests_kit import (
     tree_docs,
     workloads,
 )
+from shared_kit import drain_secs
 
-from cli.launcher.supervise import stop_all
 from controlplane.config import ControlPlaneConfig
 from gateways.agent.config import AgentGatewayConfig
 from gateways.ai.config import AiGatewayConfig
 from gateways.edge.config import EdgeConfig
-from gateways.edge.workers import WORKER_STOP_SECS
-from runtime.background import SHUTDOWN_FLUSH_SECS
 from runtime.config import ConfigError, ServiceConfig, _var_fields
-from runtime.http1.server import DRAIN_SECS
-from runtime.serve import Running
 
 KUBERNETES_VERSION = "1.31.0"  # the schemas every object must validate against
 
@@ -80,22 +74,6 @@ PUBLIC_PORTS = {
     ("keycloak", "http"),
 }
 MONITORING_NAMESPACE = "monitoring"  # Prometheus scrapes the edge's metrics port from there
-
-
-def drain_secs(name: str) -> float:
-    """The longest a service takes between SIGTERM and exit (`Running.stop`): in-flight HTTP
-    (aiohttp's shutdown timeout: the front doors keep its default; the edge's data plane
-    drains beside them, for DRAIN_SECS), in-flight RPCs (its grace), then the analytics
-    flush; the edge's workers drain from the start beside their primary, which waits for them
-    until WORKER_STOP_SECS after it (then at least 1 s more) before SIGKILL. The launcher's
-    own SIGKILL comes later still: the drain must fit in what the pod is given either way."""
-    aiohttp_in_flight = inspect.signature(web.BaseRunner.__init__).parameters["shutdown_timeout"]
-    rpc_grace = inspect.signature(Running.stop).parameters["grace"].default
-    secs = max(aiohttp_in_flight.default, DRAIN_SECS) + rpc_grace + SHUTDOWN_FLUSH_SECS
-    if name == "edge-proxy":
-        secs = max(secs, WORKER_STOP_SECS) + 1.0
-    launcher = inspect.signature(stop_all).parameters["grace_secs"].default
-    return float(max(secs, launcher))
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 from kv_cluster_kit import valkey_cluster
-from shared_kit import STRATA
+from shared_kit import STRATA, drain_secs
 
 from cli.launcher import SERVICES, Child, kv_cluster, layout, plan
 from cli.launcher.banner import session_help
@@ -29,7 +30,13 @@ from cli.launcher.plan import MAX_SOCKET_PATH
 from cli.launcher.ports import COLLIDING, busy, offset_problem
 from cli.launcher.secrets_file import PLATFORM, local_secrets, update_secrets
 from cli.launcher.state import Process, Stack, alive, read_state, start_time, write_state
-from cli.launcher.supervise import ModelLines, Restarts, describe_model
+from cli.launcher.supervise import (
+    ModelLines,
+    Restarts,
+    describe_model,
+    stop_all,
+    stop_grace_secs,
+)
 from cli.launcher.up import MODELS_READY_LINE, start_all, until_models_loaded
 from runtime.keyring import parse_keys
 from sidecars.echo_llm.provider import echo_provider
@@ -653,3 +660,44 @@ def test_the_single_valkey_is_reached_on_its_unix_socket_and_over_tcp_when_the_p
     children = {c.name: c for c in plan(deep, 100, 1, {})}
     assert children["controlplane"].env["STORE_URL"] == "redis://127.0.0.1:6479/0"
     assert "--unixsocket" not in children["valkey"].argv
+
+
+# --- stopping ------------------------------------------------------------------------------
+
+# A child that takes `secs` to drain after SIGTERM, then exits 0 (as a service does).
+DRAINING = """
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: (time.sleep(float(sys.argv[1])), sys.exit(0)))
+print("up", flush=True)
+time.sleep(600)
+"""
+
+
+async def draining_child(name: str, secs: float) -> Child:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", DRAINING, str(secs),
+        stdout=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    assert await process.stdout.readline() == b"up\n"
+    return Child(name, [], {}, service=name, process=process)
+
+
+@pytest.mark.parametrize("service", ["controlplane", "ai-gateway", "agent-gateway", "edge-proxy"])
+def test_the_launcher_gives_each_service_its_whole_drain_before_killing_it(service: str) -> None:
+    assert stop_grace_secs(Child(service, [], {}, service=service)) >= drain_secs(service)
+
+
+async def test_stopping_waits_for_a_draining_service_and_a_second_ctrl_c_kills_at_once() -> None:
+    slow = await draining_child("ai-gateway", 2.0)
+    await stop_all([slow])
+    assert slow.process is not None and slow.process.returncode == 0  # drained, not killed
+
+    first, second = await draining_child("controlplane", 30.0), await draining_child("edge", 30.0)
+    hurry = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.5, hurry.set)
+    started = time.monotonic()
+    await stop_all([first, second], hurry)
+    assert time.monotonic() - started < 10
+    for child in (first, second):
+        assert child.process is not None and child.process.returncode == -signal.SIGKILL
