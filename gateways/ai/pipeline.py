@@ -242,7 +242,7 @@ class ChatPipeline:
         outcome.pii_detected = pii
         wording = _last_user_text(messages)
         messages = apply_prompt_config(config, messages)
-        headers = {k.lower(): v for k, v in text_metadata(context).items()}
+        headers = text_metadata(context)  # metadata names are lower-case (gRPC's rule)
         trace_id, propagated = _trace(headers)
         outcome.trace_id = trace_id
         lookup, store = _cache_policy(cache_enabled(config), headers.get("cache-control", ""))
