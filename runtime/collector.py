@@ -8,13 +8,15 @@ chat benchmark (measured with `gc.callbacks`, `tests/bench/ai_gateway.py`). What
 allocates per request is freed by reference counting as soon as the request ends; the cycles
 it leaves are rare. So:
 
-- `tune()`, at the start of every service: young passes every `YOUNG_THRESHOLD` allocations
-  instead of 700 (fewer passes over the objects of the requests in flight);
+- `tune()`, at the start of every service process (`runtime/serve.py`): young passes every
+  `YOUNG_THRESHOLD` allocations instead of 700 (fewer passes over the objects of the requests
+  in flight);
 - `freeze_startup_heap()`, once a service's start-up is over (and again once the AI gateway's
   models are loaded): what exists then (modules, models, clients, configuration) lives as
   long as the process, and is moved into the collector's permanent generation (`gc.freeze`),
   after one collection, so that start-up garbage is not kept. Full passes then walk only what
-  was made since. Frozen objects are still freed by reference counting.
+  was made since. Frozen objects are still freed by reference counting. Only in a process
+  `tune()` set up: a test process that builds services in process is not frozen.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ import gc
 
 YOUNG_THRESHOLD = 10_000
 
+_serving = False  # this process is a service's (tune() ran)
+
 
 def tune() -> None:
+    global _serving
+    _serving = True
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
 
 
 def freeze_startup_heap() -> None:
-    gc.collect()
-    gc.freeze()
+    if _serving:
+        gc.collect()
+        gc.freeze()
