@@ -183,7 +183,8 @@ async def stop_all(children: list[Child], hurry: asyncio.Event | None = None) ->
         if proc is None or proc.returncode is not None:
             continue
         if hurry is None or not hurry.is_set():
-            os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):  # it exited meanwhile
+                os.killpg(proc.pid, signal.SIGTERM)
             if await _exited(proc, stop_grace_secs(child), hurry):
                 continue
         with contextlib.suppress(ProcessLookupError):
