@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import sys
 import threading
@@ -85,6 +86,10 @@ class BufferedStderr(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         stream = open(sys.stderr.fileno(), "w", buffering=1 << 16, closefd=False)  # noqa: SIM115 - lives as long as the process
         super().__init__(stream)
+        # The last lines (a stop's) are flushed at exit by this handler itself: logging's own
+        # list of what to flush then is emptied by any library calling `dictConfig` (pymilvus
+        # does at import: `take_over`).
+        atexit.register(self.flush)
 
     def write_line(self, line: str) -> None:
         with self.lock:  # type: ignore[union-attr]
@@ -125,6 +130,16 @@ def access_line(logger: logging.Logger, fields: dict[str, Any]) -> None:
         return
     handler, formatter = _access
     handler.write_line(formatter.line(time.time(), "INFO", logger.name, "request", fields))
+
+
+def take_over(*names: str) -> None:
+    """Loggers a library set up for itself (a plain-text handler of its own on stderr, not
+    propagating: pymilvus at import) write this process's JSON lines instead, at the levels
+    the library chose."""
+    for name in names:
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
 
 
 def setup_logging(service: str, level: str = "info") -> None:

@@ -12,6 +12,7 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+from runtime.logs import take_over
 from runtime.stand_ins import Provisional, standing_in
 
 # Milvus Lite's clients in this process, by the path of their database. pymilvus starts a
@@ -129,6 +130,8 @@ def _import_pymilvus_without_pandas() -> None:
         return
     with standing_in(PANDAS_FOR_PYMILVUS):
         import pymilvus  # noqa: F401
+    # Its import configured logging for its own loggers (plain text on stderr).
+    take_over("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer")
 
 
 # What pymilvus 3's ORM modules take from pandas at import: DataFrame in signatures, and

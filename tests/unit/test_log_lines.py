@@ -69,3 +69,30 @@ def test_grpc_starts_with_error_verbosity_in_every_service() -> None:
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["ERROR"], (module, done.stdout)
+
+
+def test_the_last_lines_reach_stderr_when_a_library_reconfigured_logging() -> None:
+    """pymilvus calls `logging.config.dictConfig` at import, which drops every existing
+    handler from the list logging flushes at exit: a service's last lines (its stop) were
+    lost in the buffer. And pymilvus's own loggers write this process's JSON lines."""
+    program = textwrap.dedent(
+        """
+        import logging
+        from runtime.logs import setup_logging
+        from runtime.stores.vectors import _import_pymilvus_without_pandas
+
+        setup_logging("probe")
+        _import_pymilvus_without_pandas()
+        logging.getLogger("pymilvus").warning("a library's line")
+        logging.getLogger("runtime.serve").info("stopping")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    entries = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [(e["logger"], e["msg"]) for e in entries] == [
+        ("pymilvus", "a library's line"),
+        ("runtime.serve", "stopping"),
+    ]
