@@ -33,4 +33,3 @@ def test_a_process_that_is_not_a_service_is_never_frozen():
     before = gc.get_freeze_count()
     collector.freeze_startup_heap()  # a test building a gateway in process: models loaded
     assert gc.get_freeze_count() == before
-
