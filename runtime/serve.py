@@ -19,6 +19,7 @@ import errno
 import logging
 import signal
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -63,6 +64,11 @@ class Running:
         server stops accepting and finishes its in-flight requests (together: the longest
         bounds the wait), then in-flight RPCs get `grace` seconds. `on_drain` hooks run first
         (the edge's workers start their own drain at once)."""
+        started = time.monotonic()
+
+        def done(stage: str) -> None:  # a stop that hangs says after which stage
+            log.info(stage, extra={"secs": round(time.monotonic() - started, 3)})
+
         for drain in self.definition.on_drain:
             drain()
         if self.health is not None:
@@ -71,10 +77,13 @@ class Running:
             *(listener.drain() for listener in self.servers),  # the edge's data plane
             *(runner.cleanup() for runner in self.runners),  # aiohttp's shutdown timeout
         )
+        done("HTTP drained")
         if self.server is not None:
             await self.server.stop(grace)
+            done("RPCs ended")
         for cleanup in reversed(self.definition.on_cleanup):
             await cleanup()
+        done("stopped")
 
 
 async def start(defn: ServiceDefinition, host: str, http_port: int, grpc_port: int) -> Running:
