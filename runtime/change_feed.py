@@ -42,6 +42,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
+from runtime.cancelling import cancel_and_wait
 from runtime.stores.kv import open_pubsub
 
 log = logging.getLogger(__name__)
@@ -117,10 +118,7 @@ class ChangeWatch:
 
     async def stop(self) -> None:
         self._subscribed = False
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=2)
+        await cancel_and_wait(self._tasks, 2)
         self._tasks = []
 
     async def _follow(self) -> None:

@@ -29,6 +29,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from runtime import collector
+from runtime.cancelling import cancel_and_wait
 from runtime.guard import Guard, GuardInterceptor
 from runtime.logs import flush_periodically
 from runtime.ports import PortInUse, check_free
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from runtime.http1.server import Listening
 
 log = logging.getLogger(__name__)
+
+LEFTOVER_SECS = 5.0  # for the tasks a stop left running (a last flush, a follower) to end
 
 
 @dataclass
@@ -208,6 +211,16 @@ def run(
         log.info("stopping")
         await running.stop()
         flusher.cancel()
+        # What the stop left running ends here, cancelled until it does: asyncio.run cancels
+        # once and then waits for ever, and one swallowed cancellation (cancelling.py) kept
+        # a stopping process alive until it was killed.
+        me = asyncio.current_task()
+        left = await cancel_and_wait((t for t in asyncio.all_tasks() if t is not me), LEFTOVER_SECS)
+        if left:
+            log.error(
+                "tasks still running after the stop",
+                extra={"tasks": sorted(t.get_name() for t in left)},
+            )
 
     if uvloop:
         import uvloop as uv

@@ -31,6 +31,7 @@ from redis.exceptions import RedisError
 from gateways.ai.providers import keys
 from gateways.ai.providers.builtin import BUILTIN_PROVIDERS
 from gateways.ai.providers.keys import secret_context
+from runtime.cancelling import cancel_and_wait
 from runtime.errors import Unavailable
 from runtime.keyring import Keyring, SealError
 from runtime.stores.kv import open_pubsub
@@ -162,11 +163,7 @@ class ProviderTable:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            # (Python 3.11: a cancel landing inside a redis-py call may be swallowed; bounded)
-            await asyncio.wait(self._tasks, timeout=2)
+        await cancel_and_wait(self._tasks, 2)  # (once may not be enough: cancelling.py)
         self._tasks = []
 
     async def _poll(self) -> None:
