@@ -437,7 +437,7 @@ def drain_secs(service: str) -> float:
     """The longest `service` takes between SIGTERM and exit (`Running.stop`): in-flight HTTP
     (aiohttp's shutdown timeout: the front doors keep its default; the edge's data plane
     drains beside them, for DRAIN_SECS), in-flight RPCs (its grace), then the analytics
-    flush; the edge's workers drain from the start beside their primary, which waits for them
+    flush, then the tasks left running (`runtime.serve.LEFTOVER_SECS`); the edge's workers drain from the start beside their primary, which waits for them
     until WORKER_STOP_SECS after it (then at least 1 s more) before SIGKILL. What a pod and
     the launcher give a service before they kill it must hold this."""
     import inspect
@@ -445,11 +445,12 @@ def drain_secs(service: str) -> float:
     from gateways.edge.workers import WORKER_STOP_SECS
     from runtime.background import SHUTDOWN_FLUSH_SECS
     from runtime.http1.server import DRAIN_SECS
-    from runtime.serve import Running
+    from runtime.serve import LEFTOVER_SECS, Running
 
     aiohttp_in_flight = inspect.signature(web.BaseRunner.__init__).parameters["shutdown_timeout"]
     rpc_grace = inspect.signature(Running.stop).parameters["grace"].default
     secs = max(aiohttp_in_flight.default, DRAIN_SECS) + rpc_grace + SHUTDOWN_FLUSH_SECS
+    secs += LEFTOVER_SECS  # then what the stop left running is cancelled until it ends
     if service == "edge-proxy":
         secs = max(secs, WORKER_STOP_SECS) + 1.0
     return float(secs)

@@ -162,11 +162,12 @@ def descendants(pid: int) -> list[int]:
 # How long a child may take from SIGTERM to exit before it is killed. A service drains first
 # (`runtime.serve.Running.stop`): its in-flight HTTP requests for up to 60 s (aiohttp's shutdown
 # timeout at the front doors, DRAIN_SECS at the edge's data plane), then its in-flight RPCs for
-# 5 s and its last analytics flush for 5 s; the edge's primary waits for its workers' drain
-# (WORKER_STOP_SECS), then 1 s more. One second on top for the exit itself. Sidecars and the
-# store exit at once. (tests/unit/test_launcher.py holds these to the services' own bounds.)
-STOP_GRACE_SECS = 71.0
-EDGE_STOP_GRACE_SECS = 72.0
+# 5 s, its last analytics flush for 5 s and the tasks left running for 5 s; the edge's primary
+# waits for its workers' drain (WORKER_STOP_SECS) too, then 1 s more. One second on top for
+# the exit itself. Sidecars and the store exit at once. (tests/unit/test_launcher.py holds
+# these to the services' own bounds.)
+STOP_GRACE_SECS = 76.0
+EDGE_STOP_GRACE_SECS = 77.0
 
 
 def stop_grace_secs(child: Child) -> float:

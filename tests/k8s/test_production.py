@@ -523,7 +523,7 @@ def test_rules_catch_a_short_grace_and_a_small_memory_request(base_docs: list[Do
     del pod_spec(_deployment(docs, "controlplane"))["containers"][0]["lifecycle"]
     assert lifecycle_problems(docs) == [
         "controlplane: no preStop sleep (endpoints must drop the pod before SIGTERM)",
-        "edge-proxy: terminationGracePeriodSeconds 30 < preStop + drain 76",
+        "edge-proxy: terminationGracePeriodSeconds 30 < preStop + drain 81",
         "edge-proxy: memory request 128Mi below idle RSS 212Mi",
     ]
 
