@@ -436,10 +436,11 @@ def issued_keys_of(service: Serving) -> IssuedKeys:
 def drain_secs(service: str) -> float:
     """The longest `service` takes between SIGTERM and exit (`Running.stop`): in-flight HTTP
     (aiohttp's shutdown timeout: the front doors keep its default; the edge's data plane
-    drains beside them, for DRAIN_SECS), in-flight RPCs (its grace), then the analytics
-    flush, then the tasks left running (`runtime.serve.LEFTOVER_SECS`); the edge's workers drain from the start beside their primary, which waits for them
-    until WORKER_STOP_SECS after it (then at least 1 s more) before SIGKILL. What a pod and
-    the launcher give a service before they kill it must hold this."""
+    drains beside them, for DRAIN_SECS), in-flight RPCs (its grace), the analytics flush,
+    then the tasks left running (`runtime.serve.LEFTOVER_SECS`); the edge's workers drain
+    from the start beside their primary, which waits for them until WORKER_STOP_SECS after
+    it (then at least 1 s more) before SIGKILL. What a pod and the launcher give a service
+    before they kill it must hold this."""
     import inspect
 
     from gateways.edge.workers import WORKER_STOP_SECS
