@@ -11,6 +11,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+from runtime.cancelling import cancel_and_wait
 from runtime.peers import Peer
 from runtime.stores.analytics import AnalyticsSink, Row
 from runtime.stores.outbox import Outbox
@@ -104,8 +105,7 @@ class RowWriter:
             return
         done, _ = await asyncio.wait([self._flusher], timeout=SHUTDOWN_FLUSH_SECS)
         if not done:
-            self._flusher.cancel()
-            await asyncio.gather(self._flusher, return_exceptions=True)
+            await cancel_and_wait([self._flusher], 1)  # (once may not do: cancelling.py)
             log.warning("%s: %d rows not written at shutdown", self.table, len(self._rows))
 
 

@@ -30,5 +30,8 @@ async def cancel_and_wait(
             break
         for task in pending:
             task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=min(AGAIN_SECS, left))
+        done, pending = await asyncio.wait(pending, timeout=min(AGAIN_SECS, left))
+        for task in done:  # an error it ended with is the stop's to ignore, not the GC's to log
+            if not task.cancelled():
+                task.exception()
     return pending

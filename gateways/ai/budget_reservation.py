@@ -53,6 +53,7 @@ from redis.exceptions import RedisError
 
 from gateways.ai.no_budget import NoBudgetTenants
 from gateways.ai.tenants.keys import budget_key, held_key, limit_key, warned_key
+from runtime.cancelling import cancel_and_wait
 from runtime.errors import ResourceExhausted, Unavailable
 from runtime.stores.kv_pipeline import PipelinedScript
 from runtime.stores.kv_reachability import reachability
@@ -191,8 +192,7 @@ class Budgets:
         """Stop sweeping; settlements under way get STOP_SECS to land (what does not is
         given back by another replica's sweep once its deadline has passed)."""
         if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
+            await cancel_and_wait([self._sweeper], STOP_SECS)  # (once may not do: cancelling.py)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=STOP_SECS)
         await self.no_budget.stop()

@@ -17,7 +17,6 @@ one of them only (`{mcp}:relist-lock`, held for the interval).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
@@ -33,6 +32,7 @@ from gateways.agent.mcp.fingerprint import changed_tools, fingerprint
 from gateways.agent.mcp.forwarder import McpForwarder
 from gateways.agent.mcp.metrics import McpMetrics
 from gateways.agent.mcp.store import Record, ServerStore
+from runtime.cancelling import cancel_and_wait
 from runtime.errors import StrataError
 
 log = logging.getLogger(__name__)
@@ -175,9 +175,7 @@ class ToolSetWatch:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait([self._task], 2)  # (once may not do: cancelling.py)
             self._task = None
 
 

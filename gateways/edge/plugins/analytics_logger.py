@@ -35,6 +35,7 @@ from typing import Any
 
 from gateways.edge.model.plugins import analytics_logger as declared
 from gateways.edge.plugin import Plugin, PluginEnv, RequestContext, parse_conf
+from runtime.cancelling import cancel_and_wait
 
 log = logging.getLogger(__name__)
 MAX_BUFFERED = 100_000  # rows kept while the store is down, beyond which the oldest go
@@ -132,9 +133,7 @@ class Batcher:
 
     async def close(self) -> None:
         if self._ticker is not None:
-            self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._ticker
+            await cancel_and_wait([self._ticker], 2)  # (once may not do: cancelling.py)
             self._ticker = None
         if self._full is not None:
             with contextlib.suppress(Exception):
