@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from controlplane.notifications import raise_notification
+from runtime.cancelling import cancel_and_wait
 from runtime.context import ServicerContext
 from runtime.errors import StrataError
 from runtime.peers import Peer
@@ -347,10 +348,7 @@ class PlatformHealthServicer(platform_health_pb2_grpc.PlatformHealthServiceServi
 
     async def close(self) -> None:
         pending = [*self._tasks, *([self._loop] if self._loop is not None else [])]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=1)
+        await cancel_and_wait(pending, 1)  # (once may not do: cancelling.py)
         self._loop = None
         for peer in self._peers.values():
             await peer.close()

@@ -17,6 +17,7 @@ from controlplane.edge_config.seed import seed
 from controlplane.edge_config.servicer import EdgeConfigServicer
 from controlplane.edge_config.store import EdgeConfigStore
 from controlplane.edge_config.xds import AggregatedDiscovery, ConfigWatch
+from runtime.cancelling import cancel_and_wait
 from runtime.keyring import keyring_of
 from runtime.service import Binding, bind
 from runtime.stores import Stores
@@ -61,9 +62,8 @@ class EdgeConfiguration:
         await self.watch.start()
 
     async def stop(self) -> None:
-        if self._seeding is not None and not self._seeding.done():
-            self._seeding.cancel()  # bounded wait: a cancel inside redis-py may be swallowed
-            await asyncio.wait({self._seeding}, timeout=1)
+        if self._seeding is not None:
+            await cancel_and_wait([self._seeding], 1)  # (once may not do: cancelling.py)
         await self.watch.stop()
 
     async def _try_seed(self) -> bool:
