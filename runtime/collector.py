@@ -39,3 +39,12 @@ def freeze_startup_heap() -> None:
     if _serving:
         gc.collect()
         gc.freeze()
+
+
+def freeze_before_fork() -> None:
+    """In a parent that forks services from what it imported (the launcher's preloader): a
+    collection then a freeze, so that the children's collections never walk those objects,
+    whose pages stay shared with their siblings instead of being copied into each (the gc
+    module's recipe for `fork()` without `exec()`)."""
+    gc.collect()
+    gc.freeze()

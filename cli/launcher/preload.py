@@ -29,6 +29,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from runtime import collector
+
 # What every service imports (their common part, measured): env-free at import.
 PRELOAD = ("uvloop", "runtime.main", "aiohttp.web", "jsonschema")
 PR_SET_CHILD_SUBREAPER = 36
@@ -44,6 +46,7 @@ def main() -> None:
     before = dict(os.environ)
     for module in PRELOAD:
         __import__(module)
+    collector.freeze_before_fork()
     # What an import set by default (runtime sets GRPC_VERBOSITY): each service gets it too.
     defaults = {k: v for k, v in os.environ.items() if before.get(k) != v}
     reader = os.fdopen(os.dup(0), "rb", buffering=0)
