@@ -13,8 +13,14 @@ import numpy as np
 import pytest
 from minilm_numpy import MiniLM
 
+from gateways.ai.cache import minilm_onnx
 from gateways.ai.cache.embedding import DIMENSIONS, Embedder, bundled_model_dir
-from gateways.ai.cache.minilm_onnx import OnnxMiniLM, cached_int8_path, int8_data_path
+from gateways.ai.cache.minilm_onnx import (
+    CALIBRATION,
+    OnnxMiniLM,
+    cached_int8_path,
+    int8_data_path,
+)
 from gateways.ai.config import AiGatewayConfig
 
 PAIRS = Path(__file__).parent / "cache_eval" / "pairs.jsonl"
@@ -129,6 +135,8 @@ def test_int8_build_is_cached_and_much_smaller(embedder: Embedder, tmp_path: Pat
 
 
 def test_batch_and_single_agree_and_are_deterministic(embedder: Embedder) -> None:
+    """A text's vector does not depend on the texts embedded with it (the int8 build scales
+    a product's whole input at once: batched with padding, it moved by ~0.01)."""
     texts = ["one", "two words", "and a third, longer text"]
     batch = embedder.embed(texts)
     singles = np.vstack([embedder.embed([t]) for t in texts])
@@ -179,6 +187,29 @@ async def test_embed_one_runs_off_the_event_loop(embedder: Embedder) -> None:
     assert threads and all(name.startswith("embedder") for name in threads)
     assert threading.current_thread().name not in threads
     assert ticks > len(vectors)  # the loop kept running other tasks meanwhile
+
+
+def test_calibration_prompts_are_the_tuning_split_only() -> None:
+    """The int8 build's smoothing is calibrated on the evaluation's tuning prompts; the
+    held-out split, which measures the result, is never seen by it."""
+    rows = [json.loads(line) for line in PAIRS.read_text().splitlines() if line.strip()]
+    prompts = set(CALIBRATION.read_text().splitlines())
+    held_out = {text for r in rows if r["split"] != "tune" for text in (r["a"], r["b"])}
+    tuning = {text for r in rows if r["split"] == "tune" for text in (r["a"], r["b"])}
+    assert held_out and not prompts & held_out
+    assert prompts == tuning
+
+
+def test_another_calibration_is_another_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached build is keyed by the builder's code and its calibration prompts: changing
+    either never reuses a build made by the other."""
+    before = cached_int8_path(bundled_model_dir(), tmp_path)
+    other = tmp_path / "prompts.txt"
+    other.write_text(CALIBRATION.read_text() + "One more prompt.\n")
+    monkeypatch.setattr(minilm_onnx, "CALIBRATION", other)
+    assert cached_int8_path(bundled_model_dir(), tmp_path) != before
 
 
 def test_an_unwritable_cache_directory_still_gives_the_int8_model(tmp_path: Path) -> None:

