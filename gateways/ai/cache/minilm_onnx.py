@@ -246,6 +246,8 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
         return linear(g.op("Reshape", context, int64s(0, 0, hidden)), out, smoothing=smoothing)
 
     def gelu(x: str) -> str:  # exact: x * 0.5 * (1 + erf(x / sqrt 2))
+        if quantized:  # onnxruntime's one kernel: the same values, ~70 us less a text
+            return g.op("Gelu", x, domain="com.microsoft")
         erf = g.op("Erf", g.op("Mul", x, f32(0.7071067811865476)))
         return g.op("Mul", g.op("Mul", x, f32(0.5)), g.op("Add", erf, f32(1.0)))
 
