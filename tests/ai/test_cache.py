@@ -21,6 +21,7 @@ from gateways.ai.cache import HIT, SEMANTIC_HIT, Embedder, ResponseCache, keys
 from gateways.ai.cache import cache as cache_module
 from gateways.ai.cache.semantic import (
     COLLECTION,
+    FILTERED_FIELDS,
     LITE_SEAL_WITHIN_SECS,
     LITE_UPKEEP_EVERY_ROWS,
     PROMPT_MAX_BYTES,
@@ -627,3 +628,34 @@ def test_the_cache_never_loads_pandas(valkey_url: str, tmp_path: Path, tenant: s
     assert report["to_pandas"] == [1, 2]
     assert report["from_pandas"] == 2
     assert report["found_after_pandas"] is not None
+
+
+async def test_every_filtered_field_has_an_inverted_index(vectors: Any) -> None:
+    """A search's filter is answered from inverted indexes (Milvus Lite otherwise evaluates
+    it on every segment's rows); a collection made before them gets them on first use."""
+    name = f"c_{uuid.uuid4().hex[:8]}"
+    tier = SemanticTier(vectors, ttl_secs=60, collection=name)
+    await tier.ensure_collection()
+    await tier.close()
+
+    def inverted() -> set[str]:
+        return {
+            field
+            for field in FILTERED_FIELDS
+            for index in vectors.list_indexes(name, field_name=field)
+            if vectors.describe_index(name, index)["index_type"] == "INVERTED"
+        }
+
+    assert inverted() == set(FILTERED_FIELDS)
+    vectors.release_collection(name)
+    for field in FILTERED_FIELDS:
+        for index in vectors.list_indexes(name, field_name=field):
+            vectors.drop_index(name, index)
+    assert not inverted()
+    again = SemanticTier(vectors, ttl_secs=60, collection=name)
+    await again.add("acme", "m", "scope", "id-1", [1.0] * 384, "acme:m:h", "a prompt")
+    assert inverted() == set(FILTERED_FIELDS)
+    found = await again.nearest("acme", "m", "scope", [1.0] * 384)
+    assert [c.exact_key for c in found] == ["acme:m:h"]
+    assert await again.nearest("other", "m", "scope", [1.0] * 384) == []
+    await again.close()

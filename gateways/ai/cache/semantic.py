@@ -2,12 +2,13 @@
 key under which its answer is stored (one copy of the answer, in the key-value store, with
 one TTL; the vector row expires with it).
 
-Isolation is done by Milvus before the nearest-neighbour search, never after it: `tenant` is
-the collection's partition key (a search touches only its tenant's partition, in Milvus
-server and Milvus Lite alike), and the search's boolean `filter` restricts candidates to the
-same tenant, model and scope (`keys.scope`) and to rows not yet expired; Milvus applies it to
-the candidate set of the ANN search, so another tenant's or conversation's vectors can never
-be returned, however close.
+Isolation is done by Milvus before the nearest-neighbour search, never after it: the
+search's boolean `filter` restricts candidates to the same tenant, model and scope
+(`keys.scope`) and to rows not yet expired; Milvus applies it to the candidate set of the
+ANN search, so another tenant's or conversation's vectors can never be returned, however
+close. `tenant` is also the collection's partition key: a Milvus server searches only the
+tenant's partition; Milvus Lite (3.2) spreads rows over partitions by it but searches them
+all, so there the filter alone isolates, through an inverted index on each field it names.
 
 Filters are built only from hex digests and integers (tenant, model and scope are stored as
 sha256 digests): no tenant or model name can change a filter's meaning, and Milvus Lite
@@ -56,6 +57,10 @@ UPKEEP_EVERY_SECS = 60.0
 # flushes included; tests/bench/semantic_upkeep.py --paused, 2026-11-29). At most one flush
 # a second, off any request's path.
 LITE_SEAL_WITHIN_SECS = 1.0
+
+
+# Every field a search's filter names (`_filter`): each has an inverted index.
+FILTERED_FIELDS = ("tenant", "model", "scope", "expires_at")
 
 
 def fits_a_row(prompt: str) -> bool:
@@ -158,7 +163,29 @@ class SemanticTier:
             except Exception:
                 if not self.client.list_indexes(self.collection, field_name="vector"):
                     raise  # not another replica's index: a real failure
+        self._index_filtered_fields()
         self.client.load_collection(self.collection)
+
+    def _index_filtered_fields(self) -> None:
+        """An inverted index on each field a search filters on (a collection made before
+        them gets them here). Milvus Lite evaluates the filter on every segment of every
+        partition (it does not prune by partition key): through the indexes, a search at
+        100 entries of 10 tenants took 2.05 ms of CPU instead of 3.63 (at 1 entry, 1.66
+        instead of 1.84). The indexes only speed the filter up: one not made is a warning."""
+        missing = [
+            field
+            for field in FILTERED_FIELDS
+            if not self.client.list_indexes(self.collection, field_name=field)
+        ]
+        if not missing:
+            return
+        index = self.client.prepare_index_params()
+        for field in missing:
+            index.add_index(field, index_type="INVERTED")
+        try:
+            self.client.create_index(self.collection, index, sync=False)
+        except Exception as exc:  # e.g. another replica's, made between the check and here
+            log.warning("semantic cache filter indexes not all made (%s): %r", missing, exc)
 
     def _filter(self, tenant: str, model: str, scope: str, now: int) -> str:
         return (
