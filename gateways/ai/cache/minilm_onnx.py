@@ -108,9 +108,10 @@ def smoothing_of(
 ) -> NDArray[np.float32]:
     """SmoothQuant's per-input-channel factor (arXiv 2211.10438): an input channel's peak
     |value| to the `alpha`, over its weight row's peak to the 1 - `alpha`. A few channels of
-    BERT's activations are ~10x the others; one scale for the whole tensor would leave the
-    rest a few levels of 256. Dividing the inputs by it, and multiplying the weight's rows,
-    evens the ranges out and leaves the product as it was."""
+    this model's layer inputs peak at 3-16x the median channel (by layer, on the calibration
+    prompts); one scale for the whole tensor would leave the rest a few levels of 256.
+    Dividing the inputs by it, and multiplying the weight's rows, evens the ranges out and
+    leaves the product as it was."""
     rows = np.maximum(np.abs(weight).max(axis=1), 1e-5)
     factor: NDArray[np.float32] = (np.maximum(peaks, 1e-5) ** alpha / rows ** (1 - alpha)).astype(
         np.float32
