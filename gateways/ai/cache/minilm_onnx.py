@@ -91,16 +91,13 @@ def int8_blocks(weight: NDArray[np.float32]) -> tuple[NDArray[np.uint8], NDArray
     return q.astype(np.uint8), scales.astype(np.float32).reshape(-1)
 
 
-def int8_rows(table: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
-    """An embedding table in 8 bits, one symmetric scale per row (shape (rows, 1))."""
-    scales = np.maximum(np.abs(table).max(axis=1, keepdims=True), 1e-12) / 127.0
-    return np.clip(np.rint(table / scales), -127, 127).astype(np.int8), scales.astype(np.float32)
-
-
-def int8_columns(weight: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
-    """A (inputs, outputs) weight in 8 bits, one symmetric scale per output."""
-    scales = np.maximum(np.abs(weight).max(axis=0), 1e-12) / 127.0
-    return np.clip(np.rint(weight / scales), -127, 127).astype(np.int8), scales.astype(np.float32)
+def int8_symmetric(
+    values: NDArray[np.float32], axis: int
+) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
+    """`values` in 8 bits, one symmetric scale per slice across `axis` (1: per row, 0: per
+    column); the scales keep `axis` as a dimension of size 1."""
+    scales = np.maximum(np.abs(values).max(axis=axis, keepdims=True), 1e-12) / 127.0
+    return np.clip(np.rint(values / scales), -127, 127).astype(np.int8), scales.astype(np.float32)
 
 
 def smoothing_of(
@@ -197,12 +194,12 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
         if smoothing is None:
             smoothing = smoothing_of(ranges[name], weight)
             x = g.op("Mul", x, g.const((1.0 / smoothing).astype(np.float32), f"{name}.smooth"))
-        q, scales = int8_columns(weight * smoothing[:, None])
+        q, scales = int8_symmetric(weight * smoothing[:, None], axis=0)  # one per output
         return g.op(
             "DynamicQuantizeMatMul",
             x,
             g.const(q, f"{name}.weight.q"),
-            g.const(scales, f"{name}.weight.scales"),
+            g.const(scales.reshape(-1), f"{name}.weight.scales"),
             "",  # symmetric weights: no zero point
             added,
             domain="com.microsoft",
@@ -212,7 +209,7 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
         table = w["embeddings.word_embeddings.weight"]
         if not quantized:
             return g.op("Gather", g.const(table), ids)
-        rows, scales = int8_rows(table)
+        rows, scales = int8_symmetric(table, axis=1)  # one per row, shape (rows, 1)
         gathered = g.op("Cast", g.op("Gather", g.const(rows), ids), to=TensorProto.FLOAT)
         return g.op("Mul", gathered, g.op("Gather", g.const(scales), ids))
 
