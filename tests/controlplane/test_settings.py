@@ -16,6 +16,7 @@ import pytest
 from controlplane_kit import MASTER, Start, Tokens, call, start_fixture, tokens_fixture  # noqa: F401
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from keys_kit import eventually
 from shared_kit import free_port, keyring_for_tests
 
 from controlplane.config import ControlPlaneConfig
@@ -222,14 +223,19 @@ async def test_stored_retention_is_applied_at_start(
     start: Start, valkey_url: str, analytics: Analytics
 ) -> None:
     """A fresh analytics store gets the migrations' TTLs; the control plane applies the
-    stored settings' ones when it starts."""
+    stored settings' ones when it starts. It migrates in the background, answering health
+    meanwhile, so the change shows a moment after it is up."""
     await reset(valkey_url, analytics)
     kv = connect_kv(valkey_url)
     await kv.set("cp:settings", json.dumps(FULL))
     await kv.aclose()
+
+    async def applied() -> bool:
+        return (await current_ttls(analytics))["request_log"] == 30
+
     try:
         async with start():
-            assert (await current_ttls(analytics))["request_log"] == 30
+            await eventually(applied, within=15)
     finally:
         await reset(valkey_url, analytics)
 
