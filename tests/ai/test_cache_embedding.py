@@ -215,6 +215,24 @@ def test_another_calibration_is_another_build(
     assert cached_int8_path(bundled_model_dir(), tmp_path) != before
 
 
+def test_a_build_is_named_by_the_weights_contents_not_their_file(tmp_path: Path) -> None:
+    """A copy of the weights elsewhere, with another modification time (an image layer's),
+    names the same build; a changed byte at either end names another."""
+    weights = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    first, second = tmp_path / "a", tmp_path / "b"
+    for model_dir in (first, second):
+        model_dir.mkdir()
+        (model_dir / "model.safetensors").write_bytes(weights)
+    os.utime(second / "model.safetensors", (0, 0))
+    name = cached_int8_path(first, tmp_path)
+    assert cached_int8_path(second, tmp_path) == name
+    for at in (0, len(weights) - 1):
+        changed = bytearray(weights)
+        changed[at] ^= 1
+        (second / "model.safetensors").write_bytes(bytes(changed))
+        assert cached_int8_path(second, tmp_path) != name, at
+
+
 def test_an_unwritable_cache_directory_still_gives_the_int8_model(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")
     model = OnnxMiniLM(bundled_model_dir(), cache_dir=tmp_path / "a-file" / "models")

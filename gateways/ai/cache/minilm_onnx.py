@@ -296,16 +296,25 @@ def default_cache_dir() -> Path:
 
 
 def cached_int8_path(model_dir: Path, cache_dir: Path) -> Path:
-    """Where the int8 build of `model_dir` is cached: named by the source weights (path, size,
-    modification time), this builder's code and calibration prompts, and onnxruntime's
+    """Where the int8 build of `model_dir` is cached: named by the source weights
+    (`weights_identity`), this builder's code and calibration prompts, and onnxruntime's
     version (a build by any other builder is never read)."""
-    weights = (model_dir / "model.safetensors").stat()
     builder = hashlib.sha256(Path(__file__).read_bytes() + CALIBRATION.read_bytes()).hexdigest()
-    key = json.dumps(
-        [str(model_dir.resolve()), weights.st_size, weights.st_mtime_ns, builder,
-         ort.__version__]
-    )  # fmt: skip
+    key = json.dumps([weights_identity(model_dir / "model.safetensors"), builder, ort.__version__])
     return cache_dir / f"minilm-int8-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+
+
+def weights_identity(path: Path, sample: int = 1 << 20) -> str:
+    """The weights file's size and a digest of its first and last `sample` bytes: read in
+    ~1 ms at each start, and unlike a path or a modification time, the same in any copy of
+    the file (an image's layer copied from its build stage included)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as weights:
+        digest.update(weights.read(sample))
+        weights.seek(max(size - sample, 0))
+        digest.update(weights.read(sample))
+    return digest.hexdigest()
 
 
 def int8_data_path(path: Path) -> Path:
