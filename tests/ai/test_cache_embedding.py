@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import platform
 import subprocess
 import sys
 import threading
@@ -265,3 +266,29 @@ def test_a_prebuilt_model_directory_is_read_not_built_again(
     model = OnnxMiniLM(bundled_model_dir())  # the directory from the environment, as in a pod
     ids = np.array([[101, 7592, 2088, 102]], dtype=np.int64)
     assert model.quantized and model(ids, np.ones_like(ids)).shape == (1, 4, DIMENSIONS)
+
+
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@pytest.mark.skipif(not X86, reason="the saturating kernel is x86's")
+def test_only_a_cpu_without_vnni_gets_the_non_saturating_products() -> None:
+    flags = "processor\t: 0\nflags\t\t: fpu sse4_1 avx2 fma {}\n"
+    assert minilm_onnx.u8s8_may_saturate(flags.format(""))  # AVX2 alone (Zen 2, Haswell)
+    assert minilm_onnx.u8s8_may_saturate(flags.format("avx512f avx512bw"))  # Skylake-SP
+    assert not minilm_onnx.u8s8_may_saturate(flags.format("avx512f avx512_vnni"))
+    assert not minilm_onnx.u8s8_may_saturate(flags.format("avx_vnni"))  # Alder Lake
+    assert minilm_onnx.u8s8_may_saturate("")  # nothing known: the exact products
+
+
+def test_without_vnni_the_int8_products_are_exact_and_the_vectors_the_same(
+    monkeypatch: pytest.MonkeyPatch, embedder: Embedder
+) -> None:
+    """Where u8 x s8 products would saturate, the session multiplies u8 x u8 instead; the
+    integers are the same as any exact kernel's, so the vectors are too."""
+    monkeypatch.setattr(minilm_onnx, "u8s8_may_saturate", lambda: True)
+    exact = OnnxMiniLM(bundled_model_dir())
+    options = exact.session.get_session_options()
+    assert options.get_session_config_entry("session.x64quantprecision") == "1"
+    texts = ["Check stock for item SKU-5401-NKT.", "How many days does a leap year have?"]
+    np.testing.assert_array_equal(Embedder(encoder=exact).embed(texts), embedder.embed(texts))
