@@ -18,7 +18,7 @@ import pytest
 from minilm_numpy import MiniLM
 
 from gateways.ai.cache import minilm_onnx
-from gateways.ai.cache.embedding import DIMENSIONS, Embedder, bundled_model_dir
+from gateways.ai.cache.embedding import DIMENSIONS, Embedder, ModelDisagrees, bundled_model_dir
 from gateways.ai.cache.minilm_onnx import (
     CALIBRATION,
     OnnxMiniLM,
@@ -292,3 +292,35 @@ def test_without_vnni_the_int8_products_are_exact_and_the_vectors_the_same(
     assert options.get_session_config_entry("session.x64quantprecision") == "1"
     texts = ["Check stock for item SKU-5401-NKT.", "How many days does a leap year have?"]
     np.testing.assert_array_equal(Embedder(encoder=exact).embed(texts), embedder.embed(texts))
+
+
+def test_the_int8_build_carries_fp32_vectors_and_is_checked_against_them(
+    embedder: Embedder, fp32: Embedder
+) -> None:
+    """A gateway refuses an int8 build whose vectors stray from the fp32 ones it carries (on
+    another CPU's kernels, say): the semantic cache then stays off rather than serve answers
+    to questions that were not asked."""
+    assert isinstance(embedder.encoder, OnnxMiniLM)
+    reference = embedder.encoder.reference
+    prompts = CALIBRATION.read_text().splitlines()[: minilm_onnx.SELF_CHECK_PROMPTS]
+    assert list(reference) == prompts
+    np.testing.assert_allclose(list(reference.values()), fp32.embed(prompts), atol=1e-6)
+    embedder.check(reference)  # this build, on this CPU
+    texts = list(reference)
+    strayed = {t: reference[texts[(i + 1) % len(texts)]] for i, t in enumerate(texts)}
+    with pytest.raises(ModelDisagrees, match="cosine"):
+        embedder.check(strayed)
+
+    def turned(cosine: float) -> dict[str, list[float]]:
+        """Each vector turned away from its own by an angle of that cosine."""
+        out = {}
+        for text, vector in reference.items():
+            v = np.asarray(vector, dtype=np.float64)
+            away = np.roll(v, 1) - (np.roll(v, 1) @ v) * v
+            away /= np.linalg.norm(away)
+            out[text] = list(v * cosine + away * np.sqrt(1 - cosine**2))
+        return out
+
+    embedder.check(turned(0.998))
+    with pytest.raises(ModelDisagrees):
+        embedder.check(turned(0.98))

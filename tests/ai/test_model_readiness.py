@@ -119,3 +119,36 @@ async def test_models_load_on_a_nicer_thread_than_the_one_serving(monkeypatch) -
     await models.close()
     assert seen["loader"] == min(19, serving + model_loading.LOADER_NICENESS)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == serving
+
+
+async def test_an_embedding_model_that_strays_on_this_cpu_leaves_the_semantic_cache_off(
+    gateway, scripted, monkeypatch
+) -> None:
+    """The int8 build's self-check at load (`Embedder.check`): vectors that stray from the
+    fp32 ones it carries, as another CPU's kernels might give, mark the semantic cache
+    `failed` in /health; chats are still answered (the exact tier and the provider)."""
+    from gateways.ai.cache import embedding
+    from gateways.ai.cache.minilm_onnx import OnnxMiniLM
+
+    carried = OnnxMiniLM.reference.fget  # type: ignore[attr-defined]
+
+    def strayed(self: OnnxMiniLM) -> dict[str, list[float]]:
+        reference = carried(self)
+        texts = list(reference)
+        return {t: reference[texts[(i + 1) % len(texts)]] for i, t in enumerate(texts)}
+
+    monkeypatch.setattr(OnnxMiniLM, "reference", property(strayed))
+    monkeypatch.setattr(embedding, "_default", None)  # loaded (and checked) afresh
+    async with gateway() as ai, aiohttp.ClientSession() as http:
+        for _ in range(200):
+            async with http.get(f"{ai.http_url}/health") as resp:
+                health = await resp.json()
+            if health["features"]["semantic_cache"] != "loading":
+                break
+            await asyncio.sleep(0.1)
+        assert health["features"]["semantic_cache"] == "failed"
+        async with client(ai.http_url, tenant()) as sdk:
+            answer = await sdk.chat.completions.create(
+                model="m-1", messages=[{"role": "user", "content": "What is a light-year?"}]
+            )
+    assert answer.choices[0].message.content and len(scripted.attempts) == 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 DIMENSIONS = 384
+
+
+class ModelDisagrees(RuntimeError):
+    """The loaded model's vectors are not the ones it was built to give (`Embedder.check`)."""
+
+
 # (ids, attention mask) → last hidden states, both (batch, seq[, hidden]).
 Encoder = Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float32]]
 
@@ -73,7 +79,25 @@ class Embedder:
         self.encoder: Encoder = encoder or OnnxMiniLM(
             model_dir, cache_dir=cache_dir, quantized=quantized
         )
+        if isinstance(self.encoder, OnnxMiniLM):
+            self.check(self.encoder.reference)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+
+    def check(self, reference: Mapping[str, Sequence[float]]) -> None:
+        """Raise `ModelDisagrees` unless this model's vectors of `reference`'s texts lie within
+        SELF_CHECK_COSINE of its vectors (the int8 build's fp32 ones, on this CPU's kernels)."""
+        from gateways.ai.cache.minilm_onnx import SELF_CHECK_COSINE
+
+        if not reference:
+            return
+        texts = list(reference)
+        expected = np.asarray([reference[t] for t in texts], dtype=np.float32)
+        cosine = float(np.min(np.sum(self.embed(texts) * expected, axis=1)))
+        if cosine < SELF_CHECK_COSINE:
+            raise ModelDisagrees(
+                f"the int8 embedding model strays from its fp32 vectors on this CPU (cosine "
+                f"{cosine:.4f} < {SELF_CHECK_COSINE}): the semantic cache stays off"
+            )
 
     def embed(self, texts: list[str]) -> NDArray[np.float32]:
         """(len(texts), 384) unit vectors; synchronous CPU work (call it off the loop).

@@ -56,6 +56,13 @@ SMOOTHING_ALPHA = 0.7
 # its held-out one, which measures the result.
 CALIBRATION = Path(__file__).with_name("calibration_prompts.txt")
 PROBE = "probe:"  # the prefix of the fp32 build's extra outputs (`probes`)
+# The int8 build carries the fp32 vectors of a few calibration prompts (metadata REFERENCE);
+# a gateway embeds them once it has loaded the build, and refuses a build that strays further
+# from them than SELF_CHECK_COSINE on its CPU (`Embedder`): another CPU's kernels (one that
+# saturates, say) must not turn the semantic cache into a server of wrong answers.
+REFERENCE = "fp32_reference"
+SELF_CHECK_PROMPTS = 8
+SELF_CHECK_COSINE = 0.99  # the issue's bar for the int8 build against fp32
 
 
 class _Graph:
@@ -285,7 +292,20 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
         opsets.append(helper.make_opsetid("com.microsoft", 1))
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8  # readable by every onnxruntime of the last years
+    if quantized:
+        helper.set_model_props(model, {REFERENCE: json.dumps(fp32_reference(model_dir))})
     return bytes(model.SerializeToString())
+
+
+def fp32_reference(model_dir: Path) -> dict[str, list[float]]:
+    """The fp32 build's vectors of the first SELF_CHECK_PROMPTS calibration prompts, each
+    embedded alone (as the gateway embeds)."""
+    from gateways.ai.cache.embedding import Embedder
+
+    encoder = OnnxMiniLM(model_dir, quantized=False)
+    prompts = CALIBRATION.read_text().splitlines()[:SELF_CHECK_PROMPTS]
+    vectors = Embedder(model_dir, encoder=encoder).embed(prompts)
+    return {p: [round(float(x), 7) for x in v] for p, v in zip(prompts, vectors, strict=True)}
 
 
 def default_cache_dir() -> Path:
@@ -431,6 +451,12 @@ class OnnxMiniLM:
                 )
             return
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    @property
+    def reference(self) -> dict[str, list[float]]:
+        """The fp32 vectors the int8 build carries (REFERENCE; none in the fp32 build)."""
+        found = self.session.get_modelmeta().custom_metadata_map.get(REFERENCE)
+        return {} if found is None else dict(json.loads(found))
 
     def __call__(self, ids: NDArray[np.int64], mask: NDArray[np.int64]) -> NDArray[np.float32]:
         (out,) = self.session.run(["hidden"], {"ids": ids, "mask": mask})
