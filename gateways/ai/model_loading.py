@@ -21,7 +21,7 @@ import os
 import sysconfig
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -219,7 +219,10 @@ class Models:
             loader.shutdown(wait=False)
         collector.freeze_startup_heap()  # the models live as long as the process
         release_freed_memory()
-        released = await asyncio.to_thread(release_startup_pages)
+        # The embedder's own check at load (`Embedder.check`) read ~8 MB of its weights'
+        # file that no request has needed yet: they go back too, read again on first use.
+        weights = self.cache_dir or minilm_onnx.default_cache_dir()
+        released = await asyncio.to_thread(release_startup_pages, [weights])
         if released:
             log.info("start-up pages released", extra={"released_mb": released // 1024})
 
@@ -251,19 +254,20 @@ async def _load_into(
         pending.set(value)
 
 
-def release_startup_pages() -> int:
+def release_startup_pages(weights: Sequence[Path] = ()) -> int:
     """Once the models are loaded (the gateway's start is over): drop the resident pages of
-    the installed libraries' code and read-only data (`runtime/stores/engine_pages.py`), the
-    kibibytes released. Importing and starting them (module initialisation, Milvus Lite's
-    start, loading the models) touched about 100 MB of pages that serving requests never
-    touches again: pyarrow's S3, Parquet and Substrait libraries, onnxruntime's kernels for
-    other operators and devices, cryptography's, the initialisers of every extension. A page
-    serving does need is read back from the page cache on its first touch, unchanged (40
-    requests with PII and the cache bring back about 55 MB of the 100)."""
+    the installed libraries' code and read-only data (`runtime/stores/engine_pages.py`), and
+    of the model weights' files under `weights`; the kibibytes released. Importing and
+    starting them (module initialisation, Milvus Lite's start, loading the models) touched
+    about 100 MB of pages that serving requests never touches again: pyarrow's S3, Parquet
+    and Substrait libraries, onnxruntime's kernels for other operators and devices,
+    cryptography's, the initialisers of every extension. A page serving does need is read
+    back from the page cache on its first touch, unchanged (40 requests with PII and the
+    cache bring back about 55 MB of the 100)."""
     from runtime.stores.engine_pages import release_clean_pages
 
     libraries = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    return release_clean_pages([Path(p) for p in sorted(libraries)])
+    return release_clean_pages([Path(p) for p in sorted(libraries)], weights=weights)
 
 
 def release_idle_pages() -> int:

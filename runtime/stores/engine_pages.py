@@ -9,7 +9,9 @@ is read back from the page cache (or the file) on its first touch, unchanged. On
 that cannot hold a page of their own are released: not writable, and no anonymous
 (copied-on-write) page in them, as `/proc/self/smaps` shows (a page of the file that is dirty
 in the page cache is still the file's); the relocated data, the heap and
-everything else stay as they are.
+everything else stay as they are. A model's weights file is the one exception to "not
+writable": onnxruntime maps its tensors read-write and private but never writes them, so
+those mappings go too while they hold no page of their own (`weights`).
 """
 
 from __future__ import annotations
@@ -26,18 +28,21 @@ log = logging.getLogger(__name__)
 MADV_DONTNEED = 4  # <sys/mman.h>, Linux
 
 
-def release_clean_pages(directories: Sequence[Path]) -> int:
+def release_clean_pages(directories: Sequence[Path], weights: Sequence[Path] = ()) -> int:
     """Drop this process's resident pages of the read-only, never-written file mappings under
-    `directories`; the kibibytes that were resident in them. 0 where this is not Linux."""
+    `directories`, and of the never-written ones under `weights` even when mapped writable
+    (onnxruntime maps each tensor of a model's weights file read-write and private, and never
+    writes it); the kibibytes that were resident in them. 0 where this is not Linux."""
     if not sys.platform.startswith("linux"):
         return 0
-    roots = tuple(f"{os.path.realpath(d)}/" for d in directories)
+    roots = tuple(f"{os.path.realpath(d)}/" for d in (*directories, *weights))
+    writable = tuple(f"{os.path.realpath(d)}/" for d in weights)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         madvise = libc.madvise
         madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         with open("/proc/self/smaps") as smaps:
-            mappings = _clean_mappings(smaps, roots)
+            mappings = _clean_mappings(smaps, roots, writable)
     except OSError as exc:
         log.warning("engine pages not released", extra={"error": repr(exc)})
         return 0
@@ -48,9 +53,11 @@ def release_clean_pages(directories: Sequence[Path]) -> int:
     return released
 
 
-def _clean_mappings(smaps: Iterable[str], roots: tuple[str, ...]) -> list[tuple[int, int, int]]:
+def _clean_mappings(
+    smaps: Iterable[str], roots: tuple[str, ...], writable: tuple[str, ...] = ()
+) -> list[tuple[int, int, int]]:
     """(start, end, resident KB) of each mapping of a file under `roots` that is not writable
-    and holds no anonymous page."""
+    (unless the file is under `writable`) and holds no anonymous page."""
     found: list[tuple[int, int, int]] = []
     current = False  # inside a mapping still in `found`
     span = (0, 0)
@@ -59,7 +66,11 @@ def _clean_mappings(smaps: Iterable[str], roots: tuple[str, ...]) -> list[tuple[
         if not fields:
             continue
         if not fields[0].endswith(":"):  # a mapping's header: range perms offset dev inode path
-            current = len(fields) >= 6 and "w" not in fields[1] and fields[5].startswith(roots)
+            current = (
+                len(fields) >= 6
+                and fields[5].startswith(roots)
+                and ("w" not in fields[1] or fields[5].startswith(writable))
+            )
             if current:
                 low, high = fields[0].split("-")
                 span = (int(low, 16), int(high, 16))

@@ -71,3 +71,46 @@ def test_a_released_page_is_read_back_unchanged(tmp_path: Path) -> None:
         assert view[:] == data  # faulted back in from the file
     finally:
         view.close()
+
+
+WEIGHTS = """\
+7f0000000000-7f0000010000 rw-p 00000000 fd:01 21 /models/m.onnx.data
+Rss:                  64 kB
+Anonymous:             0 kB
+7f0000010000-7f0000020000 rw-p 00010000 fd:01 21 /models/m.onnx.data
+Rss:                  64 kB
+Anonymous:             4 kB
+7f0000020000-7f0000030000 rw-p 00000000 fd:01 22 /lib/engine/libx.so
+Rss:                  64 kB
+Anonymous:             0 kB
+"""
+
+
+def test_a_weights_file_mapped_writable_is_released_while_never_written() -> None:
+    """onnxruntime maps each tensor of a weights file read-write and private: such a mapping
+    is released while it holds no page of its own; a library's writable mapping never is."""
+    roots, weights = ("/lib/engine/", "/models/"), ("/models/",)
+    assert _clean_mappings(WEIGHTS.splitlines(), roots, weights) == [
+        (0x7F0000000000, 0x7F0000010000, 64)
+    ]
+    assert _clean_mappings(WEIGHTS.splitlines(), roots) == []
+
+
+def test_a_released_weights_page_is_read_back_unchanged(tmp_path: Path) -> None:
+    data = os.urandom(64 * 1024)
+    (tmp_path / "m.onnx.data").write_bytes(data)
+    with open(tmp_path / "m.onnx.data", "rb") as f:
+        view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # rw-p, as onnxruntime maps
+    try:
+        assert view[:] == data
+        start = next(
+            int(line.split("-")[0], 16)
+            for line in Path("/proc/self/maps").read_text().splitlines()
+            if line.endswith(str(tmp_path / "m.onnx.data"))
+        )
+        assert release_clean_pages([]) == 0
+        assert release_clean_pages([], weights=[tmp_path]) == 64
+        assert resident_kb(start) == 0
+        assert view[:] == data
+    finally:
+        view.close()
