@@ -84,8 +84,9 @@ class Embedder:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
 
     def check(self, reference: Mapping[str, Sequence[float]]) -> None:
-        """Raise `ModelDisagrees` unless this model's vectors of `reference`'s texts lie within
-        SELF_CHECK_COSINE of its vectors (the int8 build's fp32 ones, on this CPU's kernels)."""
+        """Raise `ModelDisagrees` unless this model, on this CPU's kernels, embeds each of
+        `reference`'s texts within SELF_CHECK_COSINE of the vector given for it (the int8
+        build's: the fp32 build's vectors)."""
         from gateways.ai.cache.minilm_onnx import SELF_CHECK_COSINE
 
         if not reference:
