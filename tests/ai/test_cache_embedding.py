@@ -257,6 +257,9 @@ def test_a_prebuilt_model_directory_is_read_not_built_again(
     )
     path = cached_int8_path(bundled_model_dir(), models)
     assert built.stdout.strip() == str(path) and int8_data_path(path).is_file()
+    # The image builds it as root and runs as UID 10001: the graph is as readable as its data.
+    mode = int8_data_path(path).stat().st_mode & 0o777
+    assert path.stat().st_mode & 0o777 == mode
 
     def never(*_: object) -> None:
         raise AssertionError("a prebuilt model must not be built again")

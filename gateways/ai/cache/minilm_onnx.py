@@ -381,6 +381,9 @@ def _build_int8(model_dir: Path, cache_dir: Path, path: Path) -> None:
         )  # fmt: skip
         if built.returncode != 0:
             raise RuntimeError(f"building the int8 embedding model failed: {built.stderr[-2000:]}")
+        # The graph as readable as its weights (mkstemp made it owner-only): an image builds
+        # it as root for a service that runs as another user.
+        os.chmod(partial, os.stat(partial_data).st_mode & 0o777)
         os.replace(partial_data, data)  # the weights first: the graph names them
         os.replace(partial, path)
     finally:
