@@ -16,7 +16,6 @@ meanwhile; after a reconnect the subscription names the version it holds.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import os
@@ -28,6 +27,7 @@ from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from google.rpc import status_pb2
 
 from gateways.edge.model.resources import ConfigRejected, Resource, Snapshot
+from runtime.cancelling import cancel_and_wait
 from runtime.config import ServiceConfig
 from runtime.peers import Peer
 from runtime.protojson import plain_json
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 TYPE_URL = "type.googleapis.com/strata.edge.v1.EdgeResource"
 INVALID_ARGUMENT = 3  # google.rpc.Code of a NACK's error_detail
+STOP_SECS = 2.0  # how long a stop waits for the stream's task to end
 
 Apply = Callable[[Snapshot], Awaitable[None] | None]
 
@@ -78,9 +79,9 @@ class XdsSubscription:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # Once may not do: a cancellation that lands in the stream's read can come back as
+            # the call's CANCELLED status, which `Peer.stream` reconnects after (cancelling.py).
+            await cancel_and_wait([self._task], STOP_SECS)
         await self.peer.close()
 
     def _request(self, **fields: Any) -> discovery_pb2.DiscoveryRequest:
