@@ -198,10 +198,11 @@ class Models:
         from gateways.ai.cache import embedding, minilm_onnx
         from gateways.ai.pii import redactor
 
+        cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
+
         def embedder_files() -> Path:  # what the embedder runs (its size is what is loaded)
             if not self.int8:
                 return embedding.bundled_model_dir()
-            cache_dir = self.cache_dir or minilm_onnx.default_cache_dir()
             return minilm_onnx.cached_int8_path(embedding.bundled_model_dir(), cache_dir)
 
         # One thread of its own, lowered once: the executors that serve requests keep theirs.
@@ -221,8 +222,7 @@ class Models:
         release_freed_memory()
         # The embedder's own check at load (`Embedder.check`) read ~8 MB of its weights'
         # file that no request has needed yet: they go back too, read again on first use.
-        weights = self.cache_dir or minilm_onnx.default_cache_dir()
-        released = await asyncio.to_thread(release_startup_pages, [weights])
+        released = await asyncio.to_thread(release_startup_pages, [cache_dir])
         if released:
             log.info("start-up pages released", extra={"released_mb": released // 1024})
 
