@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -350,68 +349,90 @@ async def _stream(
                 **headers,
             },
         )
-        cork = _Cork(request.transport)
-        cork()
-        await response.prepare(request)
-
-        async def send(value: Any) -> None:
-            cork()
-            await response.write(b"data: " + json_codec.dumps(value) + b"\n\n")
-
+        await response.prepare(request)  # its headers leave with the first event
+        events = _Events(response)
         try:
-            if first is not _END:
-                await send(first)
-                async for item in values:
-                    await send(item)
-        except Exception as exc:
-            await send(envelope(as_error(exc, request)))
-        await current_rows_held()  # the stream's log rows durable before its end
-        cork()
-        if rule.sse_done is not None:
-            await response.write(f"data: {rule.sse_done}\n\n".encode())
-        await response.write_eof()
+            try:
+                if first is not _END:
+                    await events.send(first)
+                    async for item in values:
+                        await events.send(item)
+            except Exception as exc:
+                if events.failed:  # the client is gone: nothing more can reach it
+                    raise
+                await events.send(envelope(as_error(exc, request)))
+            await current_rows_held()  # the stream's log rows durable before its end
+            done = b"" if rule.sse_done is None else f"data: {rule.sse_done}\n\n".encode()
+            await events.close(done)
+        except BaseException:
+            events.abandon()
+            raise
         return response
     finally:
         await values.aclose()  # type: ignore[attr-defined]
 
 
-class _Cork:
-    """The writes one loop turn makes on a TCP connection leave together: `cork()` before a
-    write sets TCP_CORK, and the next loop turn clears it, which sends what was written
-    meanwhile. An upstream's events often come several in one read (a provider's stream, a
-    fast model) and are relayed in one turn: one transmission for all of them instead of a
-    transmission each (on loopback, most of a small write's CPU is its transmission, the
-    receiving end's included). Nothing waits longer than the turn that wrote it."""
+class _Events:
+    """Server-sent events written as they come, those of one loop turn in one write: an
+    upstream's events often come several in one read (a provider's stream, a fast model) and
+    are relayed in one turn, so they leave in one write and one transmission instead of a
+    write each (on loopback, most of a small write's CPU is its transmission, the receiving
+    end's included). `send` queues an event, and the write runs once the relaying task
+    yields to the loop: nothing waits longer than the turn that produced it. A client slower
+    than the stream holds `send` once HIGH_WATER bytes are queued."""
 
-    __slots__ = ("corked", "sock", "transport")
+    HIGH_WATER = 1 << 16
 
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.corked = False
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        family = getattr(sock, "family", None)
-        tcp = family in (socket.AF_INET, socket.AF_INET6) and hasattr(socket, "TCP_CORK")
-        self.sock = sock if tcp else None
+    __slots__ = ("failed", "queued", "response", "size", "writing")
 
-    def __call__(self) -> None:
-        if self.corked or self.sock is None:
+    def __init__(self, response: web.StreamResponse) -> None:
+        self.response = response
+        self.queued: list[bytes] = []
+        self.size = 0
+        self.writing: asyncio.Task[None] | None = None  # kept once failed: the client is gone
+        self.failed = False
+
+    async def send(self, value: Any) -> None:
+        event = b"data: " + json_codec.dumps(value) + b"\n\n"
+        self.queued.append(event)
+        self.size += len(event)
+        if self.writing is None:
+            self.writing = asyncio.ensure_future(self._write())
+        elif self.writing.done() or self.size >= self.HIGH_WATER:
+            await self._written()
+
+    async def _write(self) -> None:
+        while self.queued:
+            data = b"".join(self.queued)
+            self.queued.clear()
+            self.size = 0
+            await self.response.write(data)
+        self.writing = None
+
+    async def _written(self) -> None:
+        """Wait for the writes under way; raise theirs if one failed."""
+        if self.writing is not None:
+            try:
+                await asyncio.shield(self.writing)
+            except Exception:
+                self.failed = True
+                raise
+
+    async def close(self, last: bytes) -> None:
+        """Write what is queued, then `last` and the end of the body."""
+        await self._written()
+        await self.response.write_eof(last)
+
+    def abandon(self) -> None:
+        """The stream ended early (a cancelled relay, or a failure): stop the writes."""
+        writing = self.writing
+        if writing is None:
             return
-        try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
-        except OSError:
-            self.sock = None
-            return
-        self.corked = True
-        asyncio.get_running_loop().call_soon(self._uncork)
-
-    def _uncork(self) -> None:
-        self.corked = False
-        if self.sock is None or self.transport.is_closing():
-            return
-        try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
-        except OSError:
-            self.sock = None
+        if writing.done():
+            if not writing.cancelled():
+                writing.exception()  # retrieved: it was the client's going, already handled
+        else:
+            writing.cancel()
 
 
 async def _info(request: web.Request) -> web.Response:

@@ -4,6 +4,7 @@ errors before the first message keeping their status code."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,24 +24,47 @@ from strata.ai.v1 import chat_pb2, chat_pb2_grpc
 
 
 class Words(chat_pb2_grpc.ChatServiceServicer):
-    """Streams the last message back one word per chunk; refuses the model `over-budget`."""
+    """Streams the last message back one word per chunk; refuses the model `over-budget`;
+    the model `many` streams MANY long words, all at once, and `endless` long words until it
+    is closed (at most ENDLESS). `closed` is set once a stream's generator is closed, and
+    `yielded` counts its events."""
+
+    MANY = 3000
+    ENDLESS = 200_000
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+        self.yielded = 0
 
     async def StreamChatCompletion(
         self, request: chat_pb2.StreamChatCompletionRequest, context: Any
     ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
         if request.model == "over-budget":
             raise ResourceExhausted("tenant token budget exceeded", error="budget_exceeded")
-        for word in request.messages[-1].content.split():
-            chunk = chat_pb2.ChatCompletionChunk(id="c1", model=request.model)
-            chunk.choices.add().update({"index": 0, "delta": {"content": word}})
-            yield chat_pb2.StreamChatCompletionResponse(chunk=chunk, cache="MISS")
+        words = request.messages[-1].content.split()
+        if request.model in ("many", "endless"):
+            many = self.MANY if request.model == "many" else self.ENDLESS
+            words = (f"{i:05d}{'x' * 500}" for i in range(many))
+        try:
+            for word in words:
+                self.yielded += 1
+                chunk = chat_pb2.ChatCompletionChunk(id="c1", model=request.model)
+                chunk.choices.add().update({"index": 0, "delta": {"content": word}})
+                yield chat_pb2.StreamChatCompletionResponse(chunk=chunk, cache="MISS")
+        finally:
+            self.closed.set()
 
 
 @pytest.fixture
-async def words(idp: str):
+def servicer() -> Words:
+    return Words()
+
+
+@pytest.fixture
+async def words(idp: str, servicer: Words):
     definition = ServiceDefinition(
         name="stream-test",
-        bindings=[bind(chat_pb2_grpc, Words())],
+        bindings=[bind(chat_pb2_grpc, servicer)],
         http_rules=[r for r in HTTP_RULES if r.service == "strata.ai.v1.ChatService"],
         info={},
         health=_healthy,
@@ -81,6 +105,42 @@ async def test_front_door_renders_server_sent_events(words) -> None:
     chunks = [json.loads(e) for e in events[:-1]]
     assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hello", "strata", "world"]
     assert "cache" not in chunks[0]  # only the `chunk` field is the event payload
+
+
+async def test_a_slow_client_gets_every_event_in_order(words) -> None:
+    """Events produced faster than the client reads (far more than the front door queues)
+    all arrive, in order, each whole."""
+    received = bytearray()
+    async with (
+        aiohttp.ClientSession(words.http_url) as http,
+        http.post(
+            "/v1/chat/completions",
+            json=chat("many", "-"),
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        ) as resp,
+    ):
+        assert resp.status == 200
+        async for piece in resp.content.iter_chunked(1 << 14):
+            received += piece
+            await asyncio.sleep(0.001)
+    events = [e.removeprefix("data: ") for e in received.decode().split("\n\n") if e]
+    assert events[-1] == "[DONE]"
+    contents = [json.loads(e)["choices"][0]["delta"]["content"] for e in events[:-1]]
+    assert [int(c[:5]) for c in contents] == list(range(Words.MANY))
+    assert all(len(c) == 505 for c in contents)
+
+
+async def test_a_client_gone_mid_stream_closes_the_servicers_stream(words, servicer) -> None:
+    async with aiohttp.ClientSession(words.http_url) as http:
+        resp = await http.post(
+            "/v1/chat/completions",
+            json=chat("endless", "-"),
+            headers={"Authorization": f"Bearer {MASTER_KEY}"},
+        )
+        assert (await resp.content.readline()).startswith(b"data: ")
+        resp.close()  # mid-stream
+    await asyncio.wait_for(servicer.closed.wait(), 10)
+    assert servicer.yielded < Words.ENDLESS  # closed as the client went, not at its end
 
 
 async def test_error_before_the_first_event_keeps_its_status(words) -> None:
