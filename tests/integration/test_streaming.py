@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import aiohttp
@@ -41,7 +41,7 @@ class Words(chat_pb2_grpc.ChatServiceServicer):
     ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
         if request.model == "over-budget":
             raise ResourceExhausted("tenant token budget exceeded", error="budget_exceeded")
-        words = request.messages[-1].content.split()
+        words: Iterable[str] = request.messages[-1].content.split()
         if request.model in ("many", "endless"):
             many = self.MANY if request.model == "many" else self.ENDLESS
             words = (f"{i:05d}{'x' * 500}" for i in range(many))
