@@ -91,8 +91,8 @@ def baselines_of(bench: str, target: str) -> list[str]:
             bases.append(f"edge, no plugins, {workers} worker(s)")
         return bases
     if bench == "ai" and target.startswith("through the gateway"):
-        # and, non-stream, the floor (`ai_floor.py`: the same parts, none of the features)
-        bases = ["echo direct", "the floor"] if "non-stream" in target else ["echo direct"]
+        # and the floor (`ai_floor.py`: the same parts, none of the features)
+        bases = ["echo direct", "the floor"]
         return [target.replace("through the gateway", base) for base in bases]
     if bench == "agent" and "gateway" in target:
         c = target.rsplit("c=", 1)[1]

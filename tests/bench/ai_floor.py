@@ -6,8 +6,10 @@ An aiohttp app on uvloop (the gateway's front door and loop) with one route,
 `POST /v1/chat/completions`: it parses the JSON body with the gateway's codec, makes the two
 store round trips every gateway chat makes through the same batcher (one before the call, as
 the budget's reservation; one after it, as the settlement and log row), forwards the body to
-UPSTREAM_URL through the gateway's HTTP client, and answers the upstream's JSON re-encoded.
-No authentication, validation, routing, metrics, log line or budget arithmetic.
+UPSTREAM_URL through the gateway's HTTP client, and answers the upstream's JSON re-encoded;
+a `"stream": true` body gets the upstream's server-sent events relayed as they come, bytes
+as read (no event parsed or re-framed). No authentication, validation, routing, metrics, log
+line or budget arithmetic.
 
 `ai_gateway.py` measures it beside the gateway in the same run: the gateway's CPU per request
 minus the floor's is what its features cost, and the floor is what no change to them can
@@ -37,16 +39,30 @@ def build(store_url: str, upstream: str) -> web.Application:
     http = HttpClient()
     target = upstream.rstrip("/") + "/v1/chat/completions"
 
-    async def chat(request: web.Request) -> web.Response:
+    async def chat(request: web.Request) -> web.StreamResponse:
         body = json_codec.loads(await request.read())
         await hot_command(kv, "INCRBY", "bench:floor:reserved", 1)
         answer = await http.request("POST", target, HEADERS, json_codec.dumps(body), idle_secs=30)
+        row = json_codec.dumps({"model": body.get("model"), "tokens": 1})
+        log_row = ("XADD", "bench:floor:rows", "MAXLEN", "~", "1000", "*", "r", row)
+        if body.get("stream") is True:
+            events = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            try:
+                await events.prepare(request)
+                while chunk := await answer.next_chunk():
+                    await events.write(chunk)
+                await hot_command(kv, *log_row)
+                await events.write_eof()
+            except ConnectionResetError:
+                pass  # the client went (wrk closes its connections as its run ends)
+            finally:
+                answer.close()
+            return events
         try:
             completion = json_codec.loads(await answer.read())
         finally:
             answer.close()
-        row = json_codec.dumps({"model": body.get("model"), "tokens": 1})
-        await hot_command(kv, "XADD", "bench:floor:rows", "MAXLEN", "~", "1000", "*", "r", row)
+        await hot_command(kv, *log_row)
         return web.Response(body=json_codec.dumps(completion), content_type="application/json")
 
     app = web.Application()

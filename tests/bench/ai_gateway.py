@@ -13,8 +13,9 @@ token budget (as tenant creation provisions one, so every request reserves and s
 
 - `bench` (redaction off, cache off): the proxy path. Non-stream and stream (`stream: true`,
   read to `data: [DONE]`) at each concurrency, the echo provider directly and through the
-  gateway's `/v1/chat/completions`; non-stream also through the floor (`ai_floor.py`: the
-  gateway's front door, HTTP client and two store round trips with none of its features);
+  gateway's `/v1/chat/completions`, and through the floor (`ai_floor.py`: the gateway's
+  front door, HTTP client and two store round trips with none of its features; a stream's
+  events relayed as read);
 - `bench-pii` (redaction on, cache off): every request a new text with an e-mail, a name and a
   phone number (so no redaction is remembered): the added CPU of redaction is this row's CPU
   per request minus the proxy row's;
@@ -122,10 +123,9 @@ def main() -> None:
                         rows.append(measure(f"through the gateway, {kind}, c={c}", gateway + url,
                                             gateway_pid, c, args, script=proxied,
                                             upstream=echo_pid))  # fmt: skip
-                        if not stream:
-                            rows.append(measure(f"the floor, {kind}, c={c}", floor_url + url,
-                                                floor.pid, c, args, script=direct,
-                                                upstream=echo_pid))  # fmt: skip
+                        rows.append(measure(f"the floor, {kind}, c={c}", floor_url + url,
+                                            floor.pid, c, args, script=direct,
+                                            upstream=echo_pid))  # fmt: skip
             finally:
                 floor.terminate()
                 floor.wait(timeout=10)
