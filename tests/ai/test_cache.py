@@ -189,6 +189,8 @@ async def test_entries_expire_in_both_tiers(
         key = keys.exact_key(tenant, "m1", user(ASKED), PARAMS)
         await kv.expire(key, 60)
         assert await short.lookup(tenant, "m1", user(REWORDED), PARAMS) == (SEMANTIC_HIT, answer)
+        # Its copy under the new wording lives as long as the answer: dropped here.
+        await kv.delete(keys.exact_key(tenant, "m1", user(REWORDED), PARAMS))
         await asyncio.sleep(3.1)
         assert await short.lookup(tenant, "m1", user(REWORDED), PARAMS) is None  # expires_at
         await kv.delete(key)
@@ -536,6 +538,39 @@ async def test_a_semantic_hit_stores_the_new_wording_exactly(
     monkeypatch.setattr(await cache._semantic_tier(), "nearest", never)
     cache._vectors.clear()
     assert await cache.lookup(tenant, "m1", user(REWORDED), PARAMS) == (HIT, answer)
+
+
+async def test_a_copy_the_store_refuses_costs_only_the_copy(
+    cache: ResponseCache,
+    kv: Redis,
+    vectors: Any,
+    embedder: Embedder,
+    valkey_url: str,
+    tenant: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The new wording's copy fails (here the store user may not COPY): the semantic hit is
+    still served, only the copy is lost, with a warning, and a refusal is no outage."""
+    if "+cluster" in valkey_url:
+        pytest.skip("ACL users are per node; the single Valkey's is enough to show it")
+    answer = completion("Plants turn light into sugar.")
+    await cache.store(tenant, "m1", user(ASKED), PARAMS, answer)
+    name = f"no-copy-{tenant}"
+    await kv.execute_command("ACL", "SETUSER", name, "on", ">pw", "~*", "&*", "+@all", "-copy")
+    limited_kv = connect_kv(valkey_url.replace("redis://", f"redis://{name}:pw@"))
+    limited = ResponseCache(limited_kv, vectors, embedder, ttl_secs=60, threshold=THRESHOLD)
+    try:
+        with caplog.at_level(logging.WARNING, logger="gateways.ai.cache.cache"):
+            found = await limited.lookup(tenant, "m1", user(REWORDED), PARAMS)
+        assert found == (SEMANTIC_HIT, answer)
+        assert await kv.get(keys.exact_key(tenant, "m1", user(REWORDED), PARAMS)) is None
+        assert "could not keep a reworded prompt" in caplog.text
+        assert "NOPERM" in caplog.text
+        assert limited.reachability.down is False
+    finally:
+        await limited.close()
+        await limited_kv.aclose()
+        await kv.execute_command("ACL", "DELUSER", name)
 
 
 async def test_a_prompt_too_long_for_a_row_is_cached_exactly_only(

@@ -13,7 +13,6 @@ pymilvus's and gRPC's); anything else is a bug and propagates.
 from __future__ import annotations
 
 import logging
-import time
 from array import array
 from typing import Any
 
@@ -55,6 +54,12 @@ def _semantic_text(messages: list[dict[str, Any]]) -> str | None:
     if last.get("role") != "user" or not isinstance(content, str) or not content.strip():
         return None
     return content
+
+
+def _said(error: BaseException) -> str:
+    """An error's kind and text (redis-py's errors repr as their kind alone:
+    "server:ResponseError")."""
+    return f"{type(error).__name__}: {error}"
 
 
 def similar_enough(similarity: float, text: str, threshold: float, anchored: float) -> bool:
@@ -175,10 +180,16 @@ class ResponseCache:
                 if not self._acceptable(candidate, wording or text):
                     continue
                 # The answer lives once, under the exact key the vector points at; gone
-                # (expired or evicted) means that candidate is no answer.
-                answer = await self.exact.get(candidate.exact_key)
+                # (expired or evicted) means that candidate is no answer. Read together with
+                # its copy under this wording's key, until the original expires: the next ask
+                # of these words is one GET.
+                if candidate.exact_key == key:  # a replica stored these words meanwhile
+                    answer = await self.exact.get(key)
+                else:
+                    answer, not_kept = await self.exact.get_copying(candidate.exact_key, key)
+                    if not_kept is not None:
+                        self._not_kept(not_kept)
                 if answer is not None:
-                    await self._remember_wording(key, answer, candidate.expires_at)
                     return SEMANTIC_HIT, answer
             return None
         except ModelNotReady:
@@ -187,7 +198,7 @@ class ResponseCache:
         except self._store_errors as error:
             if isinstance(error, RedisError):  # every part of the process stops trying it
                 self.reachability.failed(error)
-            log.warning("response cache lookup failed, served as a miss: %r", error)
+            log.warning("response cache lookup failed, served as a miss: %s", _said(error))
             return None
 
     def _acceptable(self, candidate: Candidate, text: str) -> bool:
@@ -197,18 +208,13 @@ class ResponseCache:
             return False
         return similar_enough(candidate.similarity, text, self.threshold, self.anchored_threshold)
 
-    async def _remember_wording(self, key: str, answer: dict[str, Any], expires_at: int) -> None:
-        """The answer under the new wording's exact key too, until the original expires: the
-        next ask of these words is one GET. A store that fails here costs only that."""
-        ttl = expires_at - int(time.time())
-        if ttl <= 0:
-            return
-        try:
-            await self.exact.set_hot(key, answer, ttl)
-        except self._store_errors as error:
-            if isinstance(error, RedisError):
-                self.reachability.failed(error)
-            log.warning("response cache could not keep a reworded prompt: %r", error)
+    def _not_kept(self, error: BaseException) -> None:
+        """A reworded prompt's copy failed: that costs only the copy."""
+        if not isinstance(error, self._store_errors):
+            raise error  # a bug, not the store
+        if isinstance(error, RedisError):
+            self.reachability.failed(error)
+        log.warning("response cache could not keep a reworded prompt: %s", _said(error))
 
     async def store(
         self,
@@ -237,7 +243,7 @@ class ResponseCache:
         except self._store_errors as error:
             if isinstance(error, RedisError):
                 self.reachability.failed(error)
-            log.warning("response cache store failed, answer not cached: %r", error)
+            log.warning("response cache store failed, answer not cached: %s", _said(error))
 
     async def close(self) -> None:
         """Stop the semantic tier's threads; close the vector client if this cache opened

@@ -6,6 +6,7 @@ store propagate: the facade (`cache.py`) decides that a failing store is a miss.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -21,15 +22,31 @@ class ExactTier:
 
     async def get(self, key: str) -> dict[str, Any] | None:
         raw = await hot_command(self.kv, "GET", key)  # a request's: bounded, batched
-        if raw is None:
-            return None
-        value = json.loads(raw)
-        return value if isinstance(value, dict) else None
+        return _completion(raw)
+
+    async def get_copying(
+        self, key: str, copy_to: str
+    ) -> tuple[dict[str, Any] | None, BaseException | None]:
+        """`get(key)`, and its entry copied under `copy_to` with the time it has left (COPY
+        keeps the TTL), in the same store round trip: no second trip, and the answer is not
+        sent back to the store. The copy's failure is returned, not raised: it costs only the
+        copy."""
+        replies: tuple[Any, Any] = await asyncio.gather(
+            hot_command(self.kv, "GET", key),
+            hot_command(self.kv, "COPY", key, copy_to, "REPLACE"),
+            return_exceptions=True,
+        )
+        raw, copied = replies
+        if isinstance(raw, BaseException):
+            raise raw
+        return _completion(raw), copied if isinstance(copied, BaseException) else None
 
     async def set(self, key: str, completion: dict[str, Any]) -> None:
         await self.kv.set(key, json.dumps(completion, separators=(",", ":")), ex=self.ttl_secs)
 
-    async def set_hot(self, key: str, completion: dict[str, Any], ttl_secs: int) -> None:
-        """`set` from a request's lookup: batched and bounded like its GETs."""
-        value = json.dumps(completion, separators=(",", ":"))
-        await hot_command(self.kv, "SET", key, value, "EX", ttl_secs)
+
+def _completion(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else None

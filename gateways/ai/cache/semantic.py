@@ -79,7 +79,6 @@ class Candidate:
     exact_key: str  # where its answer is stored
     similarity: float  # cosine similarity to the request's vector
     prompt: str  # the text that was embedded (the guard compares it)
-    expires_at: int  # unix seconds
 
 
 def _schema(client: Any) -> Any:
@@ -205,7 +204,7 @@ class SemanticTier:
             data=[list(vector)],
             limit=limit,
             filter=self._filter(tenant, model, scope, int(time.time())),
-            output_fields=["exact_key", "prompt", "expires_at"],
+            output_fields=["exact_key", "prompt"],
             search_params={"metric_type": "COSINE"},
         )
         return [
@@ -213,7 +212,6 @@ class SemanticTier:
                 exact_key=str(hit["entity"]["exact_key"]),
                 similarity=float(hit["distance"]),
                 prompt=str(hit["entity"]["prompt"]),
-                expires_at=int(hit["entity"]["expires_at"]),
             )
             for hit in (found[0] if found else [])
         ]
