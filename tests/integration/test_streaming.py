@@ -88,19 +88,25 @@ def chat(model: str, text: str) -> dict[str, Any]:
     }
 
 
+def post_chat(http: aiohttp.ClientSession, model: str, text: str) -> Any:
+    """The front door's streamed chat (`async with` it, or await it)."""
+    auth = {"Authorization": f"Bearer {MASTER_KEY}"}
+    return http.post("/v1/chat/completions", json=chat(model, text), headers=auth)
+
+
+def data_of(body: str) -> list[str]:
+    """The `data:` of each event of a server-sent event stream."""
+    return [event.removeprefix("data: ") for event in body.split("\n\n") if event]
+
+
 async def test_front_door_renders_server_sent_events(words) -> None:
     async with (
         aiohttp.ClientSession(words.http_url) as http,
-        http.post(
-            "/v1/chat/completions",
-            json=chat("echo-1", "hello strata world"),
-            headers={"Authorization": f"Bearer {MASTER_KEY}"},
-        ) as resp,
+        post_chat(http, "echo-1", "hello strata world") as resp,
     ):
         assert resp.status == 200
         assert resp.content_type == "text/event-stream"
-        body = (await resp.read()).decode()
-    events = [line.removeprefix("data: ") for line in body.split("\n\n") if line]
+        events = data_of((await resp.read()).decode())
     assert events[-1] == "[DONE]"
     chunks = [json.loads(e) for e in events[:-1]]
     assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["hello", "strata", "world"]
@@ -111,19 +117,12 @@ async def test_a_slow_client_gets_every_event_in_order(words) -> None:
     """Events produced faster than the client reads (far more than the front door queues)
     all arrive, in order, each whole."""
     received = bytearray()
-    async with (
-        aiohttp.ClientSession(words.http_url) as http,
-        http.post(
-            "/v1/chat/completions",
-            json=chat("many", "-"),
-            headers={"Authorization": f"Bearer {MASTER_KEY}"},
-        ) as resp,
-    ):
+    async with aiohttp.ClientSession(words.http_url) as http, post_chat(http, "many", "-") as resp:
         assert resp.status == 200
         async for piece in resp.content.iter_chunked(1 << 14):
             received += piece
             await asyncio.sleep(0.001)
-    events = [e.removeprefix("data: ") for e in received.decode().split("\n\n") if e]
+    events = data_of(received.decode())
     assert events[-1] == "[DONE]"
     contents = [json.loads(e)["choices"][0]["delta"]["content"] for e in events[:-1]]
     assert [int(c[:5]) for c in contents] == list(range(Words.MANY))
@@ -132,11 +131,7 @@ async def test_a_slow_client_gets_every_event_in_order(words) -> None:
 
 async def test_a_client_gone_mid_stream_closes_the_servicers_stream(words, servicer) -> None:
     async with aiohttp.ClientSession(words.http_url) as http:
-        resp = await http.post(
-            "/v1/chat/completions",
-            json=chat("endless", "-"),
-            headers={"Authorization": f"Bearer {MASTER_KEY}"},
-        )
+        resp = await post_chat(http, "endless", "-")
         assert (await resp.content.readline()).startswith(b"data: ")
         resp.close()  # mid-stream
     await asyncio.wait_for(servicer.closed.wait(), 10)
@@ -146,11 +141,7 @@ async def test_a_client_gone_mid_stream_closes_the_servicers_stream(words, servi
 async def test_error_before_the_first_event_keeps_its_status(words) -> None:
     async with (
         aiohttp.ClientSession(words.http_url) as http,
-        http.post(
-            "/v1/chat/completions",
-            json=chat("over-budget", "hi"),
-            headers={"Authorization": f"Bearer {MASTER_KEY}"},
-        ) as resp,
+        post_chat(http, "over-budget", "hi") as resp,
     ):
         assert resp.status == 429
         # The chat rules carry their own envelope (OpenAI's), whatever the service's is.
