@@ -123,14 +123,23 @@ def smoothing_of(
     return factor
 
 
-def activation_ranges(model_dir: Path) -> dict[str, NDArray[np.float32]]:
-    """Per linear layer, the peak |value| of each channel of its input over the calibration
-    prompts' real tokens (not padding), read from the fp32 build."""
-    from gateways.ai.cache.embedding import load_tokenizer
-
-    session = ort.InferenceSession(
+def fp32_probed(model_dir: Path) -> ort.InferenceSession:
+    """The fp32 build with each linear layer's input as an output too (`probes`): what the
+    int8 build is calibrated on and checked against, made once per build."""
+    return ort.InferenceSession(
         build_model(model_dir, probes=True), providers=["CPUExecutionProvider"]
     )
+
+
+def activation_ranges(
+    model_dir: Path, probed: ort.InferenceSession | None = None
+) -> dict[str, NDArray[np.float32]]:
+    """Per linear layer, the peak |value| of each channel of its input over the calibration
+    prompts' real tokens (not padding), read from the fp32 build (`probed`: its session with
+    probes, made here if None)."""
+    from gateways.ai.cache.embedding import load_tokenizer
+
+    session = probed or fp32_probed(model_dir)
     names = [o.name for o in session.get_outputs() if o.name.startswith(PROBE)]
     tokenizer = load_tokenizer(model_dir)
     # By length, so that a batch pads little (the build's time: 1.2 -> 0.7 s here).
@@ -160,7 +169,8 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
     hidden = config["hidden_size"]
     head = hidden // heads
     w = load_file(str(model_dir / "model.safetensors"))
-    ranges = activation_ranges(model_dir) if quantized else {}
+    probed_fp32 = fp32_probed(model_dir) if quantized else None
+    ranges = activation_ranges(model_dir, probed_fp32) if quantized else {}
     g = _Graph()
     probed: dict[str, str] = {}
 
@@ -301,16 +311,23 @@ def build_model(model_dir: Path, quantized: bool = False, probes: bool = False) 
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8  # readable by every onnxruntime of the last years
     if quantized:
-        helper.set_model_props(model, {REFERENCE: json.dumps(fp32_reference(model_dir))})
+        reference = fp32_reference(model_dir, probed_fp32)
+        helper.set_model_props(model, {REFERENCE: json.dumps(reference)})
     return bytes(model.SerializeToString())
 
 
-def fp32_reference(model_dir: Path) -> dict[str, list[float]]:
+def fp32_reference(
+    model_dir: Path, probed: ort.InferenceSession | None = None
+) -> dict[str, list[float]]:
     """The fp32 build's vectors of the first SELF_CHECK_PROMPTS calibration prompts, each
-    embedded alone (as the gateway embeds)."""
+    embedded alone (as the gateway embeds); `probed`: as for `activation_ranges`."""
     from gateways.ai.cache.embedding import Embedder
 
-    encoder = OnnxMiniLM(model_dir, quantized=False)
+    session = probed or fp32_probed(model_dir)
+
+    def encoder(ids: NDArray[np.int64], mask: NDArray[np.int64]) -> NDArray[np.float32]:
+        return np.asarray(session.run(["hidden"], {"ids": ids, "mask": mask})[0], np.float32)
+
     prompts = CALIBRATION.read_text().splitlines()[:SELF_CHECK_PROMPTS]
     vectors = Embedder(model_dir, encoder=encoder).embed(prompts)
     return {p: [round(float(x), 7) for x in v] for p, v in zip(prompts, vectors, strict=True)}
