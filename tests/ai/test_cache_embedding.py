@@ -89,9 +89,22 @@ def test_matches_sentence_transformers_reference(fp32: Embedder) -> None:
 
 
 def test_onnx_graph_agrees_with_the_numpy_reference(fp32: Embedder) -> None:
+    """The sentence vectors; and on a padded batch, the real tokens' hidden states, which
+    the padding must not move (`Embedder` encodes each text alone: only this test pads)."""
     texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
-    reference = Embedder(encoder=MiniLM(bundled_model_dir()))
+    numpy_minilm = MiniLM(bundled_model_dir())
+    reference = Embedder(encoder=numpy_minilm)
     np.testing.assert_allclose(fp32.embed(texts), reference.embed(texts), atol=1e-5)
+    encodings = fp32.tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    real = mask == 1
+    assert not real[0].all()  # the short one is padded
+    padded = fp32.encoder(ids, mask)
+    np.testing.assert_allclose(padded[real], numpy_minilm(ids, mask)[real], atol=1e-4)
+    short = int(real[0].sum())
+    alone = fp32.encoder(ids[:1, :short], mask[:1, :short])
+    np.testing.assert_allclose(padded[0, :short], alone[0], atol=1e-4)
 
 
 def test_int8_agrees_with_fp32_on_the_cache_evaluation_pairs(
@@ -147,6 +160,26 @@ def test_batch_and_single_agree_and_are_deterministic(embedder: Embedder) -> Non
     np.testing.assert_allclose(batch, singles, atol=1e-5)
     assert np.array_equal(embedder.embed(texts), batch)
     assert embedder.embed([]).shape == (0, DIMENSIONS)
+
+
+def test_the_int8_graph_keeps_padding_out_of_attention(embedder: Embedder) -> None:
+    """On a padded batch, the short text's real tokens pool to its vector alone (cosine
+    0.998 here: the other text moves the per-tensor scales a little); with the padding
+    attended to, 0.87."""
+    texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
+    encodings = embedder.tokenizer.encode_batch(texts)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    short = int(mask[0].sum())
+    assert short < mask.shape[1]  # the short one is padded
+
+    def unit(hidden: np.ndarray) -> np.ndarray:
+        pooled = hidden.mean(axis=0)
+        return np.asarray(pooled / np.linalg.norm(pooled))
+
+    alone = unit(embedder.encoder(ids[:1, :short], mask[:1, :short])[0])
+    padded = unit(embedder.encoder(ids, mask)[0, :short])
+    assert float(alone @ padded) >= 0.99
 
 
 @pytest.mark.parametrize(("a", "b"), PARAPHRASES)
