@@ -88,18 +88,26 @@ def test_matches_sentence_transformers_reference(fp32: Embedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
+PADDED = ["a short one", "a much longer sentence, so that the batch needs padding here"]
+
+
+def padded_batch(embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
+    """PADDED's ids and attention mask as one batch: the short one padded."""
+    encodings = embedder.tokenizer.encode_batch(PADDED)
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    assert not mask[0].all()
+    return ids, mask
+
+
 def test_onnx_graph_agrees_with_the_numpy_reference(fp32: Embedder) -> None:
     """The sentence vectors; and on a padded batch, the real tokens' hidden states, which
     the padding must not move (`Embedder` encodes each text alone: only this test pads)."""
-    texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
     numpy_minilm = MiniLM(bundled_model_dir())
     reference = Embedder(encoder=numpy_minilm)
-    np.testing.assert_allclose(fp32.embed(texts), reference.embed(texts), atol=1e-5)
-    encodings = fp32.tokenizer.encode_batch(texts)
-    ids = np.array([e.ids for e in encodings], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    np.testing.assert_allclose(fp32.embed(PADDED), reference.embed(PADDED), atol=1e-5)
+    ids, mask = padded_batch(fp32)
     real = mask == 1
-    assert not real[0].all()  # the short one is padded
     padded = fp32.encoder(ids, mask)
     np.testing.assert_allclose(padded[real], numpy_minilm(ids, mask)[real], atol=1e-4)
     short = int(real[0].sum())
@@ -166,12 +174,8 @@ def test_the_int8_graph_keeps_padding_out_of_attention(embedder: Embedder) -> No
     """On a padded batch, the short text's real tokens pool to its vector alone (cosine
     0.998 here: the other text moves the per-tensor scales a little); with the padding
     attended to, 0.87."""
-    texts = ["a short one", "a much longer sentence, so that the batch needs padding here"]
-    encodings = embedder.tokenizer.encode_batch(texts)
-    ids = np.array([e.ids for e in encodings], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    ids, mask = padded_batch(embedder)
     short = int(mask[0].sum())
-    assert short < mask.shape[1]  # the short one is padded
 
     def unit(hidden: np.ndarray) -> np.ndarray:
         pooled = hidden.mean(axis=0)
